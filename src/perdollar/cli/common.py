@@ -1,0 +1,112 @@
+"""Shared pieces of the CLI: consoles, JSON output, progress, option parsing helpers."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import json
+import math
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from perdollar.errors import PerdollarError
+
+
+class _State:
+    debug: bool = False
+
+
+STATE = _State()
+
+# Tables and progress go to stderr when --json is requested, so stdout stays machine-readable.
+console = Console()
+err_console = Console(stderr=True)
+
+
+def print_error(message: str) -> None:
+    err_console.print(f"[bold red]perdollar: error:[/] {message}", highlight=False, soft_wrap=True)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Dataclasses, enums, dates, paths, numpy scalars and NaN → plain JSON values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        return to_jsonable(value.item())
+    return value
+
+
+def emit_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, allow_nan=False) + "\n")
+    sys.stdout.flush()
+
+
+@contextmanager
+def progress(description: str, total: float | None = None, *, quiet: bool = False) -> Iterator[Any]:
+    """A progress bar on stderr; ``quiet`` (e.g. with ``--json``) still shows it on a TTY only."""
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f}" if total else ""),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=quiet and not err_console.is_terminal,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+
+        class _Handle:
+            def advance(self, amount: float = 1) -> None:
+                bar.advance(task, amount)
+
+            def update(self, description: str | None = None, completed: float | None = None) -> None:
+                bar.update(task, description=description or bar.tasks[0].description, completed=completed)
+
+        yield _Handle()
+
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*(s|sec|m|min|h|hr|d|day|days)?\s*$", re.I)
+_UNIT_HOURS = {"s": 1 / 3600, "sec": 1 / 3600, "m": 1 / 60, "min": 1 / 60, "h": 1, "hr": 1,
+               "d": 24, "day": 24, "days": 24}
+
+
+def parse_duration_hours(text: str, option: str) -> float:
+    """``48h``, ``90m``, ``2d``, ``3600s`` or a bare number of hours → hours."""
+    match = _DURATION.match(text)
+    if not match:
+        raise PerdollarError(f"{option} {text!r} is not a duration", "write it like 48h, 90m, 2d or 3600s")
+    unit = (match.group(2) or "h").lower()
+    return float(match.group(1)) * _UNIT_HOURS[unit]
+
+
+def parse_count(text: str, option: str) -> float:
+    """``1e9``, ``2.5M``, ``10k`` or a plain integer → a positive number."""
+    match = re.match(r"^\s*([0-9]*\.?[0-9]+(?:e[+]?[0-9]+)?)\s*([kmgbt]?)\s*$", text, re.I)
+    if not match:
+        raise PerdollarError(f"{option} {text!r} is not a count", "write it like 1e9, 250M or 10k")
+    scale = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "b": 1e9, "t": 1e12}[match.group(2).lower()]
+    value = float(match.group(1)) * scale
+    if value <= 0:
+        raise PerdollarError(f"{option} must be positive, got {text!r}", "give a positive count")
+    return value

@@ -1,0 +1,45 @@
+"""An estimate: one priced candidate configuration (offer × nodes), with spot expectations."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perdollar.predict.model import Basis
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    cloud: str
+    instance_type: str
+    region: str
+    market: str  # on-demand | spot
+    nodes: int
+    accelerator: str | None  # accelerator key, None for CPU-only
+    accelerators_per_node: float
+    samples_per_second: float
+    samples_per_second_low: float
+    samples_per_second_high: float
+    basis: Basis
+    bottleneck: str
+    price_per_hour: float  # all nodes, USD/h
+    samples_per_dollar: float
+    time_to_target_hours: float | None
+    cost_to_target_usd: float | None
+    expected_time_hours: float | None  # spot: with interruptions, checkpoints and restarts
+    expected_cost_usd: float | None
+    p_meet_deadline: float | None
+    fits: bool
+    excluded_reason: str  # empty when the candidate is feasible
+    interruption_bucket: str | None = None
+    checkpoint_interval_hours: float | None = None
+    captured_at: str = ""
+    vcpus_per_node: float = 0.0
+    network_gbps: float | None = None
+
+    @property
+    def feasible(self) -> bool:
+        return not self.excluded_reason
+
+    @property
+    def label(self) -> str:
+        return f"{self.nodes}x {self.instance_type} {self.market} ({self.cloud} {self.region})"
