@@ -1,1 +1,68 @@
-"""catalog stage."""
+"""The instance catalog: accelerators, instance types and priced offers across AWS, GCP and Azure.
+
+    >>> from perdollar import catalog
+    >>> cat = catalog.load()
+    >>> cat.instance("ml.g4dn.12xlarge").accelerator_count
+    4.0
+    >>> catalog.find(accelerator="a10g", cloud="aws").head()   # a pandas DataFrame
+
+``load()`` returns the newest snapshot written by ``perdollar catalog refresh`` (in the user's
+data directory) or, when there is none, the snapshot bundled with the package.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perdollar.catalog.catalog import Catalog
+from perdollar.catalog.model import Accelerator, InstanceType, NameParts, Offer
+from perdollar.catalog.query import find, listing_frame
+from perdollar.catalog.snapshot import read_snapshot
+from perdollar.paths import catalog_snapshot_dir
+
+BUNDLED_SNAPSHOT = Path(__file__).parent / "data"
+
+__all__ = [
+    "BUNDLED_SNAPSHOT",
+    "Accelerator",
+    "Catalog",
+    "InstanceType",
+    "NameParts",
+    "Offer",
+    "find",
+    "listing_frame",
+    "load",
+    "user_snapshots",
+]
+
+_cache: dict[tuple[str, float], Catalog] = {}
+
+
+def user_snapshots() -> list[Path]:
+    """Snapshot folders written by ``catalog refresh``, oldest first (names are UTC timestamps)."""
+    root = catalog_snapshot_dir()
+    return sorted(
+        p
+        for p in root.iterdir()
+        if p.is_dir()
+        and not p.name.startswith(".")
+        and (p / "manifest.json").exists()  # .partial: unfinished
+    )
+
+
+def load(path: str | Path | None = None) -> Catalog:
+    """Load a catalog snapshot: ``path`` if given, else the newest user snapshot, else the bundled one.
+
+    Loaded snapshots are cached per folder (and its manifest's modification time).
+    """
+    if path is not None:
+        folder = Path(path)
+    else:
+        snapshots = user_snapshots()
+        folder = snapshots[-1] if snapshots else BUNDLED_SNAPSHOT
+    manifest = folder / "manifest.json"
+    stamp = manifest.stat().st_mtime if manifest.exists() else 0.0
+    key = (str(folder.resolve()), stamp)
+    if key not in _cache:
+        _cache[key] = read_snapshot(folder)
+    return _cache[key]

@@ -1,9 +1,252 @@
-"""CLI commands of this area (filled in by the stage that owns them)."""
+"""`perdollar catalog`: browse instance types, accelerators and prices; refresh them from AWS."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+from rich.table import Table
+
+from perdollar.cli.catalog_render import (
+    age_line,
+    listing_table,
+    print_show,
+    print_table,
+    quantity,
+    records,
+)
+from perdollar.cli.common import console, emit_json, err_console, progress
+
+catalog_app = typer.Typer(
+    name="catalog",
+    invoke_without_command=True,
+    no_args_is_help=False,
+    help="""Browse cloud instance types, their accelerators and prices (on-demand and spot).
+
+Every price says when it was captured. Without a subcommand, lists offers, one row per
+(cloud, instance type, region), cheapest first.
+
+  perdollar catalog --accelerator a10g --cloud aws
+  perdollar catalog --accelerator A100 --min-accelerators 8 --market spot --sort spot
+  perdollar catalog --min-accelerator-memory 40 --max-price 5 --json
+  perdollar catalog show ml.g4dn.12xlarge
+  perdollar catalog accelerators
+  perdollar catalog refresh --cloud aws --region us-east-1
+""",
+)
+
+LISTING_JSON_FIELDS = (
+    "cloud", "instance_type", "region", "vcpus", "memory_gib", "arch", "accelerator", "accelerator_key",
+    "accelerator_count", "accelerator_memory_gib", "accelerator_memory_gib_total", "network_gbps",
+    "efa_interfaces", "price_per_hour", "spot_price_per_hour", "spot_price_max_per_hour", "spot_interruption",
+    "spot_price_basis", "captured_at", "spot_captured_at", "flags",
+)  # fmt: skip
+
+
+@catalog_app.callback()
+def catalog_list(
+    ctx: typer.Context,
+    cloud: list[str] = typer.Option([], "--cloud", help="aws, gcp or azure (repeatable)."),
+    region: list[str] = typer.Option(
+        [], "--region", help="Cloud region, e.g. us-east-1, us-central1, eastus."
+    ),
+    accelerator: str | None = typer.Option(
+        None,
+        "--accelerator",
+        "-a",
+        help="Chip name or family, case-insensitive: a10g, A100, H100, tpu, trainium.",
+    ),
+    min_accelerator_memory: float | None = typer.Option(
+        None, "--min-accelerator-memory", help="Minimum memory per accelerator, GiB."
+    ),
+    min_accelerators: float | None = typer.Option(None, "--min-accelerators", help="Minimum accelerators."),
+    min_vcpus: float | None = typer.Option(None, "--min-vcpus", help="Minimum vCPUs."),
+    cpu_only: bool = typer.Option(False, "--cpu-only", help="Only instance types without accelerators."),
+    market: str | None = typer.Option(
+        None,
+        "--market",
+        help="on-demand or spot: keep offers priced in that market (--max-price applies to it).",
+    ),
+    max_price: float | None = typer.Option(None, "--max-price", help="Maximum USD per instance-hour."),
+    sort: str = typer.Option(
+        "price",
+        "--sort",
+        help="price, spot, price-per-accelerator, accelerator-memory, vcpus, memory, "
+        "accelerators, network or name.",
+    ),
+    limit: int | None = typer.Option(None, "--limit", help="Rows to show (table default 40; JSON: all)."),
+    json_output: bool = typer.Option(False, "--json", help="Print a JSON list of offers on stdout."),
+) -> None:
+    """List offers (one row per cloud, instance type and region), filtered and sorted."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from perdollar.catalog import find, load
+
+    catalog = load()
+    frame = find(
+        catalog, cloud=cloud or None, region=region or None, accelerator=accelerator,
+        min_accelerator_memory_gib=min_accelerator_memory, min_accelerators=min_accelerators,
+        min_vcpus=min_vcpus, market=market, max_price=max_price, cpu_only=cpu_only, sort=sort,
+    )  # fmt: skip
+    total = len(frame)
+    if json_output:
+        emit_json(records(frame.head(limit) if limit else frame, LISTING_JSON_FIELDS))
+        return
+    shown = frame.head(limit or 40)
+    rows = records(shown, LISTING_JSON_FIELDS)
+    print_table(
+        listing_table(rows, f"{total} offers" + (f" (first {len(rows)})" if total > len(rows) else ""))
+    )
+    console.print(f"[dim]{age_line(catalog)}[/]", soft_wrap=True, highlight=False)
+    if total > len(rows):
+        console.print(f"[dim]{total - len(rows)} more rows: use --limit N or filters.[/]", highlight=False)
+
+
+@catalog_app.command("show")
+def catalog_show(
+    name: str = typer.Argument(
+        ...,
+        help="Instance name: g4dn.12xlarge, ml.g5.4xlarge, a2-highgpu-1g, "
+        "tpu-v5litepod-8, Standard_NC24ads_A100_v4.",
+    ),
+    cloud: str | None = typer.Option(
+        None, "--cloud", help="aws, gcp or azure, when a name exists on several."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """Show one instance type: its parsed name, accelerator specs and offers per region.
+
+    perdollar catalog show ml.g4dn.12xlarge
+    perdollar catalog show a3-highgpu-8g --json
+    """
+    from perdollar.catalog import listing_frame, load
+
+    catalog = load()
+    instance = catalog.instance(name, cloud)
+    chip = catalog.accelerator_of(instance)
+    frame = listing_frame(catalog)
+    offers = frame[(frame["cloud"] == instance.cloud) & (frame["instance_type"] == instance.name)]
+    offers = offers.sort_values(["price_per_hour", "region"], na_position="last")
+    notes = []
+    if instance.name_parts and instance.name_parts.prefix == "ml":
+        notes.append(
+            "SageMaker ml. names run the EC2 shape shown; prices are EC2's (SageMaker adds its own fee)."
+        )
+    if instance.accelerator_key and instance.accelerator_key.startswith("TPU"):
+        notes.append("TPU slice: accelerator_count is chips; host vCPUs and memory are not in the catalog.")
+    count = instance.accelerator_count
+    result = {
+        "cloud": instance.cloud,
+        "instance_type": name.strip()
+        if instance.name_parts and instance.name_parts.prefix == "ml"
+        else instance.name,
+        "ec2_instance_type": instance.name if instance.cloud == "aws" else None,
+        "name_parts": instance.name_parts,
+        "vcpus": instance.vcpus,
+        "memory_gib": instance.memory_gib,
+        "arch": instance.arch,
+        "accelerator": instance.accelerator_name,
+        "accelerator_key": instance.accelerator_key,
+        "accelerator_count": count,
+        "accelerator_memory_gib": instance.accelerator_memory_gib_total / count if count else None,
+        "accelerator_memory_gib_total": instance.accelerator_memory_gib_total,
+        "network_gbps": instance.network_gbps,
+        "efa_interfaces": instance.efa_interfaces,
+        "local_disk_gb": instance.local_disk_gb,
+        "software_stack": chip.software_stack if chip else "cpu",
+        "accelerator_specs": chip,
+        "offers": records(offers, LISTING_JSON_FIELDS),
+        "snapshot_id": catalog.snapshot_id,
+        "captured_at": catalog.captured_at,
+        "notes": notes,
+    }
+    if json_output:
+        emit_json(result)
+        return
+    print_show(result, chip)
+    console.print(f"[dim]{age_line(catalog)}[/]", soft_wrap=True, highlight=False)
+
+
+@catalog_app.command("accelerators")
+def catalog_accelerators(
+    json_output: bool = typer.Option(False, "--json", help="Print a JSON list on stdout."),
+) -> None:
+    """List the accelerators the catalog knows, with per-device memory, bandwidth and peak rates.
+
+    perdollar catalog accelerators --json
+    """
+    from perdollar.catalog import load
+
+    catalog = load()
+    chips = sorted(catalog.accelerators.values(), key=lambda c: (c.vendor, c.family, c.key))
+    if json_output:
+        emit_json(chips)
+        return
+    table = Table(title=f"{len(chips)} accelerators (per device; dense peaks)", title_justify="left")
+    for header in ("key", "vendor", "architecture", "memory GiB", "GB/s", "fp32", "tf32", "bf16", "fp16",
+                   "fp8", "stack", "confidence"):  # fmt: skip
+        table.add_column(header)
+    for chip in chips:
+        table.add_row(
+            chip.key, chip.vendor, chip.architecture,
+            quantity(chip.memory_gib), quantity(chip.memory_bandwidth_gbps),
+            *(quantity(chip.peak_tflops(d)) for d in ("fp32", "tf32", "bf16", "fp16", "fp8")),
+            chip.software_stack, chip.confidence,
+        )  # fmt: skip
+    print_table(table)
+
+
+@catalog_app.command("refresh")
+def catalog_refresh(
+    cloud: str = typer.Option(
+        "aws", "--cloud", help="Only aws is supported so far (GCP and Azure: not yet)."
+    ),
+    region: list[str] = typer.Option(
+        [],
+        "--region",
+        help="AWS regions to refresh (repeatable; default: the regions already in the catalog).",
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print a summary of the new snapshot as JSON."),
+) -> None:
+    """Fetch current AWS prices and specs and write a new catalog snapshot that takes precedence.
+
+    Uses your AWS credentials (the usual boto3 chain: environment, ~/.aws, instance role):
+    on-demand prices from the Price List API, current spot prices from DescribeSpotPriceHistory
+    and instance specs from DescribeInstanceTypes. Offers of the other clouds are carried over
+    from the current snapshot. GCP and Azure refresh: not yet.
+
+      perdollar catalog refresh --cloud aws --region us-east-1 --region us-west-2
+    """
+    from perdollar.catalog import load
+    from perdollar.catalog.refresh_aws import refresh_aws
+    from perdollar.errors import PerdollarError
+    from perdollar.paths import catalog_snapshot_dir
+
+    if cloud.lower() != "aws":
+        raise PerdollarError(f"refresh for {cloud!r} is not available yet", "use --cloud aws")
+    base = load()
+    regions = region or sorted(base.regions.get("aws", ()))
+    with progress("refreshing AWS prices", total=len(regions), quiet=json_output) as bar:
+        folder: Path = refresh_aws(base, regions, out_root=catalog_snapshot_dir(), on_region_done=bar.advance)
+    fresh = load(folder)
+    summary = {
+        "snapshot_id": fresh.snapshot_id,
+        "path": folder,
+        "captured_at": fresh.captured_at,
+        "regions": regions,
+        "offers": len(fresh.offers),
+        "aws_offers": sum(1 for o in fresh.offers if o.cloud == "aws"),
+    }
+    if json_output:
+        emit_json(summary)
+        return
+    err_console.print(
+        f"wrote {summary['snapshot_id']} ({summary['aws_offers']} AWS offers in {len(regions)} regions) "
+        f"to {folder}; it is now the catalog perdollar uses.",
+        highlight=False,
+    )
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to ``app``."""
+    app.add_typer(catalog_app, name="catalog")

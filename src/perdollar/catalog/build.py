@@ -1,0 +1,280 @@
+"""Build the bundled catalog snapshot from the offline data folder.
+
+    python -m perdollar.catalog.build DATA_DIR [--out DIR]
+
+``DATA_DIR`` holds ``instances_unified.csv``, ``accelerator_specs.csv``,
+``gpu_name_aliases.csv`` and ``aws_instance_types.csv`` (the offline snapshot described in its
+own README). The output is the snapshot format read by :mod:`perdollar.catalog.snapshot`:
+``accelerators.csv``, ``aliases.csv``, ``instance_types.csv.gz``, ``offers.csv.gz`` and
+``manifest.json`` (sources, data dates, counts, flag meanings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from perdollar.catalog import provenance
+from perdollar.catalog.snapshot_write import write_snapshot
+from perdollar.catalog.stacks import software_stack_for
+
+BUNDLED_DIR = Path(__file__).parent / "data"
+# GCP/Azure network bandwidth is not in the offline data; these rows add it, each with its source.
+NETWORK_KNOWN = Path(__file__).parent / "network_known.csv"
+
+
+def _text(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
+def _flags_for(note: str, market: str) -> list[str]:
+    flags: list[str] = []
+    for needle, flag, markets in provenance.FLAG_RULES:
+        if needle in note and markets in ("both", market):
+            flags.append(flag)
+    return flags
+
+
+def _gcp_instance_name(row: dict) -> str:
+    # N1 hosts take any GPU count, so the same host name appears with several GPU shapes;
+    # the attached GPUs become part of the name to keep (cloud, name) unique.
+    name = str(row["instance_type"])
+    accelerator = _text(row["accelerator_name"])
+    if name.startswith("n1-") and accelerator:
+        return f"{name}+{int(row['accelerator_count'])}x{accelerator}"
+    return name
+
+
+def _arch(value: object) -> str:
+    text = _text(value)
+    return {"x86_64": "amd64", "": "amd64"}.get(text, text)
+
+
+def build_frames(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Return (accelerators, aliases, instance_types, offers) frames in the snapshot schema."""
+    unified = pd.read_csv(data_dir / "instances_unified.csv", dtype={"accelerator_name": "object"})
+    specs = pd.read_csv(data_dir / "accelerator_specs.csv")
+    measurement_aliases = pd.read_csv(data_dir / "gpu_name_aliases.csv")
+    aws_types = pd.read_csv(data_dir / "aws_instance_types.csv")
+
+    accelerators = pd.DataFrame(
+        {
+            "key": specs["accelerator_key"],
+            "vendor": specs["vendor"],
+            "family": specs["family"],
+            "variant": specs["variant"],
+            "architecture": specs["architecture"].fillna(""),
+            "memory_gib": specs["memory_gb"],
+            "memory_bandwidth_gbps": specs["memory_bandwidth_gbps"],
+            "peak_fp32_tflops": specs["peak_fp32_tflops"],
+            "peak_tf32_tflops": specs["peak_tf32_tflops_dense"],
+            "peak_fp16_tflops": specs["peak_fp16_tflops_dense"],
+            "peak_bf16_tflops": specs["peak_bf16_tflops_dense"],
+            "peak_fp8_tflops": specs["peak_fp8_tflops_dense"],
+            "peak_int8_tops": specs["peak_int8_tops_dense"],
+            "peak_fp4_tflops": specs["peak_fp4_tflops_dense"],
+            "interconnect": specs["interconnect"].fillna(""),
+            "interconnect_bandwidth_gbps": specs["interconnect_bandwidth_gbps"],
+            "software_stack": [
+                software_stack_for(v, f) for v, f in zip(specs["vendor"], specs["family"], strict=True)
+            ],
+            "tdp_w": specs["tdp_w"],
+            "compute_capability": specs["compute_capability"].map(
+                lambda v: "" if pd.isna(v) else f"{float(v):.1f}"
+            ),
+            "sm_count": specs["sm_count"].astype("Int64"),
+            "boost_clock_mhz": specs["boost_clock_mhz"],
+            "form_factor": specs["form_factor"],
+            "confidence": specs["confidence"],
+            "source": specs["source"],
+            "notes": specs["notes"].fillna(""),
+        }
+    )
+
+    # Catalog names (A10G, A100-80GB, tpu-v5litepod-8, …) → the key most instance types use.
+    pairs = (
+        unified.dropna(subset=["accelerator_name"])
+        .groupby(["accelerator_name", "accelerator_spec_key"])
+        .size()
+        .reset_index(name="rows")
+        .sort_values(["accelerator_name", "rows"], ascending=[True, False])
+        .drop_duplicates("accelerator_name")
+    )
+    alias_rows = [
+        {"alias": name, "accelerator_key": key, "kind": "catalog"}
+        for name, key in zip(pairs["accelerator_name"], pairs["accelerator_spec_key"], strict=True)
+        if not str(name).startswith("tpu-")
+    ]
+    alias_rows += [
+        {"alias": name, "accelerator_key": key, "kind": "measurement"}
+        for name, key in zip(
+            measurement_aliases["measurement_gpu_name"], measurement_aliases["accelerator_key"], strict=False
+        )
+    ]
+    aliases = pd.DataFrame(alias_rows).drop_duplicates("alias")
+
+    aws_specs = aws_types.set_index("instance_type")
+    unified = unified.assign(
+        name=[
+            _gcp_instance_name(row) if row["cloud"] == "gcp" else row["instance_type"]
+            for row in unified.to_dict("records")
+        ]
+    )
+
+    types = unified.drop_duplicates(["cloud", "name"]).copy()
+
+    def local_disk(row: pd.Series) -> float:
+        if row["cloud"] != "aws" or row["name"] not in aws_specs.index:
+            return math.nan
+        value = aws_specs.at[row["name"], "local_nvme_gb"]
+        return float(value) if pd.notna(value) else math.nan
+
+    instance_types = pd.DataFrame(
+        {
+            "cloud": types["cloud"],
+            "name": types["name"],
+            "vcpus": types["vcpus"],
+            "memory_gib": types["memory_gib"],
+            "arch": types["arch"].map(_arch),
+            "accelerator_name": types["accelerator_name"].fillna(""),
+            "accelerator_key": types["accelerator_spec_key"].fillna(""),
+            "accelerator_count": types["accelerator_count"],
+            "accelerator_memory_gib_total": types["accelerator_memory_gib_total"],
+            "network_gbps": types["network_bandwidth_gbps"],
+            "efa_interfaces": types["efa_interfaces"].fillna(0).astype(int),
+            "local_disk_gb": [local_disk(r) for _, r in types.iterrows()],
+        }
+    ).sort_values(["cloud", "name"])
+
+    known_network = pd.read_csv(NETWORK_KNOWN).set_index(["cloud", "instance_type"])["network_gbps"]
+    filled = [
+        known_network.get((cloud, name), gbps) if pd.isna(gbps) else gbps
+        for cloud, name, gbps in zip(
+            instance_types["cloud"], instance_types["name"], instance_types["network_gbps"], strict=True
+        )
+    ]
+    instance_types["network_gbps"] = filled
+    offers = _offer_rows(unified)
+    return accelerators, aliases, instance_types, offers
+
+
+def _offer_rows(unified: pd.DataFrame) -> pd.DataFrame:
+    rows: list[dict[str, object]] = []
+    for row in unified.to_dict("records"):
+        note = _text(row["price_note"])
+        cloud = row["cloud"]
+        if cloud == "aws":
+            cpu_row = "aws_ondemand_prices" in _text(row["source_file"])
+            on_demand_date = provenance.AWS_CPU_PRICE_DATE if cpu_row else provenance.AWS_GPU_PRICE_DATE
+        else:
+            on_demand_date = provenance.GCP_AZURE_DATE
+        common = {"cloud": cloud, "instance_type": row["name"], "region": row["region"]}
+        rows.append(
+            {
+                **common,
+                "market": "on-demand",
+                "price_per_hour": row["price_ondemand_usd_per_hr"],
+                "price_max_per_hour": math.nan,
+                "captured_at": on_demand_date,
+                "price_basis": f"{cloud}_list_price"
+                + (
+                    "_vm_plus_gpu"
+                    if _text(row["composition"]) and "VM (" in _text(row["composition"])
+                    else ""
+                ),
+                "interruption_bucket": "",
+                "flags": ";".join(_flags_for(note, "on-demand")),
+            }
+        )
+        spot = row["price_spot_usd_per_hr"]
+        if pd.isna(spot):
+            continue
+        basis = _text(row["spot_price_basis"])
+        flags = _flags_for(note, "spot")
+        spot_date = on_demand_date
+        if basis.startswith("estimated"):
+            flags.append("spot-price-estimated-from-advisor")
+            spot_date = (
+                provenance.AWS_ADVISOR_DATE
+                if cloud == "aws" and on_demand_date == provenance.AWS_CPU_PRICE_DATE
+                else spot_date
+            )
+        rows.append(
+            {
+                **common,
+                "market": "spot",
+                "price_per_hour": spot,
+                "price_max_per_hour": row["price_spot_max_usd_per_hr"],
+                "captured_at": spot_date,
+                "price_basis": basis,
+                "interruption_bucket": _text(row["spot_interrupt_bucket"]) if cloud == "aws" else "",
+                "flags": ";".join(flags),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build(data_dir: Path, out_dir: Path = BUNDLED_DIR) -> Path:
+    accelerators, aliases, instance_types, offers = build_frames(data_dir)
+    sources = {
+        name: {"sha256": _sha256(data_dir / name)}
+        for name in (
+            "instances_unified.csv",
+            "accelerator_specs.csv",
+            "gpu_name_aliases.csv",
+            "aws_instance_types.csv",
+        )
+    }
+    sources["network_known.csv (package)"] = {"sha256": _sha256(NETWORK_KNOWN)}
+    manifest = {
+        "snapshot_id": "bundled-"
+        + hashlib.sha256("".join(s["sha256"] for s in sources.values()).encode()).hexdigest()[:12],
+        "kind": "bundled",
+        "built_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
+        "captured_at": max(offers["captured_at"]),
+        "oldest_price_date": min(offers["captured_at"]),
+        "data_dates": provenance.data_dates(),
+        "sources": sources,
+        "conventions": provenance.conventions(),
+        "network_gbps_sources": {
+            f"{row.cloud}:{row.instance_type}": f"{row.network_gbps:g} Gbps, {row.fabric}; {row.source}"
+            for row in pd.read_csv(NETWORK_KNOWN).itertuples()
+        },
+        "flags": provenance.FLAG_MEANINGS,
+        "counts": {
+            "accelerators": len(accelerators),
+            "instance_types": len(instance_types),
+            "offers": len(offers),
+            "offers_by_cloud": offers["cloud"].value_counts().sort_index().to_dict(),
+        },
+    }
+    write_snapshot(out_dir, accelerators, aliases, instance_types, offers, manifest)
+    return out_dir
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("data_dir", type=Path, help="folder with instances_unified.csv and friends")
+    parser.add_argument(
+        "--out", type=Path, default=BUNDLED_DIR, help="output folder (default: the package's)"
+    )
+    args = parser.parse_args(argv)
+    out = build(args.data_dir, args.out)
+    print(f"wrote snapshot to {out}")
+
+
+if __name__ == "__main__":
+    main()

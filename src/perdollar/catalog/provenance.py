@@ -1,0 +1,83 @@
+"""Where the bundled snapshot's facts come from, and what its conventions and flags mean.
+
+Kept apart from the build code so the manifest text can be read (and reviewed) on its own.
+"""
+
+from __future__ import annotations
+
+# Data dates of the offline sources (from the data folder's README).
+AWS_GPU_PRICE_DATE = "2025-11-30"  # instances.vantage.sh dump (tsaol/aws-gpu)
+AWS_CPU_PRICE_DATE = "2026-07-20"  # Karpenter's generated us-east-1 price table
+AWS_ADVISOR_DATE = "2025-06-28"  # Spot Instance Advisor feed copy (alexei-led/spotinfo)
+GCP_AZURE_DATE = "2026-05-20"  # anycloud-sh/catalog bot refresh
+
+# price_note sentences of instances_unified.csv → short flags kept on every affected offer.
+FLAG_RULES: tuple[tuple[str, str, str], ...] = (
+    # (substring of price_note, flag, markets it applies to)
+    ("inconsistent_across_regions", "gcp-gpu-sku-price-inconsistent-across-regions", "both"),
+    ("H100 spot close to on-demand", "gcp-h100-spot-close-to-on-demand", "spot"),
+    ("spot price equals on-demand", "spot-price-equals-on-demand", "spot"),
+    ("accelerator fields empty", "accelerator-filled-in-from-size-docs", "both"),
+    ("host VM price missing", "gcp-host-vm-price-missing", "both"),
+    ("it is Trainium", "source-mislabels-trainium-as-inferentia", "both"),
+)
+
+FLAG_MEANINGS = {
+    "gcp-gpu-sku-price-inconsistent-across-regions": (
+        "GCP GPU price varies more than 2x across regions; the source may have matched a non-standard "
+        "SKU (e.g. DWS/flex-start). Verify before relying on it."
+    ),
+    "gcp-h100-spot-close-to-on-demand": "GCP H100 spot price is close to on-demand in some regions.",
+    "spot-price-equals-on-demand": "The source's spot price equals on-demand: probably no real spot offer.",
+    "accelerator-filled-in-from-size-docs": (
+        "The source row had no accelerator; count filled in from the Azure size documentation "
+        "(SkyPilot fetch_azure.py AZURE_MISSING_GPU_COUNT)."
+    ),
+    "gcp-host-vm-price-missing": "GCP host VM price missing (0) in the source; price is the GPUs only.",
+    "source-mislabels-trainium-as-inferentia": (
+        "The source labels this GPU_model 'AWS Inferentia'; it is Trainium."
+    ),
+    "spot-price-estimated-from-advisor": (
+        "No market spot price: estimated as on-demand x (1 - Spot Advisor savings)."
+    ),
+}
+
+
+def data_dates() -> dict[str, str]:
+    """Capture date and origin of each input (repositories and commits as the data README gives them)."""
+    return {
+        "aws_gpu_prices_and_spot": AWS_GPU_PRICE_DATE + " (instances.vantage.sh dump, GitHub tsaol/aws-gpu "
+        "commit 2d0108c7bd261c8e40493fbd35135437bd6c9099)",
+        "aws_cpu_on_demand": AWS_CPU_PRICE_DATE + " (GitHub aws/karpenter-provider-aws "
+        "zz_generated.pricing_aws.go, commit 6fc13b5236fd04fd16ff3f9dc7490d0813994099; us-east-1 only)",
+        "aws_spot_advisor": AWS_ADVISOR_DATE + " (AWS Spot Instance Advisor feed via GitHub "
+        "alexei-led/spotinfo commit 5eedf20a99614443af215f4aaf09bd10805cac72)",
+        "aws_instance_specs": "2026-07-11 (EC2 DescribeInstanceTypes via GitHub "
+        "aws/karpenter-provider-aws instance-types.md, commit 692ccdd0629e488300821443f0fa0bc3c3e08047)",
+        "gcp": GCP_AZURE_DATE + " (SkyPilot-format catalog, GitHub anycloud-sh/catalog commit "
+        "62ff0a987e0c257a89235415d2877812fb1aaf29)",
+        "azure": GCP_AZURE_DATE + " (SkyPilot-format catalog, GitHub anycloud-sh/catalog commit "
+        "62ff0a987e0c257a89235415d2877812fb1aaf29; Azure Retail Prices API)",
+        "accelerator_specs": "vendor datasheets and whitepapers; per-row source column",
+    }
+
+
+def conventions() -> dict[str, str]:
+    return {
+        "prices": (
+            "USD per instance-hour, Linux; spot = lowest zone price, price_max_per_hour = highest zone"
+        ),
+        "gcp_gpu_machines": "host VM price + attached GPU price in the same zone, summed",
+        "gcp_n1_gpu_names": "N1 hosts with GPUs are named HOST+COUNTxGPU, e.g. n1-highmem-16+4xT4",
+        "tpu": (
+            "one instance type per TPU slice; accelerator_count = chips; host vCPUs/memory unknown (NaN)"
+        ),
+        "interruption_bucket": (
+            "AWS Spot Advisor monthly interruption frequency; empty = unknown (GCP, Azure)"
+        ),
+        "network_gbps": (
+            "AWS baseline bandwidth (EC2 docs via Karpenter); GCP/Azure only for the machine types "
+            "in network_gbps_sources; empty = unknown"
+        ),
+        "accelerator_memory_gib": "vendor-stated memory size per device, as GiB",
+    }

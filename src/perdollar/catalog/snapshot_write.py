@@ -1,0 +1,73 @@
+"""Writing snapshot folders (the bundled one at build time, refreshed ones at run time)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from perdollar.catalog.catalog import Catalog
+from perdollar.catalog.model import InstanceType, Offer
+from perdollar.catalog.snapshot import (
+    ACCELERATORS,
+    ALIAS_COLUMNS,
+    ALIASES,
+    INSTANCE_COLUMNS,
+    INSTANCE_TYPES,
+    MANIFEST,
+    OFFER_COLUMNS,
+    OFFERS,
+)
+
+
+def write_snapshot(
+    folder: Path, accelerators: Any, aliases: Any, instance_types: Any, offers: Any, manifest: dict[str, Any]
+) -> None:
+    """Write pandas frames in the snapshot format (gzip without timestamps: reproducible bytes)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    accelerators.to_csv(folder / ACCELERATORS, index=False)
+    aliases.to_csv(folder / ALIASES, index=False)
+    gz = {"method": "gzip", "mtime": 0, "compresslevel": 9}
+    instance_types.to_csv(folder / INSTANCE_TYPES, index=False, compression=gz)
+    offers.to_csv(folder / OFFERS, index=False, compression=gz)
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def catalog_frames(
+    catalog: Catalog,
+    *,
+    instance_types: dict[tuple[str, str], InstanceType] | None = None,
+    offers: list[Offer] | None = None,
+) -> tuple[Any, Any, Any, Any]:
+    """A loaded catalog (optionally with replaced instance types/offers) as frames for writing."""
+    chips = pd.DataFrame([dataclasses.asdict(c) for c in catalog.accelerators.values()])
+    chips["sm_count"] = chips["sm_count"].astype("Int64")
+    aliases = pd.DataFrame(
+        [{"alias": a, "accelerator_key": k, "kind": ""} for a, k in catalog.aliases.items()],
+        columns=list(ALIAS_COLUMNS),
+    )
+    types = pd.DataFrame(
+        [
+            {column: getattr(it, column) for column in INSTANCE_COLUMNS}
+            for it in (instance_types if instance_types is not None else catalog.instance_types).values()
+        ]
+    ).sort_values(["cloud", "name"])
+    offer_rows = [
+        {
+            "cloud": o.cloud,
+            "instance_type": o.instance_type,
+            "region": o.region,
+            "market": o.market,
+            "price_per_hour": o.price_per_hour,
+            "price_max_per_hour": o.price_max_per_hour,
+            "captured_at": o.captured_at.isoformat(),
+            "price_basis": o.price_basis,
+            "interruption_bucket": o.interruption_bucket or "",
+            "flags": ";".join(o.flags),
+        }
+        for o in (offers if offers is not None else catalog.offers)
+    ]
+    return chips, aliases, types, pd.DataFrame(offer_rows, columns=list(OFFER_COLUMNS))

@@ -1,0 +1,145 @@
+"""Terminal rendering for `perdollar catalog`: tables, number formats, the snapshot-age line."""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from perdollar.cli.common import console
+
+
+def format_price(value: Any) -> str:
+    """List prices are exact: up to four significant digits, never rounded to cents."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return f"${value:,.0f}" if value >= 1000 else f"${value:.4g}"
+
+
+def quantity(value: Any, unit: str = "") -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    number = float(value)
+    text = f"{number:,.0f}" if number.is_integer() or abs(number) >= 100 else f"{number:.3g}"
+    return f"{text}{unit}"
+
+
+def accelerator_cell(row: dict[str, Any]) -> str:
+    count = row["accelerator_count"]
+    name = row["accelerator"]
+    if not count or not isinstance(name, str):
+        return "CPU only"
+    return f"{quantity(count)}× {name} {quantity(row['accelerator_memory_gib'])}G"
+
+
+def age_line(catalog: Any) -> str:
+    age = catalog.age_days()
+    return (
+        f"catalog snapshot {catalog.snapshot_id}: prices captured {catalog.oldest_price_date} … "
+        f"{catalog.captured_at} (newest is {age} days old); USD per instance-hour, Linux. "
+        "Refresh AWS with `perdollar catalog refresh --cloud aws`. Spot: lowest…highest zone; "
+        "est. = estimated from the Spot Advisor; interrupt = AWS Spot Advisor monthly bucket, "
+        "? = not published (GCP, Azure)."
+    )
+
+
+def print_table(table: Table) -> None:
+    # Piped output has no terminal width; rich's default of 80 columns would truncate every cell.
+    target = console if console.is_terminal else Console(file=sys.stdout, width=200, highlight=False)
+    target.print(table)
+
+
+def listing_table(rows: list[dict[str, Any]], title: str, *, with_instance: bool = True) -> Table:
+    table = Table(title=title, title_justify="left", header_style="bold", pad_edge=False)
+    headers = [("instance type", "left"), ("cloud", "left")] if with_instance else []
+    headers += [
+        ("region", "left"), ("vCPU", "right"), ("RAM GiB", "right"), ("accelerators", "left"),
+        ("net Gb/s", "right"), ("on-demand $/h", "right"), ("spot $/h", "right"), ("interrupt", "left"),
+        ("flags", "left"),
+    ]  # fmt: skip
+    for header, justify in headers:
+        table.add_column(header, justify=justify, no_wrap=header != "flags")  # type: ignore[arg-type]
+    for row in rows:
+        spot = format_price(row["spot_price_per_hour"])
+        high = row["spot_price_max_per_hour"]
+        if high is not None and high != row["spot_price_per_hour"]:
+            spot += f"…{format_price(high)}"
+        if row["spot_price_basis"] and str(row["spot_price_basis"]).startswith("estimated"):
+            spot += " est."
+        interruption = row["spot_interruption"] or ("?" if row["spot_price_per_hour"] is not None else "")
+        cells = [row["instance_type"], row["cloud"]] if with_instance else []
+        cells += [
+            row["region"], quantity(row["vcpus"]), quantity(row["memory_gib"]), accelerator_cell(row),
+            quantity(row["network_gbps"]), format_price(row["price_per_hour"]), spot, interruption,
+            " ".join(FLAG_MARKS.get(f, f) for f in row["flags"]),
+        ]  # fmt: skip
+        table.add_row(*cells)
+    return table
+
+
+# Short marks for data-quality flags in tables (the JSON carries the full flag names).
+FLAG_MARKS = {
+    "gcp-gpu-sku-price-inconsistent-across-regions": "price?",
+    "gcp-h100-spot-close-to-on-demand": "spot≈od",
+    "spot-price-equals-on-demand": "spot=od",
+    "accelerator-filled-in-from-size-docs": "acc-filled",
+    "gcp-host-vm-price-missing": "no-host-price",
+    "source-mislabels-trainium-as-inferentia": "relabelled",
+    "spot-price-estimated-from-advisor": "",
+}
+
+
+def records(frame: Any, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    from perdollar.cli.common import to_jsonable
+
+    records = []
+    for row in frame[list(fields)].to_dict("records"):
+        clean = {k: to_jsonable(v) for k, v in row.items()}
+        clean = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in clean.items()}
+        if isinstance(clean.get("accelerator"), float):
+            clean["accelerator"] = None
+        clean["flags"] = list(row["flags"]) if isinstance(row["flags"], tuple) else []
+        records.append(clean)
+    return records
+
+
+def print_show(result: dict[str, Any], chip: Any) -> None:
+    parts = result["name_parts"]
+    console.print(f"[bold]{result['instance_type']}[/] ({result['cloud']})", highlight=False)
+    if parts is not None:
+        console.print(
+            f"  name: prefix={parts.prefix or '—'} family={parts.family} "
+            f"generation={parts.generation or '—'} attributes={parts.attributes or '—'} size={parts.size}",
+            highlight=False,
+        )
+    console.print(
+        f"  {quantity(result['vcpus'])} vCPUs, {quantity(result['memory_gib'])} GiB RAM, {result['arch']}, "
+        f"network {quantity(result['network_gbps'], ' Gb/s')}, EFA interfaces {result['efa_interfaces']}, "
+        f"local disk {quantity(result['local_disk_gb'], ' GB')}",
+        highlight=False,
+    )
+    if chip is not None:
+        console.print(
+            f"  {quantity(result['accelerator_count'])}× {chip.key} ({chip.vendor} {chip.architecture}, "
+            f"{quantity(chip.memory_gib)} GiB, {quantity(chip.memory_bandwidth_gbps)} GB/s, "
+            f"stack {chip.software_stack})",
+            highlight=False,
+        )
+        peaks = ", ".join(
+            f"{dtype} {quantity(chip.peak_tflops(dtype))}"
+            for dtype in ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+            if chip.peak_tflops(dtype)
+        )
+        console.print(
+            f"  dense peak TFLOPS per device: {peaks or '—'}; interconnect {chip.interconnect or '—'} "
+            f"({quantity(chip.interconnect_bandwidth_gbps, ' GB/s')}); spec confidence {chip.confidence}",
+            highlight=False,
+        )
+    else:
+        console.print("  no accelerator (CPU only)")
+    for note in result["notes"]:
+        console.print(f"  note: {note}", highlight=False)
+    print_table(listing_table(result["offers"], f"{len(result['offers'])} regions", with_instance=False))
