@@ -1,0 +1,1 @@
+"""A real HTTP model server on loopback and a bounded load generator to test it."""

@@ -1,0 +1,182 @@
+"""Priced deployments: replicas packed onto offers, spot spares, ranking; and the serving mode."""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perdollar.select.serving.plans import (
+    CPU_BAND,
+    CPU_KEY,
+    SECONDS_PER_HOUR,
+    AcceleratorPlan,
+    ServiceCurve,
+    ServingTarget,
+    plan_accelerator,
+    spot_extra_instances,
+)
+
+
+def price_deployments(
+    plans: Mapping[tuple[str, float], AcceleratorPlan],
+    offers: pd.DataFrame,
+    target: ServingTarget,
+    cpu_cores_per_replica: float | None = None,
+) -> pd.DataFrame:
+    """One row per offer: replicas, instances, $/h and $ per million requests, or why excluded.
+
+    ``offers`` is :meth:`Catalog.offers_frame`, already filtered to the allowed clouds, regions
+    and markets. CPU-only offers use the ``CPU`` plan with one replica per
+    ``cpu_cores_per_replica`` vCPUs. Ranked cheapest first, excluded rows last.
+    """
+    frame = offers.copy()
+    count = frame["accelerator_count"].fillna(0).astype(float)
+    cpu_only = (count <= 0).to_numpy()
+    fraction = np.where(cpu_only, 1.0, np.where(count < 1, count, 1.0))
+    frame["device_fraction"] = fraction
+    cpu_replicas = (
+        np.floor(frame["vcpus"].fillna(0).to_numpy(dtype=float) / cpu_cores_per_replica)
+        if cpu_cores_per_replica
+        else np.ones(len(frame))
+    )
+    frame["replicas_per_instance"] = np.where(
+        cpu_only, cpu_replicas, np.where(count >= 1, np.floor(count), 1.0)
+    )
+    accelerator = np.array(frame["accelerator_key"].fillna("").tolist(), dtype=object)
+    accelerator[cpu_only] = CPU_KEY
+    keys = list(zip(accelerator, fraction, strict=True))
+    plan_rows = [plans.get(key) for key in keys]
+
+    def column(getter: Callable[[AcceleratorPlan], Any], missing: Any) -> list[Any]:
+        return [getter(plan) if plan is not None else missing for plan in plan_rows]
+
+    quantile = max(target.slo_ms)
+    frame["replicas"] = column(lambda p: p.replicas, 0)
+    frame["batch"] = column(lambda p: p.batch, 0)
+    frame["max_wait_ms"] = column(lambda p: p.max_wait_ms, math.nan)
+    frame["latency_ms"] = column(lambda p: p.latency_ms.get(quantile, math.nan), math.nan)
+    frame["latency_high_ms"] = column(lambda p: p.latency_high_ms.get(quantile, math.nan), math.nan)
+    frame["capacity_per_replica"] = column(lambda p: p.capacity_per_replica, math.nan)
+    frame["rate_per_replica"] = column(lambda p: p.rate_per_replica, math.nan)
+    frame["utilisation"] = column(lambda p: p.utilisation, math.nan)
+    frame["basis"] = column(lambda p: p.basis, "spec")
+    frame["bottleneck"] = column(lambda p: p.bottleneck, "")
+    frame["excluded_reason"] = column(lambda p: p.excluded_reason, "")
+    no_plan = np.array([plan is None for plan in plan_rows])
+    reasons = np.array(frame["excluded_reason"].tolist(), dtype=object)
+    reasons[no_plan & cpu_only] = (
+        "CPU-only: no CPU latency curve yet (measure one here with perdollar bench --inference)"
+    )
+    reasons[no_plan & ~cpu_only] = "no latency prediction for this accelerator"
+    too_small = cpu_only & ~no_plan & (frame["replicas_per_instance"].to_numpy() < 1)
+    if too_small.any():
+        reasons[too_small] = (
+            f"fewer vCPUs than the {cpu_cores_per_replica:g}-core host the CPU latency curve was measured on"
+        )
+    frame["excluded_reason"] = reasons
+    frame.loc[too_small, "replicas_per_instance"] = 1.0
+
+    replicas = frame["replicas"].to_numpy(dtype=float)
+    per_instance = frame["replicas_per_instance"].to_numpy(dtype=float)
+    instances = np.ceil(replicas / per_instance).astype(int)
+    is_spot = (frame["market"] == "spot").to_numpy()
+    extra = spot_extra_instances(instances, frame["interruption_bucket"].tolist(), target.spot_overprovision)
+    frame["spot_extra_instances"] = np.where(is_spot & (instances > 0), extra, 0)
+    frame["instances"] = instances + frame["spot_extra_instances"].to_numpy()
+    slow_replicas = np.array(column(lambda p: p.replicas_if_slow, 0), dtype=float)
+    slow_instances = np.ceil(slow_replicas / per_instance) + frame["spot_extra_instances"].to_numpy()
+    price = frame["price_per_hour"].to_numpy(dtype=float)
+    frame["deployment_price_per_hour"] = frame["instances"] * price
+    frame["deployment_price_per_hour_high"] = np.where(slow_replicas > 0, slow_instances * price, math.nan)
+    per_million = 1e6 / (target.qps * SECONDS_PER_HOUR)
+    frame["usd_per_million_requests"] = frame["deployment_price_per_hour"] * per_million
+    frame["usd_per_million_requests_high"] = frame["deployment_price_per_hour_high"] * per_million
+    feasible = frame["excluded_reason"] == ""
+    frame.loc[~feasible, ["deployment_price_per_hour", "usd_per_million_requests"]] = math.nan
+    frame["feasible"] = feasible
+    frame = frame.sort_values(
+        ["feasible", "usd_per_million_requests", "latency_ms"],
+        ascending=[False, True, True],
+        na_position="last",
+        kind="stable",
+    )
+    return frame.reset_index(drop=True)
+
+
+def serving_mode_hint(qps: float, slo_ms: float | None, payload_bytes: float) -> tuple[str, str]:
+    """Which way to serve (real-time, serverless, asynchronous, batch) and why.
+
+    The limits are those of the managed services that embody each mode (SageMaker's: real-time
+    payloads up to 6 MB, asynchronous up to 1 GB with up to 15 minutes per request, serverless
+    scaling to zero with cold starts of seconds).
+    """
+    if payload_bytes > 6e6:
+        return (
+            "asynchronous",
+            f"requests of {payload_bytes / 1e6:.3g} MB exceed real-time payload limits "
+            "(6 MB); queue them and poll, scaling to zero when idle",
+        )
+    if slo_ms is None or slo_ms >= 60_000:
+        return (
+            "batch",
+            "no interactive latency need: run periodic batch jobs at full utilisation "
+            "and pay only while they run",
+        )
+    if qps < 1.0 and slo_ms >= 5_000:
+        return (
+            "serverless",
+            f"{qps:g} requests/s leaves a dedicated replica idle most of the time, and a "
+            f"{slo_ms / 1e3:g} s SLO tolerates cold starts: pay per request, scale to zero",
+        )
+    if qps < 1.0:
+        return (
+            "real-time (small)",
+            f"{qps:g} requests/s is light, but a {slo_ms:g} ms SLO rules out cold "
+            "starts: one always-on replica, the smallest that meets the SLO",
+        )
+    return (
+        "real-time",
+        f"{qps:g} requests/s with a {slo_ms:g} ms SLO needs always-on replicas "
+        "behind a load balancer, autoscaled on requests per replica",
+    )
+
+
+def plan_all(
+    curves: Mapping[str, ServiceCurve], offers: pd.DataFrame, target: ServingTarget
+) -> dict[tuple[str, float], AcceleratorPlan]:
+    """One plan per distinct (accelerator, device fraction) among the offers."""
+    count = offers["accelerator_count"].fillna(0).astype(float)
+    pairs = set(zip(offers["accelerator_key"].fillna(""), np.where(count < 1, count, 1.0), strict=True))
+    plans = {}
+    for key, fraction in pairs:
+        if key in curves and fraction > 0:
+            plans[(key, float(fraction))] = plan_accelerator(curves[key], target, float(fraction))
+    if CPU_KEY in curves:
+        plans[(CPU_KEY, 1.0)] = plan_accelerator(curves[CPU_KEY], target)
+    return plans
+
+
+def cpu_curve(points: Mapping[int, tuple[float, float, float]]) -> ServiceCurve:
+    """A measured CPU host's curve for CPU-only instances, with the band other CPUs may fall in."""
+    sizes = tuple(sorted(points))
+    seconds = tuple(points[b][0] for b in sizes)
+    low = tuple(points[b][0] * CPU_BAND[0] for b in sizes)
+    high = tuple(max(points[b][2], points[b][0]) * CPU_BAND[1] for b in sizes)
+    return ServiceCurve(CPU_KEY, sizes, seconds, low, high, "calibrated", "cpu")
+
+
+def filter_offers(offers: pd.DataFrame, target: ServingTarget) -> pd.DataFrame:
+    """Offers in the allowed markets, clouds and regions (region patterns like ``us-*`` allowed)."""
+    keep = offers["market"].isin(target.markets)
+    if target.clouds:
+        keep &= offers["cloud"].isin(target.clouds)
+    if target.regions:
+        regions = offers["region"].astype(str)
+        allowed = regions.map(lambda region: any(fnmatch.fnmatch(region, p) for p in target.regions))
+        keep &= allowed.astype(bool)
+    return offers[keep & (offers["price_per_hour"] > 0)]

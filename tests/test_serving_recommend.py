@@ -1,0 +1,117 @@
+"""`perdollar recommend WORKLOAD --inference` end to end, through the real console entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from perdollar.errors import PerdollarError
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from perdollar.cli import main; main()", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+        check=False,
+    )
+
+
+def test_recommend_inference_ranks_deployments_across_clouds() -> None:
+    completed = run_cli(
+        "recommend",
+        "mlp",
+        "--inference",
+        "--qps",
+        "2000",
+        "--p99-ms",
+        "20",
+        "--json",
+        "--no-store",
+        "--top",
+        "40",
+        "--batch-size",
+        "8",
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    payload = json.loads(completed.stdout)
+    rows = payload["deployments"]
+    assert rows, payload["excluded"]
+    assert len({row["cloud"] for row in rows}) >= 2  # across clouds
+    costs = [row["usd_per_million_requests"] for row in rows]
+    assert costs == sorted(costs)
+    for row in rows:
+        assert row["replicas"] >= 1 and row["instances"] >= 1
+        assert 1 <= row["batch"] <= 8  # --batch-size caps the batch a replica runs
+        assert row["latency_ms"] <= 20.0
+        # $ per million requests follows from the deployment's $/h at 2000 requests/s.
+        expected = row["deployment_price_per_hour"] / (2000 * 3600) * 1e6
+        assert abs(row["usd_per_million_requests"] - expected) <= 1e-9 * max(expected, 1)
+    assert payload["serving_mode"]["mode"] == "real-time"
+    assert payload["question"]["kind"] == "inference"
+    assert any("CPU-only" in row["reason"] for row in payload["excluded"])
+
+
+def test_impossible_slo_exits_3_with_the_reason() -> None:
+    completed = run_cli(
+        "recommend",
+        "mlp",
+        "--inference",
+        "--qps",
+        "100",
+        "--p99-ms",
+        "0.0001",
+        "--no-store",
+        "--cloud",
+        "aws",
+        "--batch-size",
+        "1",
+    )
+    assert completed.returncode == 3, completed.stderr[-2000:]
+    assert "no deployment serves 100 requests/s within P99 ≤ 0.0001 ms" in completed.stderr
+    assert "SLO at every batch size" in completed.stderr
+    assert "Traceback" not in completed.stderr
+
+
+def test_missing_slo_is_a_usage_error() -> None:
+    from perdollar.cli.inference_cmd import recommend_inference
+
+    with pytest.raises(PerdollarError, match="--inference needs a latency SLO") as caught:
+        recommend_inference(
+            "mlp",
+            qps=100,
+            p99_ms=None,
+            p95_ms=None,
+            batch_size=None,
+            precision=None,
+            market="any",
+            clouds=[],
+            regions=[],
+            max_wait_ms=None,
+            top=5,
+            json_output=True,
+            store_url=None,
+            store=False,
+            report_path=None,
+        )
+    assert caught.value.exit_code == 2
+
+
+def test_a_stored_inference_question_can_be_asked_again() -> None:
+    from perdollar.select.serving import ServingTarget, answer_serving, recommend_serving
+    from perdollar.workload import load_workload
+
+    workload = load_workload("mlp", kind="inference")
+    target = ServingTarget(qps=500, slo_ms={0.95: 10.0}, clouds=("aws",), max_batch=2, markets=("on-demand",))
+    first = recommend_serving(workload, target).recommendation
+    again = answer_serving(first.question).recommendation
+    assert first.question.kind == "inference" and first.question.options["max_batch"] == 2
+    assert [e.label for e in again.estimates[:3]] == [e.label for e in first.estimates[:3]]
+    assert again.estimates[0].serving == first.estimates[0].serving
+    assert all(e.market == "on-demand" for e in again.estimates)
