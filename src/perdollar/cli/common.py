@@ -7,6 +7,7 @@ import datetime as dt
 import enum
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -26,8 +27,17 @@ class _State:
 
 STATE = _State()
 
+
+def _width() -> int | None:
+    # Piped output (a file, `less`, CI logs) has no terminal width; Rich would fall back to 80
+    # columns and fold every wide table into unreadable slivers.
+    if os.environ.get("COLUMNS") or sys.stdout.isatty():
+        return None
+    return 160
+
+
 # Tables and progress go to stderr when --json is requested, so stdout stays machine-readable.
-console = Console()
+console = Console(width=_width())
 err_console = Console(stderr=True)
 
 

@@ -35,6 +35,12 @@ class Estimate:
     captured_at: str = ""
     vcpus_per_node: float = 0.0
     network_gbps: float | None = None
+    # Inference deployments only: replicas, batch, max wait, predicted latency, $ per million requests.
+    serving: dict[str, float | int | str] | None = None
+    # Samples per dollar after spot losses (checkpoints, lost work, restarts): what ranks spot.
+    effective_samples_per_dollar: float | None = None
+    interruptions_per_hour: float | None = None  # all nodes together (N × per-node hazard)
+    flags: tuple[str, ...] = ()  # catalog data-quality flags of the offer
 
     @property
     def feasible(self) -> bool:

@@ -1,0 +1,304 @@
+"""Side by side: a shortlist of configurations, priced the same way as ``recommend``.
+
+A configuration is written ``[N x] NAME [spot|on-demand] [@REGION]`` with an optional cloud
+prefix (``gcp:a2-highgpu-1g``), e.g. ``"4x g5.2xlarge spot"`` or ``"1x ml.g5.12xlarge on-demand"``.
+Ratios are reported hyperfine style with an uncertainty from the prediction bands (and, on spot,
+from the interruption bucket's width).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perdollar.errors import NothingFeasibleError, PerdollarError
+from perdollar.fmt import format_money, format_ratio
+from perdollar.price.frame import BAND_Z, SpotAssumptions, Target, price_frame, throughput_log_sd
+from perdollar.price.model import Estimate
+from perdollar.price.spot import BUCKET_MONTHLY_FRACTION, UNKNOWN_MONTHLY_FRACTION
+from perdollar.select import candidates as cand
+from perdollar.select.estimates import estimates_from_frame
+
+_SPEC = re.compile(
+    r"^\s*(?:(?P<nodes>\d+)\s*[x×]\s+|(?P<nodes2>\d+)[x×])?\s*"
+    r"(?:(?P<cloud>aws|gcp|azure):)?(?P<name>[A-Za-z0-9_.+\-]+)"
+    r"(?:\s+(?P<market>spot|on-demand|ondemand|od))?"
+    r"(?:\s+(?:@|in\s+)?(?P<region>[a-z0-9\-]+))?\s*$",
+    re.I,
+)
+SAME_CHIP_CORRELATION = 0.8
+MARKET_WORDS = {"spot": "spot", "on-demand": "on-demand", "ondemand": "on-demand", "od": "on-demand"}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSpec:
+    text: str
+    nodes: int
+    name: str
+    market: str
+    cloud: str | None = None
+    region: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ratio:
+    """How ``estimate`` compares with the best one on cost per sample and on speed."""
+
+    label: str
+    cost_ratio: float  # > 1: the best is this many times cheaper per sample
+    cost_ratio_sd: float
+    speed_ratio: float  # > 1: the best is this many times faster
+    speed_ratio_sd: float
+    reasons: str
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    labels: tuple[str, ...]
+    estimates: tuple[Estimate, ...]  # in the order given
+    best: int  # index of the cheapest per sample (after spot losses)
+    ratios: tuple[Ratio, ...]  # every other configuration against the best
+    summary: str
+
+
+def parse_config(text: str) -> ConfigSpec:
+    match = _SPEC.match(text)
+    if not match:
+        raise PerdollarError(
+            f"configuration {text!r} is not understood",
+            'write it like "4x g5.2xlarge spot" or "1x g5.12xlarge on-demand @us-east-1"',
+        )
+    nodes = int(match.group("nodes") or match.group("nodes2") or 1)
+    if nodes < 1:
+        raise PerdollarError(f"configuration {text!r} asks for {nodes} nodes", "give at least 1x")
+    market = MARKET_WORDS[(match.group("market") or "on-demand").lower()]
+    return ConfigSpec(
+        text=text.strip(),
+        nodes=nodes,
+        name=match.group("name"),
+        market=market,
+        cloud=(match.group("cloud") or "").lower() or None,
+        region=match.group("region"),
+    )
+
+
+def _offer_for(offers: pd.DataFrame, spec: ConfigSpec, cloud: str, name: str) -> pd.DataFrame:
+    rows = offers.loc[
+        (offers["cloud"] == cloud) & (offers["instance_type"] == name) & (offers["market"] == spec.market)
+    ]
+    rows = rows.loc[rows["price_per_hour"] > 0]
+    if spec.region:
+        in_region = rows.loc[rows["region"] == spec.region]
+        if in_region.empty:
+            regions = ", ".join(sorted(rows["region"].unique())[:6]) or "none"
+            raise PerdollarError(
+                f"{spec.text!r}: no {spec.market} offer of {name} in {spec.region}", f"offered in: {regions}"
+            )
+        rows = in_region
+    if rows.empty:
+        raise PerdollarError(
+            f"{spec.text!r}: the catalog has no {spec.market} price for {name}",
+            "try the other market, or another instance",
+        )
+    return rows.sort_values("price_per_hour").head(1)  # the cheapest region unless one is named
+
+
+def _prediction_row(predictions: pd.DataFrame, instance: Any, nodes: int) -> pd.DataFrame:
+    rows = predictions.loc[
+        (predictions["cloud"] == instance.cloud)
+        & (predictions["instance_type"] == instance.name)
+        & (predictions["nodes"] == nodes)
+    ]
+    if rows.empty:
+        raise PerdollarError(f"no prediction for {nodes}x {instance.name}", "check the instance name")
+    return rows.head(1)
+
+
+def priced_configurations(
+    specs: Sequence[ConfigSpec],
+    *,
+    catalog: Any,
+    profile: Any,
+    target: Target,
+    assumptions: SpotAssumptions,
+    calibration: Any = None,
+) -> pd.DataFrame:
+    """One priced row per configuration, in the order given (same pipeline as ``recommend``)."""
+    from perdollar.predict import predict_frame
+
+    offers = catalog.offers_frame()
+    instances = [catalog.instance(spec.name, spec.cloud) for spec in specs]
+    node_counts = tuple(sorted({spec.nodes for spec in specs}))
+    predictions = predict_frame(profile, catalog, node_counts, calibration=calibration)
+    rows = []
+    for spec, instance in zip(specs, instances, strict=True):
+        offer = _offer_for(offers, spec, instance.cloud, instance.name)
+        prediction = _prediction_row(predictions, instance, spec.nodes)
+        stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()}
+        rows.append(cand.price_candidates(offer, prediction, target, assumptions, stacks=stacks))
+    return pd.concat(rows, ignore_index=True)
+
+
+def _spot_log_sd(row: pd.Series, assumptions: SpotAssumptions, target: Target) -> float:
+    """Log sd of the spot overhead from the width of the interruption bucket."""
+    if row["market"] != "spot" or assumptions.interruption_fraction is not None:
+        return 0.0
+    bucket = row.get("interruption_bucket")
+    _, low, high = (
+        BUCKET_MONTHLY_FRACTION.get(bucket, UNKNOWN_MONTHLY_FRACTION)
+        if isinstance(bucket, str)
+        else UNKNOWN_MONTHLY_FRACTION
+    )
+    frames = [
+        price_frame(pd.DataFrame([row]), target, dataclasses.replace(assumptions, interruption_fraction=f))
+        for f in (low, high)
+    ]
+    overheads = [float(f.iloc[0]["spot_overhead"]) for f in frames]
+    return abs(math.log(overheads[1] / overheads[0])) / (2 * BAND_Z)
+
+
+def _throughput_log_sd(row: pd.Series) -> float:
+    """The same (slow-side) spread that prices P(deadline)."""
+    values = [
+        np.array([float(row[c])])
+        for c in ("samples_per_second_low", "samples_per_second", "samples_per_second_high")
+    ]
+    return float(throughput_log_sd(*values)[0])
+
+
+def _bound(row: pd.Series) -> str:
+    """``compute-bound`` or ``communication-bound: all-reduce 41% of the step at 25 Gbps``."""
+    text = f"{row['bottleneck']}-bound"
+    step, exposed = float(row.get("step_time_s") or 0.0), float(row.get("communication_time_s") or 0.0)
+    if step > 0 and exposed / step >= 0.05:
+        link = (
+            f" at {float(row['network_gbps']):g} Gbps"
+            if int(row["nodes"]) > 1 and row["network_gbps"] > 0
+            else ""
+        )
+        text += f": all-reduce {exposed / step:.0%} of the step{link}"
+    return text
+
+
+def _reasons(best: pd.Series, other: pd.Series) -> str:
+    """Why ``best`` wins: price, throughput (with what bounds each) and spot losses, as ratios."""
+    price = best["price_per_hour"] / other["price_per_hour"]
+    speed = best["samples_per_second"] / other["samples_per_second"]
+    parts = [
+        f"price {price:.2f}× ({format_money(best['price_per_hour'])}/h vs "
+        f"{format_money(other['price_per_hour'])}/h)",
+        f"throughput {speed:.2f}× ({_bound(best)} vs {_bound(other)})",
+    ]
+    if abs(other["spot_overhead"] / best["spot_overhead"] - 1.0) > 0.0005:
+        mine, theirs = (best["spot_overhead"] - 1) * 100, (other["spot_overhead"] - 1) * 100
+        parts.append(f"spot losses {mine:.2g}% vs {theirs:.2g}%")
+    return "; ".join(parts)
+
+
+def _ratio_log_sd(best: pd.Series, other: pd.Series, best_sd: float, other_sd: float) -> float:
+    """Log-sd of a throughput ratio.
+
+    The same shape of the same chip shares its whole prediction: no throughput uncertainty in
+    the ratio. The same chip in another shape (nodes, host) shares the chip's efficiency, the
+    bulk of the error (correlation 0.8, an assumption); different chips are independent.
+    """
+    if best.get("accelerator_key") != other.get("accelerator_key"):
+        return math.hypot(best_sd, other_sd)
+    same_shape = (best["instance_type"], best["nodes"]) == (other["instance_type"], other["nodes"])
+    if same_shape:
+        return 0.0
+    variance = best_sd**2 + other_sd**2 - 2 * SAME_CHIP_CORRELATION * best_sd * other_sd
+    return math.sqrt(max(variance, 0.0))
+
+
+def compare_configurations(
+    configs: Sequence[str],
+    *,
+    catalog: Any,
+    profile: Any,
+    target: Target,
+    assumptions: SpotAssumptions,
+    calibration: Any = None,
+) -> Comparison:
+    if len(configs) < 2:
+        raise PerdollarError(
+            "compare needs at least two configurations",
+            'e.g. perdollar compare vit-b16 "4x g5.2xlarge spot" "1x g5.12xlarge on-demand"',
+        )
+    specs = [parse_config(c) for c in configs]
+    frame = priced_configurations(
+        specs,
+        catalog=catalog,
+        profile=profile,
+        target=target,
+        assumptions=assumptions,
+        calibration=calibration,
+    )
+    usable = (frame["reason"].isin([cand.OK, cand.REASON_DEADLINE, cand.REASON_BUDGET])).to_numpy()
+    if not usable.any():
+        why = "; ".join(
+            f"{spec.text}: {cand.reason_text(row, target, 0.9)}"
+            for spec, (_, row) in zip(specs, frame.iterrows(), strict=True)
+        )
+        raise NothingFeasibleError(
+            f"none of the configurations can run this workload ({why})",
+            "pick instances whose accelerators fit it (perdollar recommend lists them)",
+        )
+    per_dollar = np.where(usable, frame["effective_samples_per_dollar"].to_numpy(dtype=np.float64), -np.inf)
+    best = int(np.argmax(per_dollar))
+    top = frame.iloc[best]
+    log_sd = [_throughput_log_sd(r) for _, r in frame.iterrows()]
+    spot_sd = [_spot_log_sd(r, assumptions, target) for _, r in frame.iterrows()]
+    ratios: list[Ratio] = []
+    for index, row in frame.iterrows():
+        i = int(index)  # type: ignore[arg-type]
+        if i == best or not usable[i]:
+            continue
+        throughput_sd = _ratio_log_sd(top, row, log_sd[best], log_sd[i])
+        cost_sd = math.hypot(throughput_sd, spot_sd[i], spot_sd[best])
+        cost_ratio = float(top["effective_samples_per_dollar"] / row["effective_samples_per_dollar"])
+        speed_ratio = float(top["effective_samples_per_second"] / row["effective_samples_per_second"])
+        ratios.append(
+            Ratio(
+                label=specs[i].text,
+                cost_ratio=cost_ratio,
+                cost_ratio_sd=cost_ratio * cost_sd,
+                speed_ratio=speed_ratio,
+                speed_ratio_sd=speed_ratio * math.hypot(throughput_sd, spot_sd[i]),
+                reasons=_reasons(top, row),
+            )
+        )
+    lines = [f"{specs[best].text}"]
+    for ratio in ratios:
+        lines.append(
+            "  "
+            + format_ratio(ratio.cost_ratio, ratio.cost_ratio_sd, "cheaper", "dearer", ratio.label)
+            + " per sample"
+        )
+        speed = (
+            "about as fast as it"
+            if abs(ratio.speed_ratio - 1.0) < 0.01
+            else format_ratio(ratio.speed_ratio, ratio.speed_ratio_sd, "faster", "slower", "it")
+        )
+        lines.append(f"    and {speed} — {ratio.reasons}")
+    unusable = [specs[i].text for i in range(len(specs)) if not usable[i]]
+    for text, (_, row) in zip(unusable, frame.loc[~usable].iterrows(), strict=True):
+        lines.append(f"  {text} cannot run: {cand.reason_text(row, target, 0.9)}")
+    reasons = [
+        cand.reason_text(r, target, 0.9) if not usable[i] else "" for i, (_, r) in enumerate(frame.iterrows())
+    ]
+    estimates = estimates_from_frame(frame, target, reasons=reasons)
+    return Comparison(
+        labels=tuple(s.text for s in specs),
+        estimates=tuple(estimates),
+        best=best,
+        ratios=tuple(ratios),
+        summary="\n".join(lines),
+    )

@@ -1,0 +1,74 @@
+"""Turn rows of the candidate table into :class:`~perdollar.price.model.Estimate` records."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+
+from perdollar.price.frame import Target
+from perdollar.price.model import Estimate
+
+
+def _number(value: object) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _text(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return str(value)
+
+
+def estimates_from_frame(
+    frame: pd.DataFrame, target: Target, reasons: Sequence[str] | None = None
+) -> list[Estimate]:
+    """One Estimate per row; ``reasons`` gives the exclusion sentence of each row (feasible: none)."""
+    records = frame.to_dict("records")
+    estimates: list[Estimate] = []
+    for index, row in enumerate(records):
+        reason = reasons[index] if reasons is not None else ""
+        flags = tuple(f for f in _text(row.get("flags")).split(";") if f)
+        estimates.append(
+            Estimate(
+                cloud=str(row["cloud"]),
+                instance_type=str(row["instance_type"]),
+                region=str(row["region"]),
+                market=str(row["market"]),
+                nodes=int(row["nodes"]),
+                accelerator=_text(row.get("accelerator_key")) or None,
+                accelerators_per_node=float(row.get("accelerators_per_node") or 0.0),
+                samples_per_second=float(row["samples_per_second"]),
+                samples_per_second_low=float(row["samples_per_second_low"]),
+                samples_per_second_high=float(row["samples_per_second_high"]),
+                basis=row["basis"],
+                bottleneck=_text(row.get("bottleneck")),
+                price_per_hour=float(row["price_per_hour"]),
+                samples_per_dollar=float(row["samples_per_dollar"]),
+                time_to_target_hours=_number(row.get("time_to_target_hours")),
+                cost_to_target_usd=_number(row.get("cost_to_target_usd")),
+                expected_time_hours=_number(row.get("expected_time_hours")),
+                expected_cost_usd=_number(row.get("expected_cost_usd")),
+                p_meet_deadline=_number(row.get("p_meet_deadline")) if target.deadline_hours else None,
+                fits=bool(row.get("fits", True)),
+                excluded_reason=reason,
+                interruption_bucket=_text(row.get("interruption_bucket")) or None,
+                checkpoint_interval_hours=_number(row.get("checkpoint_interval_hours")),
+                captured_at=_text(row.get("captured_at")),
+                vcpus_per_node=float(row.get("vcpus") or 0.0),
+                network_gbps=_number(row.get("network_gbps")),
+                effective_samples_per_dollar=_number(row.get("effective_samples_per_dollar")),
+                interruptions_per_hour=_number(row.get("interruptions_per_hour"))
+                if row["market"] == "spot"
+                else None,
+                flags=flags,
+            )
+        )
+    return estimates

@@ -1,0 +1,176 @@
+"""Rank a priced candidate table: objective, best region per shape, Pareto front, ties, why.
+
+:func:`select_candidates` is a pure function of the table from
+:func:`~perdollar.select.candidates.price_candidates` and the :class:`Question`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from perdollar.price.frame import Target
+from perdollar.select import candidates as cand
+from perdollar.select.binding import nothing_feasible_error
+from perdollar.select.explain import explain
+from perdollar.select.model import Question
+from perdollar.select.objectives import near_ties, parse_weights, rank_order, scores
+from perdollar.select.pareto import pareto_mask
+
+DEFAULT_CONFIDENCE = 0.9
+DEFAULT_KEEP = 40  # feasible candidates kept in a Recommendation (plus the Pareto front)
+DEFAULT_KEEP_EXCLUDED = 60
+SHAPE = ["cloud", "instance_type", "market", "nodes"]
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The outcome of ranking a priced table (DataFrames; the Recommendation is built from it)."""
+
+    ranked: pd.DataFrame  # feasible, best region per shape, best first, with a "score" column
+    excluded: pd.DataFrame  # excluded, one row per shape, closest to feasible first
+    pareto: tuple[int, ...]  # positions in ``ranked``
+    ties: np.ndarray  # bool per ``ranked`` row: ties with row 0
+    explanation: str
+    score_unit: str
+
+
+def target_of(question: Question) -> Target:
+    return Target(
+        samples=question.target_samples,
+        deadline_hours=question.deadline_hours,
+        budget_usd=question.budget_usd,
+    )
+
+
+def select_candidates(
+    priced: pd.DataFrame,
+    question: Question,
+    *,
+    sample_unit: str = "samples",
+    keep: int = DEFAULT_KEEP,
+    keep_excluded: int = DEFAULT_KEEP_EXCLUDED,
+    memory_needed_gib: float | None = None,
+) -> Selection:
+    """Rank ``priced`` (from :func:`candidates.price_candidates`) for ``question``.
+
+    Raises :class:`~perdollar.errors.NothingFeasibleError` naming the binding constraint when no
+    candidate survives.
+    """
+    target = target_of(question)
+    confidence = float(question.options.get("confidence", DEFAULT_CONFIDENCE))
+    feasible = (priced["reason"] == cand.OK).to_numpy()
+    if not feasible.any():
+        raise nothing_feasible_error(priced, target, confidence, memory_needed_gib=memory_needed_gib)
+    weights = parse_weights(question.options.get("weights"))
+    score = scores(
+        priced, question.objective, has_target=bool(target.samples), weights=weights, feasible=feasible
+    )
+    order = rank_order(score.value, feasible, priced["price_per_hour"].to_numpy(dtype=np.float64))
+    # One row per shape (cloud, instance type, market, nodes): its best region. Other regions
+    # with the same figures would only repeat it. Done on integer codes; only the chosen rows of
+    # the wide table are copied.
+    shape_code = _shape_codes(priced)
+    feasible_order = order[feasible[order]]
+    excluded_order = order[~feasible[order]]
+    scored = priced.assign(score=score.value, score_low=score.low, score_high=score.high)
+    ranked_all = scored.iloc[_first_per_shape(feasible_order, shape_code)].reset_index(drop=True)
+
+    time_axis, cost_axis = _axes(ranked_all, bool(target.samples))
+    front = pareto_mask(time_axis, cost_axis)
+    keep_mask = np.zeros(len(ranked_all), dtype=bool)
+    keep_mask[:keep] = True
+    keep_mask |= front
+    keep_mask[int(np.nanargmin(time_axis))] = True
+    keep_mask[int(np.nanargmin(cost_axis))] = True
+    ranked = ranked_all.loc[keep_mask].reset_index(drop=True)
+    time_kept, cost_kept = _axes(ranked, bool(target.samples))
+    pareto_positions = np.flatnonzero(pareto_mask(time_kept, cost_kept))
+    pareto = tuple(int(i) for i in pareto_positions[np.argsort(time_kept[pareto_positions], kind="stable")])
+
+    values = ranked["score"].to_numpy(dtype=np.float64)
+    ties = near_ties(
+        ranked,
+        values,
+        ranked["score_low"].to_numpy(dtype=np.float64),
+        ranked["score_high"].to_numpy(dtype=np.float64),
+    )
+    explanation = explain(ranked, ties, question.objective, target, sample_unit, values, pool=ranked_all)
+
+    excluded_rows = _representative_exclusions(priced, excluded_order, shape_code)[:keep_excluded]
+    excluded = scored.iloc[excluded_rows].reset_index(drop=True)
+    excluded = excluded.assign(
+        excluded_text=[cand.reason_text(row, target, confidence) for _, row in excluded.iterrows()]
+    )
+    return Selection(ranked, excluded, pareto, ties, explanation, score.unit)
+
+
+def _shape_codes(frame: pd.DataFrame) -> np.ndarray:
+    """One integer per (cloud, instance type, market, nodes)."""
+    return _codes(frame, SHAPE)
+
+
+# Order in which excluded candidates are listed: the near-misses a user asks about first.
+_EXCLUSION_ORDER = (
+    cand.REASON_DEADLINE,
+    cand.REASON_BUDGET,
+    cand.REASON_FIT,
+    cand.REASON_NO_SPOT,
+    cand.REASON_STACK,
+    cand.REASON_NO_PRICE,
+    cand.REASON_NO_THROUGHPUT,
+)
+
+
+def _representative_exclusions(priced: pd.DataFrame, rows: np.ndarray, shape_code: np.ndarray) -> np.ndarray:
+    """One excluded row per shape for constraint misses; one per instance type for hard reasons
+    (a chip that cannot run the workload says so once, not for every node count and market)."""
+    reasons = priced["reason"].to_numpy()
+    soft = np.isin(reasons, [cand.REASON_DEADLINE, cand.REASON_BUDGET])
+    instance_code = _codes(priced, ["cloud", "instance_type", "reason"])
+    key = np.where(soft, shape_code, -1 - instance_code)
+    _, first = np.unique(key[rows], return_index=True)
+    chosen = rows[np.sort(first)]
+    rank = {reason: index for index, reason in enumerate(_EXCLUSION_ORDER)}
+    group = np.array([rank.get(r, len(rank)) for r in reasons[chosen]], dtype=np.int64)
+    # Within the deadline misses, the likeliest to make it first; within budget misses, the cheapest.
+    closeness = np.where(
+        reasons[chosen] == cand.REASON_DEADLINE,
+        -np.nan_to_num(priced["p_meet_deadline"].to_numpy(dtype=np.float64)[chosen]),
+        np.where(
+            reasons[chosen] == cand.REASON_BUDGET,
+            priced["expected_cost_usd"].to_numpy(dtype=np.float64)[chosen],
+            0.0,
+        ),
+    )
+    return chosen[np.lexsort((closeness, group))]
+
+
+def _codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    code = np.zeros(len(frame), dtype=np.int64)
+    for column in columns:
+        values, uniques = pd.factorize(frame[column])
+        code = code * (len(uniques) + 1) + values
+    return code
+
+
+def _first_per_shape(rows: np.ndarray, shape_code: np.ndarray) -> np.ndarray:
+    """The first of ``rows`` (already in rank order) for each shape, keeping rank order."""
+    _, first = np.unique(shape_code[rows], return_index=True)
+    return rows[np.sort(first)]
+
+
+def _axes(frame: pd.DataFrame, has_target: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Time and cost to minimise: to the target, or per sample when there is none."""
+    if has_target:
+        return (
+            frame["expected_time_hours"].to_numpy(dtype=np.float64),
+            frame["expected_cost_usd"].to_numpy(dtype=np.float64),
+        )
+    rate = frame["effective_samples_per_second"].to_numpy(dtype=np.float64)
+    per_dollar = frame["effective_samples_per_dollar"].to_numpy(dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return 1.0 / rate, 1.0 / per_dollar
