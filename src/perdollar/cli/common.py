@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from perdollar.errors import PerdollarError
@@ -42,7 +43,8 @@ err_console = Console(stderr=True)
 
 
 def print_error(message: str) -> None:
-    err_console.print(f"[bold red]perdollar: error:[/] {message}", highlight=False, soft_wrap=True)
+    # The message is user data (file names, extras like perdollar[gpu]): never read it as markup.
+    err_console.print(f"[bold red]perdollar: error:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
 def to_jsonable(value: Any) -> Any:

@@ -1,9 +1,410 @@
-"""CLI commands of this area (filled in by the stage that owns them)."""
+"""``perdollar sweep`` (measure the candidates that can change the answer) and ``perdollar export``."""
 
 from __future__ import annotations
 
+import datetime as dt
+import json
+import re
+from pathlib import Path
+from typing import Any
+
 import typer
+from rich.table import Table
+from rich.text import Text
+
+from perdollar.cli import common
+from perdollar.errors import PerdollarError
+from perdollar.fmt import format_money
+
+SWEEP_HELP = (
+    "Benchmark the workload on the best candidates for real, store the results, recalibrate and "
+    "re-rank.\n\n"
+    "Candidates come from the recommendation (`perdollar recommend`). With --strategy voi (the default) "
+    "the next candidate measured is the one whose result is most likely to change the top choice per "
+    "dollar of benchmark cost (expected improvement over the current best); the sweep stops when the top "
+    "choice is stable with --confidence, after --top runs, or when --budget is spent. --strategy top-k "
+    "measures the --top best predicted candidates.\n\n"
+    "Every job has caps derived from its price: it measures for --duration, is killed after that plus "
+    "start-up, and cannot cost more than its cap (provisioning included). A candidate that cannot be "
+    "provisioned, times out or crashes is recorded with the reason; the sweep goes on.\n\n"
+    "--via skypilot launches through SkyPilot (pip install 'perdollar\\[skypilot]'): on-demand candidates "
+    "as clusters torn down after the run, spot candidates as managed jobs with recovery. --via local runs "
+    "the same jobs on this machine (results are measurements of THIS host, marked executor: local). "
+    "--dry-run writes one SkyPilot task YAML per candidate into --out and prints the cost caps.\n\n"
+    "Examples:\n\n"
+    "  perdollar sweep vit-b16 --via skypilot --top 3 --dry-run --out sweep-yaml\n"
+    "  perdollar sweep vit-b16 --via skypilot --budget 20 --parallel 3\n"
+    "  perdollar sweep mlp --via local --top 3 --duration 5\n"
+    "  sky jobs launch sweep-yaml/perdollar-00-1x-g5-xlarge-spot-aws-us-east-1.yaml\n\n"
+    "Exit codes: 0 done (failed candidates are results); 2 bad input; 3 nothing feasible."
+)
+
+EXPORT_HELP = (
+    "Write the launch description another engine needs for one candidate (descriptions only: nothing "
+    "is launched).\n\n"
+    "--format sagemaker: the SageMaker PyTorch estimator settings (spot with max_wait, one subnet so all "
+    "instances share an availability zone, torch_distributed) and the equivalent CreateTrainingJob "
+    "request. --format ec2: the cluster placement group and the `create_instances` (RunInstances) "
+    "parameters, spot market options and EFA interfaces where the instance has them.\n\n"
+    "CANDIDATE is an instance name with an optional count and market, as `recommend` prints them.\n\n"
+    "Examples:\n\n"
+    "  perdollar export g5.12xlarge --format sagemaker\n"
+    "  perdollar export '4x g5.4xlarge spot' --format ec2 --region us-east-1\n"
+    "  perdollar export '4x ml.g5.2xlarge spot' --format sagemaker --max-wait 24h --yaml"
+)
+
+
+def _duration_seconds(text: str, option: str) -> float:
+    if re.fullmatch(r"\s*[0-9]*\.?[0-9]+\s*", text):
+        return float(text)  # a bare number means seconds here
+    return common.parse_duration_hours(text, option) * 3600
+
+
+def _check_choice(value: str, allowed: tuple[str, ...], option: str) -> str:
+    if value not in allowed:
+        raise PerdollarError(
+            f"{option} {value!r} is not one of {', '.join(allowed)}", f"use {option} {allowed[0]}"
+        )
+    return value
+
+
+def _make_executor(via: str, log_dir: Path) -> Any:
+    if via == "local":
+        from perdollar.launch.local import LocalExecutor
+
+        return LocalExecutor(log_dir)
+    from perdollar.launch.skypilot import SkyPilotExecutor
+
+    return SkyPilotExecutor(log_dir)
+
+
+def _default_out(now: dt.datetime) -> Path:
+    from perdollar.paths import data_dir
+
+    return data_dir() / "sweeps" / now.strftime("%Y%m%dT%H%M%SZ")
+
+
+def _outcome_row(outcome: Any) -> dict[str, Any]:
+    measurement = outcome.measurement
+    rate = measurement.samples_per_second if measurement is not None else None
+    return {
+        "candidate": outcome.job.candidate,
+        "job": outcome.job.name,
+        "executor": outcome.executor,
+        "status": outcome.status,
+        "reason": outcome.reason,
+        "samples_per_second": rate,
+        "measured_on": (measurement.host.instance_type if measurement is not None else None),
+        "cost_cap_usd": outcome.job.caps.max_dollars,
+        "wall_seconds": outcome.wall_seconds,
+        "log": outcome.log_path,
+    }
+
+
+def _print_plan(rows: list[dict[str, Any]], total: float) -> None:
+    folder = Path(rows[0]["yaml"]).parent if rows else "—"
+    table = Table(title="sweep plan (dry run)", title_justify="left")
+    for column in ("#", "candidate", "why", "measures", "killed after", "cost cap", "task YAML"):
+        table.add_column(column)
+    for i, row in enumerate(rows, 1):
+        table.add_row(
+            str(i),
+            row["candidate"],
+            row["why"],
+            f"{row['duration_s']:.0f} s",
+            f"{row['max_seconds']:.0f} s",
+            format_money(row["cost_cap_usd"]),
+            Path(row["yaml"]).name,
+        )
+    common.console.print(table)
+    common.console.print(
+        f"worst case for all {len(rows)} jobs: {format_money(total)} "
+        f"(caps include provisioning and setup time); task files in {folder}",
+        highlight=False,
+    )
+
+
+def _print_result(result: Any, saved: dict[str, str | None], out_dir: Path) -> None:
+    from perdollar.fmt import format_band
+
+    table = Table(title=f"sweep via {result.executor} ({result.strategy})", title_justify="left")
+    for column in ("candidate", "status", "samples/s measured", "measured on", "cost cap", "reason"):
+        table.add_column(column)
+    for outcome in result.outcomes:
+        row = _outcome_row(outcome)
+        rate = row["samples_per_second"]
+        rate_text = format_band(rate.median, rate.low, rate.high) if rate is not None else "—"
+        where = row["measured_on"] or "—"
+        if outcome.executor == "local" and outcome.measurement is not None:
+            where = "this host (local)"
+        table.add_row(
+            Text(row["candidate"]),
+            row["status"],
+            rate_text,
+            where,
+            format_money(row["cost_cap_usd"]),
+            Text(row["reason"] or ""),
+        )
+    common.console.print(table)
+    for line in result.changes:
+        common.console.print(f"• {line}", highlight=False, markup=False)
+    common.console.print(
+        f"stopped: {result.stopped_because}; P(top choice is best) = {result.p_top_is_best:.0%}; "
+        f"spent at most {format_money(result.spent_cap_usd)}; "
+        f"{sum(1 for v in saved.values() if v)} results stored; "
+        f"logs in {out_dir}",
+        highlight=False,
+    )
+
+
+def _dry_run(
+    bundle: Any, recommendation: Any, options: Any, settings: Any, out_dir: Path, json_output: bool
+) -> int:
+    from perdollar.launch.plan import plan_first_jobs, write_dry_run
+
+    def skipped(text: str) -> None:
+        common.err_console.print(f"skipped {text}", highlight=False, markup=False)
+
+    chosen = plan_first_jobs(bundle, recommendation, options, settings, on_skip=skipped)
+    paths = write_dry_run([job for job, _ in chosen], out_dir)
+    rows = [
+        {
+            "candidate": job.candidate,
+            "why": why,
+            "job": job.name,
+            "yaml": str(path),
+            "duration_s": job.duration_s,
+            "max_seconds": job.caps.max_seconds,
+            "cost_cap_usd": job.caps.max_dollars,
+            "price_per_hour": job.caps.price_per_hour,
+            "resources": job.resources,
+            "run": job.run,
+        }
+        for (job, why), path in zip(chosen, paths, strict=True)
+    ]
+    total = sum(row["cost_cap_usd"] for row in rows)
+    if json_output:
+        common.emit_json(
+            {
+                "dry_run": True,
+                "strategy": settings.strategy,
+                "out_dir": str(out_dir),
+                "jobs": rows,
+                "total_cost_cap_usd": total,
+                "catalog_captured_at": recommendation.catalog_captured_at,
+            }
+        )
+    else:
+        _print_plan(rows, total)
+    return 0
+
+
+def sweep(
+    workload: str = typer.Argument(..., help="Built-in workload (vit-b16, mlp, …) or path/file.py:function."),
+    top: int | None = typer.Option(None, "--top", "-k", help="Measure at most K candidates (default 3)."),
+    budget: float | None = typer.Option(None, "--budget", help="Spend at most this many USD on benchmarks."),
+    via: str = typer.Option("skypilot", "--via", help="skypilot (real instances) or local (this machine)."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="Write SkyPilot task YAMLs and print the plan only."
+    ),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Folder for task YAMLs, logs and sweep.json."),
+    parallel: int = typer.Option(2, "--parallel", "-P", help="Jobs launched at once."),
+    strategy: str = typer.Option("voi", "--strategy", help="voi (value of information per $) or top-k."),
+    confidence: float = typer.Option(
+        0.9, "--confidence", help="Stop when P(top choice is best) reaches this."
+    ),
+    duration: str = typer.Option("60", "--duration", "-d", help="Measuring window per job (60, 90s, 2m)."),
+    batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="Per-device batch size."),
+    precision: str | None = typer.Option(None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16 …"),
+    market: str = typer.Option("any", "--market", help="on-demand, spot or any."),
+    cloud: list[str] = typer.Option([], "--cloud", help="Only this cloud (repeatable): aws, gcp, azure."),
+    region: list[str] = typer.Option([], "--region", help="Only this region (repeatable)."),
+    max_nodes: int = typer.Option(1, "--max-nodes", help="Consider up to this many nodes per candidate."),
+    max_dollars_per_run: float | None = typer.Option(
+        None, "--max-dollars-per-run", help="Cap per job in USD (default: what --duration costs)."
+    ),
+    overhead: str = typer.Option(
+        "600", "--overhead-seconds", help="Billed provisioning + setup time assumed per job (seconds)."
+    ),
+    requirements: str | None = typer.Option(
+        None, "--requirements", help="Your requirements file (relative to --workdir) to install."
+    ),
+    workdir: Path | None = typer.Option(None, "--workdir", help="Folder synced to the node (your workload)."),
+    install: str = typer.Option("", "--install", help="pip requirement that installs perdollar on the node."),
+    remote_store: str | None = typer.Option(
+        None, "--remote-store", help="Shared store URL the nodes write to directly."
+    ),
+    store_url: str | None = typer.Option(None, "--store", help="Store results in this SQLAlchemy URL."),
+    no_store: bool = typer.Option(False, "--no-store", help="Do not store results."),
+    json_output: bool = typer.Option(False, "--json", help="Print the sweep as JSON on stdout."),
+) -> int:
+    from perdollar.launch.jobs import JobOptions
+    from perdollar.launch.plan import ask, sweep_workload
+    from perdollar.launch.sweep import SweepSettings
+
+    _check_choice(via, ("skypilot", "local"), "--via")
+    _check_choice(strategy, ("voi", "top-k"), "--strategy")
+    _check_choice(market, ("any", "on-demand", "spot"), "--market")
+    if top is not None and top < 1:
+        raise PerdollarError(f"--top {top} measures nothing", "give --top 1 or more")
+    if budget is not None and budget <= 0:
+        raise PerdollarError(
+            f"--budget {budget} is not an amount", "give a positive USD amount, e.g. --budget 20"
+        )
+    if not 0 < confidence < 1:
+        raise PerdollarError(f"--confidence {confidence} is not a probability", "use a value like 0.9")
+    if dry_run and via != "skypilot":
+        raise PerdollarError("--dry-run writes SkyPilot task YAMLs", "use --via skypilot with --dry-run")
+    now = dt.datetime.now(dt.UTC)
+    out_dir = out or _default_out(now)
+    settings = SweepSettings(
+        strategy=strategy,  # type: ignore[arg-type]
+        max_runs=top if top is not None else (None if budget is not None else 3),
+        budget_usd=budget,
+        parallel=parallel,
+        confidence=confidence,
+    )
+    remote_workload = workload
+    if ".py:" in workload and workdir is None:
+        # A user's file travels in the synced working directory; the node names it relative to it.
+        file_part, function = workload.rsplit(":", 1)
+        workdir = Path(file_part).resolve().parent
+        remote_workload = f"{Path(file_part).name}:{function}"
+    options = JobOptions(
+        workload=remote_workload,
+        batch_size=batch_size,
+        precision=precision,
+        duration_s=_duration_seconds(duration, "--duration"),
+        max_dollars_per_run=max_dollars_per_run,
+        overhead_seconds=_duration_seconds(overhead, "--overhead-seconds"),
+        install=install,
+        requirements=requirements,
+        workdir=str(workdir) if workdir else None,
+        remote_store_url=remote_store,
+    )
+    # Made first: a missing SkyPilot is reported before minutes of profiling and ranking.
+    executor = None if dry_run else _make_executor(via, out_dir / "logs")
+    with common.progress("asking the recommendation", quiet=json_output) as handle:
+        bundle, recommendation = ask(
+            workload,
+            batch_size=batch_size,
+            precision=precision,
+            market=market,
+            clouds=cloud,
+            regions=region,
+            max_nodes=max_nodes,
+            store_url=store_url,
+            use_store=not no_store,
+            progress=lambda text: handle.update(description=text),
+        )
+    if dry_run:
+        return _dry_run(bundle, recommendation, options, settings, out_dir, json_output)
+
+    def on_event(kind: str, payload: Any) -> None:
+        if kind == "start":
+            common.err_console.print(
+                f"→ launching {payload.candidate} (cap {format_money(payload.caps.max_dollars)})",
+                highlight=False,
+                markup=False,
+            )
+        elif kind == "outcome":
+            detail = f": {payload.reason}" if payload.reason else ""
+            common.err_console.print(
+                f"  {payload.job.candidate}: {payload.status}{detail}", highlight=False, markup=False
+            )
+        elif kind == "skip":
+            common.err_console.print(f"  skipped {payload}", highlight=False, markup=False)
+        elif kind == "record-failed":
+            common.err_console.print(f"  not stored: {payload}", highlight=False, markup=False)
+
+    result, saved, new_recommendation = sweep_workload(
+        bundle,
+        recommendation,
+        executor,
+        settings,
+        options,
+        store_url=store_url,
+        store=not no_store,
+        on_event=on_event,
+    )
+    recommendation_id = None
+    if new_recommendation is not None and not no_store:
+        from perdollar.cli.persist import save_recommendation
+
+        recommendation_id = save_recommendation(
+            new_recommendation, store_url=store_url, enabled=True, catalog=bundle.catalog
+        )
+    document = {
+        "workload": workload,
+        "executor": result.executor,
+        "strategy": result.strategy,
+        "stopped_because": result.stopped_because,
+        "spent_cap_usd": result.spent_cap_usd,
+        "p_top_is_best": result.p_top_is_best,
+        "outcomes": [dict(_outcome_row(o), measurement_id=saved.get(o.job.name)) for o in result.outcomes],
+        "choices": result.choices,
+        "changes": result.changes,
+        "before_top": result.before[0].label if result.before else None,
+        "after_top": result.after[0].label if result.after else None,
+        "recommendation_id": recommendation_id,
+        "out_dir": str(out_dir),
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "sweep.json").write_text(json.dumps(common.to_jsonable(document), indent=2))
+    if json_output:
+        common.emit_json(document)
+    else:
+        _print_result(result, saved, out_dir)
+    return 0
+
+
+def export(
+    candidate: str = typer.Argument(..., help="e.g. '4x g5.4xlarge spot', 'ml.g5.12xlarge'."),
+    fmt: str = typer.Option(..., "--format", "-f", help="sagemaker or ec2."),
+    region: str | None = typer.Option(None, "--region", help="AWS region (default: the cheapest offer's)."),
+    max_run: str = typer.Option("24h", "--max-run", help="SageMaker max_run (e.g. 24h, 90m)."),
+    max_wait: str | None = typer.Option(None, "--max-wait", help="SageMaker spot max_wait (≥ --max-run)."),
+    as_yaml: bool = typer.Option(False, "--yaml", help="Print YAML instead of JSON."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Also write the description to this file."),
+    json_output: bool = typer.Option(False, "--json", help="Print the description as JSON on stdout."),
+) -> int:
+    import yaml
+
+    from perdollar import catalog as catalog_module
+    from perdollar.launch.export import describe_from_catalog, parse_candidate
+
+    description = describe_from_catalog(
+        parse_candidate(candidate),
+        fmt,
+        catalog_module.load(),
+        region=region,
+        max_run_hours=common.parse_duration_hours(max_run, "--max-run"),
+        max_wait_hours=common.parse_duration_hours(max_wait, "--max-wait") if max_wait else None,
+    )
+    if out is not None:
+        out.write_text(
+            yaml.safe_dump(description, sort_keys=False)
+            if as_yaml or out.suffix in (".yaml", ".yml")
+            else json.dumps(description, indent=2)
+        )
+    if json_output:
+        common.emit_json(description)
+    elif as_yaml:
+        common.console.print(yaml.safe_dump(description, sort_keys=False), highlight=False, markup=False)
+    else:
+        common.console.print(json.dumps(description, indent=2), highlight=False, markup=False)
+        price = description["price_per_hour_usd"]
+        cost = f"{format_money(price)}/h" if price is not None else "no price in the catalog"
+        common.err_console.print(
+            f"{description['instance']} in {description['region']}: {cost} "
+            f"(catalog {description['price_captured_at']})",
+            highlight=False,
+            markup=False,
+        )
+    return 0
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    """Add ``sweep`` and ``export`` to ``app``."""
+    app.command("sweep", help=SWEEP_HELP)(sweep)
+    app.command("export", help=EXPORT_HELP)(export)

@@ -1,0 +1,263 @@
+"""Wiring a sweep to the rest of perdollar: the question, its candidates, jobs, re-ranking.
+
+``sweep_workload`` is the Python API behind ``perdollar sweep``: it asks the recommendation,
+measures candidates through an executor, stores every result, recalibrates and re-ranks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perdollar.errors import PerdollarError
+from perdollar.launch.jobs import JobOptions, job_for_estimate
+from perdollar.launch.outcome import JobOutcome
+from perdollar.launch.spec import BenchmarkJob
+from perdollar.launch.strategy import rank_picks, top_k_order
+from perdollar.launch.sweep import (
+    POOL_SIZE,
+    Executor,
+    SweepResult,
+    SweepSettings,
+    beliefs_for,
+    distinct_candidates,
+    hardware_key,
+    run_sweep,
+)
+from perdollar.measure.result import HostFingerprint, Measurement
+from perdollar.price.model import Estimate
+
+
+@dataclass(frozen=True, slots=True)
+class SweepContext:
+    """Everything a sweep needs to ask the recommendation again."""
+
+    workload_spec: str
+    workload: Any
+    profile: Any
+    catalog: Any
+    question: Any
+    prior_measurements: tuple[Any, ...]
+
+
+def ask(
+    workload_spec: str,
+    *,
+    batch_size: int | None = None,
+    precision: str | None = None,
+    market: str = "any",
+    clouds: Sequence[str] = (),
+    regions: Sequence[str] = (),
+    max_nodes: int = 1,
+    store_url: str | None = None,
+    use_store: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[SweepContext, Any]:
+    """Profile the workload, load the catalog and stored measurements, and get the ranking."""
+    from perdollar import catalog as catalog_module
+    from perdollar.profile import profile_workload
+    from perdollar.select.recommend import recommend
+    from perdollar.workload import load_workload
+
+    workload = load_workload(workload_spec, batch_size=batch_size, precision=precision)
+    if workload.kind != "train":
+        raise PerdollarError(
+            f"{workload_spec!r} is an inference workload",
+            "sweep training workloads; for serving use `perdollar recommend --inference`",
+        )
+    if progress:
+        progress("profiling the workload")
+    profile = profile_workload(workload)
+    catalog = catalog_module.load()
+    prior: tuple[Any, ...] = ()
+    if use_store:
+        from perdollar.store import open_store
+
+        with open_store(store_url) as store:
+            prior = tuple(store.measurements_for(workload.fingerprint))
+    recommendation = recommend(
+        workload_spec,
+        market=market,
+        clouds=clouds,
+        regions=regions,
+        max_nodes=max_nodes,
+        catalog=catalog,
+        profile=profile,
+        measurements=prior,
+        progress=progress,
+        batch_size=batch_size,
+        precision=precision,
+    )
+    bundle = SweepContext(workload_spec, workload, profile, catalog, recommendation.question, prior)
+    return bundle, recommendation
+
+
+def job_factory(bundle: SweepContext, options: JobOptions) -> Callable[[Estimate, int], BenchmarkJob]:
+    """Estimate → job, with the catalog's own accelerator name (SkyPilot speaks it too)."""
+
+    def make(estimate: Estimate, index: int) -> BenchmarkJob:
+        accelerator_name = None
+        if bundle.catalog is not None:
+            try:
+                instance = bundle.catalog.instance(estimate.instance_type, estimate.cloud)
+                accelerator_name = instance.accelerator_name
+            except PerdollarError:  # not in this catalog: SkyPilot infers the chip from the instance
+                accelerator_name = None
+        return job_for_estimate(estimate, index, options, accelerator_name=accelerator_name)
+
+    return make
+
+
+def failure_measurement(outcome: JobOutcome, bundle: SweepContext) -> Measurement:
+    """A stored record of a job that produced no measurement (not provisioned, crashed, killed)."""
+    job = outcome.job
+    resources = job.resources
+    host = HostFingerprint(
+        cpu_model="unknown",
+        cpu_cores=0,
+        memory_gib=0,
+        accelerator=resources.accelerator,
+        accelerator_key=None,
+        accelerator_count=int(resources.accelerator_count),
+        driver=None,
+        instance_type=resources.instance_type,
+        cloud=resources.cloud,
+    )
+    if outcome.executor == "local":
+        try:
+            from perdollar.measure import host_fingerprint
+
+            host = host_fingerprint()
+        except Exception:  # the record matters more than its host details
+            pass
+    status = "timeout" if outcome.status == "timeout" else "error"
+    return Measurement(
+        status=status,
+        mode=job.mode,
+        workload_name=bundle.workload.name,  # type: ignore[arg-type]
+        workload_fingerprint=bundle.workload.fingerprint,
+        batch_size=bundle.workload.batch_size,
+        precision=bundle.workload.precision,
+        host=host,
+        started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        message=f"{outcome.status}: {outcome.reason}",
+        duration_s=outcome.wall_seconds,
+        extra={
+            "executor": outcome.executor,
+            "candidate": job.candidate,
+            "job": job.name,
+            "cost_cap_usd": round(job.caps.max_dollars, 4),
+        },
+    )
+
+
+def recorder(
+    bundle: SweepContext, *, store_url: str | None, enabled: bool, saved: dict[str, str | None]
+) -> Callable[[JobOutcome], None]:
+    """Store every outcome: its measurement, or a failure record with the reason."""
+    from perdollar.store import open_store
+
+    def record(outcome: JobOutcome) -> None:
+        if not enabled or outcome.job.store_url:  # the remote node stored it itself
+            saved[outcome.job.name] = None
+            return
+        measurement = outcome.measurement or failure_measurement(outcome, bundle)
+        with open_store(store_url) as store:
+            saved[outcome.job.name] = store.save_measurement(measurement, source=f"sweep-{outcome.executor}")
+
+    return record
+
+
+def sweep_workload(
+    bundle: SweepContext,
+    recommendation: Any,
+    executor: Executor,
+    settings: SweepSettings,
+    options: JobOptions,
+    *,
+    store_url: str | None = None,
+    store: bool = True,
+    on_event: Callable[[str, Any], None] | None = None,
+    make_job: Callable[[Estimate, int], BenchmarkJob] | None = None,
+) -> tuple[SweepResult, dict[str, str | None], Any]:
+    """Run the sweep; returns the result, the stored measurement ids and the new recommendation."""
+    saved: dict[str, str | None] = {}
+    latest: dict[str, Any] = {}
+
+    def rerank(measurements: Sequence[Measurement]) -> Sequence[Estimate]:
+        from perdollar.select.recommend import answer
+
+        usable = [m for m in measurements if m.ok]
+        latest["recommendation"] = answer(
+            bundle.question,
+            catalog=bundle.catalog,
+            profile=bundle.profile,
+            measurements=list(bundle.prior_measurements) + usable,
+        )
+        return latest["recommendation"].estimates
+
+    result = run_sweep(
+        recommendation.estimates,
+        make_job or job_factory(bundle, options),
+        executor,
+        settings,
+        rerank=rerank,
+        on_event=on_event,
+        record=recorder(bundle, store_url=store_url, enabled=store, saved=saved),
+    )
+    return result, saved, latest.get("recommendation")
+
+
+def plan_first_jobs(
+    bundle: SweepContext,
+    recommendation: Any,
+    options: JobOptions,
+    settings: SweepSettings,
+    *,
+    on_skip: Callable[[str], None] | None = None,
+) -> list[tuple[BenchmarkJob, str]]:
+    """The jobs a sweep would launch first, in order, each with why it was chosen.
+
+    VOI orders by value of information per dollar on the predictions alone (later picks in a
+    real sweep also use the results); top-k by predicted samples/$. Budget and --top apply.
+    """
+    make = job_factory(bundle, options)
+    pool = distinct_candidates(recommendation.estimates, POOL_SIZE)
+    jobs: dict[str, BenchmarkJob] = {}
+    for index, estimate in enumerate(pool):
+        try:
+            jobs[hardware_key(estimate)] = make(estimate, index)
+        except PerdollarError as error:
+            if on_skip:
+                on_skip(f"{estimate.label}: {error.one_line()}")
+    beliefs = [
+        b for b in beliefs_for(pool, {k: j.caps.max_dollars for k, j in jobs.items()}) if b.key in jobs
+    ]
+    if settings.strategy == "voi":
+        order = [
+            (p.key, f"VOI {p.value_of_information:.1%} of samples/$, P(change) {p.p_change:.0%}")
+            for p in rank_picks(beliefs)
+        ]
+    else:
+        order = [(key, f"predicted rank {i + 1}") for i, key in enumerate(top_k_order(beliefs))]
+    limit = settings.max_runs or len(order)
+    chosen: list[tuple[BenchmarkJob, str]] = []
+    total = 0.0
+    for key, why in order:
+        if len(chosen) >= limit:
+            break
+        job = jobs[key]
+        if settings.budget_usd is not None and total + job.caps.max_dollars > settings.budget_usd:
+            continue
+        chosen.append((job, why))
+        total += job.caps.max_dollars
+    return chosen
+
+
+def write_dry_run(jobs: Sequence[BenchmarkJob], out_dir: Path) -> list[Path]:
+    from perdollar.launch.skypilot import write_task_yaml
+
+    return [write_task_yaml(job, out_dir) for job in jobs]

@@ -1,0 +1,278 @@
+"""A sweep: measure the candidates that can change the answer, then re-rank.
+
+The loop is independent of where candidates come from and where results go: it takes ranked
+estimates, a way to turn one into a job, an executor, and a ``rerank`` function that
+recalibrates on the measurements so far. A candidate that cannot be provisioned, times out or
+crashes is an outcome like any other; the sweep goes on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from perdollar.errors import PerdollarError
+from perdollar.launch.outcome import JobOutcome
+from perdollar.launch.spec import BenchmarkJob
+from perdollar.launch.strategy import (
+    DEFAULT_CONFIDENCE,
+    Belief,
+    belief_from_band,
+    p_top_is_best,
+    rank_picks,
+    stop_reason,
+    top_k_order,
+)
+from perdollar.measure.result import Measurement
+from perdollar.price.model import Estimate
+
+Strategy = Literal["voi", "top-k"]
+# VOI looks at the best few dozen distinct machines: beyond them the chance of overtaking is nil
+# and every extra belief only slows the Monte Carlo stability check.
+POOL_SIZE = 30
+
+
+class Executor(Protocol):
+    name: str
+
+    def run(self, job: BenchmarkJob, on_line: Callable[[str], None] | None = None) -> JobOutcome: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSettings:
+    strategy: Strategy = "voi"
+    max_runs: int | None = 3
+    budget_usd: float | None = None
+    parallel: int = 2
+    confidence: float = DEFAULT_CONFIDENCE
+
+
+@dataclass(frozen=True, slots=True)
+class RunChoice:
+    """Why a candidate was measured when it was."""
+
+    key: str
+    round: int
+    value_of_information: float | None  # expected relative gain in samples/$ (VOI strategy)
+    p_change: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    strategy: str
+    executor: str
+    outcomes: tuple[JobOutcome, ...]
+    choices: tuple[RunChoice, ...]
+    stopped_because: str
+    spent_cap_usd: float  # sum of the caps of the jobs that ran: the most the sweep cost
+    before: tuple[Estimate, ...]
+    after: tuple[Estimate, ...]
+    p_top_is_best: float
+    changes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def hardware_key(estimate: Estimate) -> str:
+    """One benchmark serves every region and market of the same machine shape."""
+    return f"{estimate.cloud}:{estimate.instance_type}:{estimate.nodes}"
+
+
+def distinct_candidates(estimates: Sequence[Estimate], limit: int | None = None) -> list[Estimate]:
+    """Feasible estimates, best-ranked offer of each machine shape, in rank order."""
+    seen: set[str] = set()
+    chosen = []
+    for estimate in estimates:
+        if not estimate.feasible or not estimate.fits or estimate.samples_per_dollar <= 0:
+            continue
+        key = hardware_key(estimate)
+        if key in seen:
+            continue
+        seen.add(key)
+        chosen.append(estimate)
+        if limit is not None and len(chosen) >= limit:
+            break
+    return chosen
+
+
+def _sps_to_spd(estimate: Estimate, samples_per_second: float) -> float:
+    return samples_per_second * 3600 / estimate.price_per_hour if estimate.price_per_hour else 0.0
+
+
+def beliefs_for(estimates: Sequence[Estimate], run_costs: dict[str, float]) -> list[Belief]:
+    """Beliefs in the samples/$ that ranks each estimate (spot: after expected interruption losses)."""
+    beliefs = []
+    for estimate in estimates:
+        key = hardware_key(estimate)
+        value = estimate.effective_samples_per_dollar or estimate.samples_per_dollar
+        # The band is a throughput band; spot losses scale it by the same factor as the value.
+        scale = value / estimate.samples_per_dollar if estimate.samples_per_dollar else 1.0
+        beliefs.append(
+            belief_from_band(
+                key,
+                value,
+                _sps_to_spd(estimate, estimate.samples_per_second_low) * scale,
+                _sps_to_spd(estimate, estimate.samples_per_second_high) * scale,
+                run_costs.get(key, 1e9),
+                measured=estimate.basis == "measured",
+            )
+        )
+    return beliefs
+
+
+def describe_changes(
+    before: Sequence[Estimate], after: Sequence[Estimate], measured_keys: set[str]
+) -> list[str]:
+    """Plain sentences: did the top choice move, and how did each measured candidate's figure move."""
+    lines: list[str] = []
+    if not before or not after:
+        return lines
+    old_top, new_top = before[0], after[0]
+    if hardware_key(old_top) != hardware_key(new_top):
+        lines.append(
+            f"top choice changed: {old_top.label} → {new_top.label} "
+            f"({new_top.samples_per_dollar:,.0f} samples/$, {new_top.basis})"
+        )
+    else:
+        lines.append(
+            f"top choice unchanged: {new_top.label} "
+            f"({old_top.samples_per_dollar:,.0f} → {new_top.samples_per_dollar:,.0f} samples/$, "
+            f"{old_top.basis} → {new_top.basis})"
+        )
+    old_rank = {hardware_key(e): (i, e) for i, e in reversed(list(enumerate(before)))}
+    new_rank = {hardware_key(e): (i, e) for i, e in reversed(list(enumerate(after)))}
+    for key in sorted(measured_keys):
+        if key not in old_rank or key not in new_rank:
+            continue
+        (i, old), (j, new) = old_rank[key], new_rank[key]
+        ratio = new.samples_per_second / old.samples_per_second if old.samples_per_second else float("nan")
+        lines.append(
+            f"{new.instance_type} ({new.cloud}): rank {i + 1} → {j + 1}, "
+            f"{old.samples_per_second:,.3g} → {new.samples_per_second:,.3g} samples/s "
+            f"(×{ratio:.2f}, {old.basis} → {new.basis})"
+        )
+    return lines
+
+
+def run_sweep(
+    ranked: Sequence[Estimate],
+    make_job: Callable[[Estimate, int], BenchmarkJob],
+    executor: Executor,
+    settings: SweepSettings,
+    *,
+    rerank: Callable[[Sequence[Measurement]], Sequence[Estimate]] | None = None,
+    record: Callable[[JobOutcome], Any] | None = None,
+    on_event: Callable[[str, Any], None] | None = None,
+) -> SweepResult:
+    """Measure candidates by ``settings.strategy`` until the choice is stable or the money is spent."""
+    if settings.parallel < 1:
+        raise PerdollarError(
+            f"--parallel {settings.parallel} is not a number of launches",
+            "give a positive number such as --parallel 2",
+        )
+    notify = on_event or (lambda kind, payload: None)
+    before = tuple(ranked)
+    pool = distinct_candidates(before, POOL_SIZE)
+    if not pool:
+        raise PerdollarError("no feasible candidate to measure", "relax the constraints of the question")
+    jobs: dict[str, BenchmarkJob] = {}
+    refusals: list[str] = []
+    for index, estimate in enumerate(pool):
+        try:
+            jobs[hardware_key(estimate)] = make_job(estimate, index)
+        except PerdollarError as error:  # e.g. its cost cap leaves no time to measure
+            refusals.append(error.one_line())
+            notify("skip", f"{estimate.label}: {error.one_line()}")
+    if not jobs:
+        raise PerdollarError(f"no candidate could be turned into a benchmark job ({refusals[0]})",
+                             "adjust the caps (--duration, --max-dollars-per-run)")
+    run_costs = {key: job.caps.max_dollars for key, job in jobs.items()}
+    current = list(pool)
+    fixed_order = top_k_order(beliefs_for(pool, run_costs))
+    confidence = settings.confidence if settings.strategy == "voi" else math.inf
+    done: set[str] = set()
+    outcomes: list[JobOutcome] = []
+    choices: list[RunChoice] = []
+    measurements: list[Measurement] = []
+    spent = 0.0
+    reranked: Sequence[Estimate] | None = None
+    round_number = 0
+    while True:
+        beliefs = [b for b in beliefs_for(current, run_costs) if b.key in jobs]
+        unrunnable = set(done)
+        reason = stop_reason(
+            beliefs,
+            confidence=confidence,
+            spent_usd=spent,
+            budget_usd=settings.budget_usd,
+            runs=len(done),
+            max_runs=settings.max_runs,
+            exclude=unrunnable,
+        )
+        if reason:
+            break
+        batch: list[BenchmarkJob] = []
+        batch_keys: list[str] = []
+        if settings.strategy == "voi":
+            picks = rank_picks(beliefs, exclude=unrunnable)
+            order = [(p.key, p.value_of_information, p.p_change) for p in picks]
+        else:
+            order = [(key, None, None) for key in fixed_order if key not in unrunnable]
+        budget_left = (settings.budget_usd - spent) if settings.budget_usd is not None else math.inf
+        for key, value, p_change in order:
+            if len(batch) >= settings.parallel or (
+                settings.max_runs is not None and len(done) + len(batch) >= settings.max_runs
+            ):
+                break
+            if run_costs[key] > budget_left:
+                continue
+            batch.append(jobs[key])
+            batch_keys.append(key)
+            budget_left -= run_costs[key]
+            choices.append(RunChoice(key, round_number, value, p_change))
+        if not batch:
+            reason = "no affordable candidate left"
+            break
+        notify("round", [job.candidate for job in batch])
+        with ThreadPoolExecutor(max_workers=settings.parallel) as threads:
+            results = list(threads.map(lambda job: _run_one(executor, job, notify), batch))
+        for outcome in results:
+            outcomes.append(outcome)
+            spent += outcome.spent_usd_cap
+            if outcome.measurement is not None:
+                measurements.append(outcome.measurement)
+            if record is not None:
+                try:
+                    record(outcome)
+                except Exception as error:  # a store hiccup must not lose the other results
+                    notify("record-failed", f"{outcome.job.candidate}: {type(error).__name__}: {error}")
+            notify("outcome", outcome)
+        done.update(batch_keys)
+        round_number += 1
+        if rerank is not None and any(o.ok for o in results):
+            reranked = rerank(measurements)
+            by_key = {hardware_key(e): e for e in distinct_candidates(reranked, None)}
+            current = [by_key.get(hardware_key(e), e) for e in pool]
+    after = tuple(reranked) if reranked is not None else before
+    final_beliefs = beliefs_for(distinct_candidates(after, POOL_SIZE), run_costs)
+    return SweepResult(
+        strategy=settings.strategy,
+        executor=executor.name,
+        outcomes=tuple(outcomes),
+        choices=tuple(choices),
+        stopped_because=reason,
+        spent_cap_usd=spent,
+        before=before,
+        after=after,
+        p_top_is_best=p_top_is_best(final_beliefs) if final_beliefs else 1.0,
+        changes=tuple(describe_changes(before, after, done)),
+    )
+
+
+def _run_one(executor: Executor, job: BenchmarkJob, notify: Callable[[str, Any], None]) -> JobOutcome:
+    notify("start", job)
+    try:
+        return executor.run(job)
+    except Exception as error:  # an executor bug for one candidate must not end the sweep
+        return JobOutcome(job, executor.name, "crashed", f"{type(error).__name__}: {error}", None, 0.0)
