@@ -1,9 +1,229 @@
-"""CLI commands of this area (filled in by the stage that owns them)."""
+"""``perdollar bench``: measure a workload (or any command) on this machine."""
 
 from __future__ import annotations
 
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
 import typer
+
+from perdollar.cli import common
+from perdollar.errors import EXIT_FAILURE, EXIT_OK, PerdollarError
+
+BENCH_HELP = (
+    "Measure a workload on this machine until its samples/s are steady, and say how steady.\n\n"
+    "Warm-up ends when step times settle (detected, not a fixed count); then blocks of steps are timed "
+    "until the 95% confidence interval of the median is within 1% or --duration runs out. Each run "
+    "happens in a child process: a crash, out-of-memory or hang is recorded as status "
+    "error/oom/timeout with the reason.\n\n"
+    "Modes: cached-input (one batch reused: the ceiling without the input pipeline), full (the "
+    "workload's own input path), data-only (the input pipeline alone), all (the three, plus the "
+    "verdict on which one bounds the workload).\n\n"
+    "Examples:\n\n"
+    "  perdollar bench mlp\n"
+    "  perdollar bench resnet50 --batch-size 32 --mode all --duration 30\n"
+    "  perdollar bench my_model.py:workload --find-max-batch\n"
+    "  perdollar bench --nproc 2 mlp\n"
+    "  perdollar bench --duration 120 -- python train.py --epochs 1\n"
+    "  perdollar bench --pattern '([0-9.]+) img/s' -- python train_jax.py\n\n"
+    "Exit codes: 0 measured; 1 the workload failed (recorded as oom/error/timeout); 2 bad input."
+)
+
+
+def _duration_seconds(text: str) -> float:
+    if re.fullmatch(r"\s*[0-9]*\.?[0-9]+\s*", text):
+        return float(text)  # a bare number here means seconds
+    return common.parse_duration_hours(text, "--duration") * 3600
+
+
+def _bytes(text: str | None) -> int | None:
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)i?b?\s*", text, re.I)
+    if not match:
+        raise PerdollarError(f"--memory-limit {text!r} is not a size", "write it like 8G or 512M")
+    scale = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[match.group(2).lower()]
+    return int(float(match.group(1)) * scale)
+
+
+def _concurrency(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        levels = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise PerdollarError(f"--concurrency {text!r} is not a list of integers",
+                             "write it like 1,4,16") from error
+    if not levels or min(levels) < 1:
+        raise PerdollarError(f"--concurrency {text!r} needs positive levels", "write it like 1,4,16")
+    return levels
+
+
+def _progress_callback(handle: Any, duration_s: float) -> Callable[[str, float], None]:
+    def update(phase: str, fraction: float) -> None:
+        handle.update(description=f"{phase} ({duration_s:.0f} s budget)", completed=fraction * 100)
+
+    return update
+
+
+def _command_mode(target: list[str]) -> bool:
+    # "--" separates perdollar's options from a command; click drops it, so look at the raw line.
+    return len(target) > 1 or "--" in sys.argv[1:]
+
+
+def _finish(measurements: list[Any], *, json_output: bool, store_url: str | None, store: bool,
+            verdict: str | None = None) -> int:
+    """Print, store, and turn the statuses into the exit code."""
+    from perdollar.cli.persist import save_measurement
+    from perdollar.measure.serialize import measurement_to_dict
+    from perdollar.measure.text import lines
+
+    stored = [save_measurement(m, store_url=store_url, enabled=store) for m in measurements]
+    if json_output:
+        documents = [{**measurement_to_dict(m), "id": key}
+                     for m, key in zip(measurements, stored, strict=True)]
+        if len(documents) == 1 and verdict is None:
+            common.emit_json(documents[0])
+        else:
+            common.emit_json({"measurements": documents, "verdict": verdict})
+    else:
+        for measurement, key in zip(measurements, stored, strict=True):
+            for line in lines(measurement):
+                common.console.print(line, highlight=False, markup=False, soft_wrap=True)
+            if key:
+                common.console.print(f"  stored as {key}", highlight=False, markup=False)
+        if verdict:
+            common.console.print(f"verdict: {verdict}", highlight=False, markup=False, soft_wrap=True)
+    return EXIT_OK if all(m.ok for m in measurements) else EXIT_FAILURE
+
+
+def run_modes(workload: str, *, modes: list[str], duration_s: float, nproc: int, batch_size: int | None,
+              precision: str | None, device: str, timeout_s: float | None, memory_limit_bytes: int | None,
+              json_output: bool, store_url: str | None, store: bool) -> int:
+    from perdollar.measure.bounds import verdict_for
+    from perdollar.measure.runner import run_benchmark
+
+    measurements = []
+    for mode in modes:
+        with common.progress(f"{workload} {mode}", total=100, quiet=json_output) as handle:
+            measurements.append(run_benchmark(
+                workload, mode=mode, duration_s=duration_s, batch_size=batch_size, precision=precision,
+                nproc=nproc, timeout_s=timeout_s, device=device, memory_limit_bytes=memory_limit_bytes,
+                progress=_progress_callback(handle, duration_s)))
+    verdict = verdict_for(measurements) if len(modes) > 1 else None
+    return _finish(measurements, json_output=json_output, store_url=store_url, store=store, verdict=verdict)
+
+
+def run_command_cli(argv: list[str], *, pattern: str | None, duration_s: float | None,
+                    timeout_s: float | None, json_output: bool, store_url: str | None, store: bool) -> int:
+    from perdollar.measure.command import run_command
+
+    with common.progress(f"running {argv[0]}", quiet=json_output) as handle:
+        seen: list[float] = []
+
+        def on_reading(value: float) -> None:
+            seen.append(value)
+            handle.update(description=f"running {argv[0]}: {len(seen)} readings, last {value:,.4g} samples/s")
+
+        measurement = run_command(argv, pattern=pattern, duration_s=duration_s,
+                                  timeout_s=timeout_s or 24 * 3600.0, on_reading=on_reading)
+    return _finish([measurement], json_output=json_output, store_url=store_url, store=store)
+
+
+def run_find_max_batch(workload: str, *, precision: str | None, device: str, start: int | None,
+                       memory_limit_bytes: int | None, json_output: bool) -> int:
+    from perdollar.measure.bounds import find_max_batch
+
+    with common.progress(f"{workload}: searching the largest batch", quiet=json_output) as handle:
+        def on_probe(batch: int, status: str) -> None:
+            handle.update(description=f"{workload}: batch {batch} → {status}")
+
+        result = find_max_batch(workload, start=start, precision=precision, device=device,
+                                memory_limit_bytes=memory_limit_bytes, on_probe=on_probe)
+    if json_output:
+        common.emit_json(result)
+    else:
+        probes = ", ".join(f"{batch}:{status}" for batch, status in result.probes)
+        if result.largest_fitting is not None:
+            beyond = (f"; batch {result.smallest_failing} does not" if result.smallest_failing
+                      else f" ({result.message})")
+            common.console.print(f"{workload}: largest batch that fits is {result.largest_fitting}{beyond}",
+                                 highlight=False, markup=False)
+        else:
+            common.console.print(f"{workload}: {result.message}", highlight=False, markup=False)
+        common.console.print(f"  probes (batch:status): {probes}", highlight=False, markup=False)
+    return EXIT_OK if result.largest_fitting is not None else EXIT_FAILURE
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    @app.command("bench", help=BENCH_HELP, no_args_is_help=True)
+    def bench(
+        target: list[str] = typer.Argument(
+            None, metavar="WORKLOAD | -- COMMAND…",
+            help="A built-in workload (mlp, resnet50, vit-b16, bert-base, gpt2…), path/file.py:function, "
+                 "or after -- any command that prints throughput lines."),
+        mode: str = typer.Option("cached-input", "--mode", "-m",
+                                 help="cached-input | full | data-only | all."),
+        duration: str | None = typer.Option(
+            None, "--duration", "-d",
+            help="Time budget per run in seconds (or 90s, 2m), warm-up included; default 20 s. "
+                 "A command is stopped after it (default: runs to its end)."),
+        nproc: int = typer.Option(1, "--nproc",
+                                  help="Processes for data-parallel DDP (gloo on CPU, NCCL on GPU)."),
+        batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="Per-process batch size."),
+        precision: str | None = typer.Option(None, "--precision", "-p",
+                                             help="fp32, tf32, amp-bf16, amp-fp16, bf16 or fp16."),
+        device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+        timeout: float | None = typer.Option(
+            None, "--timeout", help="Kill a run after this many seconds (default 2×duration+90)."),
+        find_max_batch: bool = typer.Option(False, "--find-max-batch",
+                                            help="Bisect the largest batch that fits in memory."),
+        memory_limit: str | None = typer.Option(None, "--memory-limit",
+                                                help="Cap the child's address space, e.g. 8G (CPU runs)."),
+        pattern: str | None = typer.Option(None, "--pattern",
+                                           help="Regex for throughput lines of a command "
+                                                "(default: '<number> samples/second')."),
+        inference: bool = typer.Option(False, "--inference",
+                                       help="Measure serving latency vs batch size instead of training."),
+        max_batch: int | None = typer.Option(None, "--max-batch",
+                                             help="With --inference: largest batch tried."),
+        concurrency: str | None = typer.Option(None, "--concurrency",
+                                               help="With --inference: concurrency levels, e.g. 1,4,16."),
+        json_output: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+        store_url: str | None = typer.Option(None, "--store",
+                                             help="Store the result in this SQLAlchemy URL."),
+        no_store: bool = typer.Option(False, "--no-store", help="Do not store the result."),
+    ) -> int:
+        target = list(target or [])
+        duration_s = _duration_seconds(duration) if duration else None
+        if _command_mode(target):
+            return run_command_cli(target, pattern=pattern, duration_s=duration_s,
+                                   timeout_s=timeout, json_output=json_output, store_url=store_url,
+                                   store=not no_store)
+        if len(target) != 1:
+            raise PerdollarError("give one workload to measure", "e.g. perdollar bench mlp")
+        workload = target[0]
+        if inference:
+            from perdollar.cli.inference_cmd import bench_inference
+
+            code: int = bench_inference(
+                workload, batch_size=batch_size, precision=precision,
+                duration_s=duration_s, max_batch=max_batch,
+                concurrency=_concurrency(concurrency), p99_ceiling_ms=None, json_output=json_output,
+                store_url=store_url, store=not no_store, device=device)
+            return code
+        if find_max_batch:
+            return run_find_max_batch(
+                workload, precision=precision, device=device, start=batch_size,
+                memory_limit_bytes=_bytes(memory_limit), json_output=json_output)
+        from perdollar.measure.runner import DEFAULT_DURATION_S
+
+        modes = ["cached-input", "full", "data-only"] if mode == "all" else [mode]
+        return run_modes(
+            workload, modes=modes, duration_s=duration_s or DEFAULT_DURATION_S, nproc=nproc,
+            batch_size=batch_size,
+            precision=precision, device=device, timeout_s=timeout, memory_limit_bytes=_bytes(memory_limit),
+            json_output=json_output, store_url=store_url, store=not no_store)
+

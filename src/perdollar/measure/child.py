@@ -1,0 +1,139 @@
+"""Child processes for benchmarks: start, watch, time out, and say what happened.
+
+``run_child`` starts a fresh interpreter on :mod:`perdollar.measure.worker`; ``run_forked``
+forks when the Workload exists only in memory. Either returns the worker's JSON result, or a
+failure the parent observed itself (killed by a signal, exited without a result, timed out).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from perdollar.errors import PerdollarError
+from perdollar.measure.worker import PROGRESS_PREFIX, classify_failure
+
+ProgressCallback = Callable[[str, float], None]
+
+
+class _ChildWatcher:
+    """Reads the child's stdout: progress lines go to the callback, the rest is kept as a tail."""
+
+    def __init__(self, stream: Any, progress: ProgressCallback | None) -> None:
+        self.tail: deque[str] = deque(maxlen=40)
+        self._stream = stream
+        self._progress = progress
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        for line in iter(self._stream.readline, ""):
+            if line.startswith(PROGRESS_PREFIX):
+                parts = line.split()
+                if self._progress and len(parts) == 3:
+                    self._progress(parts[1], float(parts[2]))
+            else:
+                self.tail.append(line.rstrip("\n"))
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+    process.wait()
+
+
+def run_child(payload: dict[str, Any], *, timeout_s: float,
+              progress: ProgressCallback | None = None) -> dict[str, Any]:
+    """Run the worker on ``payload``; return its result, or a failure the parent observed."""
+    with tempfile.TemporaryDirectory(prefix="perdollar-bench-") as scratch:
+        spec_path, result_path = Path(scratch, "spec.json"), Path(scratch, "result.json")
+        spec_path.write_text(json.dumps(payload), encoding="utf-8")
+        stderr_path = Path(scratch, "stderr.txt")
+        with open(stderr_path, "w+", encoding="utf-8", errors="replace") as stderr:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "perdollar.measure.worker", str(spec_path), str(result_path)],
+                stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace",
+                start_new_session=True,  # its own process group: a timeout kills DDP ranks too
+            )
+            watcher = _ChildWatcher(process.stdout, progress)
+            try:
+                process.wait(timeout=timeout_s)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                _kill_group(process)
+                timed_out = True
+            except BaseException:
+                # Its own session does not get the terminal's Ctrl-C: take it down with us.
+                _kill_group(process)
+                raise
+            watcher.thread.join(timeout=2)
+            stderr.seek(0)
+            stderr_tail = stderr.read()[-3000:]
+        if result_path.exists():
+            result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
+            return result
+    if timed_out:
+        return {"status": "timeout", "message": f"no result within the {timeout_s:.0f} s timeout "
+                "(the workload hung or is too slow)"}
+    return _observed_failure(process.returncode, stderr_tail, list(watcher.tail))
+
+
+def run_forked(workload: Any, payload: dict[str, Any], *, timeout_s: float) -> dict[str, Any]:
+    """Like :func:`run_child` for a Workload that exists only in this process's memory.
+
+    Forking is the only way to hand such an object to a child. CUDA does not survive a fork,
+    so a parent that has already touched the GPU must pass a spec string instead.
+    """
+    import multiprocessing
+
+    import torch
+
+    from perdollar.measure.worker import forked_main
+
+    if torch.cuda.is_initialized():
+        raise PerdollarError(
+            f"workload {workload.name!r} is an in-memory object and CUDA is already initialised here",
+            "pass it as 'path/file.py:function' so a fresh process can load it",
+        )
+    with tempfile.TemporaryDirectory(prefix="perdollar-bench-") as scratch:
+        result_path = Path(scratch, "result.json")
+        process = multiprocessing.get_context("fork").Process(
+            target=forked_main, args=(payload, str(result_path), workload), daemon=False)
+        process.start()
+        process.join(timeout_s)
+        timed_out = process.is_alive()
+        if timed_out:
+            process.kill()
+            process.join()
+        if result_path.exists():
+            result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
+            return result
+    if timed_out:
+        return {"status": "timeout", "message": f"no result within the {timeout_s:.0f} s timeout "
+                "(the workload hung or is too slow)"}
+    return _observed_failure(process.exitcode or 0, "", [])
+
+
+def _observed_failure(returncode: int, stderr_tail: str, stdout_tail: list[str]) -> dict[str, Any]:
+    if returncode < 0:
+        name = signal.Signals(-returncode).name
+        if -returncode == signal.SIGKILL:
+            return {"status": "oom", "message": f"killed by {name}, most likely by the kernel's "
+                    "out-of-memory killer"}
+        return {"status": "error", "message": f"the benchmark process died of {name}",
+                "traceback": stderr_tail}
+    last = next((line for line in reversed(stderr_tail.strip().splitlines()) if line.strip()), "")
+    message = f"the benchmark process exited with code {returncode}" + (f": {last}" if last else "")
+    return {"status": classify_failure(stderr_tail), "message": message[:800], "traceback": stderr_tail,
+            "stdout_tail": stdout_tail}

@@ -1,0 +1,171 @@
+"""``perdollar bench -- COMMAND …``: measure any program by the throughput lines it prints.
+
+JAX, TensorFlow or an existing training script need no changes: perdollar runs the command,
+reads its output for lines such as ``312.5 samples/second`` (or a ``--pattern`` regex), drops the
+readings before they settle, and summarises the rest like its own timed blocks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+import re
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from perdollar.errors import PerdollarError
+from perdollar.measure import steady
+from perdollar.measure.host import host_fingerprint
+from perdollar.measure.result import Measurement
+from perdollar.measure.worker import classify_failure
+
+# "<number> samples/second", also "samples/s", "samples/sec" and "samples per second".
+DEFAULT_PATTERN = (
+    r"(?P<value>[0-9][0-9,]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
+    r"\s*samples?\s*(?:/|per)\s*s(?:ec(?:ond)?)?\b"
+)
+
+
+def compile_pattern(pattern: str | None) -> re.Pattern[str]:
+    try:
+        compiled = re.compile(pattern or DEFAULT_PATTERN, re.IGNORECASE)
+    except re.error as error:
+        raise PerdollarError(f"--pattern {pattern!r} is not a valid regular expression: {error}",
+                             r"write a Python regex with one number group, e.g. '([0-9.]+) img/s'") from error
+    if compiled.groups < 1 and "value" not in compiled.groupindex:
+        raise PerdollarError(f"--pattern {pattern!r} has no group to read the number from",
+                             r"put the number in parentheses, e.g. 'throughput: ([0-9.]+)'")
+    return compiled
+
+
+def parse_throughput(line: str, pattern: re.Pattern[str]) -> float | None:
+    """The throughput a line reports, or None when it reports none."""
+    match = pattern.search(line)
+    if not match:
+        return None
+    text = match.group("value") if "value" in pattern.groupindex else match.group(1)
+    try:
+        return float(text.replace(",", ""))
+    except (TypeError, ValueError):
+        return None
+
+
+def steady_readings(readings: Sequence[float]) -> tuple[list[float], bool]:
+    """The readings after warm-up, and whether a steady state was seen at all."""
+    for window in (3, 2, 1):
+        if len(readings) >= 3 * window + 1:
+            # The first reading nearly always includes start-up, so it never counts.
+            start = steady.find_steady_start(readings[1:], window=window)
+            if start is not None:
+                return list(readings[1 + start:]), True
+    return list(readings[1:] or readings), False
+
+
+@dataclass
+class _Capture:
+    readings: list[float]
+    tail: list[str]
+
+
+def _pump(stream: object, pattern: re.Pattern[str], capture: _Capture,
+          on_reading: Callable[[float], None] | None) -> None:
+    for line in iter(stream.readline, ""):  # type: ignore[attr-defined]
+        value = parse_throughput(line, pattern)
+        if value is not None:
+            capture.readings.append(value)
+            if on_reading:
+                on_reading(value)
+        capture.tail.append(line.rstrip("\n"))
+        del capture.tail[:-40]
+
+
+def run_command(argv: Sequence[str], *, pattern: str | None = None, duration_s: float | None = None,
+                timeout_s: float = 3600.0, on_reading: Callable[[float], None] | None = None) -> Measurement:
+    """Run ``argv``; after ``duration_s`` (if given) stop it and summarise what it reported."""
+    if not argv:
+        raise PerdollarError("no command after --", "write e.g. perdollar bench -- python train.py")
+    compiled = compile_pattern(pattern)
+    started_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+    clock = time.monotonic()
+    try:
+        process = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   errors="replace", start_new_session=True)
+    except OSError as error:
+        raise PerdollarError(f"cannot start {argv[0]!r}: {error.strerror}",
+                             "check the command name and that it is executable") from error
+    capture = _Capture([], [])
+    reader = threading.Thread(target=_pump, args=(process.stdout, compiled, capture, on_reading), daemon=True)
+    reader.start()
+    limit = min(duration_s, timeout_s) if duration_s else timeout_s
+    stopped_by_us = False
+    try:
+        process.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        stopped_by_us = True
+        _stop(process)
+    except BaseException:
+        _stop(process)  # its own session does not get the terminal's Ctrl-C
+        raise
+    reader.join(timeout=5)
+    wall = time.monotonic() - clock
+    status, message = "ok", ""
+    if stopped_by_us and not duration_s:
+        status, message = "timeout", f"still running after the {timeout_s:.0f} s timeout"
+    elif not stopped_by_us and process.returncode != 0:
+        text = "\n".join(capture.tail)
+        status = classify_failure(text)
+        last = capture.tail[-1] if capture.tail else ""
+        message = f"the command exited with code {process.returncode}" + (f": {last}" if last else "")
+    elif not capture.readings:
+        status = "error"
+        message = (f"the command printed no line matching {compiled.pattern!r}; "
+                   "pass --pattern to match its output")
+    return _measurement(argv, compiled.pattern, capture, status, message, started_at, wall)
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    # SIGTERM first so a training script can flush its logs; SIGKILL if it will not go.
+    for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _measurement(argv: Sequence[str], pattern: str, capture: _Capture, status: str, message: str,
+                 started_at: str, wall: float) -> Measurement:
+    command_line = shlex.join(argv)
+    values, reached = steady_readings(capture.readings)
+    rate = cv = None
+    warnings: tuple[str, ...] = ()
+    if status == "ok" and values:
+        summary = steady.summarize(values, [], steady_reached=reached)
+        rate, cv, warnings = summary.rate, summary.cv, summary.warnings
+    return Measurement(
+        status=status,  # type: ignore[arg-type]
+        mode="command",
+        workload_name=f"command:{os.path.basename(argv[0])}",
+        workload_fingerprint=hashlib.sha256(command_line.encode()).hexdigest()[:16],
+        batch_size=0,
+        precision="unknown",
+        host=host_fingerprint(),
+        started_at=started_at,
+        samples_per_second=rate,
+        cv=cv if cv is not None and cv == cv else None,
+        warnings=warnings,
+        message=message[:800],
+        duration_s=round(wall, 2),
+        extra={"command": command_line, "pattern": pattern, "readings": capture.readings,
+               "readings_used": len(values), "output_tail": capture.tail[-10:]},
+    )

@@ -1,0 +1,180 @@
+"""Run one benchmark in a child process and turn whatever happens into a :class:`Measurement`.
+
+A crash, an out-of-memory error or a hang is a result (``status`` oom/error/timeout with the
+reason), never an exception out of here. Bad input (an unknown workload, a bad mode) is still a
+:class:`~perdollar.errors.PerdollarError`, raised before anything runs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import time
+from dataclasses import asdict
+from typing import Any
+
+from perdollar.errors import PerdollarError
+from perdollar.measure.child import ProgressCallback, run_child, run_forked
+from perdollar.measure.host import host_fingerprint
+from perdollar.measure.loop import LoopSettings
+from perdollar.measure.modes import MODES
+from perdollar.measure.result import Measurement, Rate
+
+DEFAULT_DURATION_S = 20.0
+
+
+def default_timeout(duration_s: float, nproc: int = 1) -> float:
+    """Room for start-up and building the model on top of the measuring budget."""
+    return duration_s * 2 + 90 + 30 * (nproc - 1)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
+
+
+def _workload_reference(spec: Any, batch_size: int | None, precision: str | None,
+                        kind: str | None) -> tuple[Any, str | None]:
+    """The loaded workload and the string a fresh child loads it from (None: fork with the object)."""
+    from perdollar.workload import load_workload, reference_names
+
+    workload = load_workload(spec, batch_size=batch_size, precision=precision, kind=kind)
+    if isinstance(spec, str):
+        return workload, spec
+    if workload.name in reference_names() and workload.fingerprint == load_workload(
+            workload.name, batch_size=workload.batch_size, precision=workload.precision,
+            kind=workload.kind).fingerprint:
+        return workload, workload.name
+    return workload, None
+
+
+def _mfu(workload: Any, samples_per_second: float, accelerator_key: str | None,
+         accelerator_count: int) -> float | None:
+    """Model FLOPs utilisation against the catalog's dense peak for the workload's precision."""
+    if not accelerator_key or samples_per_second <= 0:
+        return None
+    try:
+        from perdollar.catalog import load
+        from perdollar.profile import profile_workload
+
+        dtype = {"amp-bf16": "bf16", "amp-fp16": "fp16"}.get(workload.precision, workload.precision)
+        peak = load().accelerator(accelerator_key).peak_tflops(dtype)
+        if not peak:
+            return None
+        flops_per_sample = profile_workload(workload).flops_per_sample
+        return flops_per_sample * samples_per_second / (peak * 1e12 * max(accelerator_count, 1))
+    except Exception:  # MFU is a bonus figure: never fail a measurement over it
+        return None
+
+
+def make_spec(reference: str, *, mode: str, duration_s: float, batch_size: int | None,
+              precision: str | None, kind: str | None, nproc: int, device: str,
+              memory_limit_bytes: int | None, settings: LoopSettings | None) -> dict[str, Any]:
+    settings = settings or LoopSettings(duration_s=duration_s)
+    return {
+        "workload": reference, "mode": mode, "batch_size": batch_size, "precision": precision,
+        "kind": kind, "nproc": nproc, "device": device, "memory_limit_bytes": memory_limit_bytes,
+        "settings": {**asdict(settings), "duration_s": duration_s},
+    }
+
+
+def to_measurement(result: dict[str, Any], *, workload: Any, mode: str, nproc: int,
+                   started_at: str, wall_s: float) -> Measurement:
+    host = host_fingerprint()
+    status = result["status"]
+    extra_keys = ("device", "warmup_steps", "timed_steps", "blocks", "elapsed_s", "stop_reason",
+                  "torch_threads", "backend", "traceback", "stdout_tail")
+    extra = {key: result[key] for key in extra_keys if key in result}
+    rate = Rate(**result["rate"]) if status == "ok" else None
+    accelerators = 1 if nproc == 1 else nproc
+    return Measurement(
+        status=status,
+        mode=mode,  # type: ignore[arg-type]
+        workload_name=workload.name,
+        workload_fingerprint=workload.fingerprint,
+        batch_size=workload.batch_size,
+        precision=workload.precision,
+        host=host,
+        started_at=started_at,
+        samples_per_second=rate,
+        cv=result.get("cv") if result.get("cv") is None or math.isfinite(result["cv"]) else None,
+        step_time_ms=result.get("step_time_ms", {}),
+        utilization=result.get("utilization", {}),
+        peak_memory_bytes=result.get("peak_memory_bytes"),
+        mfu=_mfu(workload, rate.median, host.accelerator_key, accelerators)
+        if rate and mode != "data-only" else None,
+        nproc=nproc,
+        warnings=tuple(result.get("warnings", ())),
+        message=result.get("message", ""),
+        duration_s=round(wall_s, 2),
+        extra=extra,
+    )
+
+
+def run_benchmark(
+    spec: Any,
+    *,
+    mode: str = "cached-input",
+    duration_s: float = DEFAULT_DURATION_S,
+    batch_size: int | None = None,
+    precision: str | None = None,
+    nproc: int = 1,
+    timeout_s: float | None = None,
+    device: str = "auto",
+    kind: str | None = None,
+    memory_limit_bytes: int | None = None,
+    settings: LoopSettings | None = None,
+    progress: ProgressCallback | None = None,
+) -> Measurement:
+    """Measure a workload in a child process (see the module docstring).
+
+    With ``nproc > 1`` a one-process run comes first, so the result carries the scaling
+    efficiency: global samples/s over ``nproc`` times the one-process rate.
+    """
+    if mode not in MODES:
+        raise PerdollarError(f"unknown mode {mode!r}", f"use one of: {', '.join(MODES)}")
+    if nproc < 1:
+        raise PerdollarError(f"--nproc must be at least 1, got {nproc}", "give a positive process count")
+    if duration_s <= 0:
+        raise PerdollarError(f"--duration must be positive, got {duration_s}", "give seconds, e.g. 20")
+    gpus = host_fingerprint().accelerator_count
+    if nproc > 1 and gpus and device != "cpu" and nproc > gpus:
+        raise PerdollarError(f"--nproc {nproc} needs one GPU per process, and this host has {gpus}",
+                             f"use --nproc {gpus} or fewer, or --device cpu")
+    workload, reference = _workload_reference(spec, batch_size, precision, kind)
+    timeout = timeout_s if timeout_s is not None else default_timeout(duration_s, nproc)
+
+    def one(processes: int, phase_progress: ProgressCallback | None) -> Measurement:
+        started_at, clock = _now(), time.monotonic()
+        payload = make_spec(reference or workload.name, mode=mode, duration_s=duration_s,
+                            batch_size=workload.batch_size, precision=workload.precision,
+                            kind=workload.kind, nproc=processes, device=device,
+                            memory_limit_bytes=memory_limit_bytes, settings=settings)
+        if reference is None:
+            # A forked child shares this process's stdout: progress lines would land in the output.
+            result = run_forked(workload, {**payload, "progress": False}, timeout_s=timeout)
+        else:
+            result = run_child(payload, timeout_s=timeout, progress=phase_progress)
+        return to_measurement(result, workload=workload, mode=mode, nproc=processes,
+                              started_at=started_at, wall_s=time.monotonic() - clock)
+
+    if nproc == 1:
+        return one(1, progress)
+
+    def labelled(prefix: str) -> ProgressCallback | None:
+        if progress is None:
+            return None
+        callback = progress
+        return lambda phase, fraction: callback(f"{prefix} {phase}", fraction)
+
+    single = one(1, labelled("1 process:"))
+    multi = one(nproc, labelled(f"{nproc} processes:"))
+    if not (multi.ok and single.ok and multi.samples_per_second and single.samples_per_second):
+        return multi
+    single_rate = single.samples_per_second.median
+    from dataclasses import replace
+
+    return replace(
+        multi,
+        scaling_efficiency=multi.samples_per_second.median / (nproc * single_rate),
+        extra={**multi.extra, "single_process_samples_per_second": asdict(single.samples_per_second)},
+    )
