@@ -8,17 +8,54 @@ from __future__ import annotations
 
 from typing import Any
 
+from perdollar.cli.common import err_console
 
-def save_measurement(measurement: Any, *, store_url: str | None, enabled: bool = True) -> str | None:
+
+def save_measurement(
+    measurement: Any, *, store_url: str | None, enabled: bool = True, source: str = "bench"
+) -> str | None:
     """Store a :class:`~perdollar.measure.result.Measurement`; return its id (None if not stored)."""
-    return None
+    if not enabled:
+        return None
+    from perdollar.store import open_store
+
+    with open_store(store_url) as store:
+        return store.save_measurement(measurement, source=source)
 
 
-def save_recommendation(recommendation: Any, *, store_url: str | None, enabled: bool = True) -> str | None:
-    """Store a :class:`~perdollar.select.model.Recommendation`; return its id."""
-    return None
+def save_recommendation(
+    recommendation: Any, *, store_url: str | None, enabled: bool = True, catalog: Any = None
+) -> str | None:
+    """Store a :class:`~perdollar.select.model.Recommendation` (and the prices it used); return its id."""
+    if not enabled:
+        return None
+    from perdollar.store import open_store
+
+    with open_store(store_url) as store:
+        _save_catalog_snapshot(store, recommendation, catalog)
+        return store.save_recommendation(recommendation)
 
 
 def stored_measurements(workload_fingerprint: str, *, store_url: str | None) -> list[Any]:
     """Measurements stored earlier for this workload fingerprint (used for calibration)."""
-    return []
+    from perdollar.store import open_store
+
+    with open_store(store_url) as store:
+        return store.measurements_for(workload_fingerprint)
+
+
+def _save_catalog_snapshot(store: Any, recommendation: Any, catalog: Any) -> None:
+    """Keep the offers' prices beside the recommendation, so that a later re-evaluation can say
+    which prices moved. Best effort: a recommendation is never lost because of its snapshot."""
+    from perdollar.store.snapshots import offers_of
+
+    try:
+        if catalog is None:
+            from perdollar.catalog import load
+
+            catalog = load()
+        if getattr(catalog, "snapshot_id", None) != recommendation.catalog_snapshot_id:
+            return
+        store.save_catalog_snapshot(catalog.snapshot_id, catalog.captured_at, offers_of(catalog))
+    except Exception as error:
+        err_console.print(f"[yellow]note:[/] the catalog snapshot was not stored ({error})", highlight=False)

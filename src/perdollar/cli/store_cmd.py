@@ -1,9 +1,258 @@
-"""CLI commands of this area (filled in by the stage that owns them)."""
+"""`perdollar history`, `history reevaluate`, `report` and `check`: results that last."""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import typer
+from rich.table import Table
+
+from perdollar.cli.common import console, emit_json, err_console, progress
+
+STORE_HELP = "Results store: any SQLAlchemy URL (default: PERDOLLAR_STORE, else SQLite in the data dir)."
+STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "unknown": "dim"}
+
+history_app = typer.Typer(
+    help="""List stored measurements and recommendations, newest first.
+
+    perdollar history
+    perdollar history --workload vit-b16 --json
+    perdollar history reevaluate            (the newest recommendation, against today's catalog)
+    """,
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+
+
+@history_app.callback()
+def history(
+    ctx: typer.Context,
+    workload: str | None = typer.Option(
+        None, "--workload", "-w", help="Only this workload (name or fingerprint prefix)."
+    ),
+    kind: str | None = typer.Option(None, "--kind", help="Only 'measurement' or 'recommendation' rows."),
+    limit: int = typer.Option(50, "--limit", "-n", min=1, help="Show at most this many rows."),
+    json_output: bool = typer.Option(False, "--json", help="Machine-readable JSON on stdout."),
+    store_url: str | None = typer.Option(None, "--store", help=STORE_HELP),
+) -> None:
+    if ctx.invoked_subcommand:
+        return
+    from perdollar.errors import PerdollarError
+    from perdollar.store import open_store
+
+    if kind not in (None, "measurement", "recommendation"):
+        raise PerdollarError(
+            f"--kind {kind!r} is not a kind of stored result", "use measurement or recommendation"
+        )
+    with open_store(store_url) as store:
+        entries = store.list_history(workload=workload, kind=kind, limit=limit)
+        where = store.display_url
+    if json_output:
+        emit_json({"store": where, "entries": entries})
+        return
+    if not entries:
+        console.print(
+            f"Nothing stored yet in {where}. `perdollar bench` and `perdollar recommend` store "
+            "their results here.",
+            highlight=False,
+        )
+        return
+    table = Table(title=f"Stored results ({where})", title_justify="left")
+    for column in ("when (UTC)", "kind", "id", "workload", "result"):
+        table.add_column(column, overflow="fold")
+    for entry in entries:
+        table.add_row(
+            entry.at[:19].replace("T", " "), entry.kind, entry.id, entry.workload_name, entry.summary
+        )
+    console.print(table)
+
+
+@history_app.command("reevaluate")
+def reevaluate(
+    recommendation_id: str | None = typer.Argument(
+        None, help="Stored recommendation id (default: the newest)."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Machine-readable JSON on stdout."),
+    store_url: str | None = typer.Option(None, "--store", help=STORE_HELP),
+    store_new: bool = typer.Option(
+        True, "--store-result/--no-store", help="Store today's answer as a new recommendation."
+    ),
+) -> None:
+    """Ask a stored question again with today's catalog and measurements.
+
+    Says whether the top choice flipped and why: price moves since the stored catalog snapshot,
+    new measurements of the workload, candidates newly excluded or added.
+
+    perdollar history reevaluate
+    perdollar history reevaluate 3f9a2c --json
+    """
+    from perdollar.catalog import load
+    from perdollar.cli.persist import save_recommendation
+    from perdollar.report.changes import compare
+    from perdollar.select import answer
+    from perdollar.store import open_store
+    from perdollar.store.snapshots import price_index
+
+    with open_store(store_url) as store:
+        stored = store.get_stored_recommendation(recommendation_id)
+        old = stored.recommendation
+        snapshot = store.catalog_snapshot(old.catalog_snapshot_id)
+        measurements = store.measurements_for(old.question.workload_fingerprint)
+    with progress(f"re-asking {old.question.workload_name} against today's catalog", quiet=json_output):
+        catalog = load()
+        new = answer(old.question, catalog=catalog, measurements=measurements)
+    result = compare(old, new, price_index(snapshot.offers) if snapshot else None)
+    new_id = save_recommendation(new, store_url=store_url, enabled=store_new, catalog=catalog)
+    if json_output:
+        emit_json({"stored_id": stored.id, "new_id": new_id, **dataclasses.asdict(result)})
+        return
+    console.print(
+        f"Recommendation {stored.id} ({old.question.workload_name}, catalog {result.old_captured_at[:10]}) "
+        f"asked again with the catalog of {result.new_captured_at[:10]}:",
+        highlight=False,
+    )
+    console.print(f"[bold]{result.summary}[/]", highlight=False)
+    for reason in result.reasons:
+        console.print(f"  • {reason}", highlight=False)
+    if result.price_moves:
+        console.print("Largest price moves among the candidates:", highlight=False)
+        for move in result.price_moves:
+            console.print(f"  • {move}", highlight=False)
+    if new_id:
+        console.print(
+            f"Stored today's answer as {new_id} (`perdollar report {new_id} -o report.html`).",
+            highlight=False,
+        )
+
+
+def report(
+    recommendation_id: str | None = typer.Argument(
+        None, help="Stored recommendation id (default: the newest)."
+    ),
+    last: bool = typer.Option(False, "--last", help="The newest stored recommendation (the default)."),
+    output: Path = typer.Option(Path("report.html"), "--output", "-o", help="HTML file to write."),
+    workload: str | None = typer.Option(
+        None, "--workload", "-w", help="With --last: the newest for this workload."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print {id, path} as JSON on stdout."),
+    store_url: str | None = typer.Option(None, "--store", help=STORE_HELP),
+) -> None:
+    """Write a stored recommendation as one self-contained HTML report (works offline).
+
+    The page holds the question and assumptions, the ranked table, an interactive time-vs-cost
+    scatter with the Pareto front and prediction bands, samples per dollar per accelerator, the
+    spot view (expected cost, P(deadline)), the explanation and the performance checklist.
+
+    perdollar report --last -o report.html
+    perdollar report 3f9a2c -o vit.html
+    """
+    from perdollar.errors import PerdollarError
+    from perdollar.report.html import write_report
+    from perdollar.report.stored_checklist import checklist_for
+    from perdollar.store import open_store
+
+    if last and recommendation_id:
+        raise PerdollarError("give a recommendation id or --last, not both", "drop one of them")
+    with open_store(store_url) as store:
+        stored = store.get_stored_recommendation(recommendation_id, workload=workload)
+        measurements = store.measurements_for(stored.recommendation.question.workload_fingerprint)
+    path = write_report(
+        stored.recommendation, output, checklist=checklist_for(stored.recommendation, measurements)
+    )
+    if json_output:
+        emit_json({"id": stored.id, "path": str(path.resolve())})
+    else:
+        console.print(
+            f"Wrote {path} (recommendation {stored.id}, {stored.recommendation.question.workload_name}).",
+            highlight=False,
+        )
+
+
+def check(
+    workload: str = typer.Argument(..., help="Built-in workload (mlp, vit-b16, …) or path/file.py:function."),
+    duration: float = typer.Option(
+        3.0, "--duration", min=0.5, help="Seconds of timed steps per measurement."
+    ),
+    batch_size: int | None = typer.Option(None, "--batch-size", "-b", min=1, help="Override the batch size."),
+    precision: str | None = typer.Option(
+        None, "--precision", help="fp32, bf16, fp16 … (default: the workload's)."
+    ),
+    nproc: int = typer.Option(2, "--nproc", min=1, help="Processes for the scaling check (1 skips it)."),
+    instance: str | None = typer.Option(
+        None,
+        "--instance",
+        help="Judge CPU ratio, memory, bf16 and network against this catalog instance instead of this host.",
+    ),
+    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
+    json_output: bool = typer.Option(False, "--json", help="Machine-readable JSON on stdout."),
+    store_url: str | None = typer.Option(None, "--store", help=STORE_HELP),
+    store: bool = typer.Option(
+        True, "--store-results/--no-store", help="Keep the measurements in the store."
+    ),
+) -> None:
+    """Measure a workload and run the performance checklist on it.
+
+    Benchmarks it with cached input, the full input pipeline, the input pipeline alone and
+    several processes, then checks input-boundness, utilisation (< 80%), memory headroom, mixed
+    precision, CPU-to-accelerator ratio, scaling and ingest bandwidth: each pass / warn / fail /
+    unknown with its measured evidence and the fix.
+
+    perdollar check mlp
+    perdollar check vit-b16 --instance g5.xlarge --duration 5
+    """
+    from perdollar.cli.persist import save_measurement
+    from perdollar.report.check_run import run_checks
+
+    with progress(f"checking {workload}", total=5 if nproc > 1 else 4, quiet=json_output) as bar:
+
+        def step(text: str) -> None:
+            bar.update(description=text)
+            bar.advance()
+
+        result = run_checks(
+            workload,
+            duration_s=duration,
+            batch_size=batch_size,
+            precision=precision,
+            nproc=nproc,
+            instance=instance,
+            device=device,
+            on_step=step,
+        )
+    ids = [
+        save_measurement(m, store_url=store_url, enabled=store, source="check") for m in result.measurements
+    ]
+    if json_output:
+        emit_json(
+            {
+                "workload": result.workload_name,
+                "fingerprint": result.workload_fingerprint,
+                "target": result.target,
+                "items": result.items,
+                "measurement_ids": ids,
+            }
+        )
+        return
+    table = Table(
+        title=f"Performance checklist: {result.workload_name} on {result.target.name}", title_justify="left"
+    )
+    for column in ("status", "check", "evidence (measured)", "fix"):
+        table.add_column(column, overflow="fold")
+    for item in result.items:
+        style = STATUS_STYLE.get(item.status, "")
+        table.add_row(f"[{style}]{item.status}[/]", item.title, item.evidence, item.fix or "—")
+    console.print(table)
+    failed = [m for m in result.measurements if not m.ok]
+    for measurement in failed:
+        err_console.print(
+            f"[yellow]note:[/] the {measurement.mode} run ended {measurement.status}: {measurement.message}",
+            highlight=False,
+        )
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to ``app``."""
+    app.add_typer(history_app, name="history")
+    app.command("report")(report)
+    app.command("check")(check)

@@ -1,0 +1,169 @@
+"""`perdollar check`: run the measurements the checklist needs, then evaluate it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from perdollar.measure.result import HostFingerprint, Measurement
+from perdollar.report.checklist import (
+    CheckItem,
+    Target,
+    evaluate,
+)
+from perdollar.report.checklist_inputs import evidence_from_measurements, max_batch_for
+
+GIB = 2**30
+
+
+@dataclass(frozen=True, slots=True)
+class CheckRun:
+    workload_name: str
+    workload_fingerprint: str
+    target: Target
+    measurements: tuple[Measurement, ...]
+    items: tuple[CheckItem, ...]
+
+
+def target_for_instance(instance: Any, catalog: Any) -> Target:
+    """A catalog instance type as the machine to judge against."""
+    count = float(instance.accelerator_count or 0)
+    accelerator = None
+    if instance.accelerator_key:
+        try:
+            accelerator = catalog.accelerator(instance.accelerator_key)
+        except Exception:
+            accelerator = None
+    if count:
+        memory = (
+            instance.accelerator_memory_gib_total / count * GIB
+            if instance.accelerator_memory_gib_total
+            else None
+        )
+    else:
+        memory = instance.memory_gib * GIB
+    return Target(
+        name=f"{instance.cloud} {instance.name}",
+        vcpus=float(instance.vcpus),
+        accelerators=count,
+        accelerator_name=instance.accelerator_name or (accelerator.key if accelerator else None),
+        memory_bytes_per_device=memory,
+        supports_bf16=accelerator.supports_bf16 if accelerator else None,
+        network_gbps=instance.network_gbps,
+    )
+
+
+def target_for_host(host: HostFingerprint, catalog: Any | None) -> Target:
+    """This machine: its accelerator from the catalog's table where known, else its CPU and RAM."""
+    accelerator = None
+    if host.accelerator_key and catalog is not None:
+        try:
+            accelerator = catalog.accelerator(host.accelerator_key)
+        except Exception:
+            accelerator = None
+    name = "this host" if host.instance_type in ("", "unknown") else host.instance_type
+    if host.accelerator_count and accelerator is not None:
+        return Target(
+            name=name,
+            vcpus=host.cpu_cores,
+            accelerators=host.accelerator_count,
+            accelerator_name=accelerator.key,
+            memory_bytes_per_device=accelerator.memory_gib * GIB,
+            supports_bf16=accelerator.supports_bf16,
+        )
+    return Target(
+        name=name,
+        vcpus=host.cpu_cores,
+        accelerators=float(host.accelerator_count),
+        accelerator_name=host.accelerator or f"CPU ({host.cpu_model})",
+        memory_bytes_per_device=host.memory_gib * GIB,
+        supports_bf16=None,
+    )
+
+
+def run_checks(
+    spec: str,
+    *,
+    duration_s: float,
+    batch_size: int | None,
+    precision: str | None,
+    nproc: int,
+    instance: str | None,
+    device: str = "auto",
+    on_step: Callable[[str], None] = lambda _text: None,
+) -> CheckRun:
+    """Benchmark ``spec`` in the modes the checklist needs and evaluate every item."""
+    from perdollar.measure import host_fingerprint, run_benchmark
+    from perdollar.workload import load_workload
+
+    workload = load_workload(spec, batch_size=batch_size, precision=precision)
+    catalog = _catalog_or_none()
+    if instance:
+        if catalog is None:
+            from perdollar.errors import PerdollarError
+
+            raise PerdollarError(
+                "the catalog could not be loaded, so --instance cannot be judged",
+                "run `perdollar catalog` to see the problem, or leave out --instance",
+            )
+        target = target_for_instance(catalog.instance(instance), catalog)
+    else:
+        target = target_for_host(host_fingerprint(), catalog)
+
+    runs = [("cached-input", 1), ("full", 1), ("data-only", 1)] + (
+        [("cached-input", nproc)] if nproc > 1 else []
+    )
+    measurements = []
+    for mode, processes in runs:
+        on_step(
+            f"measuring {workload.name} in {mode} mode"
+            + (f" with {processes} processes" if processes > 1 else "")
+        )
+        measurements.append(
+            run_benchmark(workload, mode=mode, duration_s=duration_s, nproc=processes, device=device)
+        )
+
+    input_bytes, max_batch = _profile_facts(workload, target, on_step)
+    evidence = evidence_from_measurements(
+        measurements,
+        precision=workload.precision,
+        input_bytes_per_sample=input_bytes,
+        max_batch_that_fits=max_batch,
+    )
+    return CheckRun(
+        workload.name, workload.fingerprint, target, tuple(measurements), evaluate(evidence, target)
+    )
+
+
+def _catalog_or_none() -> Any | None:
+    try:
+        from perdollar.catalog import load
+
+        return load()
+    except Exception:
+        return None
+
+
+def _profile_facts(
+    workload: Any, target: Target, on_step: Callable[[str], None]
+) -> tuple[float | None, int | None]:
+    """Input bytes per sample and the largest batch that fits the target's memory, from the profile."""
+    try:
+        from perdollar.profile import profile_workload
+
+        on_step(f"profiling {workload.name}")
+        profile = profile_workload(workload)
+    except Exception:
+        return None, None
+    memory = profile.memory
+    static = memory.weights + memory.gradients + memory.optimizer_state
+    per_sample = (memory.activations + memory.workspace) / max(profile.batch_size, 1)
+    max_batch = (
+        max_batch_for(
+            static_bytes=static, per_sample_bytes=per_sample, capacity_bytes=target.memory_bytes_per_device
+        )
+        if target.memory_bytes_per_device
+        else None
+    )
+    return profile.input_bytes_per_sample or None, max_batch

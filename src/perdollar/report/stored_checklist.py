@@ -1,0 +1,42 @@
+"""The checklist for a stored recommendation: its workload's stored measurements, judged
+against the recommended instance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from perdollar.measure.result import Measurement
+from perdollar.report.checklist import CheckItem, Target, evaluate
+from perdollar.report.checklist_inputs import evidence_from_measurements
+from perdollar.select.model import Recommendation
+
+
+def _target(recommendation: Recommendation, measurements: list[Measurement]) -> Target:
+    top = next((e for e in recommendation.estimates if e.feasible), None)
+    if top is not None:
+        try:
+            from perdollar.catalog import load
+            from perdollar.report.check_run import target_for_instance
+
+            catalog = load()
+            return target_for_instance(catalog.instance(top.instance_type, cloud=top.cloud), catalog)
+        except Exception:
+            pass
+    from perdollar.report.check_run import target_for_host
+
+    return target_for_host(measurements[-1].host, None)
+
+
+def checklist_for(
+    recommendation: Recommendation, measurements: list[Measurement]
+) -> tuple[CheckItem, ...] | None:
+    """None when nothing was measured for this workload (the report then says how to get it)."""
+    if not measurements:
+        return None
+    options: dict[str, Any] = recommendation.question.options
+    evidence = evidence_from_measurements(
+        measurements,
+        precision=options.get("precision"),
+        input_bytes_per_sample=options.get("input_bytes_per_sample"),
+    )
+    return evaluate(evidence, _target(recommendation, measurements))

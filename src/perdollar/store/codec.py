@@ -1,0 +1,158 @@
+"""Dataclasses ↔ JSON payloads for the store.
+
+Rows keep a few indexed columns for querying and the full object as a JSON payload; these
+functions turn the vocabulary's frozen dataclasses into plain JSON and back. Reading tolerates
+payloads written by an older or newer perdollar: unknown keys are dropped, missing ones take
+the dataclass default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import functools
+import json
+import math
+import types
+import typing
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from perdollar.measure.result import Measurement
+
+if TYPE_CHECKING:  # importing the select stage pulls in pandas; writers of measurements never need it
+    from perdollar.price.model import Estimate
+    from perdollar.select.model import Question, Recommendation
+
+T = TypeVar("T")
+
+
+def to_plain(value: Any) -> Any:
+    """Dataclasses, enums, dates, paths, numpy scalars and non-finite floats → JSON values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [to_plain(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        return to_plain(value.item())
+    return value
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(to_plain(value), allow_nan=False, sort_keys=True)
+
+
+def build(cls: type[T], data: dict[str, Any], **overrides: Any) -> T:
+    """``cls(**data)`` keeping only the fields ``cls`` has (old/new payloads stay readable),
+    turning JSON lists back into tuples and nested dicts back into dataclasses by the field types."""
+    hints = _hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name in overrides:
+            kwargs[f.name] = overrides[f.name]
+        elif f.name in data:
+            kwargs[f.name] = _decode(hints.get(f.name, Any), data[f.name])
+    return cls(**kwargs)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _decode(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _decode(options[0], value) if len(options) == 1 else value
+    if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+        return build(hint, value)  # type: ignore[arg-type]
+    if origin is tuple and isinstance(value, list):
+        args = typing.get_args(hint)
+        element = args[0] if len(args) == 2 and args[1] is Ellipsis else Any
+        return tuple(_decode(element, v) for v in value)
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+# --- measurements -------------------------------------------------------------------------
+
+
+def measurement_to_payload(measurement: Measurement) -> dict[str, Any]:
+    try:
+        from perdollar.measure.serialize import measurement_to_dict
+    except ImportError:
+        return to_plain(measurement)
+    return to_plain(measurement_to_dict(measurement))
+
+
+def measurement_from_payload(payload: dict[str, Any]) -> Measurement:
+    try:
+        from perdollar.measure.serialize import measurement_from_dict
+    except ImportError:
+        return _measurement_from_plain(payload)
+    return measurement_from_dict(payload)
+
+
+def _measurement_from_plain(payload: dict[str, Any]) -> Measurement:
+    return build(Measurement, payload)
+
+
+# --- recommendations ----------------------------------------------------------------------
+
+
+def recommendation_to_payload(recommendation: Recommendation) -> dict[str, Any]:
+    return to_plain(recommendation)
+
+
+def question_from_payload(payload: dict[str, Any]) -> Question:
+    from perdollar.select.model import Question
+
+    return build(Question, payload)
+
+
+def _estimate_from_payload(payload: dict[str, Any]) -> Estimate:
+    from perdollar.price.model import Estimate
+
+    # JSON has no NaN/inf: they were written as null; a missing rate reads back as NaN so that
+    # arithmetic on it stays honest rather than raising.
+    numbers = {
+        name: (math.nan if payload.get(name) is None else float(payload[name]))
+        for name in (
+            "samples_per_second",
+            "samples_per_second_low",
+            "samples_per_second_high",
+            "price_per_hour",
+            "samples_per_dollar",
+        )
+    }
+    return build(Estimate, payload, **numbers)
+
+
+def recommendation_from_payload(payload: dict[str, Any]) -> Recommendation:
+    from perdollar.select.model import Recommendation
+
+    return build(
+        Recommendation,
+        payload,
+        estimates=tuple(_estimate_from_payload(e) for e in payload.get("estimates") or ()),
+    )
+
+
+def top_choice(recommendation: Recommendation) -> Estimate | None:
+    """The best feasible estimate (estimates are ranked; excluded ones come last)."""
+    return next((e for e in recommendation.estimates if e.feasible), None)

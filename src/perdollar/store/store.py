@@ -1,0 +1,273 @@
+"""The results store: measurements, recommendations and catalog snapshots, kept for history."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, Engine
+from sqlalchemy.exc import DatabaseError, OperationalError
+
+from perdollar.errors import PerdollarError
+from perdollar.measure.result import Measurement
+from perdollar.store import codec, schema
+from perdollar.store.engine import make_engine, parse_url, sqlite_path, with_retry
+from perdollar.store.history import HistoryEntry, measurement_entry, recommendation_entry
+from perdollar.store.migrate import ensure_schema
+
+if TYPE_CHECKING:
+    from perdollar.select.model import Recommendation
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecommendation:
+    id: str
+    recommendation: Recommendation
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogSnapshot:
+    snapshot_id: str
+    captured_at: str
+    offers: tuple[dict[str, Any], ...]  # cloud, instance_type, region, market, price_per_hour
+
+
+class Store:
+    """A SQLAlchemy database holding perdollar's results; open it with :func:`open_store`."""
+
+    def __init__(self, url: URL, engine: Engine) -> None:
+        self.url = url
+        self.engine = engine
+
+    @property
+    def display_url(self) -> str:
+        return self.url.render_as_string(hide_password=True)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # --- writing (each call is one transaction, retried while the database is busy) -------
+
+    def _write(self, statements: Sequence[sa.Executable]) -> None:
+        def transaction() -> None:
+            with self.engine.connect().execution_options(write=True) as connection, connection.begin():
+                for statement in statements:
+                    connection.execute(statement)
+
+        with_retry(transaction)
+
+    def save_measurement(self, measurement: Measurement, *, source: str = "bench") -> str:
+        return self.save_measurements([measurement], source=source)[0]
+
+    def save_measurements(self, measurements: Iterable[Measurement], *, source: str = "bench") -> list[str]:
+        """Store several measurements in one transaction (all or none); return their ids."""
+        rows = [self._measurement_row(m, source) for m in measurements]
+        if rows:
+            self._write([schema.measurements.insert().values(rows)])
+        return [row["id"] for row in rows]
+
+    @staticmethod
+    def _measurement_row(measurement: Measurement, source: str) -> dict[str, Any]:
+        rate = measurement.samples_per_second
+        host = measurement.host
+        return {
+            "id": _new_id(),
+            "workload_fingerprint": measurement.workload_fingerprint,
+            "workload_name": measurement.workload_name[:200],
+            "mode": measurement.mode,
+            "status": measurement.status,
+            "batch_size": measurement.batch_size,
+            "precision": measurement.precision,
+            "host_instance_type": (host.instance_type or "unknown")[:100],
+            "host_accelerator": (host.accelerator_key or host.accelerator or None),
+            "samples_per_second": rate.median if rate is not None else None,
+            "started_at": measurement.started_at,
+            "stored_at": _now(),
+            "payload": json.dumps(codec.measurement_to_payload(measurement), allow_nan=False),
+            "source": source,
+        }
+
+    def save_recommendation(self, recommendation: Recommendation) -> str:
+        question = recommendation.question
+        top = codec.top_choice(recommendation)
+        row = {
+            "id": _new_id(),
+            "workload_fingerprint": question.workload_fingerprint,
+            "workload_name": question.workload_name[:200],
+            "kind": question.kind,
+            "objective": question.objective,
+            "catalog_snapshot_id": recommendation.catalog_snapshot_id,
+            "catalog_captured_at": recommendation.catalog_captured_at,
+            "created_at": recommendation.created_at or _now(),
+            "payload": codec.dumps(codec.recommendation_to_payload(recommendation)),
+            "top_choice": top.label[:300] if top else None,
+        }
+        self._write([schema.recommendations.insert().values(row)])
+        return str(row["id"])
+
+    def save_catalog_snapshot(
+        self, snapshot_id: str, captured_at: str, offers: Sequence[dict[str, Any]]
+    ) -> bool:
+        """Keep the prices a recommendation used; False when that snapshot is already stored."""
+        if self.catalog_snapshot(snapshot_id) is not None:
+            return False
+        row = {
+            "snapshot_id": snapshot_id,
+            "captured_at": captured_at,
+            "stored_at": _now(),
+            "offer_count": len(offers),
+            "payload": codec.dumps(list(offers)),
+        }
+        try:
+            self._write([schema.catalog_snapshots.insert().values(row)])
+        except sa.exc.IntegrityError:  # another process stored it first
+            return False
+        return True
+
+    # --- reading --------------------------------------------------------------------------
+
+    def measurements_for(self, workload_fingerprint: str, *, ok_only: bool = True) -> list[Measurement]:
+        """Measurements of this exact workload configuration, oldest first."""
+        table = schema.measurements
+        query = sa.select(table.c.payload).where(table.c.workload_fingerprint == workload_fingerprint)
+        if ok_only:
+            query = query.where(table.c.status == "ok")
+        with self.engine.connect() as connection:
+            payloads = connection.execute(query.order_by(table.c.started_at, table.c.stored_at)).scalars()
+            return [codec.measurement_from_payload(json.loads(p)) for p in payloads]
+
+    def get_measurement(self, measurement_id: str) -> Measurement:
+        table = schema.measurements
+        row_id = self._resolve(table, table.c.id, measurement_id, "measurement")
+        with self.engine.connect() as connection:
+            payload = connection.execute(sa.select(table.c.payload).where(table.c.id == row_id)).scalar_one()
+        return codec.measurement_from_payload(json.loads(payload))
+
+    def get_recommendation(self, recommendation_id: str) -> Recommendation:
+        return self.get_stored_recommendation(recommendation_id).recommendation
+
+    def get_stored_recommendation(
+        self, recommendation_id: str | None = None, *, workload: str | None = None
+    ) -> StoredRecommendation:
+        """By id (or unique id prefix); without one, the newest (for ``workload`` if given)."""
+        table = schema.recommendations
+        if recommendation_id:
+            row_id = self._resolve(table, table.c.id, recommendation_id, "recommendation")
+            query = sa.select(table.c.id, table.c.payload).where(table.c.id == row_id)
+        else:
+            query = sa.select(table.c.id, table.c.payload).order_by(table.c.created_at.desc()).limit(1)
+            if workload:
+                query = query.where(table.c.workload_name == workload)
+        with self.engine.connect() as connection:
+            row = connection.execute(query).first()
+        if row is None:
+            raise PerdollarError(
+                "no recommendation is stored" + (f" for workload {workload!r}" if workload else ""),
+                "run `perdollar recommend WORKLOAD` first (it stores its answer unless --no-store)",
+            )
+        return StoredRecommendation(row.id, codec.recommendation_from_payload(json.loads(row.payload)))
+
+    def catalog_snapshot(self, snapshot_id: str) -> CatalogSnapshot | None:
+        table = schema.catalog_snapshots
+        with self.engine.connect() as connection:
+            row = connection.execute(
+                sa.select(table.c.captured_at, table.c.payload).where(table.c.snapshot_id == snapshot_id)
+            ).first()
+        if row is None:
+            return None
+        return CatalogSnapshot(snapshot_id, row.captured_at, tuple(json.loads(row.payload)))
+
+    def _resolve(self, table: sa.Table, column: sa.Column[Any], given: str, what: str) -> str:
+        with self.engine.connect() as connection:
+            ids = (
+                connection.execute(sa.select(column).where(column.like(f"{given}%")).limit(2)).scalars().all()
+            )
+        if len(ids) == 1:
+            return str(ids[0])
+        if not ids:
+            raise PerdollarError(
+                f"no {what} with id {given!r} in the store {self.display_url}",
+                "see `perdollar history` for the stored ids",
+            )
+        raise PerdollarError(f"{what} id {given!r} is ambiguous", "give more characters of the id")
+
+    def list_history(
+        self, *, workload: str | None = None, kind: str | None = None, limit: int | None = None
+    ) -> list[HistoryEntry]:
+        """Measurements and recommendations, newest first; ``workload`` matches name or fingerprint."""
+        entries: list[HistoryEntry] = []
+        with self.engine.connect() as connection:
+            if kind in (None, "measurement"):
+                entries += [
+                    measurement_entry(row)
+                    for row in connection.execute(
+                        self._filtered(schema.measurements, workload, limit, schema.measurements.c.started_at)
+                    )
+                ]
+            if kind in (None, "recommendation"):
+                entries += [
+                    recommendation_entry(row)
+                    for row in connection.execute(
+                        self._filtered(
+                            schema.recommendations, workload, limit, schema.recommendations.c.created_at
+                        )
+                    )
+                ]
+        entries.sort(key=lambda e: e.at, reverse=True)
+        return entries[:limit] if limit else entries
+
+    @staticmethod
+    def _filtered(
+        table: sa.Table, workload: str | None, limit: int | None, at: sa.Column[Any]
+    ) -> sa.Select[Any]:
+        query = sa.select(table).order_by(at.desc())
+        if workload:
+            query = query.where(
+                sa.or_(table.c.workload_name == workload, table.c.workload_fingerprint.like(f"{workload}%"))
+            )
+        return query.limit(limit) if limit else query
+
+
+def open_store(url: str | None = None) -> Store:
+    """Open (creating and migrating as needed) the store at ``url``, ``PERDOLLAR_STORE`` or the default."""
+    from perdollar.paths import default_store_url
+
+    parsed = parse_url(url or default_store_url())
+    engine = make_engine(parsed)
+    try:
+        ensure_schema(engine, sqlite_path(parsed))
+    except PerdollarError:
+        engine.dispose()
+        raise
+    except OperationalError as error:
+        engine.dispose()
+        raise PerdollarError(
+            f"cannot open the store {parsed.render_as_string(hide_password=True)}: {error.orig}",
+            "check the URL, that the server is running and that you may write there",
+        ) from error
+    except DatabaseError as error:
+        engine.dispose()
+        raise PerdollarError(
+            f"{parsed.render_as_string(hide_password=True)} is not a usable perdollar store ({error.orig})",
+            "point --store or PERDOLLAR_STORE at another file; this one was left untouched",
+        ) from error
+    return Store(parsed, engine)

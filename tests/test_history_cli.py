@@ -1,0 +1,100 @@
+"""`perdollar history`, `report` and `history reevaluate` through the real command line."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fixtures.store.bench import perdollar_command
+from fixtures.store.samples import make_measurement, make_recommendation
+from perdollar.store import open_store
+
+
+def perdollar(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([*perdollar_command(), *args], capture_output=True, text=True, timeout=300)
+    if check:
+        assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_history_lists_stored_results_as_table_and_json() -> None:
+    assert "Nothing stored yet" in perdollar("history").stdout
+    with open_store() as store:
+        measurement_id = store.save_measurement(make_measurement())
+        recommendation_id = store.save_recommendation(make_recommendation())
+    table = perdollar("history").stdout
+    assert measurement_id in table and recommendation_id in table and "g5.xlarge" in table
+    listed = json.loads(perdollar("history", "--workload", "vit-b16", "--json").stdout)
+    assert [e["id"] for e in listed["entries"]] == [recommendation_id]
+    assert listed["entries"][0]["details"]["catalog_captured_at"] == "2026-06-01"
+
+
+def test_report_of_the_last_recommendation_and_by_id(tmp_path: Path) -> None:
+    with open_store() as store:
+        first = store.save_recommendation(make_recommendation(workload="first"))
+        store.save_recommendation(
+            make_recommendation(workload="second", created_at="2026-07-01T00:00:00+00:00")
+        )
+        store.save_measurement(make_measurement(fingerprint="fp-vit-b16"))
+    done = perdollar("report", "--last", "-o", str(tmp_path / "last.html"), "--json")
+    assert json.loads(done.stdout)["path"] == str((tmp_path / "last.html").resolve())
+    assert "where to run second" in (tmp_path / "last.html").read_text()
+    perdollar("report", first[:6], "-o", str(tmp_path / "first.html"))
+    page = (tmp_path / "first.html").read_text()
+    assert "where to run first" in page
+    # A measurement of the workload is stored, so the report carries the checklist with its evidence,
+    # judged against the recommended instance (g5.xlarge: one 24 GiB A10G).
+    assert "Not evaluated for this report" not in page
+    assert "peak 238 MiB of 24 GiB (1%) at batch 64" in page
+
+
+def test_bad_input_is_one_line_with_exit_code_2(tmp_path: Path) -> None:
+    missing = perdollar("report", "nosuchid", "-o", str(tmp_path / "x.html"), check=False)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert "no recommendation with id 'nosuchid'" in missing.stderr
+    assert not (tmp_path / "x.html").exists()
+    kind = perdollar("history", "--kind", "banana", check=False)
+    assert kind.returncode == 2 and "measurement or recommendation" in kind.stderr
+    bad_url = perdollar("history", "--store", "definitely not a url", check=False)
+    assert bad_url.returncode == 2 and "not a SQLAlchemy URL" in bad_url.stderr
+
+
+@pytest.mark.slow
+def test_reevaluate_after_a_catalog_refresh_reports_the_flip_and_why() -> None:
+    from perdollar.catalog import BUNDLED_SNAPSHOT, load
+    from perdollar.catalog.snapshot_write import catalog_frames, write_snapshot
+    from perdollar.paths import catalog_snapshot_dir
+
+    stored = json.loads(
+        perdollar(
+            "recommend", "mlp", "--cloud", "aws", "--region", "us-east-1", "--market", "spot", "--json"
+        ).stdout
+    )
+    ranked = [e for e in stored["estimates"] if not e["excluded_reason"]]
+    top, runner_up = ranked[0], next(e for e in ranked if e["instance_type"] != ranked[0]["instance_type"])
+
+    # A refreshed catalog in which the runner-up's spot price fell 60%.
+    catalog = load()
+    runner_up_offer = (runner_up["instance_type"], "us-east-1", "spot")
+    cheaper = [
+        dataclasses.replace(o, price_per_hour=o.price_per_hour * 0.4)
+        if (o.instance_type, o.region, o.market) == runner_up_offer
+        else o
+        for o in catalog.offers
+    ]
+    frames = catalog_frames(catalog, offers=cheaper)
+    manifest = json.loads((BUNDLED_SNAPSHOT / "manifest.json").read_text())
+    manifest.update(snapshot_id="refreshed-test", captured_at=dt.date.today().isoformat())
+    write_snapshot(catalog_snapshot_dir() / "20990101T000000Z", *frames, manifest)
+
+    result = json.loads(perdollar("history", "reevaluate", stored["id"], "--json").stdout)
+    assert result["flipped"] is True
+    assert result["old_top"].startswith(f"1x {top['instance_type']} spot")
+    assert runner_up["instance_type"] in result["new_top"]
+    assert any(f"{runner_up['instance_type']} spot price fell 60% since" in r for r in result["reasons"])
+    assert result["new_id"] and perdollar("history", "--json").stdout.count('"recommendation"') == 2
