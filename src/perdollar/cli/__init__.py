@@ -7,6 +7,7 @@ and an exit code.
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 import traceback
@@ -40,7 +41,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -82,8 +83,34 @@ def _register_all() -> None:
 _register_all()
 
 
+def _as_markdown(text: str) -> str:
+    """Help texts are written as plain paragraphs with indented example lines; markdown would
+    run the examples together, so each indented run becomes a code block of its own."""
+    lines = inspect.cleandoc(text).splitlines()
+    out: list[str] = []
+    for line in lines:
+        indented = line.startswith((" ", "\t")) and line.strip()
+        if indented:
+            if out and out[-1].strip() and not out[-1].startswith("    "):
+                out.append("")
+            out.append("    " + line.strip())
+        else:
+            if out and out[-1].startswith("    ") and line.strip():
+                out.append("")
+            out.append(line)
+    return "\n".join(out)
+
+
+def _format_help(command: click.Command) -> None:
+    if command.help:
+        command.help = _as_markdown(command.help)
+    for sub in getattr(command, "commands", {}).values():
+        _format_help(sub)
+
+
 def main(argv: list[str] | None = None) -> None:
     command = typer.main.get_command(app)
+    _format_help(command)
     try:
         result = command.main(args=argv, prog_name="perdollar", standalone_mode=False)
     except PerdollarError as error:
