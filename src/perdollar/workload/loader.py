@@ -1,0 +1,143 @@
+"""Turn what a user typed (a built-in name, ``file.py:function`` or a Workload) into a Workload."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib.util
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from perdollar.errors import PerdollarError
+from perdollar.workload.references import REFERENCES
+from perdollar.workload.spec import PRECISIONS, Kind, Workload
+
+_ALIASES = {
+    "vit": "vit-b16",
+    "vit-b/16": "vit-b16",
+    "vit-base": "vit-b16",
+    "vitb16": "vit-b16",
+    "resnet-50": "resnet50",
+    "resnet-152": "resnet152",
+    "vgg-16": "vgg16",
+    "inception3": "inception-v3",
+    "inceptionv3": "inception-v3",
+    "inception": "inception-v3",
+    "bert": "bert-base",
+    "gpt-2": "gpt2",
+    "llama3-8b": "llama-8b",
+    "llama-3-8b": "llama-8b",
+    "neumf": "ncf",
+}
+
+
+def reference_names() -> list[str]:
+    return list(REFERENCES)
+
+
+def _reference(name: str) -> Workload:
+    key = name.strip().lower().replace("_", "-")
+    key = _ALIASES.get(key, key)
+    if key not in REFERENCES:
+        close = difflib.get_close_matches(key, list(REFERENCES), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise PerdollarError(
+            f"unknown workload {name!r}",
+            f"{hint}use a built-in name ({', '.join(REFERENCES)}) or path/to/file.py:function",
+        )
+    return REFERENCES[key].build()
+
+
+def _from_file(spec: str) -> Workload:
+    path_text, _, function_name = spec.rpartition(":")
+    path = Path(path_text).expanduser()
+    if not function_name.isidentifier():
+        raise PerdollarError(f"{spec!r} does not name a function", "write it as path/to/file.py:function")
+    if not path.is_file():
+        raise PerdollarError(
+            f"workload file {path_text!r} does not exist", "check the path (relative to here)"
+        )
+    source = path.read_bytes()
+    module_name = f"perdollar_user_workload_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise PerdollarError(f"cannot import {path_text!r} as Python", "give a .py file")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module  # so that pickling the workload's functions can find them
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as error:  # the user's module can fail in any way
+        raise PerdollarError(
+            f"importing {path_text!r} failed: {type(error).__name__}: {error}",
+            "fix the file (run `python` on it to see the full traceback, or pass --debug)",
+        ) from error
+    function = getattr(module, function_name, None)
+    if not callable(function):
+        raise PerdollarError(
+            f"{path_text!r} has no function {function_name!r}", "name a function defined in that file"
+        )
+    try:
+        workload = function()
+    except Exception as error:
+        raise PerdollarError(
+            f"{spec} raised {type(error).__name__}: {error}",
+            "fix the function (run it in Python to see the full traceback, or pass --debug)",
+        ) from error
+    if not isinstance(workload, Workload):
+        raise PerdollarError(
+            f"{spec} returned {type(workload).__name__}, not a Workload",
+            "return perdollar.workload.Workload(name=..., model_factory=..., input_factory=..., "
+            "batch_size=...)",
+        )
+    # The file's contents shape the computation, so they enter the fingerprint.
+    config = {**workload.config, "source_sha256": hashlib.sha256(source).hexdigest()[:16]}
+    return replace(workload, config=config)
+
+
+def _check(workload: Workload) -> Workload:
+    if workload.precision not in PRECISIONS:
+        raise PerdollarError(
+            f"unknown precision {workload.precision!r}", f"use one of {', '.join(PRECISIONS)}"
+        )
+    if workload.kind not in ("train", "inference"):
+        raise PerdollarError(f"unknown workload kind {workload.kind!r}", "use train or inference")
+    if not isinstance(workload.batch_size, int) or workload.batch_size < 1:
+        raise PerdollarError(
+            f"batch size must be a positive integer, got {workload.batch_size!r}",
+            "pass --batch-size N with N ≥ 1",
+        )
+    if workload.optimizer.lower() not in ("adam", "adamw", "sgd"):
+        raise PerdollarError(f"unknown optimizer {workload.optimizer!r}", "use adam, adamw or sgd")
+    return workload
+
+
+def load_workload(
+    spec: str | Workload,
+    *,
+    batch_size: int | None = None,
+    precision: str | None = None,
+    kind: Kind | None = None,
+) -> Workload:
+    """A built-in name (``vit-b16``), ``path/file.py:function``, or a Workload; then the overrides."""
+    if isinstance(spec, Workload):
+        workload = spec
+    elif not isinstance(spec, str) or not spec.strip():
+        raise PerdollarError("no workload given", "name a built-in workload or path/to/file.py:function")
+    elif ":" in spec or spec.endswith(".py"):
+        if spec.endswith(".py"):
+            raise PerdollarError(
+                f"{spec!r} does not say which function returns the Workload", f"write it as {spec}:function"
+            )
+        workload = _from_file(spec)
+    else:
+        workload = _reference(spec)
+    if precision is not None and precision not in PRECISIONS:
+        raise PerdollarError(f"unknown precision {precision!r}", f"use one of {', '.join(PRECISIONS)}")
+    if kind is not None and kind not in ("train", "inference"):
+        raise PerdollarError(f"unknown workload kind {kind!r}", "use train or inference")
+    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+        raise PerdollarError(
+            f"batch size must be a positive integer, got {batch_size!r}", "pass --batch-size N with N ≥ 1"
+        )
+    return _check(workload.with_overrides(batch_size=batch_size, precision=precision, kind=kind))
