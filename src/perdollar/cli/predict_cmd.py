@@ -1,9 +1,213 @@
-"""CLI commands of this area (filled in by the stage that owns them)."""
+"""`perdollar predict` and `perdollar validate`: throughput on an instance, and the proof of accuracy."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
+from rich.table import Table
+
+from perdollar.catalog.model import InstanceType
+from perdollar.cli.common import console, emit_json, err_console, progress
+from perdollar.errors import PerdollarError
+from perdollar.fmt import format_band, format_number
+from perdollar.predict.model import Prediction
+from perdollar.profile.model import Profile
+
+PREDICT_HELP = """Predict a workload's training (or inference) throughput on an instance type.
+
+The workload is traced (no compute), each operator is timed on the instance's accelerator by a
+roofline with efficiencies fitted on published measurements, and the data-parallel all-reduce
+over the slowest link (NVLink/PCIe inside a host, the network between hosts) is added. Stored
+or imported measurements of the same workload calibrate the prediction. Every figure carries
+its basis (measured, calibrated or spec), an 80% band from the errors observed on GPUs held out
+of the fit, and the bottleneck.
+
+  perdollar predict vit-b16 --instance g5.2xlarge
+  perdollar predict vit-b16 --instance p4d.24xlarge --nodes 2 --json
+  perdollar predict resnet50 --instance g5.12xlarge --measurements bench.json
+"""
+
+VALIDATE_HELP = """Check perdollar's predictions against published measurements made by others.
+
+FILE is a CSV in the schema of published_dev.csv. Rows are paired inside one source and
+software era (same model, task, precision, per-GPU batch and sequence length; different GPU);
+each target row is predicted from its anchor (calibrated) and from specs alone. With
+--target-gpus, only rows whose gpu value is in the list are targets, and the global parameters
+are first refitted without them (held out) unless --no-refit.
+
+  perdollar validate published_dev.csv --target-gpus T4,V100-SXM2-16GB --json
+  perdollar validate my_measurements.csv
+"""
+
+
+def _reflow(text: str) -> str:
+    """Join wrapped lines of each paragraph (the terminal re-wraps them); keep example lines as they are."""
+    out: list[str] = []
+    for paragraph in text.strip().split("\n\n"):
+        lines = paragraph.splitlines()
+        if all(line.startswith("  ") for line in lines):
+            out.append("\n\n".join(line.strip() for line in lines))
+        else:
+            out.append(" ".join(line.strip() for line in lines))
+    return "\n\n".join(out)
+
+
+def _bar(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
+    @app.command("predict", help=_reflow(PREDICT_HELP))
+    def predict_command(
+        workload: str = typer.Argument(..., help="Built-in workload name or path/to/file.py:function."),
+        instance: str = typer.Option(..., "--instance", "-i", help="Instance type, e.g. g5.2xlarge."),
+        nodes: int = typer.Option(1, "--nodes", "-n", min=1, help="Number of instances (data parallel)."),
+        cloud: str = typer.Option(None, "--cloud", help="aws, gcp or azure, when the name is ambiguous."),
+        batch_size: int = typer.Option(None, "--batch-size", "-b", min=1, help="Per-device batch size."),
+        precision: str = typer.Option(
+            None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16."
+        ),
+        measurements: Path = typer.Option(
+            None, "--measurements", help="Bench JSON or published-schema CSV to calibrate from."
+        ),
+        data_bytes_per_sample: float = typer.Option(
+            None, "--data-bytes-per-sample", help="Bytes streamed from object storage per sample."
+        ),
+        input_rate_per_core: float = typer.Option(
+            None, "--input-rate-per-core", help="Data-only samples/s per host core (input-pipeline cap)."
+        ),
+        store: str = typer.Option(None, "--store", help="Store URL to read earlier measurements from."),
+        json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
+    ) -> None:
+        from perdollar import catalog as catalog_mod
+        from perdollar.predict import Calibration, predict
+        from perdollar.profile import profile_workload
+        from perdollar.workload import load_workload
+
+        cat = catalog_mod.load()
+        target = cat.instance(instance, cloud=cloud)
+        spec = load_workload(workload, batch_size=batch_size, precision=precision)
+        with progress(f"tracing {spec.name}", quiet=json_output):
+            profile = profile_workload(spec)
+        found = []
+        if measurements is not None:
+            from perdollar.predict.imports import load_measurements_file
+
+            found.extend(load_measurements_file(measurements))
+        try:
+            from perdollar.cli.persist import stored_measurements
+
+            found.extend(stored_measurements(profile.workload_fingerprint, store_url=store))
+        except PerdollarError:
+            raise
+        except Exception as exc:  # an unreachable store only loses calibration, not the prediction
+            err_console.print(f"note: stored measurements unavailable ({exc})")
+        calibration = Calibration.from_measurements(profile, found, cat) if found else None
+        result = predict(
+            profile,
+            target,
+            cat,
+            nodes=nodes,
+            calibration=calibration,
+            data_bytes_per_sample=data_bytes_per_sample,
+            input_rate_per_core=input_rate_per_core,
+        )
+        if json_output:
+            emit_json(
+                {
+                    "workload": spec.name,
+                    "fingerprint": profile.workload_fingerprint,
+                    "batch_size_per_device": profile.batch_size,
+                    "precision": profile.precision,
+                    "sample_unit": profile.sample_unit,
+                    "cloud": target.cloud,
+                    "prediction": result,
+                    "calibration_anchors": list(calibration.anchors) if calibration else [],
+                }
+            )
+            return
+        _print_prediction(spec.name, profile, target, result)
+
+    @app.command("validate", help=_reflow(VALIDATE_HELP))
+    def validate_command(
+        file: Path = typer.Argument(..., help="CSV in the published_dev.csv schema."),
+        target_gpus: str = typer.Option(None, "--target-gpus", help="Comma-separated gpu values to predict."),
+        refit: bool = typer.Option(True, "--refit/--no-refit", help="Refit without the target GPUs first."),
+        json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
+    ) -> None:
+        from perdollar import catalog as catalog_mod
+        from perdollar.predict.validate import run_validation
+
+        targets = [g.strip() for g in target_gpus.split(",") if g.strip()] if target_gpus else None
+        with progress("pairing, fitting and predicting", quiet=json_output):
+            result = run_validation(file, catalog_mod.load(), targets, refit=refit)
+        if json_output:
+            emit_json(result)
+            return
+        _print_validation(result)
+
+
+def _print_prediction(name: str, profile: Profile, instance: InstanceType, p: Prediction) -> None:
+    unit = profile.sample_unit
+    devices = p.nodes * max(p.accelerators_per_node, 1)
+    console.print(
+        f"[bold]{name}[/] on {p.nodes} × {instance.cloud} {p.instance_type} ({p.accelerator_key or 'CPU'}, "
+        f"{devices:g} device(s), batch {profile.batch_size} per device, {profile.precision})"
+    )
+    band = format_band(p.samples_per_second, p.samples_per_second_low, p.samples_per_second_high, unit + "/s")
+    console.print(f"throughput: {band}  [dim](80% band; basis: {p.basis})[/]")
+    console.print(
+        f"bottleneck: {p.bottleneck} · step {format_number(p.step_time_s * 1e3)} ms = device "
+        f"{format_number(p.compute_time_s * 1e3)} ms + exposed all-reduce "
+        f"{format_number(p.communication_time_s * 1e3)} ms"
+    )
+    fit = "fits" if p.fits else f"does NOT fit: {p.fit_reason}"
+    if p.max_batch_that_fits:
+        fit += f" (largest batch that fits ≈ {p.max_batch_that_fits})"
+    console.print(f"memory: {fit}")
+    if p.excluded_reason:
+        console.print(f"[yellow]excluded:[/] {p.excluded_reason}")
+    if p.breakdown_s:
+        table = Table(title="Device step time by operator class (ms, one device)", title_justify="left")
+        table.add_column("class")
+        table.add_column("time (ms)", justify="right")
+        table.add_column("share", justify="right")
+        total = sum(p.breakdown_s.values()) or 1.0
+        for cls, seconds in sorted(p.breakdown_s.items(), key=lambda kv: -kv[1]):
+            table.add_row(cls, format_number(seconds * 1e3), f"{100 * seconds / total:.0f}%")
+        console.print(table)
+
+
+def _print_validation(result: dict) -> None:
+    console.print(
+        f"{result['file']}: {result['pairs']} anchor→target pairs · targets: {result['target_gpus']} · "
+        f"{result['fit']}"
+    )
+    table = Table(title="Absolute percentage error of throughput", title_justify="left")
+    for column in ("predictor", "n", "median", "mean", "≤10%", "≤25%"):
+        table.add_column(column, justify="left" if column == "predictor" else "right")
+    named = [
+        ("calibrated (reference workloads)", result["calibrated"]),
+        ("spec only (reference workloads)", result["spec_only"]),
+        ("calibrated (fallback profile)", result["fallback"]["calibrated"]),
+        ("calibrated (all rows)", result["calibrated_all"]),
+    ]
+    named += [(f"baseline: {k.replace('_', ' ')}", v) for k, v in result.get("baselines", {}).items()]
+    for label, s in named:
+        table.add_row(
+            label,
+            str(s["n"]),
+            _bar(s["median_ape"]),
+            _bar(s["mean_ape"]),
+            _bar(s["within_10pct"]),
+            _bar(s["within_25pct"]),
+        )
+    console.print(table)
+    rho, cov = result["spearman"], result["coverage"]
+    rho_text = "n/a" if rho["mean"] is None else f"{rho['mean']:.3f}"
+    console.print(
+        f"GPU rank correlation per workload (Spearman): {rho_text} over {rho['workloads']} workloads · "
+        f"coverage: {_bar(cov['fraction'])} ({cov['predicted_rows']}/{cov['candidate_rows']} rows) · "
+        f"{result['seconds']} s"
+    )

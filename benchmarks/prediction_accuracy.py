@@ -1,0 +1,85 @@
+"""Held-out accuracy of perdollar's throughput prediction on published measurements.
+
+    python benchmarks/prediction_accuracy.py SHARED_DATA_DIR [--by gpu|architecture]
+
+Every anchor→target pair of published_dev.csv is predicted by a fit that never saw the target
+GPU (``--by gpu``, leave-one-GPU-out) or any GPU of the target's architecture generation
+(``--by architecture``). Prints calibrated and spec-only errors, GPU rank correlation, and the
+naive baselines (bandwidth ratio, peak-FLOPS ratio, their geometric mean) on the same pairs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from perdollar.predict.evaluation import ape_summary, build_cases, pair_indices, spearman
+from perdollar.predict.fit import leave_one_gpu_out, read_accelerator_specs, read_aliases
+from perdollar.predict.params import shipped_model
+from perdollar.predict.published import normalise, read_published_csv
+from perdollar.predict.references import published_profile_provider
+from perdollar.predict.validate import baselines
+
+
+def line(label: str, s: dict) -> str:
+    if not s["n"]:
+        return f"  {label:<38} n=0"
+    return (
+        f"  {label:<38} n={s['n']:<5} median {100 * s['median_ape']:5.1f}%  mean {100 * s['mean_ape']:5.1f}%"
+        f"  ≤10% {100 * s['within_10pct']:4.0f}%  ≤25% {100 * s['within_25pct']:4.0f}%"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("data_dir", type=Path)
+    parser.add_argument("--by", choices=("gpu", "architecture"), default="gpu")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    accelerators = read_accelerator_specs(args.data_dir)
+    aliases = read_aliases(args.data_dir)
+    rows = normalise(read_published_csv(args.data_dir / "measurements" / "published_dev.csv"), aliases.get)
+    cases = build_cases(rows, accelerators, published_profile_provider())
+    pairs = pair_indices(cases)
+    architecture = {gpu: accelerators[aliases[gpu]].architecture for gpu in set(cases.rows["gpu"])}
+    group_of = (lambda gpu: architecture[gpu]) if args.by == "architecture" else None
+    held = leave_one_gpu_out(cases, pairs, shipped_model(), group_of=group_of)
+    ref, fb = held[held["reference"]], held[~held["reference"]]
+    print(
+        f"held out by {args.by}: {len(held)} anchor→target pairs, {len(set(held['gpu_target']))} target GPUs"
+    )
+    print(line("calibrated, reference workloads", ape_summary(ref["calibrated"], ref["actual"])))
+    print(line("spec only, reference workloads", ape_summary(ref["spec"], ref["actual"])))
+    print(line("calibrated, fallback profile", ape_summary(fb["calibrated"], fb["actual"])))
+    print(line("calibrated, all pairs", ape_summary(held["calibrated"], held["actual"])))
+    for name, summary in baselines(held, cases.rows, accelerators).items():
+        print(line(f"baseline: {name.replace('_', ' ')}", summary))
+    # GPU rank correlation per workload: held-out calibrated predictions from the first anchor.
+    rhos = []
+    for _, group in held.groupby(held["pair_key"]):
+        first = group.drop_duplicates("gpu_target")
+        if len(first) >= 3:
+            rho = spearman(first["calibrated"].to_numpy(), first["actual"].to_numpy())
+            if np.isfinite(rho):
+                rhos.append(rho)
+    print(
+        f"  GPU rank correlation per workload (Spearman, held out): mean {np.mean(rhos):.3f} over {len(rhos)}"
+    )
+    log_err = np.log(held["actual"] / held["calibrated"])
+    q10, q90 = np.nanquantile(log_err, [0.1, 0.9])
+    inside = np.mean((log_err >= q10) & (log_err <= q90))
+    print(f"  80% band from held-out errors: [{np.exp(q10):.2f}×, {np.exp(q90):.2f}×] (covers {inside:.0%})")
+    print("  per target GPU (calibrated, all pairs): median APE")
+    for gpu, group in held.groupby("gpu_target"):
+        s = ape_summary(group["calibrated"], group["actual"])
+        print(f"    {gpu:<32} n={s['n']:<5} {100 * s['median_ape']:5.1f}%")
+    print(f"({time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""The fallback profile: a two-operator stand-in for a model perdollar has no reference workload for.
+
+A published figure names a model ("GNMT v2", "Tacotron 2") that perdollar cannot trace. Such a
+workload is described by three numbers per step: GEMM FLOPs (``FALLBACK_FLOPS_PER_SAMPLE`` per
+sample, ×3 for training), memory traffic as bytes per GEMM FLOP, and kernel launches per step. The
+last two are fitted per model name on the development set (a property of the workload, like a
+calibration; they carry no GPU constant) and shipped in ``predict/data/params.json``. Models never
+seen fall back to the median of their group (CNN, transformer/LLM, other).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from perdollar.profile.model import OperatorRecord
+
+FALLBACK_FLOPS_PER_SAMPLE = 1e9  # scale only: the fitted ratios below carry the workload's shape
+DEFAULT_DESCRIPTOR = {"log_bytes_per_flop": math.log(0.05), "log_launches": math.log(300.0)}
+
+# Bytes moved relative to fp32 for each published precision label (weights and activations).
+ELEMENT_FACTOR = {
+    "fp32": 1.0,
+    "tf32": 1.0,
+    "amp": 0.6,
+    "fp16": 0.5,
+    "bf16": 0.5,
+    "f16": 0.5,
+    "fp8": 0.25,
+    "int8": 0.25,
+    "fp4": 0.15,
+    "q4_k_m": 0.15,
+}
+COMPUTE_DTYPE = {
+    "fp32": "fp32",
+    "tf32": "tf32",
+    "amp": "fp16",
+    "fp16": "fp16",
+    "bf16": "bf16",
+    "f16": "fp16",
+    "fp8": "fp8",
+    "int8": "fp8",
+    "fp4": "fp8",
+    "q4_k_m": "fp16",
+}
+_GROUPS = {
+    "cnn": (
+        "resnet",
+        "resnext",
+        "efficientnet",
+        "ssd",
+        "inception",
+        "vgg",
+        "alexnet",
+        "mask r-cnn",
+        "convnet",
+        "yolo",
+        "unet",
+    ),
+    "transformer": ("bert", "gpt", "transformer", "opt-", "llama", "mistral", "falcon", "gnmt", "t5", "vit"),
+}
+
+
+def family_key(model: str, task: str, unit: str) -> str:
+    return f"{model}|{task}|{unit}"
+
+
+def group_of(key: str) -> str:
+    name = key.lower()
+    for group, words in _GROUPS.items():
+        if any(w in name for w in words):
+            return group
+    return "other"
+
+
+def descriptor_for(key: str, fitted: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+    """The fitted descriptor of ``key``, else the median of its group, else the default."""
+    if key in fitted:
+        return dict(fitted[key])
+    group = group_of(key)
+    members = [v for k, v in fitted.items() if group_of(k) == group and task_of(k) == task_of(key)]
+    if not members:
+        return dict(DEFAULT_DESCRIPTOR)
+    return {name: _median([m[name] for m in members]) for name in DEFAULT_DESCRIPTOR}
+
+
+def task_of(key: str) -> str:
+    parts = key.split("|")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
+
+
+def fallback_operators(
+    descriptor: Mapping[str, float], *, batch: float, precision: str, task: str
+) -> tuple[OperatorRecord, ...]:
+    """The two operators of a fallback profile at ``batch`` samples per step."""
+    passes = 3.0 if task == "train" else 1.0
+    flops = FALLBACK_FLOPS_PER_SAMPLE * passes * max(batch, 1.0)
+    dtype = COMPUTE_DTYPE.get(precision, "fp32")
+    moved = flops * math.exp(descriptor["log_bytes_per_flop"]) * ELEMENT_FACTOR.get(precision, 1.0)
+    launches = max(round(math.exp(descriptor["log_launches"])), 1)
+    return (
+        OperatorRecord("fallback.gemm", "matmul", "forward", flops, 0.0, 0.0, dtype),
+        OperatorRecord(
+            "fallback.memory", "elementwise", "forward", 0.0, moved / 2, moved / 2, dtype, count=launches
+        ),
+    )

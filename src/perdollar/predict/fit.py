@@ -1,0 +1,295 @@
+"""Fit the roofline's global efficiencies on published measurements and ship them.
+
+    python -m perdollar.predict.fit SHARED_DATA_DIR [--out FILE]
+
+reads ``SHARED_DATA_DIR/measurements/published_dev.csv``, the accelerator table and the GPU
+name aliases next to it, fits the global parameters (and the fallback descriptors of models
+without a reference workload) by robust least squares on anchor→target pair errors, runs a
+leave-one-GPU-out evaluation (each GPU's pairs predicted by a fit that never saw that GPU) and
+writes ``predict/data/params.json`` with the fit's provenance and the held-out error quantiles
+that the prediction bands come from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+from scipy.sparse import lil_matrix
+
+from perdollar.predict.evaluation import (
+    Cases,
+    build_cases,
+    fallback_step_times_from,
+    pair_indices,
+    reference_step_times,
+)
+from perdollar.predict.fallback import DEFAULT_DESCRIPTOR
+from perdollar.predict.params import (
+    FITTED_BOUNDS,
+    ErrorQuantiles,
+    ModelParams,
+    ShippedModel,
+    params_to_json,
+    shipped_model,
+)
+from perdollar.predict.published import normalise, read_published_csv
+from perdollar.predict.spec_table import read_accelerator_specs, read_aliases
+
+GLOBAL_NAMES = tuple(FITTED_BOUNDS)
+DEFAULT_MODEL = ShippedModel(ModelParams())  # defaults: the prior of every held-out fit
+_PRIOR_WEIGHT_GLOBAL = 0.3  # pulls a parameter back to its start when the data say little
+_PRIOR_WEIGHT_FAMILY = 0.05
+_SPEC_WEIGHT = 0.5  # spec-only residuals of traced workloads fix the absolute efficiency level
+_MAX_LOG_BAND = 1.1  # a band wider than 3x either way says nothing more
+
+
+def _to_unit(name: str, value: float) -> float:
+    lo, hi = FITTED_BOUNDS[name]
+    frac = min(max((value - lo) / (hi - lo), 1e-4), 1 - 1e-4)
+    return math.log(frac / (1 - frac))
+
+
+def _from_unit(name: str, z: float) -> float:
+    lo, hi = FITTED_BOUNDS[name]
+    return lo + (hi - lo) / (1 + math.exp(-z))
+
+
+@dataclass
+class FitResult:
+    params: ModelParams
+    descriptors: dict[str, dict[str, float]]
+    cost: float
+
+
+def _case_step_times(
+    cases: Cases, params: ModelParams, log_bpf: np.ndarray, log_launch: np.ndarray
+) -> np.ndarray:
+    times = fallback_step_times_from(cases, params, log_bpf, log_launch)
+    if cases.profiles:
+        times = np.where(np.isnan(times), reference_step_times(cases, params), times)
+    return times
+
+
+def fit_model(
+    cases: Cases,
+    pairs: pd.DataFrame,
+    start: ShippedModel,
+    *,
+    exclude_gpus: set[str] = frozenset(),  # type: ignore[assignment]
+    max_nfev: int = 60,
+    prior: ShippedModel | None = None,
+) -> FitResult:
+    """Robust least squares on log pair errors (and spec errors of traced workloads)."""
+    rows = cases.rows
+    excluded = rows["gpu"].isin(exclude_gpus).to_numpy()
+    use = pairs[~excluded[pairs["case_anchor"]] & ~excluded[pairs["case_target"]]]
+    anchor, target = use["case_anchor"].to_numpy(), use["case_target"].to_numpy()
+    thr = rows["per_gpu_throughput"].to_numpy(dtype=float)
+    observed = np.log(thr[anchor] / thr[target])
+    reference_rows = np.flatnonzero(cases.is_reference & ~excluded)
+    batch = np.maximum(np.nan_to_num(rows["per_gpu_batch"].to_numpy(dtype=float), nan=1.0), 1.0)
+
+    families = cases.families
+    family_index = (
+        rows["family"].map({f: i for i, f in enumerate(families)}).fillna(-1).astype(int).to_numpy()
+    )
+    start_desc = [start.fallback.get(f, DEFAULT_DESCRIPTOR) for f in families]
+    z0_global = np.array([_to_unit(n, getattr(start.params, n)) for n in GLOBAL_NAMES])
+    z0_family = np.array([[d["log_bytes_per_flop"], d["log_launches"]] for d in start_desc]).reshape(-1)
+    z0 = np.concatenate([z0_global, z0_family])
+    # The prior (where weakly informed parameters are pulled) can differ from the starting point:
+    # held-out fits start from the full fit but are pulled towards the defaults, never towards it.
+    center = prior or start
+    center_desc = [center.fallback.get(f, DEFAULT_DESCRIPTOR) for f in families]
+    prior_global = np.array([_to_unit(n, getattr(center.params, n)) for n in GLOBAL_NAMES])
+    prior_family = np.array([[d["log_bytes_per_flop"], d["log_launches"]] for d in center_desc]).reshape(-1)
+    n_global = len(GLOBAL_NAMES)
+
+    def unpack(z: np.ndarray) -> tuple[ModelParams, np.ndarray, np.ndarray]:
+        values = {n: _from_unit(n, z[i]) for i, n in enumerate(GLOBAL_NAMES)}
+        params = start.params.with_values(values)
+        fam = z[n_global:].reshape(-1, 2)
+        safe = np.maximum(family_index, 0)
+        log_bpf = fam[safe, 0] if len(fam) else np.zeros(len(rows))
+        log_launch = fam[safe, 1] if len(fam) else np.zeros(len(rows))
+        return params, log_bpf, log_launch
+
+    def residuals(z: np.ndarray) -> np.ndarray:
+        params, log_bpf, log_launch = unpack(z)
+        times = _case_step_times(cases, params, log_bpf, log_launch)
+        pair_res = np.log(times[anchor] / times[target]) + observed
+        spec_res = _SPEC_WEIGHT * np.log(batch[reference_rows] / times[reference_rows] / thr[reference_rows])
+        prior = np.concatenate(
+            [
+                _PRIOR_WEIGHT_GLOBAL * (z[:n_global] - prior_global),
+                _PRIOR_WEIGHT_FAMILY * (z[n_global:] - prior_family),
+            ]
+        )
+        return np.nan_to_num(np.concatenate([pair_res, spec_res, prior]), nan=5.0, posinf=5.0, neginf=-5.0)
+
+    sparsity = lil_matrix((len(use) + len(reference_rows) + len(z0), len(z0)), dtype=int)
+    sparsity[:, :n_global] = 1
+    for col in range(len(families)):
+        for offset in (0, 1):
+            j = n_global + 2 * col + offset
+            hit = np.flatnonzero((family_index[anchor] == col) | (family_index[target] == col))
+            sparsity[hit, j] = 1
+            sparsity[len(use) + len(reference_rows) + j, j] = 1
+    for i in range(n_global):
+        sparsity[len(use) + len(reference_rows) + i, i] = 1
+    solution = least_squares(
+        residuals, z0, loss="soft_l1", f_scale=0.1, jac_sparsity=sparsity, max_nfev=max_nfev, x_scale=1.0
+    )
+    params, _, _ = unpack(solution.x)
+    fam = solution.x[n_global:].reshape(-1, 2)
+    descriptors = {
+        f: {"log_bytes_per_flop": float(fam[i, 0]), "log_launches": float(fam[i, 1])}
+        for i, f in enumerate(families)
+    }
+    return FitResult(params, descriptors, float(solution.cost))
+
+
+def predict_pairs(cases: Cases, pairs: pd.DataFrame, fit: FitResult) -> pd.DataFrame:
+    """Calibrated (anchor × model ratio) and spec-only predictions of every pair's target."""
+    rows = cases.rows
+    fams = rows["family"].to_numpy()
+    from perdollar.predict.fallback import descriptor_for
+
+    resolved = {f: descriptor_for(f, fit.descriptors) for f in set(fams)}
+    log_bpf = np.array([resolved[f]["log_bytes_per_flop"] for f in fams])
+    log_launch = np.array([resolved[f]["log_launches"] for f in fams])
+    times = _case_step_times(cases, fit.params, log_bpf, log_launch)
+    thr = rows["per_gpu_throughput"].to_numpy(dtype=float)
+    batch = np.maximum(np.nan_to_num(rows["per_gpu_batch"].to_numpy(dtype=float), nan=1.0), 1.0)
+    a, t = pairs["case_anchor"].to_numpy(), pairs["case_target"].to_numpy()
+    out = pairs.copy()
+    out["actual"] = thr[t]
+    out["anchor_value"] = thr[a]
+    out["calibrated"] = thr[a] * times[a] / times[t]
+    out["spec"] = np.where(cases.is_reference[t], batch[t] / times[t], np.nan)
+    out["reference"] = cases.is_reference[t]
+    out["model"] = rows["model"].to_numpy()[t]
+    out["family"] = fams[t]
+    out["accelerator_anchor"] = rows["accelerator_key"].to_numpy()[a]
+    out["accelerator_target"] = rows["accelerator_key"].to_numpy()[t]
+    return out
+
+
+def leave_one_gpu_out(
+    cases: Cases,
+    pairs: pd.DataFrame,
+    start: ShippedModel,
+    progress: Callable[[str], None] | None = None,
+    group_of: Callable[[str], str] | None = None,
+) -> pd.DataFrame:
+    """Every pair's target predicted by a fit that saw no row of the target's GPU.
+
+    ``group_of`` maps a GPU name to a group (e.g. its architecture generation): then a whole
+    group is held out at once, so no GPU of the target's generation informs the fit.
+    """
+    group_of = group_of or (lambda gpu: gpu)
+    groups: dict[str, set[str]] = {}
+    for gpu in set(cases.rows["gpu"]):
+        groups.setdefault(group_of(gpu), set()).add(gpu)
+    parts = []
+    for name in sorted(groups):
+        members = groups[name]
+        targets = pairs[pairs["gpu_target"].isin(members)]
+        if targets.empty:
+            continue
+        if progress:
+            progress(name)
+        fit = fit_model(cases, pairs, start, exclude_gpus=members, max_nfev=40, prior=DEFAULT_MODEL)
+        parts.append(predict_pairs(cases, targets, fit))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def error_quantiles(predicted: np.ndarray, actual: np.ndarray) -> ErrorQuantiles:
+    ok = np.isfinite(predicted) & np.isfinite(actual) & (predicted > 0) & (actual > 0)
+    log_err = np.log(actual[ok] / predicted[ok])
+    if not len(log_err):
+        return ErrorQuantiles(0, -0.5, 0.0, 0.5)
+    q10, q50, q90 = np.clip(np.quantile(log_err, [0.1, 0.5, 0.9]), -_MAX_LOG_BAND, _MAX_LOG_BAND)
+    return ErrorQuantiles(len(log_err), float(q10), float(q50), float(q90))
+
+
+def summarise(predictions: pd.DataFrame) -> dict:
+    from perdollar.predict.evaluation import ape_summary
+
+    ref = predictions[predictions["reference"]]
+    fb = predictions[~predictions["reference"]]
+    return {
+        "calibrated_all": ape_summary(predictions["calibrated"], predictions["actual"]),
+        "calibrated_reference": ape_summary(ref["calibrated"], ref["actual"]),
+        "calibrated_fallback": ape_summary(fb["calibrated"], fb["actual"]),
+        "spec_only_reference": ape_summary(ref["spec"], ref["actual"]),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m perdollar.predict.fit",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("data_dir", type=Path, help="folder with accelerator_specs.csv and measurements/")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "data" / "params.json")
+    parser.add_argument("--no-holdout", action="store_true", help="skip the leave-one-GPU-out evaluation")
+    args = parser.parse_args(argv)
+
+    from perdollar.predict.references import published_profile_provider
+
+    csv_path = args.data_dir / "measurements" / "published_dev.csv"
+    accelerators = read_accelerator_specs(args.data_dir)
+    aliases = read_aliases(args.data_dir)
+    rows = normalise(read_published_csv(csv_path), aliases.get)
+    cases = build_cases(rows, accelerators, published_profile_provider())
+    pairs = pair_indices(cases)
+    from perdollar.predict.profile_cache import CACHE_FILE, write_profiles
+    from perdollar.predict.references import TRACED
+
+    if TRACED:  # ship the traced reference profiles so validation never traces
+        write_profiles(TRACED, args.out.parent / Path(CACHE_FILE).name)
+    start = ShippedModel(ModelParams())
+    full = fit_model(cases, pairs, start, max_nfev=200)
+    shipped = ShippedModel(full.params, fallback=full.descriptors)
+    errors = {}
+    summary: dict = {}
+    if not args.no_holdout:
+        held_out = leave_one_gpu_out(cases, pairs, shipped, progress=lambda g: print(f"  held out: {g}"))
+        errors["calibrated"] = error_quantiles(
+            held_out["calibrated"].to_numpy(), held_out["actual"].to_numpy()
+        )
+        ref = held_out[held_out["reference"]]
+        errors["spec"] = error_quantiles(ref["spec"].to_numpy(), ref["actual"].to_numpy())
+        summary = summarise(held_out)
+    digest = hashlib.sha256(csv_path.read_bytes()).hexdigest()[:16]
+    provenance = {
+        "fitted_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "data": "published_dev.csv (published throughput of others; see its README)",
+        "data_sha256_16": digest,
+        "rows_used": len(cases.rows),
+        "pairs": len(pairs),
+        "reference_rows": int(cases.is_reference.sum()),
+        "method": "robust least squares (soft-L1) on log anchor→target errors; bands from "
+        "leave-one-GPU-out errors (10th/90th percentiles of log(actual/predicted))",
+        "held_out_summary": summary,
+    }
+    result = ShippedModel(full.params, {**shipped_model().errors, **errors}, full.descriptors, provenance)
+    args.out.write_text(json.dumps(params_to_json(result), indent=1, sort_keys=True) + "\n")
+    print(json.dumps({"params": asdict(full.params), "held_out": summary}, indent=1))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

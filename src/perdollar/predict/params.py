@@ -1,0 +1,119 @@
+"""The global efficiency parameters of the roofline and the observed error of each basis.
+
+The shipped values live in ``predict/data/params.json``; ``python -m perdollar.predict.fit``
+regenerates that file from a published measurement set and records how (provenance, the
+held-out errors the bands are derived from).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+# Parameters the fit may move, with the bounds that keep them physical.
+FITTED_BOUNDS: dict[str, tuple[float, float]] = {
+    "tensor_core_efficiency": (0.15, 0.95),
+    "simt_efficiency": (0.2, 0.98),
+    "conv_relative_efficiency": (0.3, 1.5),
+    "attention_relative_efficiency": (0.2, 1.5),
+    "vector_efficiency": (0.05, 0.9),
+    "memory_efficiency": (0.3, 0.95),
+    "kernel_overhead_s": (0.5e-6, 40e-6),
+    "large_chip_exponent": (0.0, 0.8),
+    "bandwidth_exponent": (0.0, 0.5),
+    "tf32_share_of_fp32": (0.0, 1.0),
+    "power_reference_w_per_sm_ghz": (0.5, 4.0),
+    "power_exponent": (0.0, 1.5),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelParams:
+    """Efficiencies of the per-operator roofline, shared by every accelerator.
+
+    Efficiencies are fractions of the datasheet peak; ``large_chip_exponent`` lowers the
+    tensor-core efficiency of chips whose peak is far above 100 TFLOPS (they are harder to
+    keep fed), and ``bandwidth_exponent`` does the same for very high memory bandwidth.
+    """
+
+    tensor_core_efficiency: float = 0.55
+    simt_efficiency: float = 0.7
+    conv_relative_efficiency: float = 0.9
+    attention_relative_efficiency: float = 0.6
+    vector_efficiency: float = 0.3
+    memory_efficiency: float = 0.75
+    kernel_overhead_s: float = 5e-6
+    large_chip_exponent: float = 0.2
+    bandwidth_exponent: float = 0.1
+    # Share of fp32 GEMM work that runs as TF32 on chips that have TF32 (cuDNN and NGC defaults).
+    tf32_share_of_fp32: float = 0.5
+    # Compute rates scale by min(1, (W per SM-GHz) / reference) ** exponent (power-capped boards).
+    power_reference_w_per_sm_ghz: float = 2.0
+    power_exponent: float = 0.3
+    gemm_tile: int = 128  # output tile edge for the wave-quantisation of GEMMs
+
+    def with_values(self, values: dict[str, float]) -> ModelParams:
+        return replace(self, **values)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorQuantiles:
+    """Quantiles of log(actual / predicted) observed on held-out GPUs for one basis."""
+
+    n: int
+    q10: float
+    q50: float
+    q90: float
+
+    def band(self, value: float) -> tuple[float, float]:
+        """The 80% band around ``value`` (a throughput) implied by these errors."""
+        import math
+
+        return value * math.exp(self.q10), value * math.exp(self.q90)
+
+
+# Used only when no fitted file is present: deliberately wide, never narrower than the data.
+_DEFAULT_ERRORS = {
+    "measured": ErrorQuantiles(n=0, q10=-0.05, q50=0.0, q90=0.05),
+    "calibrated": ErrorQuantiles(n=0, q10=-0.2, q50=0.0, q90=0.2),
+    "spec": ErrorQuantiles(n=0, q10=-0.5, q50=0.0, q90=0.5),
+    "cpu-spec": ErrorQuantiles(n=0, q10=-1.0, q50=0.0, q90=1.0),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ShippedModel:
+    params: ModelParams
+    errors: dict[str, ErrorQuantiles] = field(default_factory=lambda: dict(_DEFAULT_ERRORS))
+    fallback: dict[str, dict[str, float]] = field(default_factory=dict)  # family → fitted descriptor
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+def params_to_json(model: ShippedModel) -> dict[str, Any]:
+    return {
+        "params": asdict(model.params),
+        "errors": {k: asdict(v) for k, v in model.errors.items()},
+        "fallback": model.fallback,
+        "provenance": model.provenance,
+    }
+
+
+def params_from_json(payload: dict[str, Any]) -> ShippedModel:
+    known = {f.name for f in fields(ModelParams)}
+    params = ModelParams(**{k: v for k, v in payload.get("params", {}).items() if k in known})
+    errors = dict(_DEFAULT_ERRORS)
+    errors.update({k: ErrorQuantiles(**v) for k, v in payload.get("errors", {}).items()})
+    return ShippedModel(params, errors, payload.get("fallback", {}), payload.get("provenance", {}))
+
+
+@lru_cache(maxsize=1)
+def shipped_model() -> ShippedModel:
+    """The fitted parameters bundled with perdollar (defaults when the file is absent)."""
+    try:
+        text = resources.files("perdollar.predict").joinpath("data/params.json").read_text()
+    except (FileNotFoundError, OSError):
+        return ShippedModel(ModelParams())
+    return params_from_json(json.loads(text))

@@ -1,0 +1,125 @@
+"""Profiles of the reference workloads that published rows correspond to.
+
+Tracing a model at every batch size of a published sweep would take minutes, so each
+(reference, precision, kind) is traced at two batch sizes and every operator's FLOPs and bytes
+are interpolated linearly in the batch (exact for operators whose work is affine in the batch,
+which is all of them in these models: weights are fixed, activations scale).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+
+import pandas as pd
+
+from perdollar.predict.profile_cache import shipped_profiles
+from perdollar.profile.model import OperatorRecord, Profile
+
+# Published precision label → the workload precision that runs the same arithmetic.
+WORKLOAD_PRECISION = {
+    "fp32": "fp32",
+    "tf32": "tf32",
+    "amp": "amp-fp16",
+    "fp16": "amp-fp16",
+    "bf16": "amp-bf16",
+    "f16": "fp16",
+}
+_BASE_BATCH = 8
+
+
+TRACED: dict[str, Profile] = {}  # every profile traced in this process, by fingerprint (for the fit)
+
+
+def _trace(reference: str, batch: int, precision: str, kind: str) -> Profile | None:
+    try:
+        from perdollar.profile import profile_workload
+        from perdollar.workload import load_workload
+    except ImportError:
+        return None
+    try:
+        workload = load_workload(reference, batch_size=batch, precision=precision, kind=kind)  # type: ignore[arg-type]
+        shipped = shipped_profiles().get(workload.fingerprint)
+        profile = shipped if shipped is not None else profile_workload(workload)
+    except Exception:  # a reference that cannot be traced here is predicted with the fallback profile
+        return None
+    TRACED[profile.workload_fingerprint] = profile
+    return profile
+
+
+def _interpolate(low: Profile, high: Profile, batch: float) -> Profile | None:
+    if len(low.operators) != len(high.operators):
+        return None
+    span = high.batch_size - low.batch_size
+    weight = (batch - low.batch_size) / span
+
+    def mix(a: float, b: float) -> float:
+        return max(a + (b - a) * weight, 0.0)
+
+    ops: list[OperatorRecord] = []
+    for a, b in zip(low.operators, high.operators, strict=True):
+        if a.name != b.name:
+            return None
+        mnk = a.gemm_mnk
+        if a.gemm_mnk and b.gemm_mnk:
+            mnk = tuple(max(round(mix(x, y)), 1) for x, y in zip(a.gemm_mnk, b.gemm_mnk, strict=True))  # type: ignore[assignment]
+        ops.append(
+            replace(
+                a,
+                flops=mix(a.flops, b.flops),
+                bytes_read=mix(a.bytes_read, b.bytes_read),
+                bytes_written=mix(a.bytes_written, b.bytes_written),
+                gemm_mnk=mnk,
+            )
+        )
+    memory = replace(low.memory, activations=mix(low.memory.activations, high.memory.activations))
+    return replace(
+        low,
+        batch_size=round(batch),
+        operators=tuple(ops),
+        memory=memory,
+        workload_fingerprint=f"{low.workload_fingerprint}@{batch:g}",
+    )
+
+
+def _same_unit(published_unit: str, sample_unit: str) -> bool:
+    """Does the published figure count what one sample of the traced step is (images, sequences…)?"""
+    if published_unit.startswith("ms per iteration"):
+        return True  # the latency of one whole step: the sample unit cancels
+    first = published_unit.strip().split(" ")[0].split("/")[0].lower()
+    return bool(first) and first.rstrip("s") == sample_unit.lower().rstrip("s") and "(" not in published_unit
+
+
+def published_profile_provider() -> Callable[[pd.Series], Profile | None]:
+    """row of a normalised published frame → the reference profile at its batch, or None."""
+    try:
+        from perdollar.workload import reference_for_published_model
+    except ImportError:
+        return lambda row: None
+    traced: dict[tuple[str, str, str], tuple[Profile, Profile] | None] = {}
+    scaled: dict[tuple[str, str, str, float], Profile | None] = {}
+
+    def provide(row: pd.Series) -> Profile | None:
+        reference = reference_for_published_model(str(row["model"]))
+        precision = WORKLOAD_PRECISION.get(str(row["precision"]))
+        batch = row.get("per_gpu_batch")
+        if reference is None or precision is None or batch is None or not math.isfinite(batch) or batch < 1:
+            return None
+        kind = "train" if row["task"] == "train" else "inference"
+        key = (reference, precision, kind)
+        if key not in traced:
+            low = _trace(reference, _BASE_BATCH, precision, kind)
+            high = _trace(reference, 2 * _BASE_BATCH, precision, kind) if low else None
+            traced[key] = (low, high) if low and high else None
+        pair = traced[key]
+        if pair is None:
+            return None
+        if not _same_unit(str(row.get("unit", "")), pair[0].sample_unit):
+            return None  # e.g. decode tokens/s of an LLM vs the traced full-sequence forward pass
+        skey = (*key, float(batch))
+        if skey not in scaled:
+            scaled[skey] = _interpolate(pair[0], pair[1], float(batch))
+        return scaled[skey]
+
+    return provide

@@ -1,0 +1,148 @@
+"""Accelerators and operators as numpy arrays, so the roofline runs over all of them at once."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from perdollar.catalog.model import Accelerator
+from perdollar.profile.model import OperatorRecord, Profile
+
+COMPUTE_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+GEMM_CLASSES = ("matmul", "conv", "attention", "recurrent")
+_DTYPE_ALIASES = {
+    "float32": "fp32",
+    "float16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "f16": "fp16",
+    "int8": "fp8",
+    "fp4": "fp8",
+}
+
+
+def normalise_dtype(dtype: str) -> str:
+    name = _DTYPE_ALIASES.get(dtype.lower(), dtype.lower())
+    return name if name in COMPUTE_DTYPES else "fp32"
+
+
+@dataclass(frozen=True)
+class DeviceTable:
+    """Peak rates (FLOP/s), bandwidth (B/s) and SM counts of several accelerators, one row each.
+
+    A missing peak falls back to the next slower path the chip really has: fp8 → fp16,
+    bf16/fp16/tf32 → fp32 (how frameworks run a dtype the hardware lacks).
+    """
+
+    keys: tuple[str, ...]
+    peak: np.ndarray  # [devices, len(COMPUTE_DTYPES)]
+    bandwidth: np.ndarray  # [devices]
+    sm_count: np.ndarray  # [devices]
+    has_tensor_cores: np.ndarray  # [devices, dtypes] — the dtype runs on matrix units
+    # Board power per SM-GHz: low values mark chips that cannot hold boost clock under load (T4, L4).
+    watts_per_sm_ghz: np.ndarray | None = None
+
+    @classmethod
+    def from_accelerators(cls, accelerators: Sequence[Accelerator]) -> DeviceTable:
+        rows, tensor, bandwidth, sms, power = [], [], [], [], []
+        for acc in accelerators:
+            fp32 = acc.peak_fp32_tflops or acc.peak_bf16_tflops or acc.peak_fp16_tflops or 1.0
+            fp16 = acc.peak_fp16_tflops or acc.peak_bf16_tflops or fp32
+            bf16 = acc.peak_bf16_tflops or fp32
+            tf32 = acc.peak_tf32_tflops or fp32
+            fp8 = acc.peak_fp8_tflops or fp16
+            row = [fp32, tf32, fp16, bf16, fp8]
+            rows.append([v * 1e12 for v in row])
+            tensor.append(
+                [v > 1.5 * fp32 or (i == 1 and acc.peak_tf32_tflops is not None) for i, v in enumerate(row)]
+            )
+            bandwidth.append((acc.memory_bandwidth_gbps or 100.0) * 1e9)
+            sms.append(float(acc.sm_count) if acc.sm_count else math.nan)
+            if acc.tdp_w and acc.sm_count and acc.boost_clock_mhz:
+                power.append(acc.tdp_w / (acc.sm_count * acc.boost_clock_mhz / 1000.0))
+            else:
+                power.append(math.nan)
+        return cls(
+            keys=tuple(a.key for a in accelerators),
+            peak=np.array(rows, dtype=float).reshape(-1, len(COMPUTE_DTYPES)),
+            bandwidth=np.array(bandwidth, dtype=float),
+            sm_count=np.array(sms, dtype=float),
+            has_tensor_cores=np.array(tensor, dtype=bool).reshape(-1, len(COMPUTE_DTYPES)),
+            watts_per_sm_ghz=np.array(power, dtype=float),
+        )
+
+
+CLASS_NAMES = (
+    "matmul",
+    "conv",
+    "attention",
+    "recurrent",
+    "normalization",
+    "elementwise",
+    "reduction",
+    "embedding",
+    "pooling",
+    "optimizer",
+    "copy",
+    "loss",
+    "unclassified",
+)
+
+
+@dataclass(frozen=True)
+class OperatorTable:
+    """The operators of one step: totals per record and what one kernel launch does."""
+
+    flops: np.ndarray  # per launch
+    bytes: np.ndarray  # per launch
+    launches: np.ndarray
+    dtype_index: np.ndarray
+    is_gemm: np.ndarray
+    class_index: np.ndarray
+    is_backward: np.ndarray
+    tiles: np.ndarray  # GEMM output tiles per launch (NaN when the shape is unknown)
+    # fp32 operators that never run as TF32 (PyTorch's default for matmul; cuDNN convs may).
+    strict_fp32: np.ndarray | None = None
+
+    @classmethod
+    def from_operators(cls, operators: Sequence[OperatorRecord], tile: int = 128) -> OperatorTable:
+        n = len(operators)
+        flops, nbytes, launches = np.zeros(n), np.zeros(n), np.ones(n)
+        dtype_index, class_index = np.zeros(n, dtype=int), np.zeros(n, dtype=int)
+        is_gemm, is_backward = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+        tiles = np.full(n, np.nan)
+        strict = np.zeros(n, dtype=bool)
+        for i, op in enumerate(operators):
+            count = max(int(op.count), 1)
+            launches[i] = count
+            flops[i] = op.flops / count
+            nbytes[i] = op.bytes_moved / count
+            dtype_index[i] = COMPUTE_DTYPES.index(normalise_dtype(op.dtype))
+            cls_name = op.op_class if op.op_class in CLASS_NAMES else "unclassified"
+            class_index[i] = CLASS_NAMES.index(cls_name)
+            is_gemm[i] = cls_name in GEMM_CLASSES
+            is_backward[i] = op.phase == "backward"
+            strict[i] = op.dtype == "fp32" and cls_name != "conv"
+            if op.gemm_mnk is not None and is_gemm[i]:
+                m, nn, _k = op.gemm_mnk
+                tiles[i] = math.ceil(max(m, 1) / tile) * math.ceil(max(nn, 1) / tile)
+        return cls(flops, nbytes, launches, dtype_index, is_gemm, class_index, is_backward, tiles, strict)
+
+    @classmethod
+    def from_profile(cls, profile: Profile, tile: int = 128) -> OperatorTable:
+        return cls.from_operators(profile.operators, tile)
+
+
+def take_devices(devices: DeviceTable, rows: np.ndarray) -> DeviceTable:
+    """The device table with its rows picked (and repeated) by index."""
+    return DeviceTable(
+        keys=tuple(devices.keys[i] for i in rows),
+        peak=devices.peak[rows],
+        bandwidth=devices.bandwidth[rows],
+        sm_count=devices.sm_count[rows],
+        has_tensor_cores=devices.has_tensor_cores[rows],
+        watts_per_sm_ghz=None if devices.watts_per_sm_ghz is None else devices.watts_per_sm_ghz[rows],
+    )

@@ -1,0 +1,149 @@
+"""Validate predictions against published measurements made by others.
+
+Each target row is predicted from every anchor row of its pair group (calibrated: the anchor's
+figure × the model's time ratio) and from specs alone (traced reference workloads only). Rows
+whose model has no reference workload use the fallback profile (see ``fallback.py``) and are
+reported separately. With target GPUs given, the global parameters are refitted on the file's
+other GPUs first, so the figures are held out (the target GPUs never inform the fit).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perdollar.predict.evaluation import ape_summary, build_cases, pair_indices, spearman
+from perdollar.predict.fit import DEFAULT_MODEL, FitResult, fit_model, predict_pairs
+from perdollar.predict.params import shipped_model
+from perdollar.predict.published import normalise, read_published_csv
+from perdollar.predict.references import published_profile_provider
+
+
+def _alias(catalog: Any):
+    cache: dict[str, str | None] = {}
+
+    def key(name: str) -> str | None:
+        if name not in cache:
+            try:
+                cache[name] = catalog.accelerator(name).key
+            except Exception:  # unknown GPU names are reported as uncovered, not fatal
+                cache[name] = None
+        return cache[name]
+
+    return key
+
+
+def _peak(acc: Any, precision: str) -> float:
+    dtype = {"amp": "fp16", "fp16": "fp16", "f16": "fp16", "bf16": "bf16", "tf32": "tf32", "fp8": "fp8"}.get(
+        precision, "fp32"
+    )
+    return acc.peak_tflops(dtype) or acc.peak_tflops("fp16") or acc.peak_fp32_tflops or 1.0
+
+
+def baselines(preds: pd.DataFrame, rows: pd.DataFrame, accelerators: Any) -> dict[str, dict]:
+    """The naive ratio predictors on the same pairs (memory bandwidth, peak FLOPS, their geometric mean)."""
+    precision = rows["precision"].astype(str).to_numpy()[preds["case_target"].to_numpy()]
+    a = [accelerators[k] for k in preds["accelerator_anchor"]]
+    t = [accelerators[k] for k in preds["accelerator_target"]]
+    bw = np.array([y.memory_bandwidth_gbps / x.memory_bandwidth_gbps for x, y in zip(a, t, strict=True)])
+    fl = np.array([_peak(y, p) / _peak(x, p) for x, y, p in zip(a, t, precision, strict=True)])
+    anchor, actual = preds["anchor_value"].to_numpy(), preds["actual"].to_numpy()
+    return {
+        "bandwidth_ratio": ape_summary(anchor * bw, actual),
+        "flops_ratio": ape_summary(anchor * fl, actual),
+        "geometric_mean": ape_summary(anchor * np.sqrt(bw * fl), actual),
+    }
+
+
+def run_validation(
+    path: str | Path, catalog: Any, target_gpus: list[str] | None = None, *, refit: bool = True
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    accelerators = dict(catalog.accelerators)
+    rows = normalise(read_published_csv(path), _alias(catalog))
+    cases = build_cases(rows, accelerators, published_profile_provider())
+    targets = set(target_gpus) if target_gpus else None
+    all_pairs = pair_indices(cases)
+    pairs = pair_indices(cases, targets)
+    shipped = shipped_model()
+    if targets and refit:
+        fit = fit_model(cases, all_pairs, shipped, exclude_gpus=targets, max_nfev=40, prior=DEFAULT_MODEL)
+        fit_note = "refitted on this file without the target GPUs (held out)"
+    else:
+        fit = FitResult(shipped.params, dict(shipped.fallback), 0.0)
+        fit_note = "shipped parameters (fitted on the development set)"
+    preds = predict_pairs(cases, pairs, fit)
+    ref, fb = preds[preds["reference"]], preds[~preds["reference"]]
+    result: dict[str, Any] = {
+        "file": str(path),
+        "target_gpus": sorted(targets) if targets else "all",
+        "fit": fit_note,
+        "pairs": len(preds),
+        "calibrated": ape_summary(ref["calibrated"], ref["actual"]),
+        "spec_only": ape_summary(ref["spec"], ref["actual"]),
+        "fallback": {
+            "note": "models without a reference workload: fallback profile (fitted per model name)",
+            "calibrated": ape_summary(fb["calibrated"], fb["actual"]),
+        },
+        "calibrated_all": ape_summary(preds["calibrated"], preds["actual"]),
+        "spearman": _mean_spearman(cases, fit, targets),
+        "coverage": _coverage(rows, preds, targets),
+        "per_gpu": _per_gpu(preds),
+        "baselines": baselines(preds, cases.rows, accelerators) if len(preds) else {},
+    }
+    result["seconds"] = round(time.perf_counter() - started, 2)
+    return result
+
+
+def _mean_spearman(cases: Any, fit: FitResult, targets: set[str] | None) -> dict[str, Any]:
+    from perdollar.predict.fallback import descriptor_for
+    from perdollar.predict.fit import _case_step_times
+
+    rows = cases.rows
+    fams = rows["family"].to_numpy()
+    resolved = {f: descriptor_for(f, fit.descriptors) for f in set(fams)}
+    times = _case_step_times(
+        cases,
+        fit.params,
+        np.array([resolved[f]["log_bytes_per_flop"] for f in fams]),
+        np.array([resolved[f]["log_launches"] for f in fams]),
+    )
+    rows = rows.assign(model_rate=1.0 / times)
+    values = []
+    for _, group in rows.groupby("pair_key"):
+        if group["gpu"].nunique() < 3 or (targets and not group["gpu"].isin(targets).any()):
+            continue
+        rho = spearman(group["model_rate"].to_numpy(), group["per_gpu_throughput"].to_numpy())
+        if np.isfinite(rho):
+            values.append(rho)
+    return {"mean": float(np.mean(values)) if values else None, "workloads": len(values)}
+
+
+def _coverage(rows: pd.DataFrame, preds: pd.DataFrame, targets: set[str] | None) -> dict[str, Any]:
+    usable = rows[rows["usable"]]
+    gpus_per_key = usable.groupby("pair_key")["gpu"].nunique()
+    candidates = usable[usable["pair_key"].map(gpus_per_key) > 1]
+    if targets:
+        candidates = candidates[candidates["gpu"].isin(targets)]
+    predicted_keys = set(zip(preds["pair_key"], preds["gpu_target"], strict=True)) if len(preds) else set()
+    covered = sum(
+        (k, g) in predicted_keys for k, g in zip(candidates["pair_key"], candidates["gpu"], strict=True)
+    )
+    n = len(candidates)
+    return {"fraction": covered / n if n else None, "predicted_rows": int(covered), "candidate_rows": int(n)}
+
+
+def _per_gpu(preds: pd.DataFrame) -> dict[str, Any]:
+    out = {}
+    for gpu, group in preds.groupby("gpu_target"):
+        ref = group[group["reference"]]
+        out[str(gpu)] = {
+            "calibrated_all": ape_summary(group["calibrated"], group["actual"]),
+            "calibrated_reference": ape_summary(ref["calibrated"], ref["actual"]),
+            "spec_only": ape_summary(ref["spec"], ref["actual"]),
+        }
+    return out

@@ -1,0 +1,239 @@
+"""The roofline's algebra on hand-built profiles, and the communication model in closed form."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from perdollar import catalog as catalog_mod
+from perdollar.predict import Calibration, predict, predict_frame, predict_step_time
+from perdollar.predict.communication import (
+    INTRA_HOST_LATENCY_S,
+    LINK_EFFICIENCY,
+    exposed_seconds,
+    link_for,
+    ring_allreduce_seconds,
+)
+from perdollar.predict.step import device_steps
+from perdollar.profile.model import MemoryBreakdown, OperatorRecord, Profile
+
+GPU_KEYS = ("T4", "V100-SXM2-16GB", "A10G", "L4", "A100-SXM4-80GB", "H100-SXM5-80GB", "RTX-3090")
+
+
+def make_profile(
+    operators, *, batch=64, gradient_bytes=4e8, kind="train", precision="amp-fp16", activations=2e9
+) -> Profile:
+    return Profile(
+        workload_name="hand-built",
+        workload_fingerprint=f"hand-{len(operators)}-{batch}-{kind}",
+        kind=kind,
+        batch_size=batch,
+        precision=precision,
+        sample_unit="samples",
+        params=100_000_000,
+        trainable_params=100_000_000,
+        operators=tuple(operators),
+        memory=MemoryBreakdown(
+            weights=4e8, gradients=4e8, optimizer_state=8e8, activations=activations, workspace=1e8
+        ),
+        gradient_bytes=gradient_bytes,
+        input_bytes_per_sample=150_528.0,
+    )
+
+
+def big_matmul(dtype="fp16") -> OperatorRecord:
+    m = n = k = 8192
+    return OperatorRecord(
+        "aten.mm",
+        "matmul",
+        "forward",
+        2.0 * m * n * k,
+        2.0 * (m * k + k * n),
+        2.0 * m * n,
+        dtype,
+        count=1,
+        gemm_mnk=(m, n, k),
+    )
+
+
+def big_copy(nbytes=4e9) -> OperatorRecord:
+    return OperatorRecord("aten.copy_", "copy", "forward", 0.0, nbytes / 2, nbytes / 2, "fp16")
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return catalog_mod.load()
+
+
+def test_pure_matmul_is_compute_bound_on_every_gpu(cat):
+    steps = device_steps(make_profile([big_matmul()]), [cat.accelerators[k] for k in GPU_KEYS])
+    for i, key in enumerate(GPU_KEYS):
+        assert steps.bottleneck(i) == "compute", key
+        assert steps.compute_bound[i] > 10 * steps.memory_bound[i]
+
+
+def test_pure_copy_is_memory_bound_on_every_gpu(cat):
+    steps = device_steps(make_profile([big_copy()]), [cat.accelerators[k] for k in GPU_KEYS])
+    for i, key in enumerate(GPU_KEYS):
+        assert steps.bottleneck(i) == "memory-bandwidth", key
+        assert steps.memory_bound[i] > 0 and steps.compute_bound[i] == 0
+
+
+def test_doubling_bandwidth_halves_a_memory_bound_time(cat):
+    base = cat.accelerators["A10G"]  # below the bandwidth where the high-bandwidth penalty starts
+    doubled = dataclasses.replace(base, key="A10G-2x", memory_bandwidth_gbps=base.memory_bandwidth_gbps * 1.4)
+    profile = make_profile([big_copy(8e9)])
+    t1, t2 = device_steps(profile, [base, doubled]).seconds
+    overhead = device_steps(profile, [base]).overhead[0]
+    ratio = (t1 - overhead) / (t2 - overhead)
+    # 1.4× keeps both under 900 GB/s, where memory time is exactly bytes / (bandwidth × efficiency)
+    assert ratio == pytest.approx(1.4, rel=1e-9)
+
+
+def test_doubling_bandwidth_on_any_chip_at_least_speeds_up_copy(cat):
+    base = cat.accelerators["T4"]
+    doubled = dataclasses.replace(base, memory_bandwidth_gbps=base.memory_bandwidth_gbps * 2)
+    profile = make_profile([big_copy(8e9)])
+    t1, t2 = device_steps(profile, [base, doubled]).seconds
+    overhead = device_steps(profile, [base]).overhead[0]
+    assert (t1 - overhead) / (t2 - overhead) == pytest.approx(2.0, rel=1e-9)
+
+
+def test_fp32_matmul_slower_than_fp16_on_tensor_core_gpus(cat):
+    accs = [cat.accelerators[k] for k in ("V100-SXM2-16GB", "A100-SXM4-80GB", "T4")]
+    t16 = device_steps(make_profile([big_matmul("fp16")]), accs).seconds
+    t32 = device_steps(make_profile([big_matmul("fp32")]), accs).seconds
+    assert np.all(t32 > 2 * t16)
+
+
+def test_small_gemm_runs_far_below_peak(cat):
+    small = OperatorRecord(
+        "aten.mm",
+        "matmul",
+        "forward",
+        2.0 * 64**3,
+        3 * 2 * 64 * 64,
+        0.0,
+        "fp16",
+        count=1000,
+        gemm_mnk=(64, 64, 64),
+    )
+    acc = cat.accelerators["A100-SXM4-80GB"]
+    seconds = device_steps(make_profile([small]), [acc]).seconds[0]
+    achieved = small.flops / seconds
+    assert achieved < 0.05 * acc.peak_fp16_tflops * 1e12
+
+
+def test_ring_allreduce_matches_closed_form():
+    gradient = 1e9
+    bw = 100e9
+    for n in (2, 4, 8, 16):
+        expected = 2 * (n - 1) / n * gradient / bw + 2 * (n - 1) * 1e-5
+        assert float(ring_allreduce_seconds(gradient, n, bw, 1e-5)) == pytest.approx(expected)
+    assert float(ring_allreduce_seconds(gradient, 1, bw, 1e-5)) == 0.0
+
+
+def test_slowest_link_is_network_between_hosts_and_interconnect_inside():
+    bw, lat = link_for([1, 2], [4, 4], [64.0, 64.0], [25.0, 25.0], [0, 0])
+    assert bw[0] == pytest.approx(64 / 2 * 1e9 * LINK_EFFICIENCY)
+    assert lat[0] == INTRA_HOST_LATENCY_S
+    assert bw[1] < bw[0]  # 25 Gbps network is slower than PCIe
+    assert float(exposed_seconds(1.0, 2.0, 0.8)) == 0.0
+    assert float(exposed_seconds(1.0, 0.5, 0.8)) == pytest.approx(0.6)
+
+
+def test_many_small_vs_one_big_shows_communication(cat):
+    profile = make_profile([big_matmul(), big_copy()], gradient_bytes=4e8)
+    one_big = predict(profile, cat.instance("g5.12xlarge"), cat)
+    many_small = predict(profile, cat.instance("g5.2xlarge"), cat, nodes=4)
+    assert one_big.accelerators_per_node == 4 and many_small.nodes == 4
+    assert many_small.communication_time_s > one_big.communication_time_s
+    assert many_small.samples_per_second < one_big.samples_per_second
+    single = predict(profile, cat.instance("g5.2xlarge"), cat)
+    assert single.communication_time_s == 0.0
+    assert single.samples_per_second_low < single.samples_per_second < single.samples_per_second_high
+
+
+def test_calibration_transfers_by_model_ratio(cat):
+    profile = make_profile([big_matmul(), big_copy()])
+    a10g, t4 = cat.accelerators["A10G"], cat.accelerators["T4"]
+    spec_a10g = predict_step_time(profile, a10g)
+    spec_t4 = predict_step_time(profile, t4)
+    measurement = _measurement(profile, "A10G", rate=0.5 * profile.batch_size / spec_a10g.seconds)
+    calibration = Calibration.from_measurements(profile, [measurement], cat)
+    assert calibration.scale == pytest.approx(2.0)
+    measured = predict_step_time(profile, a10g, calibration)
+    assert measured.basis == "measured"
+    assert measured.seconds == pytest.approx(2 * spec_a10g.seconds)
+    transferred = predict_step_time(profile, t4, calibration)
+    assert transferred.basis == "calibrated"
+    assert transferred.seconds == pytest.approx(2 * spec_t4.seconds)
+    assert transferred.low < transferred.seconds < transferred.high
+
+
+def test_memory_fit_and_largest_batch(cat):
+    profile = make_profile([big_matmul()], activations=40e9, batch=64)
+    p = predict(profile, cat.instance("g5.2xlarge"), cat)  # A10G 24 GB
+    assert not p.fits and "GiB" in p.fit_reason
+    assert p.max_batch_that_fits is not None and 0 < p.max_batch_that_fits < 64
+    roomy = predict(profile, cat.instance("p4de.24xlarge"), cat)
+    assert roomy.fits
+
+
+def test_frame_covers_the_catalog_with_node_counts(cat):
+    profile = make_profile([big_matmul(), big_copy()])
+    frame = predict_frame(profile, cat, [1, 2])
+    assert len(frame) == 2 * len(cat.instance_types)
+    gpu = frame[(frame.instance_type == "p4d.24xlarge") & (frame.nodes == 2)].iloc[0]
+    assert gpu.samples_per_second > 0 and gpu.basis == "spec"
+    cpu = frame[frame.accelerator_key.isna() & (frame.nodes == 1)]
+    assert len(cpu) and (cpu.samples_per_second > 0).all()
+    assert math.isfinite(float(frame.samples_per_second.max()))
+
+
+def _measurement(profile: Profile, key: str, rate: float):
+    from perdollar.measure.result import HostFingerprint, Measurement, Rate
+
+    host = HostFingerprint(
+        cpu_model="x",
+        cpu_cores=8,
+        memory_gib=32,
+        accelerator=key,
+        accelerator_key=key,
+        accelerator_count=1,
+        driver=None,
+        instance_type="g5.2xlarge",
+        cloud="aws",
+    )
+    return Measurement(
+        status="ok",
+        mode="cached-input",
+        workload_name=profile.workload_name,
+        workload_fingerprint=profile.workload_fingerprint,
+        batch_size=profile.batch_size,
+        precision=profile.precision,
+        host=host,
+        started_at="2026-01-01T00:00:00Z",
+        samples_per_second=Rate(rate, rate * 0.99, rate * 1.01),
+    )
+
+
+def test_host_ceilings_name_their_bottleneck(cat):
+    profile = make_profile([big_matmul(), big_copy()])
+    free = predict(profile, cat.instance("g5.2xlarge"), cat)
+    starved = predict(
+        profile, cat.instance("g5.2xlarge"), cat, input_rate_per_core=0.01 * free.samples_per_second
+    )
+    assert starved.bottleneck == "input-pipeline"
+    assert starved.samples_per_second == pytest.approx(0.01 * free.samples_per_second * 8)  # 8 vCPUs
+    bigger_host = predict(
+        profile, cat.instance("g5.4xlarge"), cat, input_rate_per_core=0.01 * free.samples_per_second
+    )
+    assert bigger_host.samples_per_second > starved.samples_per_second  # 16 vCPUs feed the same GPU faster
+    streamed = predict(profile, cat.instance("g5.2xlarge"), cat, data_bytes_per_sample=1e9)
+    assert streamed.bottleneck == "network-ingest"
+    network_bytes = cat.instance("g5.2xlarge").network_gbps / 8 * 1e9
+    assert streamed.samples_per_second == pytest.approx(network_bytes / 1e9)

@@ -1,0 +1,164 @@
+"""`validate`: the pairing rules on a small hand-made CSV, and the command end to end."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perdollar import catalog as catalog_mod
+from perdollar.errors import PerdollarError
+from perdollar.predict.published import form_pairs, normalise, read_published_csv
+from perdollar.predict.validate import run_validation
+
+HEADER = [
+    "source",
+    "model",
+    "task",
+    "gpu",
+    "gpu_count",
+    "precision",
+    "batch_size",
+    "batch_scope",
+    "seq_len",
+    "throughput",
+    "unit",
+    "metric",
+    "throughput_scope",
+    "framework",
+    "system",
+    "flag",
+    "notes",
+    "file",
+]
+PERDOLLAR = [sys.executable, "-c", "from perdollar.cli import main; main()"]
+GLOBAL, TOTAL = "global (summed over GPUs)", "total over all GPUs in system"
+
+
+def row(
+    rid,
+    gpu,
+    *,
+    source="bench A",
+    model="Foo net",
+    notes="PyTorch=1.13.0a0",
+    count=1,
+    batch=64,
+    thr=100.0,
+    metric="throughput",
+    unit="images/s",
+    scope=TOTAL,
+    bscope=GLOBAL,
+    precision="fp32",
+):
+    return {
+        "source": source,
+        "model": model,
+        "task": "train",
+        "gpu": gpu,
+        "gpu_count": count,
+        "precision": precision,
+        "batch_size": batch,
+        "batch_scope": bscope,
+        "seq_len": "",
+        "throughput": thr,
+        "unit": unit,
+        "metric": metric,
+        "throughput_scope": scope,
+        "framework": "PyTorch",
+        "system": rid,
+        "flag": "",
+        "notes": notes,
+        "file": "hand.csv",
+    }
+
+
+@pytest.fixture()
+def hand_csv(tmp_path: Path) -> Path:
+    rows = [
+        row("r1", "T4", thr=100.0),
+        row("r2", "V100-SXM2-16GB", thr=300.0),
+        row("r3", "A100-SXM4-80GB", thr=900.0, notes="PyTorch=2.1.0"),  # other software era
+        row("r4", "A10", thr=200.0, source="bench B"),  # other source
+        row("r5", "RTX 3090", count=2, batch=128, thr=300.0),  # multi-GPU system total
+        row(
+            "r6",
+            "RTX A6000",
+            thr=100.0,
+            metric="latency",
+            unit="ms per iteration (latency)",
+            scope="wall time of one iteration",
+            bscope="per_gpu",
+            batch=8,
+        ),
+        row("r7", "L4", thr=120.0, batch=32),  # other per-GPU batch
+    ]
+    path = tmp_path / "hand.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=HEADER)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def test_pairs_need_same_source_era_batch_and_different_gpu(hand_csv: Path):
+    rows = normalise(read_published_csv(hand_csv), lambda name: name)
+    pairs = form_pairs(rows)
+    assert sorted(zip(pairs.gpu_anchor, pairs.gpu_target, strict=True)) == [
+        ("T4", "V100-SXM2-16GB"),
+        ("V100-SXM2-16GB", "T4"),
+    ]
+    only_t4 = form_pairs(rows, {"T4"})
+    assert list(only_t4.gpu_target) == ["T4"] and list(only_t4.gpu_anchor) == ["V100-SXM2-16GB"]
+
+
+def test_totals_and_global_batches_are_divided_by_gpu_count_and_latency_inverted(hand_csv: Path):
+    rows = normalise(read_published_csv(hand_csv), lambda name: name).set_index("system")
+    assert rows.loc["r5", "per_gpu_batch"] == 64 and rows.loc["r5", "per_gpu_throughput"] == 150
+    assert not rows.loc["r5", "usable"]  # multi-GPU rows are not paired
+    assert rows.loc["r6", "per_gpu_throughput"] == pytest.approx(8 / 0.1)
+    assert rows.loc["r1", "era"] != rows.loc["r3", "era"]
+
+
+def test_validation_on_hand_csv_counts_fallback_rows_separately(hand_csv: Path):
+    result = run_validation(hand_csv, catalog_mod.load(), ["T4"], refit=False)
+    assert result["pairs"] == 1
+    assert result["calibrated"]["n"] == 0  # "Foo net" has no reference workload
+    assert result["fallback"]["calibrated"]["n"] == 1
+    assert result["coverage"] == {"fraction": 1.0, "predicted_rows": 1, "candidate_rows": 1}
+    assert set(result["per_gpu"]) == {"T4"}
+    ape = result["fallback"]["calibrated"]["median_ape"]
+    assert 0 <= ape < 1.0  # T4 predicted slower than V100, not wildly off the published third
+
+
+def test_bad_file_is_a_one_line_error(tmp_path: Path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(PerdollarError, match="lacks the column"):
+        read_published_csv(bad)
+    done = subprocess.run([*PERDOLLAR, "validate", str(bad)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_validate_published_dev_beats_the_naive_baselines(shared_data: Path):
+    csv_path = shared_data / "measurements" / "published_dev.csv"
+    done = subprocess.run(
+        [*PERDOLLAR, "validate", str(csv_path), "--target-gpus", "T4,V100-SXM2-16GB", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    for block in (result["calibrated"], result["spec_only"], result["fallback"]["calibrated"]):
+        assert set(block) == {"n", "median_ape", "mean_ape", "within_10pct", "within_25pct"}
+    assert set(result["per_gpu"]) <= {"T4", "V100-SXM2-16GB"}
+    assert result["coverage"]["fraction"] > 0.8
+    everything = result["calibrated_all"]["median_ape"]
+    assert everything < result["baselines"]["bandwidth_ratio"]["median_ape"]
+    assert everything < result["baselines"]["geometric_mean"]["median_ape"]
