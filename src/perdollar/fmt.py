@@ -40,7 +40,8 @@ def format_band(value: float, low: float | None, high: float | None, unit: str =
         text = format_number(value)
     else:
         spread = max(high - value, value - low) / 2 or None
-        text = f"{format_number(value, spread)} ({format_number(low, spread)} … {format_number(high, spread)})"
+        low_text, high_text = format_number(low, spread), format_number(high, spread)
+        text = f"{format_number(value, spread)} ({low_text} … {high_text})"
     return f"{text} {unit}".rstrip()
 
 

@@ -20,6 +20,19 @@ from perdollar.errors import PerdollarError
 
 CLOUDS = ("aws", "gcp", "azure")
 
+# What an instance type contributes to each of its offers' rows.
+HARDWARE_COLUMNS = (
+    "vcpus",
+    "memory_gib",
+    "arch",
+    "accelerator_name",
+    "accelerator_key",
+    "accelerator_count",
+    "accelerator_memory_gib_total",
+    "network_gbps",
+    "efa_interfaces",
+)
+
 OFFER_FRAME_COLUMNS = (
     "cloud",
     "instance_type",
@@ -31,15 +44,7 @@ OFFER_FRAME_COLUMNS = (
     "interruption_bucket",
     "captured_at",
     "flags",
-    "vcpus",
-    "memory_gib",
-    "arch",
-    "accelerator_name",
-    "accelerator_key",
-    "accelerator_count",
-    "accelerator_memory_gib_total",
-    "network_gbps",
-    "efa_interfaces",
+    *HARDWARE_COLUMNS,
 )
 
 

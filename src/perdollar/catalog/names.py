@@ -48,6 +48,10 @@ def guess_cloud(name: str) -> Cloud | None:
     return None
 
 
+# Tried in order; a TPU name would also match the general GCP pattern.
+_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {"aws": (_EC2,), "gcp": (_TPU, _GCP), "azure": (_AZURE,)}
+
+
 def parse_instance_name(name: str, cloud: str | None = None) -> NameParts:
     """Split an instance name into prefix, family, generation, attributes and size.
 
@@ -56,31 +60,11 @@ def parse_instance_name(name: str, cloud: str | None = None) -> NameParts:
     """
     text = name.strip()
     which = cloud or guess_cloud(text)
-    if which == "aws":
-        match = _EC2.match(text)
+    for pattern in _PATTERNS.get(which or "", ()):
+        match = pattern.match(text)
         if match:
             return NameParts(
-                prefix=match["prefix"],
-                family=match["family"],
-                generation=match["generation"],
-                attributes=match["attributes"],
-                size=match["size"],
-            )
-    elif which == "gcp":
-        match = _TPU.match(text) or _GCP.match(text)
-        if match:
-            return NameParts(
-                prefix=None,
-                family=match["family"],
-                generation=match["generation"],
-                attributes=match["attributes"],
-                size=match["size"],
-            )
-    elif which == "azure":
-        match = _AZURE.match(text)
-        if match:
-            return NameParts(
-                prefix=match["prefix"],
+                prefix=match.groupdict().get("prefix"),  # only EC2/SageMaker and Azure names have one
                 family=match["family"],
                 generation=match["generation"],
                 attributes=match["attributes"],

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from perdollar.catalog.catalog import check_cloud, none_for_missing
+from perdollar.catalog.catalog import HARDWARE_COLUMNS, check_cloud, none_for_missing
 from perdollar.errors import PerdollarError
 
 if TYPE_CHECKING:
@@ -85,17 +85,7 @@ def listing_frame(catalog: Catalog | None = None) -> pd.DataFrame:
     instances = catalog.instances_frame().set_index(["cloud", "instance_type"])
     missing = frame["vcpus"].isna() & frame["price_per_hour"].isna()
     if missing.any():
-        for column in (
-            "vcpus",
-            "memory_gib",
-            "arch",
-            "accelerator_name",
-            "accelerator_key",
-            "accelerator_count",
-            "accelerator_memory_gib_total",
-            "network_gbps",
-            "efa_interfaces",
-        ):
+        for column in HARDWARE_COLUMNS:
             frame.loc[missing, column] = [
                 instances.at[(c, n), column]
                 for c, n in zip(frame.loc[missing, "cloud"], frame.loc[missing, "instance_type"], strict=True)

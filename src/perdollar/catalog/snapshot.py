@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from perdollar.catalog.catalog import Catalog
+from perdollar.catalog.catalog import HARDWARE_COLUMNS, Catalog
 from perdollar.catalog.csv_rows import REBUILD_FIX, Rows, choice_cell, number_cell, optional
 from perdollar.catalog.model import Accelerator, InstanceType, Offer
 from perdollar.catalog.names import parse_instance_name
@@ -62,20 +62,7 @@ ACCELERATOR_COLUMNS = (
     "source",
 )
 ALIAS_COLUMNS = ("alias", "accelerator_key", "kind")
-INSTANCE_COLUMNS = (
-    "cloud",
-    "name",
-    "vcpus",
-    "memory_gib",
-    "arch",
-    "accelerator_name",
-    "accelerator_key",
-    "accelerator_count",
-    "accelerator_memory_gib_total",
-    "network_gbps",
-    "efa_interfaces",
-    "local_disk_gb",
-)
+INSTANCE_COLUMNS = ("cloud", "name", *HARDWARE_COLUMNS, "local_disk_gb")
 OFFER_COLUMNS = (
     "cloud",
     "instance_type",

@@ -16,7 +16,8 @@ import click
 import typer
 
 from perdollar.cli import common
-from perdollar.errors import EXIT_USAGE, PerdollarError
+from perdollar.cli.usage import USAGE_ERRORS, report_usage_error
+from perdollar.errors import PerdollarError
 
 HELP = """\
 Which cloud machine should this deep-learning workload run on?
@@ -118,12 +119,11 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         common.print_error(error.one_line())
         sys.exit(error.exit_code)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, typer.Abort):
         common.print_error("interrupted")
         sys.exit(130)
-    except click.ClickException as error:
-        error.show()
-        sys.exit(error.exit_code if error.exit_code else EXIT_USAGE)
+    except USAGE_ERRORS as error:
+        sys.exit(report_usage_error(error))
     except KeyboardInterrupt:
         common.print_error("interrupted")
         sys.exit(130)

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from perdollar.cli import common
+from perdollar.cli.persist import check_store
 from perdollar.errors import EXIT_FAILURE, EXIT_OK, PerdollarError
 
 BENCH_HELP = (
@@ -198,6 +199,7 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         target = list(target or [])
         duration_s = _duration_seconds(duration) if duration else None
+        check_store(store_url, enabled=not no_store)
         if _command_mode(target):
             return run_command_cli(target, pattern=pattern, duration_s=duration_s,
                                    timeout_s=timeout, json_output=json_output, store_url=store_url,
@@ -205,6 +207,9 @@ def register(app: typer.Typer) -> None:
         if len(target) != 1:
             raise PerdollarError("give one workload to measure", "e.g. perdollar bench mlp")
         workload = target[0]
+        from perdollar.workload.step import resolve_device
+
+        resolve_device(device)  # a misspelt device is bad input (exit 2), not a failed run (exit 1)
         if inference:
             from perdollar.cli.inference_cmd import bench_inference
 

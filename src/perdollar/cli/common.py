@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
-import enum
 import json
-import math
 import os
 import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -20,6 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from perdollar.errors import PerdollarError
+from perdollar.jsonable import to_jsonable
 
 
 class _State:
@@ -45,27 +41,6 @@ err_console = Console(stderr=True)
 def print_error(message: str) -> None:
     # The message is user data (file names, extras like perdollar[gpu]): never read it as markup.
     err_console.print(f"[bold red]perdollar: error:[/] {escape(message)}", highlight=False, soft_wrap=True)
-
-
-def to_jsonable(value: Any) -> Any:
-    """Dataclasses, enums, dates, paths, numpy scalars and NaN → plain JSON values."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, dt.datetime | dt.date):
-        return value.isoformat()
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if hasattr(value, "item") and callable(value.item):  # numpy scalar
-        return to_jsonable(value.item())
-    return value
 
 
 def emit_json(value: Any) -> None:

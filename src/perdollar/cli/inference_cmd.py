@@ -1,7 +1,9 @@
-"""Inference: the local latency curve, a real HTTP serving check, and the cheapest deployment.
+"""Inference: the local latency curve and the cheapest deployment within a latency SLO.
 
 ``perdollar bench WORKLOAD --inference`` and ``perdollar recommend WORKLOAD --inference`` call
-:func:`bench_inference` and :func:`recommend_inference`; ``perdollar serve-bench`` lives here.
+:func:`bench_inference` and :func:`recommend_inference`; ``perdollar serve-bench`` lives in
+:mod:`perdollar.cli.serve_bench_cmd` and is registered from here. Tables are in
+:mod:`perdollar.cli.inference_render`.
 """
 
 from __future__ import annotations
@@ -11,62 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
 
-from perdollar.cli import common
+from perdollar.cli import common, serve_bench_cmd
+from perdollar.cli.inference_render import curve_table, deployment_rows, deployment_table, excluded_rows
 from perdollar.errors import NothingFeasibleError, PerdollarError
-from perdollar.fmt import format_money
-
-SERVE_BENCH_HELP = (
-    "Start a real HTTP model server on 127.0.0.1 and load-test it at rising request rates.\n\n"
-    "The server (uvicorn + a small Starlette app) runs one forward pass of WORKLOAD per request on one "
-    "model replica. A bounded open-loop client offers Poisson traffic at each rate for --step-seconds and "
-    "reports P50/P90/P95/P99 latency, counted from each request's scheduled send time so that queueing in "
-    "the server counts, and the achieved rate. It stops when the server falls behind (achieved < 90% of "
-    "offered), requests fail, P99 crosses --p99-ceiling-ms, or --max-rps is reached.\n\n"
-    "  perdollar serve-bench mlp\n\n"
-    "  perdollar serve-bench bert-base --rates 2,5,10 --step-seconds 3\n\n"
-    "  perdollar serve-bench mlp --noop --start-rps 500 --max-rps 8000   (the HTTP path alone)"
-)
-
-MAX_RATE_STEPS = 30
-SATURATED = 0.9  # achieved / offered below this: the server cannot keep up
-
-
-def _parse_rates(text: str | None) -> list[float] | None:
-    if not text:
-        return None
-    try:
-        rates = [float(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise PerdollarError(
-            f"--rates {text!r} is not a list of numbers", "write it like 10,50,100"
-        ) from None
-    if not rates or any(rate <= 0 for rate in rates):
-        raise PerdollarError(f"--rates {text!r} must hold positive rates", "write it like 10,50,100")
-    return rates[:MAX_RATE_STEPS]
-
-
-def rate_ladder(start: float, stop: float, growth: float) -> list[float]:
-    if start <= 0 or stop < start or growth <= 1:
-        raise PerdollarError(
-            "rates must satisfy 0 < --start-rps ≤ --max-rps and --growth > 1",
-            "e.g. --start-rps 5 --max-rps 2000 --growth 2",
-        )
-    rates, rate = [], start
-    while rate <= stop * (1 + 1e-9) and len(rates) < MAX_RATE_STEPS:
-        rates.append(rate)
-        rate *= growth
-    return rates
-
-
-def _ms(value: float) -> str:
-    if value != value:
-        return "–"
-    if value == float("inf"):
-        return "overload"
-    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
-
 
 # --- bench --inference ------------------------------------------------------------------------
 
@@ -106,32 +56,6 @@ def curve_measurement(curve: Any, host: Any, started_at: str, duration_s: float)
             "device": curve.device,
         },
     )
-
-
-def _curve_table(curve: Any) -> Table:
-    table = Table(
-        title=f"{curve.workload_name} latency curve on this machine ({curve.device}, {curve.precision}); "
-        "latency in ms per request of one batch",
-        title_justify="left",
-    )
-    for header in ("batch", "clients", "requests", "P50", "P90", "P95", "P99", "req/s", "samples/s"):
-        table.add_column(header, justify="right")
-    for p in curve.points:
-        if p.status != "ok":
-            table.add_row(str(p.batch_size), "–", "–", p.status, "", "", "", "", "")
-            continue
-        table.add_row(
-            str(p.batch_size),
-            str(p.concurrency),
-            f"{p.requests:,}",
-            _ms(p.p50_ms),
-            _ms(p.p90_ms),
-            _ms(p.p95_ms),
-            _ms(p.p99_ms),
-            f"{p.requests_per_second:,.0f}",
-            f"{p.samples_per_second:,.0f}",
-        )
-    return table
 
 
 def bench_inference(
@@ -190,7 +114,7 @@ def bench_inference(
         if curve.status != "ok" and not curve.points:
             common.console.print(f"[red]{curve.status}[/]: {curve.message}", highlight=False)
         else:
-            common.console.print(_curve_table(curve))
+            common.console.print(curve_table(curve))
             common.console.print(
                 f"Stopped: {curve.stop_reason}. Each point: {point_seconds:g} s after warm-up; "
                 "latency per request of one batch, closed-loop clients.",
@@ -201,165 +125,6 @@ def bench_inference(
         if stored_id:
             common.console.print(f"Stored as measurement {stored_id}.", highlight=False)
     return 0 if measurement.status == "ok" else 1
-
-
-# --- serve-bench -------------------------------------------------------------------------------
-
-
-def run_serve_bench(
-    workload: str | None,
-    *,
-    rates: list[float],
-    step_seconds: float,
-    batch_size: int | None,
-    precision: str | None,
-    device: str,
-    connections: int,
-    p99_ceiling_ms: float | None,
-    report: Any = None,
-) -> tuple[Any, list[Any], str]:
-    """Load-test a fresh server at each rate; returns (server info, results, why it stopped)."""
-    from perdollar.measure.serving.loadgen import open_loop
-    from perdollar.measure.serving.server import running_server
-
-    path, method, body = ("/noop", "GET", b"") if workload is None else ("/predict", "POST", b"{}")
-    results: list[Any] = []
-    reason = "reached the last rate"
-    max_seconds = len(rates) * (step_seconds + 10) + 120
-    with running_server(
-        workload, batch_size=batch_size, precision=precision, device=device, max_seconds=max_seconds
-    ) as server:
-        for index, rate in enumerate(rates):
-            if report:
-                report(f"{rate:g} requests/s", index / len(rates))
-            try:
-                result = open_loop(
-                    server.host,
-                    server.port,
-                    rate=rate,
-                    duration_s=step_seconds,
-                    path=path,
-                    method=method,
-                    body=body,
-                    connections=connections,
-                    seed=index,
-                )
-            except OSError as error:  # the server went away: what was measured so far stands
-                reason = f"could not reach the server at {rate:g} requests/s ({error})"
-                break
-            results.append(result)
-            if result.error_fraction > 0.01:
-                reason = f"{result.errors} failed requests at {rate:g} requests/s"
-                break
-            if result.achieved_rps < SATURATED * (result.scheduled_rps or rate):
-                reason = (
-                    f"saturated: {result.achieved_rps:,.4g} of {rate:g} requests/s offered were served "
-                    "on schedule"
-                )
-                break
-            if p99_ceiling_ms is not None and result.p99_ms > p99_ceiling_ms:
-                reason = f"P99 {result.p99_ms:.3g} ms crossed the {p99_ceiling_ms:g} ms ceiling at {rate:g}/s"
-                break
-    return server, results, reason
-
-
-def _load_table(title: str, results: list[Any]) -> Table:
-    table = Table(title=title, title_justify="left")
-    for header in ("offered/s", "served/s", "requests", "errors", "P50", "P90", "P95", "P99", "max"):
-        table.add_column(header, justify="right")
-    for r in results:
-        table.add_row(
-            f"{r.offered_rps:,.4g}",
-            f"{r.achieved_rps:,.4g}",
-            f"{r.requests:,}",
-            str(r.errors),
-            _ms(r.p50_ms),
-            _ms(r.p90_ms),
-            _ms(r.p95_ms),
-            _ms(r.p99_ms),
-            _ms(r.max_ms),
-        )
-    return table
-
-
-def register(app: typer.Typer) -> None:
-    """Add ``serve-bench``."""
-
-    @app.command("serve-bench", help=SERVE_BENCH_HELP, no_args_is_help=True)
-    def serve_bench_command(
-        workload: str = typer.Argument(..., help="Built-in name (mlp, bert-base, …) or file.py:function."),
-        batch_size: int | None = typer.Option(None, "--batch-size", help="Samples per request (default: 1)."),
-        precision: str | None = typer.Option(None, "--precision", help="fp32, bf16, amp-bf16, …"),
-        rates: str | None = typer.Option(
-            None, "--rates", help="Exact rates to offer, e.g. 10,50,100 (req/s)."
-        ),
-        start_rps: float = typer.Option(5.0, "--start-rps", help="First offered rate (requests/s)."),
-        max_rps: float = typer.Option(5000.0, "--max-rps", help="Last offered rate (requests/s)."),
-        growth: float = typer.Option(2.0, "--growth", help="Each step offers this many times the last rate."),
-        step_seconds: float = typer.Option(2.0, "--step-seconds", help="Seconds of traffic per rate (≤ 60)."),
-        p99_ceiling_ms: float | None = typer.Option(
-            None, "--p99-ceiling-ms", help="Stop once P99 exceeds this (ms)."
-        ),
-        connections: int = typer.Option(64, "--connections", help="Keep-alive connections of the client."),
-        noop: bool = typer.Option(False, "--noop", help="Load the server's no-op endpoint (no model)."),
-        device: str = typer.Option("cpu", "--device", help="cpu, cuda, auto."),
-        json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
-    ) -> int:
-        if not 0 < step_seconds <= 60:
-            raise PerdollarError(
-                f"--step-seconds must be in (0, 60], got {step_seconds:g}", "e.g. --step-seconds 2"
-            )
-        if not 1 <= connections <= 1024:
-            raise PerdollarError(f"--connections must be 1–1024, got {connections}", "e.g. --connections 64")
-        offered = _parse_rates(rates) or rate_ladder(start_rps, max_rps, growth)
-        with common.progress("serve-bench", total=1.0, quiet=json_output) as bar:
-            bar.update(description=f"starting the server for {workload}")
-            server, results, reason = run_serve_bench(
-                None if noop else workload,
-                rates=offered,
-                step_seconds=step_seconds,
-                batch_size=1 if batch_size is None and not noop else batch_size,
-                precision=precision,
-                device=device,
-                connections=connections,
-                p99_ceiling_ms=p99_ceiling_ms,
-                report=lambda phase, fraction: bar.update(
-                    description=f"offering {phase}", completed=fraction
-                ),
-            )
-        target = "no-op endpoint" if noop else f"{workload} at batch {server.batch_size} per request"
-        if json_output:
-            common.emit_json(
-                {
-                    "workload": None if noop else workload,
-                    "in_process_forward_ms": None if noop else server.forward_ms,
-                    "batch_size": server.batch_size,
-                    "endpoint": "/noop" if noop else "/predict",
-                    "steps": results,
-                    "stop_reason": reason,
-                }
-            )
-            return 0
-        common.console.print(
-            _load_table(
-                f"HTTP serving check: {target}, uvicorn on 127.0.0.1, latency in ms, "
-                f"{step_seconds:g} s of Poisson traffic per rate",
-                results,
-            )
-        )
-        common.console.print(
-            f"Stopped: {reason}. Latency counts from each request's scheduled send time.",
-            highlight=False,
-        )
-        if not noop and results and server.forward_ms > 0:
-            overhead = results[0].p50_ms - server.forward_ms
-            common.console.print(
-                f"In-process forward pass at batch {server.batch_size}: {server.forward_ms:.3g} ms (median "
-                f"of warm-up); at {results[0].offered_rps:g} requests/s the HTTP client's P50 is "
-                f"{results[0].p50_ms:.3g} ms, so HTTP and queueing add about {overhead:.2g} ms.",
-                highlight=False,
-            )
-        return 0
 
 
 # --- recommend --inference ----------------------------------------------------------------------
@@ -395,90 +160,6 @@ def _measured_curves(
         elif points and measurement.extra.get("device", "cpu") == "cpu":
             cpu = (float(measurement.host.cpu_cores), points)
     return curves, cpu
-
-
-def _deployment_rows(frame: Any, top: int) -> list[dict[str, Any]]:
-    keep = [
-        "cloud",
-        "instance_type",
-        "region",
-        "market",
-        "accelerator_key",
-        "accelerator_count",
-        "instances",
-        "spot_extra_instances",
-        "replicas",
-        "batch",
-        "max_wait_ms",
-        "latency_ms",
-        "latency_high_ms",
-        "capacity_per_replica",
-        "rate_per_replica",
-        "utilisation",
-        "price_per_hour",
-        "deployment_price_per_hour",
-        "usd_per_million_requests",
-        "usd_per_million_requests_high",
-        "basis",
-        "interruption_bucket",
-        "captured_at",
-    ]
-    feasible = frame[frame["feasible"]].drop_duplicates(["cloud", "instance_type", "market"]).head(top)
-    return [{k: row.get(k) for k in keep} for row in feasible.to_dict("records")]
-
-
-def _excluded_rows(frame: Any) -> list[dict[str, Any]]:
-    excluded = frame[~frame["feasible"]].drop_duplicates(["accelerator_key", "excluded_reason"])
-    return [
-        {
-            "accelerator": row["accelerator_key"] or "(CPU)",
-            "example_instance": row["instance_type"],
-            "reason": row["excluded_reason"],
-        }
-        for row in excluded.to_dict("records")
-    ]
-
-
-def _deployment_table(rows: list[dict[str, Any]], label: str, qps: float) -> Table:
-    table = Table(title=f"Cheapest deployments for {qps:g} requests/s ({label})", title_justify="left")
-    for header in (
-        "#",
-        "instance",
-        "cloud / region",
-        "market",
-        "accel.",
-        "inst.",
-        "replicas",
-        "batch",
-        "wait ms",
-        "P ms (band)",
-        "req/s per replica",
-        "$/h",
-        "$/M req (band)",
-        "basis",
-    ):
-        table.add_column(header, justify="right" if header not in ("instance", "cloud / region") else "left")
-    for rank, row in enumerate(rows, 1):
-        count = row["accelerator_count"] or 0
-        accel = f"{count:g}× {row['accelerator_key']}" if row["accelerator_key"] else "CPU"
-        spot_extra = f" (+{row['spot_extra_instances']})" if row["spot_extra_instances"] else ""
-        table.add_row(
-            str(rank),
-            row["instance_type"],
-            f"{row['cloud']} {row['region']}",
-            row["market"],
-            accel,
-            f"{row['instances']}{spot_extra}",
-            str(row["replicas"]),
-            str(row["batch"]),
-            f"{row['max_wait_ms']:.2g}",
-            f"{_ms(row['latency_ms'])} ({_ms(row['latency_high_ms'])})",
-            f"{row['capacity_per_replica']:,.0f}",
-            format_money(row["deployment_price_per_hour"]),
-            f"{row['usd_per_million_requests']:.3g} ({row['usd_per_million_requests_high']:.3g})",
-            row["basis"],
-        )
-    return table
 
 
 def recommend_inference(
@@ -540,8 +221,8 @@ def recommend_inference(
         from perdollar.report.html import write_report
 
         write_report(recommendation, report_path)
-    rows = _deployment_rows(answer.frame, top)
-    excluded = _excluded_rows(answer.frame)
+    rows = deployment_rows(answer.frame, top)
+    excluded = excluded_rows(answer.frame)
     if json_output:
         common.emit_json(
             {
@@ -556,7 +237,7 @@ def recommend_inference(
         )
     else:
         if rows:
-            common.console.print(_deployment_table(rows, target.slo_label, qps))
+            common.console.print(deployment_table(rows, target.slo_label, qps))
             common.console.print(
                 f"P ms: predicted P{round(max(slo) * 100)} at {target.headroom:g}× the rate "
                 "(in brackets: if every batch ran at the slow edge of the prediction); $/M req in brackets: "
@@ -577,3 +258,8 @@ def recommend_inference(
             "relax the SLO, lower --qps, or allow more clouds and markets",
         )
     return 0
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve-bench`` (the ``--inference`` modes hang off ``bench`` and ``recommend``)."""
+    serve_bench_cmd.register(app)

@@ -11,6 +11,17 @@ from typing import Any
 from perdollar.cli.common import err_console
 
 
+def check_store(store_url: str | None, *, enabled: bool = True) -> None:
+    """Open (and so create or migrate) the store before minutes of work whose result it must keep:
+    a wrong URL is reported first, not after the measurement it would have lost."""
+    if not enabled:
+        return
+    from perdollar.store import open_store
+
+    with open_store(store_url):
+        pass
+
+
 def save_measurement(
     measurement: Any, *, store_url: str | None, enabled: bool = True, source: str = "bench"
 ) -> str | None:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from perdollar.cli import common
+from perdollar.cli import common, recommend_inputs
+from perdollar.cli.persist import check_store
+from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
 
 RECOMMEND_HELP = (
@@ -38,95 +39,6 @@ COMPARE_HELP = (
     '  perdollar compare vit-b16 "4x g5.2xlarge spot" "4x g5.4xlarge spot" "1x g5.12xlarge on-demand"\n'
     '  perdollar compare resnet50 "1x p4d.24xlarge spot @us-east-1" "8x g6e.xlarge spot" --samples 1e9'
 )
-
-
-def _quiet_progress(json_output: bool) -> Any:
-    return common.progress("recommend", quiet=json_output)
-
-
-def _target_samples(samples: str | None, epochs: float | None, dataset_size: str | None) -> float | None:
-    if samples and epochs is not None:
-        raise PerdollarError("give --samples or --epochs, not both", "drop one of them")
-    if samples:
-        return common.parse_count(samples, "--samples")
-    if epochs is not None:
-        if not dataset_size:
-            raise PerdollarError("--epochs needs --dataset-size", "add --dataset-size N (samples per epoch)")
-        if epochs <= 0:
-            raise PerdollarError(f"--epochs must be positive, got {epochs}", "give a positive number")
-        return epochs * common.parse_count(dataset_size, "--dataset-size")
-    if dataset_size:
-        raise PerdollarError("--dataset-size needs --epochs", "add --epochs E")
-    return None
-
-
-def _interruption(text: str | None) -> float | None:
-    if text is None:
-        return None
-    from perdollar.price.frame import monthly_fraction_from_text
-
-    try:
-        return monthly_fraction_from_text(text)
-    except ValueError:
-        raise PerdollarError(
-            f"--interruption-rate {text!r} is not a monthly fraction",
-            "write it like 10% or 0.1 (share of instances interrupted per month)",
-        ) from None
-
-
-def _load_measurements(path: Path | None) -> list[Any]:
-    if path is None:
-        return []
-    if not path.exists():
-        raise PerdollarError(
-            f"--measurements {path} does not exist", "give a CSV (published schema) or bench JSON"
-        )
-    try:
-        from perdollar.predict.imports import load_measurements_file
-    except ImportError:
-        return _bench_json(path)
-    return list(load_measurements_file(path))
-
-
-def _bench_json(path: Path) -> list[Any]:
-    """perdollar's own bench JSON (one measurement or {"measurements": [...]})."""
-    import json
-
-    from perdollar.measure.serialize import measurement_from_dict
-
-    try:
-        document = json.loads(path.read_text())
-        items = document.get("measurements", [document]) if isinstance(document, dict) else document
-        return [measurement_from_dict(item) for item in items]
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise PerdollarError(
-            f"--measurements {path} is not perdollar bench JSON ({error})",
-            "give the output of perdollar bench --json",
-        ) from None
-
-
-def _profile(workload: str, batch_size: int | None, precision: str | None, say: Any) -> tuple[Any, Any]:
-    from perdollar.profile import profile_workload
-    from perdollar.workload import load_workload
-
-    spec = load_workload(workload, batch_size=batch_size, precision=precision)
-    say(f"profiling {spec.name} (batch {spec.batch_size}, {spec.precision})")
-    return spec, profile_workload(spec)
-
-
-def _measure_here(spec: Any, json_output: bool, store_url: str | None, store: bool) -> list[Any]:
-    from perdollar.cli.persist import save_measurement
-    from perdollar.measure import run_benchmark
-
-    with common.progress(f"measuring {spec.name} on this machine", quiet=json_output):
-        measurement = run_benchmark(spec, mode="cached-input", duration_s=20.0)
-    save_measurement(measurement, store_url=store_url, enabled=store)
-    if not measurement.ok:
-        common.err_console.print(
-            f"local measurement {measurement.status}: {measurement.message}; predicting from specs",
-            highlight=False,
-        )
-    return [measurement]
 
 
 def register(app: typer.Typer) -> None:
@@ -198,6 +110,7 @@ def register(app: typer.Typer) -> None:
             None, "--max-wait-ms", help="--inference: batching wait cap (ms)."
         ),
     ) -> int:
+        check_store(store_url, enabled=not no_store)
         if inference:
             if qps is None:
                 raise PerdollarError("--inference needs --qps", "e.g. --inference --qps 200 --p99-ms 50")
@@ -222,9 +135,9 @@ def register(app: typer.Typer) -> None:
             )
         if top < 1:
             raise PerdollarError(f"--top must be at least 1, got {top}", "give e.g. --top 10")
-        target = _target_samples(samples, epochs, dataset_size)
+        target = recommend_inputs.target_samples(samples, epochs, dataset_size)
         deadline_hours = common.parse_duration_hours(deadline, "--deadline") if deadline else None
-        rate = _interruption(interruption_rate)
+        rate = recommend_inputs.interruption_rate_from_text(interruption_rate)
         from perdollar.catalog import load as load_catalog
         from perdollar.select.recommend import recommend
 
@@ -234,10 +147,10 @@ def register(app: typer.Typer) -> None:
                 handle.update(description=message)
 
             catalog = load_catalog()
-            spec, profile = _profile(workload, batch_size, precision, say)
-            found = _load_measurements(measurements)
+            spec, profile = recommend_inputs.profile_spec(workload, batch_size, precision, say)
+            found = recommend_inputs.load_measurements(measurements)
             if measure:
-                found += _measure_here(spec, json_output, store_url, not no_store)
+                found += recommend_inputs.measure_here(spec, json_output, store_url, not no_store)
             recommendation = recommend(
                 workload,
                 samples=target,
@@ -270,26 +183,15 @@ def register(app: typer.Typer) -> None:
             from perdollar.report.html import write_report
 
             write_report(recommendation, report)
-        if json_output:
-            from perdollar.select.serialize import recommendation_to_dict
-
-            common.emit_json(
-                {
-                    **recommendation_to_dict(recommendation),
-                    "id": stored,
-                    "report": str(report) if report else None,
-                }
-            )
-            return EXIT_OK
-        from perdollar.report.tables import print_recommendation
-
-        print_recommendation(
-            common.console, recommendation, top=top, show_excluded=show_excluded, unit=profile.sample_unit
+        show_recommendation(
+            recommendation,
+            stored_id=stored,
+            report=report,
+            json_output=json_output,
+            top=top,
+            show_excluded=show_excluded,
+            unit=profile.sample_unit,
         )
-        if stored:
-            common.console.print(f"[dim]stored as {stored}[/]", highlight=False)
-        if report is not None:
-            common.console.print(f"report written to {report}", highlight=False)
         return EXIT_OK
 
     @app.command("compare", help=COMPARE_HELP, no_args_is_help=True)
@@ -322,14 +224,16 @@ def register(app: typer.Typer) -> None:
         from perdollar.select.model import Question
         from perdollar.select.recommend import spot_assumptions
 
-        target_samples = _target_samples(samples, None, None)
+        target_samples = recommend_inputs.target_samples(samples, None, None)
         deadline_hours = common.parse_duration_hours(deadline, "--deadline") if deadline else None
         if deadline_hours and not target_samples:
             raise PerdollarError("--deadline needs --samples", "add --samples N")
         with common.progress("compare", quiet=json_output) as handle:
             catalog = load_catalog()
-            _spec, profile = _profile(workload, batch_size, precision, lambda m: handle.update(description=m))
-            found = [m for m in _load_measurements(measurements) if m.ok]
+            _spec, profile = recommend_inputs.profile_spec(
+                workload, batch_size, precision, lambda m: handle.update(description=m)
+            )
+            found = [m for m in recommend_inputs.load_measurements(measurements) if m.ok]
             calibration = None
             if found:
                 from perdollar.predict import Calibration
@@ -345,7 +249,7 @@ def register(app: typer.Typer) -> None:
                     for k, v in {
                         "checkpoint_seconds": checkpoint_seconds,
                         "restart_minutes": restart_minutes,
-                        "interruption_rate": _interruption(interruption_rate),
+                        "interruption_rate": recommend_inputs.interruption_rate_from_text(interruption_rate),
                     }.items()
                     if v is not None
                 },
@@ -360,32 +264,14 @@ def register(app: typer.Typer) -> None:
                 assumptions=assumptions,
                 calibration=calibration,
             )
-        if json_output:
-            common.emit_json(
-                {
-                    "workload": workload,
-                    "catalog_captured_at": str(catalog.captured_at),
-                    "comparison": comparison,
-                }
-            )
-            return EXIT_OK
-        from perdollar.price.frame import describe_assumptions
-        from perdollar.report.tables import comparison_table
-
-        common.console.print(
-            comparison_table(
-                comparison.estimates,
-                comparison.labels,
-                unit=profile.sample_unit,
-                has_target=bool(target_samples),
-                deadline_hours=deadline_hours,
-            )
-        )
-        common.console.print(comparison.summary, highlight=False, markup=False)
-        common.console.print(
-            f"[dim]{describe_assumptions(assumptions)}; ± from the prediction bands "
-            f"(correlated on the same chip) and the spot bucket's width; "
-            f"catalog captured {catalog.captured_at}[/]",
-            highlight=False,
+        show_comparison(
+            comparison,
+            workload=workload,
+            catalog_captured_at=str(catalog.captured_at),
+            assumptions=assumptions,
+            unit=profile.sample_unit,
+            has_target=bool(target_samples),
+            deadline_hours=deadline_hours,
+            json_output=json_output,
         )
         return EXIT_OK

@@ -201,9 +201,10 @@ def check(
     perdollar check mlp
     perdollar check vit-b16 --instance g5.xlarge --duration 5
     """
-    from perdollar.cli.persist import save_measurement
+    from perdollar.cli.persist import check_store, save_measurement
     from perdollar.report.check_run import run_checks
 
+    check_store(store_url, enabled=store)
     with progress(f"checking {workload}", total=5 if nproc > 1 else 4, quiet=json_output) as bar:
 
         def step(text: str) -> None:

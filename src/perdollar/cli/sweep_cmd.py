@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from perdollar.cli import common
+from perdollar.cli.output_files import ensure_folder, write_text_file
+from perdollar.cli.persist import check_store
+from perdollar.cli.sweep_render import outcome_row, print_event, print_export, print_plan, print_result
 from perdollar.errors import PerdollarError
-from perdollar.fmt import format_money
 
 SWEEP_HELP = (
     "Benchmark the workload on the best candidates for real, store the results, recalibrate and "
@@ -84,79 +84,6 @@ def _default_out(now: dt.datetime) -> Path:
     return data_dir() / "sweeps" / now.strftime("%Y%m%dT%H%M%SZ")
 
 
-def _outcome_row(outcome: Any) -> dict[str, Any]:
-    measurement = outcome.measurement
-    rate = measurement.samples_per_second if measurement is not None else None
-    return {
-        "candidate": outcome.job.candidate,
-        "job": outcome.job.name,
-        "executor": outcome.executor,
-        "status": outcome.status,
-        "reason": outcome.reason,
-        "samples_per_second": rate,
-        "measured_on": (measurement.host.instance_type if measurement is not None else None),
-        "cost_cap_usd": outcome.job.caps.max_dollars,
-        "wall_seconds": outcome.wall_seconds,
-        "log": outcome.log_path,
-    }
-
-
-def _print_plan(rows: list[dict[str, Any]], total: float) -> None:
-    folder = Path(rows[0]["yaml"]).parent if rows else "—"
-    table = Table(title="sweep plan (dry run)", title_justify="left")
-    for column in ("#", "candidate", "why", "measures", "killed after", "cost cap", "task YAML"):
-        table.add_column(column)
-    for i, row in enumerate(rows, 1):
-        table.add_row(
-            str(i),
-            row["candidate"],
-            row["why"],
-            f"{row['duration_s']:.0f} s",
-            f"{row['max_seconds']:.0f} s",
-            format_money(row["cost_cap_usd"]),
-            Path(row["yaml"]).name,
-        )
-    common.console.print(table)
-    common.console.print(
-        f"worst case for all {len(rows)} jobs: {format_money(total)} "
-        f"(caps include provisioning and setup time); task files in {folder}",
-        highlight=False,
-    )
-
-
-def _print_result(result: Any, saved: dict[str, str | None], out_dir: Path) -> None:
-    from perdollar.fmt import format_band
-
-    table = Table(title=f"sweep via {result.executor} ({result.strategy})", title_justify="left")
-    for column in ("candidate", "status", "samples/s measured", "measured on", "cost cap", "reason"):
-        table.add_column(column)
-    for outcome in result.outcomes:
-        row = _outcome_row(outcome)
-        rate = row["samples_per_second"]
-        rate_text = format_band(rate.median, rate.low, rate.high) if rate is not None else "—"
-        where = row["measured_on"] or "—"
-        if outcome.executor == "local" and outcome.measurement is not None:
-            where = "this host (local)"
-        table.add_row(
-            Text(row["candidate"]),
-            row["status"],
-            rate_text,
-            where,
-            format_money(row["cost_cap_usd"]),
-            Text(row["reason"] or ""),
-        )
-    common.console.print(table)
-    for line in result.changes:
-        common.console.print(f"• {line}", highlight=False, markup=False)
-    common.console.print(
-        f"stopped: {result.stopped_because}; P(top choice is best) = {result.p_top_is_best:.0%}; "
-        f"spent at most {format_money(result.spent_cap_usd)}; "
-        f"{sum(1 for v in saved.values() if v)} results stored; "
-        f"logs in {out_dir}",
-        highlight=False,
-    )
-
-
 def _dry_run(
     bundle: Any, recommendation: Any, options: Any, settings: Any, out_dir: Path, json_output: bool
 ) -> int:
@@ -195,7 +122,7 @@ def _dry_run(
             }
         )
     else:
-        _print_plan(rows, total)
+        print_plan(rows, total)
     return 0
 
 
@@ -256,7 +183,7 @@ def sweep(
     if dry_run and via != "skypilot":
         raise PerdollarError("--dry-run writes SkyPilot task YAMLs", "use --via skypilot with --dry-run")
     now = dt.datetime.now(dt.UTC)
-    out_dir = out or _default_out(now)
+    out_dir = ensure_folder(out or _default_out(now), "--out")
     settings = SweepSettings(
         strategy=strategy,  # type: ignore[arg-type]
         max_runs=top if top is not None else (None if budget is not None else 3),
@@ -282,8 +209,9 @@ def sweep(
         workdir=str(workdir) if workdir else None,
         remote_store_url=remote_store,
     )
-    # Made first: a missing SkyPilot is reported before minutes of profiling and ranking.
+    # Made first: a missing SkyPilot or a wrong store URL is reported before minutes of profiling.
     executor = None if dry_run else _make_executor(via, out_dir / "logs")
+    check_store(store_url, enabled=not no_store)
     with common.progress("asking the recommendation", quiet=json_output) as handle:
         bundle, recommendation = ask(
             workload,
@@ -300,23 +228,6 @@ def sweep(
     if dry_run:
         return _dry_run(bundle, recommendation, options, settings, out_dir, json_output)
 
-    def on_event(kind: str, payload: Any) -> None:
-        if kind == "start":
-            common.err_console.print(
-                f"→ launching {payload.candidate} (cap {format_money(payload.caps.max_dollars)})",
-                highlight=False,
-                markup=False,
-            )
-        elif kind == "outcome":
-            detail = f": {payload.reason}" if payload.reason else ""
-            common.err_console.print(
-                f"  {payload.job.candidate}: {payload.status}{detail}", highlight=False, markup=False
-            )
-        elif kind == "skip":
-            common.err_console.print(f"  skipped {payload}", highlight=False, markup=False)
-        elif kind == "record-failed":
-            common.err_console.print(f"  not stored: {payload}", highlight=False, markup=False)
-
     result, saved, new_recommendation = sweep_workload(
         bundle,
         recommendation,
@@ -325,7 +236,7 @@ def sweep(
         options,
         store_url=store_url,
         store=not no_store,
-        on_event=on_event,
+        on_event=print_event,
     )
     recommendation_id = None
     if new_recommendation is not None and not no_store:
@@ -341,7 +252,7 @@ def sweep(
         "stopped_because": result.stopped_because,
         "spent_cap_usd": result.spent_cap_usd,
         "p_top_is_best": result.p_top_is_best,
-        "outcomes": [dict(_outcome_row(o), measurement_id=saved.get(o.job.name)) for o in result.outcomes],
+        "outcomes": [dict(outcome_row(o), measurement_id=saved.get(o.job.name)) for o in result.outcomes],
         "choices": result.choices,
         "changes": result.changes,
         "before_top": result.before[0].label if result.before else None,
@@ -354,7 +265,7 @@ def sweep(
     if json_output:
         common.emit_json(document)
     else:
-        _print_result(result, saved, out_dir)
+        print_result(result, saved, out_dir)
     return 0
 
 
@@ -382,25 +293,17 @@ def export(
         max_wait_hours=common.parse_duration_hours(max_wait, "--max-wait") if max_wait else None,
     )
     if out is not None:
-        out.write_text(
+        write_text_file(
+            out,
             yaml.safe_dump(description, sort_keys=False)
             if as_yaml or out.suffix in (".yaml", ".yml")
-            else json.dumps(description, indent=2)
+            else json.dumps(description, indent=2),
+            "--out",
         )
     if json_output:
         common.emit_json(description)
-    elif as_yaml:
-        common.console.print(yaml.safe_dump(description, sort_keys=False), highlight=False, markup=False)
     else:
-        common.console.print(json.dumps(description, indent=2), highlight=False, markup=False)
-        price = description["price_per_hour_usd"]
-        cost = f"{format_money(price)}/h" if price is not None else "no price in the catalog"
-        common.err_console.print(
-            f"{description['instance']} in {description['region']}: {cost} "
-            f"(catalog {description['price_captured_at']})",
-            highlight=False,
-            markup=False,
-        )
+        print_export(description, as_yaml=as_yaml)
     return 0
 
 

@@ -81,11 +81,9 @@ def run_child(payload: dict[str, Any], *, timeout_s: float,
             stderr.seek(0)
             stderr_tail = stderr.read()[-3000:]
         if result_path.exists():
-            result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
-            return result
+            return _read_result(result_path)
     if timed_out:
-        return {"status": "timeout", "message": f"no result within the {timeout_s:.0f} s timeout "
-                "(the workload hung or is too slow)"}
+        return _timed_out(timeout_s)
     return _observed_failure(process.returncode, stderr_tail, list(watcher.tail))
 
 
@@ -117,11 +115,9 @@ def run_forked(workload: Any, payload: dict[str, Any], *, timeout_s: float) -> d
             process.kill()
             process.join()
         if result_path.exists():
-            result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
-            return result
+            return _read_result(result_path)
     if timed_out:
-        return {"status": "timeout", "message": f"no result within the {timeout_s:.0f} s timeout "
-                "(the workload hung or is too slow)"}
+        return _timed_out(timeout_s)
     return _observed_failure(process.exitcode or 0, "", [])
 
 
@@ -137,3 +133,13 @@ def _observed_failure(returncode: int, stderr_tail: str, stdout_tail: list[str])
     message = f"the benchmark process exited with code {returncode}" + (f": {last}" if last else "")
     return {"status": classify_failure(stderr_tail), "message": message[:800], "traceback": stderr_tail,
             "stdout_tail": stdout_tail}
+
+
+def _read_result(result_path: Path) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
+    return result
+
+
+def _timed_out(timeout_s: float) -> dict[str, Any]:
+    return {"status": "timeout", "message": f"no result within the {timeout_s:.0f} s timeout "
+            "(the workload hung or is too slow)"}

@@ -7,6 +7,7 @@ the script element or inject markup.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import html
 import json
@@ -15,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from perdollar.errors import PerdollarError
+from perdollar.files import why_not_writable
 from perdollar.fmt import format_band, format_hours, format_money, format_si
 from perdollar.price.model import Estimate
 from perdollar.report import plots
@@ -227,8 +230,17 @@ def write_report(
 ) -> Path:
     """Write the report to ``path`` (atomically: a half-written report never replaces a good one)."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f".{target.name}.partial")
-    partial.write_text(render_report(recommendation, checklist), encoding="utf-8")
-    partial.replace(target)
+    page = render_report(recommendation, checklist)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(page, encoding="utf-8")
+        partial.replace(target)
+    except OSError as error:
+        with contextlib.suppress(OSError):  # the page half-written, if it got that far
+            partial.unlink(missing_ok=True)
+        raise PerdollarError(
+            f"cannot write the report to {target} ({why_not_writable(error)})",
+            "give a path in a folder you can write to",
+        ) from None
     return target

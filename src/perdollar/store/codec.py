@@ -9,16 +9,14 @@ the dataclass default.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import enum
 import functools
 import json
 import math
 import types
 import typing
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from perdollar.jsonable import to_jsonable as to_plain
 from perdollar.measure.result import Measurement
 
 if TYPE_CHECKING:  # importing the select stage pulls in pandas; writers of measurements never need it
@@ -26,27 +24,6 @@ if TYPE_CHECKING:  # importing the select stage pulls in pandas; writers of meas
     from perdollar.select.model import Question, Recommendation
 
 T = TypeVar("T")
-
-
-def to_plain(value: Any) -> Any:
-    """Dataclasses, enums, dates, paths, numpy scalars and non-finite floats → JSON values."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): to_plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [to_plain(v) for v in value]
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, dt.datetime | dt.date):
-        return value.isoformat()
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if hasattr(value, "item") and callable(value.item):  # numpy scalar
-        return to_plain(value.item())
-    return value
 
 
 def dumps(value: Any) -> str:

@@ -17,6 +17,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, Operati
 from sqlalchemy.pool import StaticPool
 
 from perdollar.errors import PerdollarError
+from perdollar.files import why_not_writable
 
 T = TypeVar("T")
 
@@ -65,7 +66,14 @@ def make_engine(url: URL) -> Engine:
 def _sqlite_engine(url: URL) -> Engine:
     path = sqlite_path(url)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise PerdollarError(
+                f"cannot open the store {url.render_as_string(hide_password=True)}: the folder "
+                f"{path.parent} cannot be made ({why_not_writable(error)})",
+                "point --store or PERDOLLAR_STORE at a file in a folder you can write to",
+            ) from None
         engine = sa.create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
     else:  # one shared connection, or every checkout would see a new empty database
         engine = sa.create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool)

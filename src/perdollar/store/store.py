@@ -261,13 +261,19 @@ def open_store(url: str | None = None) -> Store:
     except OperationalError as error:
         engine.dispose()
         raise PerdollarError(
-            f"cannot open the store {parsed.render_as_string(hide_password=True)}: {error.orig}",
+            f"cannot open the store {parsed.render_as_string(hide_password=True)}: {_one_line(error.orig)}",
             "check the URL, that the server is running and that you may write there",
         ) from error
     except DatabaseError as error:
         engine.dispose()
         raise PerdollarError(
-            f"{parsed.render_as_string(hide_password=True)} is not a usable perdollar store ({error.orig})",
+            f"{parsed.render_as_string(hide_password=True)} is not a usable perdollar store "
+            f"({_one_line(error.orig)})",
             "point --store or PERDOLLAR_STORE at another file; this one was left untouched",
         ) from error
     return Store(parsed, engine)
+
+
+def _one_line(message: object) -> str:
+    # Driver messages (psycopg's above all) span lines; the CLI reports each problem on one.
+    return " ".join(str(message).split())

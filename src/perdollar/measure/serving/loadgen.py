@@ -195,15 +195,8 @@ async def _open_loop(
                 await asyncio.sleep(delay)
             elif delay < -1e-3:
                 counters["late"] += 1
-            try:
-                status = await connection.request(raw)
-            except (ConnectionError, OSError):
-                counters["errors"] += 1
+            if not await _timed_request(connection, raw, scheduled, latencies, counters):
                 return
-            if 200 <= status < 300:
-                latencies.append(loop.time() - scheduled)
-            else:
-                counters["errors"] += 1
 
     # One watchdog instead of a timeout per request: at the deadline every connection closes,
     # which fails the requests still in flight.
@@ -220,6 +213,23 @@ async def _open_loop(
     return replace(result, scheduled_rps=requests / span)
 
 
+async def _timed_request(
+    connection: _Connection, raw: bytes, since: float, latencies: list[float], counters: dict[str, int]
+) -> bool:
+    """Send one request; a 2xx adds its latency counted from ``since``, anything else an error.
+    False when the connection broke, so its worker stops."""
+    try:
+        status = await connection.request(raw)
+    except (ConnectionError, OSError):
+        counters["errors"] += 1
+        return False
+    if 200 <= status < 300:
+        latencies.append(asyncio.get_running_loop().time() - since)
+    else:
+        counters["errors"] += 1
+    return True
+
+
 async def _closed_loop(
     host: str, port: int, raw: bytes, requests: int, connections: int, duration_s: float, grace_s: float
 ) -> LoadResult:
@@ -234,15 +244,8 @@ async def _closed_loop(
         while counters["next"] < requests and loop.time() < stop_at:
             counters["next"] += 1
             sent = loop.time()
-            try:
-                status = await connection.request(raw)
-            except (ConnectionError, OSError):
-                counters["errors"] += 1
+            if not await _timed_request(connection, raw, sent, latencies, counters):
                 return
-            if 200 <= status < 300:
-                latencies.append(loop.time() - sent)
-            else:
-                counters["errors"] += 1
 
     watchdog = loop.call_at(stop_at + grace_s, _close, pool)
     try:

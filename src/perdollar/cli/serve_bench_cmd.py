@@ -1,0 +1,198 @@
+"""``perdollar serve-bench``: a real HTTP model server on this machine, load-tested at rising rates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from perdollar.cli import common
+from perdollar.cli.inference_render import load_table
+from perdollar.errors import PerdollarError
+
+SERVE_BENCH_HELP = (
+    "Start a real HTTP model server on 127.0.0.1 and load-test it at rising request rates.\n\n"
+    "The server (uvicorn + a small Starlette app) runs one forward pass of WORKLOAD per request on one "
+    "model replica. A bounded open-loop client offers Poisson traffic at each rate for --step-seconds and "
+    "reports P50/P90/P95/P99 latency, counted from each request's scheduled send time so that queueing in "
+    "the server counts, and the achieved rate. It stops when the server falls behind (achieved < 90% of "
+    "offered), requests fail, P99 crosses --p99-ceiling-ms, or --max-rps is reached.\n\n"
+    "  perdollar serve-bench mlp\n\n"
+    "  perdollar serve-bench bert-base --rates 2,5,10 --step-seconds 3\n\n"
+    "  perdollar serve-bench mlp --noop --start-rps 500 --max-rps 8000   (the HTTP path alone)"
+)
+
+MAX_RATE_STEPS = 30
+SATURATED = 0.9  # achieved / offered below this: the server cannot keep up
+
+
+def _parse_rates(text: str | None) -> list[float] | None:
+    if not text:
+        return None
+    try:
+        rates = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise PerdollarError(
+            f"--rates {text!r} is not a list of numbers", "write it like 10,50,100"
+        ) from None
+    if not rates or any(rate <= 0 for rate in rates):
+        raise PerdollarError(f"--rates {text!r} must hold positive rates", "write it like 10,50,100")
+    return rates[:MAX_RATE_STEPS]
+
+
+def rate_ladder(start: float, stop: float, growth: float) -> list[float]:
+    if start <= 0 or stop < start or growth <= 1:
+        raise PerdollarError(
+            "rates must satisfy 0 < --start-rps ≤ --max-rps and --growth > 1",
+            "e.g. --start-rps 5 --max-rps 2000 --growth 2",
+        )
+    rates, rate = [], start
+    while rate <= stop * (1 + 1e-9) and len(rates) < MAX_RATE_STEPS:
+        rates.append(rate)
+        rate *= growth
+    return rates
+
+
+def run_serve_bench(
+    workload: str | None,
+    *,
+    rates: list[float],
+    step_seconds: float,
+    batch_size: int | None,
+    precision: str | None,
+    device: str,
+    connections: int,
+    p99_ceiling_ms: float | None,
+    report: Any = None,
+) -> tuple[Any, list[Any], str]:
+    """Load-test a fresh server at each rate; returns (server info, results, why it stopped)."""
+    from perdollar.measure.serving.loadgen import open_loop
+    from perdollar.measure.serving.server import running_server
+
+    path, method, body = ("/noop", "GET", b"") if workload is None else ("/predict", "POST", b"{}")
+    results: list[Any] = []
+    reason = "reached the last rate"
+    max_seconds = len(rates) * (step_seconds + 10) + 120
+    with running_server(
+        workload, batch_size=batch_size, precision=precision, device=device, max_seconds=max_seconds
+    ) as server:
+        for index, rate in enumerate(rates):
+            if report:
+                report(f"{rate:g} requests/s", index / len(rates))
+            try:
+                result = open_loop(
+                    server.host,
+                    server.port,
+                    rate=rate,
+                    duration_s=step_seconds,
+                    path=path,
+                    method=method,
+                    body=body,
+                    connections=connections,
+                    seed=index,
+                )
+            except OSError as error:  # the server went away: what was measured so far stands
+                reason = f"could not reach the server at {rate:g} requests/s ({error})"
+                break
+            results.append(result)
+            if result.error_fraction > 0.01:
+                reason = f"{result.errors} failed requests at {rate:g} requests/s"
+                break
+            if result.achieved_rps < SATURATED * (result.scheduled_rps or rate):
+                reason = (
+                    f"saturated: {result.achieved_rps:,.4g} of {rate:g} requests/s offered were served "
+                    "on schedule"
+                )
+                break
+            if p99_ceiling_ms is not None and result.p99_ms > p99_ceiling_ms:
+                reason = f"P99 {result.p99_ms:.3g} ms crossed the {p99_ceiling_ms:g} ms ceiling at {rate:g}/s"
+                break
+    return server, results, reason
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve-bench``."""
+
+    @app.command("serve-bench", help=SERVE_BENCH_HELP, no_args_is_help=True)
+    def serve_bench_command(
+        workload: str = typer.Argument(..., help="Built-in name (mlp, bert-base, …) or file.py:function."),
+        batch_size: int | None = typer.Option(None, "--batch-size", help="Samples per request (default: 1)."),
+        precision: str | None = typer.Option(None, "--precision", help="fp32, bf16, amp-bf16, …"),
+        rates: str | None = typer.Option(
+            None, "--rates", help="Exact rates to offer, e.g. 10,50,100 (req/s)."
+        ),
+        start_rps: float = typer.Option(5.0, "--start-rps", help="First offered rate (requests/s)."),
+        max_rps: float = typer.Option(5000.0, "--max-rps", help="Last offered rate (requests/s)."),
+        growth: float = typer.Option(2.0, "--growth", help="Each step offers this many times the last rate."),
+        step_seconds: float = typer.Option(2.0, "--step-seconds", help="Seconds of traffic per rate (≤ 60)."),
+        p99_ceiling_ms: float | None = typer.Option(
+            None, "--p99-ceiling-ms", help="Stop once P99 exceeds this (ms)."
+        ),
+        connections: int = typer.Option(64, "--connections", help="Keep-alive connections of the client."),
+        noop: bool = typer.Option(False, "--noop", help="Load the server's no-op endpoint (no model)."),
+        device: str = typer.Option("cpu", "--device", help="cpu, cuda, auto."),
+        json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
+    ) -> int:
+        if not 0 < step_seconds <= 60:
+            raise PerdollarError(
+                f"--step-seconds must be in (0, 60], got {step_seconds:g}", "e.g. --step-seconds 2"
+            )
+        if not 1 <= connections <= 1024:
+            raise PerdollarError(f"--connections must be 1–1024, got {connections}", "e.g. --connections 64")
+        offered = _parse_rates(rates) or rate_ladder(start_rps, max_rps, growth)
+        from perdollar.workload.step import resolve_device
+
+        resolve_device(device)
+        if not noop:
+            from perdollar.workload import load_workload
+
+            # Checked here: inside the server process a bad name would only say the server did not start.
+            load_workload(workload, batch_size=batch_size, precision=precision, kind="inference")
+        with common.progress("serve-bench", total=1.0, quiet=json_output) as bar:
+            bar.update(description=f"starting the server for {workload}")
+            server, results, reason = run_serve_bench(
+                None if noop else workload,
+                rates=offered,
+                step_seconds=step_seconds,
+                batch_size=1 if batch_size is None and not noop else batch_size,
+                precision=precision,
+                device=device,
+                connections=connections,
+                p99_ceiling_ms=p99_ceiling_ms,
+                report=lambda phase, fraction: bar.update(
+                    description=f"offering {phase}", completed=fraction
+                ),
+            )
+        target = "no-op endpoint" if noop else f"{workload} at batch {server.batch_size} per request"
+        if json_output:
+            common.emit_json(
+                {
+                    "workload": None if noop else workload,
+                    "in_process_forward_ms": None if noop else server.forward_ms,
+                    "batch_size": server.batch_size,
+                    "endpoint": "/noop" if noop else "/predict",
+                    "steps": results,
+                    "stop_reason": reason,
+                }
+            )
+            return 0
+        common.console.print(
+            load_table(
+                f"HTTP serving check: {target}, uvicorn on 127.0.0.1, latency in ms, "
+                f"{step_seconds:g} s of Poisson traffic per rate",
+                results,
+            )
+        )
+        common.console.print(
+            f"Stopped: {reason}. Latency counts from each request's scheduled send time.",
+            highlight=False,
+        )
+        if not noop and results and server.forward_ms > 0:
+            overhead = results[0].p50_ms - server.forward_ms
+            common.console.print(
+                f"In-process forward pass at batch {server.batch_size}: {server.forward_ms:.3g} ms (median "
+                f"of warm-up); at {results[0].offered_rps:g} requests/s the HTTP client's P50 is "
+                f"{results[0].p50_ms:.3g} ms, so HTTP and queueing add about {overhead:.2g} ms.",
+                highlight=False,
+            )
+        return 0

@@ -1,0 +1,126 @@
+"""Terminal output of ``perdollar sweep``: the dry-run plan, live events and the final table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from perdollar.cli import common
+from perdollar.fmt import format_money
+
+
+def outcome_row(outcome: Any) -> dict[str, Any]:
+    measurement = outcome.measurement
+    rate = measurement.samples_per_second if measurement is not None else None
+    return {
+        "candidate": outcome.job.candidate,
+        "job": outcome.job.name,
+        "executor": outcome.executor,
+        "status": outcome.status,
+        "reason": outcome.reason,
+        "samples_per_second": rate,
+        "measured_on": (measurement.host.instance_type if measurement is not None else None),
+        "cost_cap_usd": outcome.job.caps.max_dollars,
+        "wall_seconds": outcome.wall_seconds,
+        "log": outcome.log_path,
+    }
+
+
+def print_plan(rows: list[dict[str, Any]], total: float) -> None:
+    folder = Path(rows[0]["yaml"]).parent if rows else "—"
+    table = Table(title="sweep plan (dry run)", title_justify="left")
+    for column in ("#", "candidate", "why", "measures", "killed after", "cost cap", "task YAML"):
+        table.add_column(column)
+    for i, row in enumerate(rows, 1):
+        table.add_row(
+            str(i),
+            row["candidate"],
+            row["why"],
+            f"{row['duration_s']:.0f} s",
+            f"{row['max_seconds']:.0f} s",
+            format_money(row["cost_cap_usd"]),
+            Path(row["yaml"]).name,
+        )
+    common.console.print(table)
+    common.console.print(
+        f"worst case for all {len(rows)} jobs: {format_money(total)} "
+        f"(caps include provisioning and setup time); task files in {folder}",
+        highlight=False,
+    )
+
+
+def print_result(result: Any, saved: dict[str, str | None], out_dir: Path) -> None:
+    from perdollar.fmt import format_band
+
+    table = Table(title=f"sweep via {result.executor} ({result.strategy})", title_justify="left")
+    for column in ("candidate", "status", "samples/s measured", "measured on", "cost cap", "reason"):
+        table.add_column(column)
+    for outcome in result.outcomes:
+        row = outcome_row(outcome)
+        rate = row["samples_per_second"]
+        rate_text = format_band(rate.median, rate.low, rate.high) if rate is not None else "—"
+        where = row["measured_on"] or "—"
+        if outcome.executor == "local" and outcome.measurement is not None:
+            where = "this host (local)"
+        table.add_row(
+            Text(row["candidate"]),
+            row["status"],
+            rate_text,
+            where,
+            format_money(row["cost_cap_usd"]),
+            Text(row["reason"] or ""),
+        )
+    common.console.print(table)
+    for line in result.changes:
+        common.console.print(f"• {line}", highlight=False, markup=False)
+    common.console.print(
+        f"stopped: {result.stopped_because}; P(top choice is best) = {result.p_top_is_best:.0%}; "
+        f"spent at most {format_money(result.spent_cap_usd)}; "
+        f"{sum(1 for v in saved.values() if v)} results stored; "
+        f"logs in {out_dir}",
+        highlight=False,
+    )
+
+
+def print_event(kind: str, payload: Any) -> None:
+    """One stderr line per launch, outcome, skip or failed store while the sweep runs."""
+    if kind == "start":
+        common.err_console.print(
+            f"→ launching {payload.candidate} (cap {format_money(payload.caps.max_dollars)})",
+            highlight=False,
+            markup=False,
+        )
+    elif kind == "outcome":
+        detail = f": {payload.reason}" if payload.reason else ""
+        common.err_console.print(
+            f"  {payload.job.candidate}: {payload.status}{detail}", highlight=False, markup=False
+        )
+    elif kind == "skip":
+        common.err_console.print(f"  skipped {payload}", highlight=False, markup=False)
+    elif kind == "record-failed":
+        common.err_console.print(f"  not stored: {payload}", highlight=False, markup=False)
+
+
+def print_export(description: dict[str, Any], *, as_yaml: bool) -> None:
+    """The description on stdout (YAML or JSON); its price and provenance on stderr."""
+    import json
+    import sys
+
+    import yaml
+
+    # Written as is: the terminal console would wrap long strings and break the document.
+    if as_yaml:
+        sys.stdout.write(yaml.safe_dump(description, sort_keys=False))
+        return
+    sys.stdout.write(json.dumps(description, indent=2) + "\n")
+    price = description["price_per_hour_usd"]
+    cost = f"{format_money(price)}/h" if price is not None else "no price in the catalog"
+    common.err_console.print(
+        f"{description['instance']} in {description['region']}: {cost} "
+        f"(catalog {description['price_captured_at']})",
+        highlight=False,
+        markup=False,
+    )
