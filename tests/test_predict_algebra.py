@@ -237,3 +237,32 @@ def test_host_ceilings_name_their_bottleneck(cat):
     assert streamed.bottleneck == "network-ingest"
     network_bytes = cat.instance("g5.2xlarge").network_gbps / 8 * 1e9
     assert streamed.samples_per_second == pytest.approx(network_bytes / 1e9)
+
+
+def test_step_overhead_pulls_small_step_ratios_toward_one(cat):
+    from perdollar.predict.params import ModelParams
+
+    accs = [cat.accelerators[k] for k in ("T4", "H100-SXM5-80GB")]
+    tiny = make_profile([big_matmul()], batch=1)
+    without = device_steps(tiny, accs, ModelParams(step_overhead_s=1e-6)).seconds
+    heavy = device_steps(tiny, accs, ModelParams(step_overhead_s=1.0)).seconds
+    # the same fixed time on both GPUs: the slow/fast ratio shrinks toward 1 as it dominates
+    assert without[0] / without[1] > 5
+    assert 1.0 < heavy[0] / heavy[1] < 1.1
+    assert heavy[0] - without[0] == pytest.approx(heavy[1] - without[1])
+
+
+def test_power_capped_board_loses_simt_rate_by_its_own_exponent(cat):
+    from perdollar.predict.params import ModelParams
+
+    t4 = cat.accelerators["T4"]  # 70 W for 40 SMs at 1.59 GHz: below the reference power density
+    strict = dataclasses.replace(big_matmul("fp32"), op_class="matmul")
+    profile = make_profile([strict], precision="fp32")
+    base = ModelParams(power_exponent=0.0, power_exponent_simt=0.0, step_overhead_s=1e-6)
+    capped = dataclasses.replace(base, power_exponent_simt=1.0)
+    t_free = device_steps(profile, [t4], base).seconds[0]
+    t_capped = device_steps(profile, [t4], capped).seconds[0]
+    density = t4.tdp_w / (t4.sm_count * t4.boost_clock_mhz / 1000)
+    assert t_capped / t_free == pytest.approx(base.power_reference_w_per_sm_ghz / density, rel=0.01)
+    tensor_only = dataclasses.replace(base, power_exponent=1.0)  # fp32 matmul never uses it on T4
+    assert device_steps(profile, [t4], tensor_only).seconds[0] == pytest.approx(t_free)

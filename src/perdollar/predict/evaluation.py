@@ -19,6 +19,7 @@ import pandas as pd
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.fallback import (
     COMPUTE_DTYPE,
+    DEFAULT_DESCRIPTOR,
     ELEMENT_FACTOR,
     FALLBACK_FLOPS_PER_SAMPLE,
     descriptor_for,
@@ -151,7 +152,11 @@ def fallback_step_times_from(
         strict_fp32=np.concatenate([fa.strict_fp32, fa.strict_fp32]),
     )
     total = operator_times(fa.devices, ops, params, paired=True).total[0]
-    result[fa.mask] = total[:n] + total[n:]
+    # The framework time of a step is spread over the fallback's launches (as over the ~300
+    # kernels of a typical step): its FLOPs are a stand-in, so a fixed per-step time would swamp
+    # them; the fitted launch count scales all fixed costs of the model together.
+    framework = launches * params.step_overhead_s / math.exp(DEFAULT_DESCRIPTOR["log_launches"])
+    result[fa.mask] = total[:n] + total[n:] + framework
     return result
 
 
@@ -205,7 +210,7 @@ def reference_step_times(cases: Cases, params: ModelParams) -> np.ndarray:
     total = operator_times(devices, ops, params, paired=True).total[0]
     sums = np.bincount(case_index, weights=total, minlength=len(rows))
     mask = np.bincount(case_index, minlength=len(rows)) > 0
-    result[mask] = sums[mask]
+    result[mask] = sums[mask] + params.step_overhead_s
     return result
 
 

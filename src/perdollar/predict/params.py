@@ -21,12 +21,14 @@ FITTED_BOUNDS: dict[str, tuple[float, float]] = {
     "attention_relative_efficiency": (0.2, 1.5),
     "vector_efficiency": (0.05, 0.9),
     "memory_efficiency": (0.3, 0.95),
-    "kernel_overhead_s": (0.5e-6, 40e-6),
+    "kernel_overhead_s": (2e-6, 40e-6),  # a kernel launch costs microseconds on any GPU
+    "step_overhead_s": (1e-6, 5e-3),
     "large_chip_exponent": (0.0, 0.8),
     "bandwidth_exponent": (0.0, 0.5),
     "tf32_share_of_fp32": (0.0, 1.0),
     "power_reference_w_per_sm_ghz": (0.5, 4.0),
     "power_exponent": (0.0, 1.5),
+    "power_exponent_simt": (0.0, 1.5),
 }
 
 
@@ -46,13 +48,16 @@ class ModelParams:
     vector_efficiency: float = 0.3
     memory_efficiency: float = 0.75
     kernel_overhead_s: float = 5e-6
+    # Framework time per step outside the kernels (Python, session run, synchronisation).
+    step_overhead_s: float = 2e-4
     large_chip_exponent: float = 0.2
     bandwidth_exponent: float = 0.1
     # Share of fp32 GEMM work that runs as TF32 on chips that have TF32 (cuDNN and NGC defaults).
     tf32_share_of_fp32: float = 0.5
     # Compute rates scale by min(1, (W per SM-GHz) / reference) ** exponent (power-capped boards).
     power_reference_w_per_sm_ghz: float = 2.0
-    power_exponent: float = 0.3
+    power_exponent: float = 0.3  # for tensor-core GEMMs
+    power_exponent_simt: float = 0.3  # for everything on the SIMT pipelines
     gemm_tile: int = 128  # output tile edge for the wave-quantisation of GEMMs
 
     def with_values(self, values: dict[str, float]) -> ModelParams:

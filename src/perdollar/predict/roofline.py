@@ -4,7 +4,10 @@ For operator *i* on accelerator *a*, per kernel launch::
 
     t = max(F / (P_a,dtype · e_class · quantisation), B / (BW_a · e_mem)) + overhead
 
-summed over launches and operators. Efficiencies are global (fitted across GPUs, see
+summed over launches and operators; the step adds a fixed framework time (``step_overhead_s``,
+the same on every GPU, so small-batch ratios between GPUs shrink toward 1). Compute rates of
+power-capped boards are lowered by their board power per SM-GHz, with separate exponents for
+tensor-core and SIMT work. Efficiencies are global (fitted across GPUs, see
 ``predict/fit.py``); they vary with the operator's class and shape (GEMM wave quantisation
 against the SM count) and with the chip's size (peak and bandwidth), never per GPU name.
 """
@@ -32,15 +35,24 @@ class OperatorTimes:
     overhead: np.ndarray  # [ops] launch overhead (same on every device)
 
     @property
+    def bound(self) -> np.ndarray:
+        return np.maximum(self.compute, self.memory)
+
+    @property
     def total(self) -> np.ndarray:
-        return np.maximum(self.compute, self.memory) + self.overhead[None, :]
+        return self.bound + self.overhead[None, :]
 
     def step_seconds(self) -> np.ndarray:
         return self.total.sum(axis=1)
 
 
-def _gemm_rate(devices: DeviceTable, ops: OperatorTable, params: ModelParams, paired: bool) -> np.ndarray:
-    """Achievable FLOP/s of GEMM-like operators, [devices, ops] (or [ops] when paired)."""
+def _gemm_rate(
+    devices: DeviceTable, ops: OperatorTable, params: ModelParams, paired: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Achievable FLOP/s of GEMM-like operators and whether they run on tensor cores.
+
+    Both [devices, ops] (or [ops] when paired).
+    """
     dtype = ops.dtype_index
     rows = np.arange(len(dtype)) if paired else slice(None)
     cols = dtype if paired else (slice(None), dtype)
@@ -64,7 +76,7 @@ def _gemm_rate(devices: DeviceTable, ops: OperatorTable, params: ModelParams, pa
     class_factor = np.ones(len(dtype))
     class_factor[ops.class_index == CLASS_NAMES.index("conv")] = params.conv_relative_efficiency
     class_factor[ops.class_index == CLASS_NAMES.index("attention")] = params.attention_relative_efficiency
-    return peak * np.minimum(efficiency * size_penalty * class_factor, 1.0)
+    return peak * np.minimum(efficiency * size_penalty * class_factor, 1.0), tensor
 
 
 def _wave_quantisation(devices: DeviceTable, ops: OperatorTable, paired: bool) -> np.ndarray:
@@ -75,12 +87,12 @@ def _wave_quantisation(devices: DeviceTable, ops: OperatorTable, paired: bool) -
     return np.where(np.isnan(waves), 1.0, quantised)
 
 
-def _power_factor(devices: DeviceTable, params: ModelParams) -> np.ndarray:
+def _power_factor(devices: DeviceTable, params: ModelParams, exponent: float) -> np.ndarray:
     """≤ 1: chips with little board power per SM-GHz run below their boost clock under load."""
     if devices.watts_per_sm_ghz is None:
         return np.ones(len(devices.bandwidth))
     ratio = np.nan_to_num(devices.watts_per_sm_ghz / params.power_reference_w_per_sm_ghz, nan=1.0)
-    return np.minimum(ratio, 1.0) ** params.power_exponent
+    return np.minimum(ratio, 1.0) ** exponent
 
 
 def operator_times(
@@ -93,9 +105,15 @@ def operator_times(
     """
     fp32_peak = devices.peak[:, _FP32] if paired else devices.peak[:, [_FP32]]
     vector_rate = fp32_peak * params.vector_efficiency
-    rate = np.where(ops.is_gemm, _gemm_rate(devices, ops, params, paired), vector_rate)
-    power = _power_factor(devices, params)
-    rate = rate * (power if paired else power[:, None])
+    gemm_rate, tensor = _gemm_rate(devices, ops, params, paired)
+    rate = np.where(ops.is_gemm, gemm_rate, vector_rate)
+    # Full-rate SIMT FMA draws more power per clock than tensor-core work that waits on operands,
+    # so a power-capped board loses more clock on it: two exponents of the same power ratio.
+    power_tensor = _power_factor(devices, params, params.power_exponent)
+    power_simt = _power_factor(devices, params, params.power_exponent_simt)
+    if not paired:
+        power_tensor, power_simt = power_tensor[:, None], power_simt[:, None]
+    rate = rate * np.where(ops.is_gemm & tensor, power_tensor, power_simt)
     quantisation = np.where(ops.is_gemm, _wave_quantisation(devices, ops, paired), 1.0)
     compute = ops.flops / rate * quantisation * ops.launches
     bandwidth_penalty = (np.maximum(devices.bandwidth, _REFERENCE_BANDWIDTH) / _REFERENCE_BANDWIDTH) ** (

@@ -68,13 +68,16 @@ def device_steps(
         mask = ops.class_index == index
         if mask.any():
             by_class[name] = total[:, mask].sum(axis=1)
-    bound = np.maximum(times.compute, times.memory)
+    # The per-step framework time is part of the step (the breakdown sums to it).
+    by_class["framework"] = np.full(len(devices.keys), params.step_overhead_s)
+    bound = times.bound
     return DeviceSteps(
         keys=devices.keys,
-        seconds=total.sum(axis=1),
+        seconds=total.sum(axis=1) + params.step_overhead_s,
         compute_bound=np.where(compute_wins, bound, 0.0).sum(axis=1),
         memory_bound=np.where(compute_wins, 0.0, bound).sum(axis=1),
-        overhead=np.full(len(devices.keys), times.overhead.sum()),
+        # Launch overhead and the per-step framework time are the same on every device.
+        overhead=np.full(len(devices.keys), times.overhead.sum() + params.step_overhead_s),
         backward=total[:, ops.is_backward].sum(axis=1),
         by_class=by_class,
     )
