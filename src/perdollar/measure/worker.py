@@ -116,6 +116,17 @@ class _CudaEventSteps:
         return [start.elapsed_time(end) / 1e3 for start, end in pairs]
 
 
+def _precision_warnings(prepared: Any, spec: dict[str, Any], device: str) -> list[str]:
+    # CPUs have no fast fp16 arithmetic: PyTorch emulates it, often ten times slower than fp32,
+    # which says nothing about how the workload runs on an accelerator.
+    workload = getattr(prepared.runner, "workload", None)
+    precision = str(getattr(workload, "precision", None) or spec.get("precision") or "")
+    if device == "cpu" and "fp16" in precision:
+        return [f"{precision} is emulated on a CPU (much slower than fp32); for a CPU figure that "
+                "calibrates predictions well, measure with --precision fp32 or amp-bf16"]
+    return []
+
+
 def measure_prepared(prepared: Any, spec: dict[str, Any], device: str, *,
                      coordinator: Any = None, report: bool = True) -> dict[str, Any]:
     """Run the timing loop on a prepared step and describe the outcome as plain JSON data."""
@@ -149,7 +160,9 @@ def measure_prepared(prepared: Any, spec: dict[str, Any], device: str, *,
         "rate": asdict(summary.rate),
         "cv": summary.cv,
         "step_time_ms": summary.step_time_ms,
-        "warnings": [*summary.warnings, *spec.get("extra_warnings", ())],
+        "warnings": [
+            *summary.warnings, *_precision_warnings(prepared, spec, device), *spec.get("extra_warnings", ()),
+        ],
         "utilization": utilization,
         "peak_memory_bytes": peak_memory_bytes(device, utilization.get("rss_peak_bytes")),
         "device": device,
