@@ -102,6 +102,27 @@ def test_accelerator_lookup_by_key_catalog_name_and_measurement_name(bundled: ca
         bundled.accelerator("A10GG")
 
 
+@pytest.mark.parametrize(
+    ("written", "key"),
+    [
+        ("Tesla T4", "T4"),  # T4G also says "T4": the chip that says nothing more wins
+        ("NVIDIA L40S", "L40S"),
+        ("H100 SXM", "H100-SXM5-80GB"),
+        ("H100 NVL", "H100-NVL-94GB"),
+        ("A100 80GB PCIe", "A100-PCIe-80GB"),
+        ("NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"),
+        ("GeForce RTX 4090", "RTX-4090"),
+    ],
+)
+def test_gpu_names_as_vendors_and_papers_write_them(bundled: catalog.Catalog, written: str, key: str) -> None:
+    assert bundled.accelerator(written).key == key
+
+
+def test_a_name_that_fits_several_chips_is_refused_not_guessed(bundled: catalog.Catalog) -> None:
+    with pytest.raises(PerdollarError, match="unknown accelerator"):
+        bundled.accelerator("H100 80GB")  # SXM5 or PCIe: both fit
+
+
 def test_user_snapshot_takes_precedence_over_the_bundled_one(tmp_path: Path) -> None:
     from perdollar.paths import catalog_snapshot_dir
 

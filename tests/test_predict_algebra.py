@@ -69,7 +69,16 @@ def cat():
 
 
 def test_pure_matmul_is_compute_bound_on_every_gpu(cat):
-    steps = device_steps(make_profile([big_matmul()]), [cat.accelerators[k] for k in GPU_KEYS])
+    one = big_matmul()
+    # sixteen 8192³ GEMMs: long enough on an H100 that the fixed per-step time does not dominate
+    many = dataclasses.replace(
+        one,
+        flops=16 * one.flops,
+        bytes_read=16 * one.bytes_read,
+        bytes_written=16 * one.bytes_written,
+        count=16,
+    )
+    steps = device_steps(make_profile([many]), [cat.accelerators[k] for k in GPU_KEYS])
     for i, key in enumerate(GPU_KEYS):
         assert steps.bottleneck(i) == "compute", key
         assert steps.compute_bound[i] > 10 * steps.memory_bound[i]
@@ -266,3 +275,38 @@ def test_power_capped_board_loses_simt_rate_by_its_own_exponent(cat):
     assert t_capped / t_free == pytest.approx(base.power_reference_w_per_sm_ghz / density, rel=0.01)
     tensor_only = dataclasses.replace(base, power_exponent=1.0)  # fp32 matmul never uses it on T4
     assert device_steps(profile, [t4], tensor_only).seconds[0] == pytest.approx(t_free)
+
+
+def test_weight_gradient_with_a_tiny_output_splits_its_reduction_across_sms(cat):
+    """A 256×256 output (4 tiles) reduced over K = 65,536 runs near the rate of a huge square
+    GEMM per FLOP, not 1/27 of it (split-K), while a shallow K leaves the SMs idle."""
+    from perdollar.predict.params import ModelParams
+
+    def gemm(m, n, k):
+        return OperatorRecord(
+            "aten.mm", "matmul", "backward", 2.0 * m * n * k, 0.0, 0.0, "fp16", count=1, gemm_mnk=(m, n, k)
+        )
+
+    params = ModelParams(step_overhead_s=1e-9, kernel_overhead_s=2e-6)
+    acc = [cat.accelerators["A100-SXM4-80GB"]]  # 108 SMs
+    tall = device_steps(make_profile([gemm(256, 256, 65536)]), acc, params).compute_bound[0]
+    huge = device_steps(make_profile([gemm(8192, 8192, 8192)]), acc, params).compute_bound[0]
+    per_flop_tall = tall / (2.0 * 256 * 256 * 65536)
+    assert per_flop_tall == pytest.approx(huge / (2.0 * 8192**3), rel=0.1)
+    shallow = device_steps(make_profile([gemm(256, 256, 256)]), acc, params).compute_bound[0]
+    assert shallow / (2.0 * 256**3) > 20 * per_flop_tall  # 4 tiles on 108 SMs, nothing to split
+
+
+def test_power_law_is_not_extrapolated_below_the_fitted_power_density(cat):
+    from perdollar.predict.params import ModelParams
+
+    l4 = cat.accelerators["L4"]  # 72 W for 58 SMs at 2.04 GHz: ~0.61 W per SM-GHz
+    profile = make_profile([big_matmul("fp16")])
+    steep = ModelParams(power_exponent=1.0, step_overhead_s=1e-6)
+    floored = dataclasses.replace(steep, power_density_floor_w_per_sm_ghz=1.2)
+    t_steep = device_steps(profile, [l4], steep).seconds[0]
+    t_floored = device_steps(profile, [l4], floored).seconds[0]
+    density = l4.tdp_w / (l4.sm_count * l4.boost_clock_mhz / 1000)
+    assert t_steep / t_floored == pytest.approx(1.2 / density, rel=0.02)
+    above = dataclasses.replace(steep, power_density_floor_w_per_sm_ghz=0.1)  # below L4: no effect
+    assert device_steps(profile, [l4], above).seconds[0] == pytest.approx(t_steep)

@@ -73,6 +73,7 @@ def build_frames(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
             "architecture": specs["architecture"].fillna(""),
             "memory_gib": specs["memory_gb"],
             "memory_bandwidth_gbps": specs["memory_bandwidth_gbps"],
+            "memory_type": specs["memory_type"].fillna(""),
             "peak_fp32_tflops": specs["peak_fp32_tflops"],
             "peak_tf32_tflops": specs["peak_tf32_tflops_dense"],
             "peak_fp16_tflops": specs["peak_fp16_tflops_dense"],

@@ -53,6 +53,20 @@ def _squash(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
+_VENDOR_WORDS = frozenset({"nvidia", "tesla", "geforce", "amd", "instinct", "gpu", "graphics", "card"})
+_FORM_WORDS = ("sxm", "pcie", "nvl", "hgx")
+
+
+def _name_tokens(text: str) -> frozenset[str]:
+    tokens = re.split(r"[^a-z0-9]+", text.lower())
+    return frozenset(t for t in tokens if t and t not in _VENDOR_WORDS)
+
+
+def _token_fits(wanted: str, token: str) -> bool:
+    """Tokens must be equal, except that a bare form factor ("sxm") fits its versions ("sxm5")."""
+    return wanted == token or (wanted in _FORM_WORDS and token.startswith(wanted))
+
+
 def check_cloud(cloud: str) -> str:
     value = cloud.strip().lower()
     if value not in CLOUDS:
@@ -115,7 +129,7 @@ class Catalog:
         GPU name a measurement uses ("RTX 3090"), case-insensitive."""
         if name in self.accelerators:
             return self.accelerators[name]
-        key = self._accelerator_names.get(_squash(name))
+        key = self._accelerator_names.get(_squash(name)) or self._accelerator_by_tokens(name)
         if key is None:
             known = list(self.accelerators) + list(self.aliases)
             hint = suggestion_text(name, known)
@@ -124,6 +138,30 @@ class Catalog:
                 hint or "run `perdollar catalog accelerators` to list the known ones",
             )
         return self.accelerators[key]
+
+    @cached_property
+    def _accelerator_tokens(self) -> dict[str, frozenset[str]]:
+        return {
+            key: _name_tokens(f"{key} {chip.family} {chip.memory_type or ''}")
+            for key, chip in self.accelerators.items()
+        }
+
+    def _accelerator_by_tokens(self, name: str) -> str | None:
+        """The one chip whose key names everything ``name`` does, in any order and with vendor
+        words dropped ("Tesla T4", "H100 SXM", "A100 80GB PCIe", "NVIDIA L40S"); None when
+        nothing or more than one chip fits."""
+        wanted = _name_tokens(name)
+        if not wanted:
+            return None
+        fits = [
+            key
+            for key, tokens in self._accelerator_tokens.items()
+            if all(any(_token_fits(w, t) for t in tokens) for w in wanted)
+        ]
+        # "Tesla T4" fits T4 and T4G: the chip that names nothing more wins, if only one does.
+        fewest = min((len(self._accelerator_tokens[k]) for k in fits), default=0)
+        best = [k for k in fits if len(self._accelerator_tokens[k]) == fewest]
+        return best[0] if len(best) == 1 else None
 
     def accelerator_keys_matching(self, query: str) -> frozenset[str]:
         """Keys a filter like ``--accelerator A100`` means: a whole family ("A100" = 40GB, 80GB,

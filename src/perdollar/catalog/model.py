@@ -41,6 +41,7 @@ class Accelerator:
     compute_capability: str | None = None
     sm_count: int | None = None
     boost_clock_mhz: float | None = None
+    memory_type: str | None = None  # HBM2e, GDDR6, …: what the bandwidth figure is made of
     form_factor: str | None = None
     confidence: str = "high"
     source: str = ""

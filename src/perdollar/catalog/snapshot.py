@@ -106,6 +106,8 @@ def _read_accelerators(folder: Path) -> dict[str, Accelerator]:
             compute_capability=row["compute_capability"] or None,
             sm_count=None if math.isnan(sm_count) else int(sm_count),
             boost_clock_mhz=optional(num("boost_clock_mhz", optional=True)),
+            # optional column: snapshots written before it existed still load
+            memory_type=row.get("memory_type") or None,
             form_factor=row["form_factor"] or None,
             confidence=row["confidence"] or "high",
             source=row["source"],

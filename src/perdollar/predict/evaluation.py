@@ -151,7 +151,8 @@ def fallback_step_times_from(
         tiles=np.full(2 * n, np.nan),
         strict_fp32=np.concatenate([fa.strict_fp32, fa.strict_fp32]),
     )
-    total = operator_times(fa.devices, ops, params, paired=True).total[0]
+    stream_params = dataclasses.replace(params, bandwidth_exponent=params.fallback_bandwidth_exponent)
+    total = operator_times(fa.devices, ops, stream_params, paired=True).total[0]
     # The framework time of a step is spread over the fallback's launches (as over the ~300
     # kernels of a typical step): its FLOPs are a stand-in, so a fixed per-step time would swamp
     # them; the fitted launch count scales all fixed costs of the model together.
@@ -167,6 +168,7 @@ def _concat_tables(tables: list[OperatorTable]) -> OperatorTable:
     strict = np.concatenate(
         [t.strict_fp32 if t.strict_fp32 is not None else np.zeros(len(t.flops), bool) for t in tables]
     )
+    splits = np.concatenate([t.k_splits if t.k_splits is not None else np.ones(len(t.flops)) for t in tables])
     return OperatorTable(
         cat("flops"),
         cat("bytes"),
@@ -177,6 +179,7 @@ def _concat_tables(tables: list[OperatorTable]) -> OperatorTable:
         cat("is_backward"),
         cat("tiles"),
         strict,
+        splits,
     )
 
 

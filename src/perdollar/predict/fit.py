@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
-from scipy.sparse import lil_matrix
 
 from perdollar.predict.evaluation import (
     Cases,
@@ -99,6 +98,12 @@ def fit_model(
     reference_rows = np.flatnonzero(cases.is_reference & ~excluded)
     batch = np.maximum(np.nan_to_num(rows["per_gpu_batch"].to_numpy(dtype=float), nan=1.0), 1.0)
 
+    fitted_devices = np.unique(rows["device_row"].to_numpy()[~excluded])
+    densities = cases.devices.watts_per_sm_ghz
+    floor = 0.0
+    if densities is not None and len(fitted_devices) and np.isfinite(densities[fitted_devices]).any():
+        floor = float(np.nanmin(densities[fitted_devices]))
+
     families = cases.families
     family_index = (
         rows["family"].map({f: i for i, f in enumerate(families)}).fillna(-1).astype(int).to_numpy()
@@ -117,7 +122,7 @@ def fit_model(
 
     def unpack(z: np.ndarray) -> tuple[ModelParams, np.ndarray, np.ndarray]:
         values = {n: _from_unit(n, z[i]) for i, n in enumerate(GLOBAL_NAMES)}
-        params = start.params.with_values(values)
+        params = start.params.with_values({**values, "power_density_floor_w_per_sm_ghz": floor})
         fam = z[n_global:].reshape(-1, 2)
         safe = np.maximum(family_index, 0)
         log_bpf = fam[safe, 0] if len(fam) else np.zeros(len(rows))
@@ -137,19 +142,9 @@ def fit_model(
         )
         return np.nan_to_num(np.concatenate([pair_res, spec_res, prior]), nan=5.0, posinf=5.0, neginf=-5.0)
 
-    sparsity = lil_matrix((len(use) + len(reference_rows) + len(z0), len(z0)), dtype=int)
-    sparsity[:, :n_global] = 1
-    for col in range(len(families)):
-        for offset in (0, 1):
-            j = n_global + 2 * col + offset
-            hit = np.flatnonzero((family_index[anchor] == col) | (family_index[target] == col))
-            sparsity[hit, j] = 1
-            sparsity[len(use) + len(reference_rows) + j, j] = 1
-    for i in range(n_global):
-        sparsity[len(use) + len(reference_rows) + i, i] = 1
-    solution = least_squares(
-        residuals, z0, loss="soft_l1", f_scale=0.1, jac_sparsity=sparsity, max_nfev=max_nfev, x_scale=1.0
-    )
+    # A dense Jacobian with the exact trust-region solver: the sparse (LSMR) path stalls on
+    # this problem's kinks (wave quantisation, min/max of the roofline) far from the optimum.
+    solution = least_squares(residuals, z0, loss="soft_l1", f_scale=0.1, max_nfev=max_nfev, x_scale=1.0)
     params, _, _ = unpack(solution.x)
     fam = solution.x[n_global:].reshape(-1, 2)
     descriptors = {

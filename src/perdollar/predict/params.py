@@ -25,6 +25,7 @@ FITTED_BOUNDS: dict[str, tuple[float, float]] = {
     "step_overhead_s": (1e-6, 5e-3),
     "large_chip_exponent": (0.0, 0.8),
     "bandwidth_exponent": (0.0, 0.5),
+    "fallback_bandwidth_exponent": (0.0, 0.5),
     "tf32_share_of_fp32": (0.0, 1.0),
     "power_reference_w_per_sm_ghz": (0.5, 4.0),
     "power_exponent": (0.0, 1.5),
@@ -52,12 +53,18 @@ class ModelParams:
     step_overhead_s: float = 2e-4
     large_chip_exponent: float = 0.2
     bandwidth_exponent: float = 0.1
+    # The fallback profile's memory operator stands for whole-model streams (weights, KV cache)
+    # rather than a traced step's many activation kernels: its own high-bandwidth penalty.
+    fallback_bandwidth_exponent: float = 0.1
     # Share of fp32 GEMM work that runs as TF32 on chips that have TF32 (cuDNN and NGC defaults).
     tf32_share_of_fp32: float = 0.5
     # Compute rates scale by min(1, (W per SM-GHz) / reference) ** exponent (power-capped boards).
     power_reference_w_per_sm_ghz: float = 2.0
     power_exponent: float = 0.3  # for tensor-core GEMMs
     power_exponent_simt: float = 0.3  # for everything on the SIMT pipelines
+    # Not fitted: the lowest power density among the fit's GPUs. A board below it (a 72 W L4)
+    # is treated as that density, so the power law is never extrapolated past its data.
+    power_density_floor_w_per_sm_ghz: float = 0.0
     gemm_tile: int = 128  # output tile edge for the wave-quantisation of GEMMs
 
     def with_values(self, values: dict[str, float]) -> ModelParams:

@@ -80,9 +80,18 @@ def _gemm_rate(
 
 
 def _wave_quantisation(devices: DeviceTable, ops: OperatorTable, paired: bool) -> np.ndarray:
-    """≥ 1: a GEMM whose tiles fill 1.2 waves of SMs takes as long as 2 full waves."""
+    """≥ 1: a GEMM whose tiles fill 1.2 waves of SMs takes as long as 2 full waves.
+
+    A GEMM with fewer output tiles than SMs but a deep reduction (a weight gradient reduced over
+    batch × sequence) splits that reduction over the idle SMs, as cuBLAS does.
+    """
     sms = np.where(np.isnan(devices.sm_count), 80.0, devices.sm_count)
-    waves = ops.tiles / (sms if paired else sms[:, None])
+    sms = sms if paired else sms[:, None]
+    tiles = ops.tiles
+    if ops.k_splits is not None:  # too few output tiles: the reduction is split across idle SMs
+        idle_share = np.maximum(np.floor(sms / np.where(tiles > 0, tiles, 1.0)), 1.0)
+        tiles = tiles * np.where(tiles < sms, np.minimum(ops.k_splits, idle_share), 1.0)
+    waves = tiles / sms
     quantised = np.ceil(waves) / np.where(waves > 0, waves, 1.0)
     return np.where(np.isnan(waves), 1.0, quantised)
 
@@ -91,7 +100,8 @@ def _power_factor(devices: DeviceTable, params: ModelParams, exponent: float) ->
     """≤ 1: chips with little board power per SM-GHz run below their boost clock under load."""
     if devices.watts_per_sm_ghz is None:
         return np.ones(len(devices.bandwidth))
-    ratio = np.nan_to_num(devices.watts_per_sm_ghz / params.power_reference_w_per_sm_ghz, nan=1.0)
+    density = np.maximum(devices.watts_per_sm_ghz, params.power_density_floor_w_per_sm_ghz)
+    ratio = np.nan_to_num(density / params.power_reference_w_per_sm_ghz, nan=1.0)
     return np.minimum(ratio, 1.0) ** exponent
 
 

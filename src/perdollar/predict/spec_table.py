@@ -46,6 +46,7 @@ def read_accelerator_specs(data_dir: Path) -> dict[str, Accelerator]:
             sm_count=int(sm) if sm else None,
             boost_clock_mhz=num(r.get("boost_clock_mhz")),
             tdp_w=num(r.get("tdp_w")),
+            memory_type=str(r["memory_type"]) if isinstance(r.get("memory_type"), str) else None,
         )
     return out
 

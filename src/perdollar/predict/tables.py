@@ -11,6 +11,7 @@ import numpy as np
 from perdollar.catalog.model import Accelerator
 from perdollar.profile.model import OperatorRecord, Profile
 
+SPLIT_K_MIN_DEPTH = 512  # a split-K slice shorter than this costs more in reduction than it saves
 COMPUTE_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 GEMM_CLASSES = ("matmul", "conv", "attention", "recurrent")
 _DTYPE_ALIASES = {
@@ -106,6 +107,9 @@ class OperatorTable:
     tiles: np.ndarray  # GEMM output tiles per launch (NaN when the shape is unknown)
     # fp32 operators that never run as TF32 (PyTorch's default for matmul; cuDNN convs may).
     strict_fp32: np.ndarray | None = None
+    # How many ways a GEMM's reduction dimension can be split (cuBLAS split-K): a weight
+    # gradient with a 256×256 output and K = batch×seq fills every SM, not one.
+    k_splits: np.ndarray | None = None
 
     @classmethod
     def from_operators(cls, operators: Sequence[OperatorRecord], tile: int = 128) -> OperatorTable:
@@ -115,6 +119,7 @@ class OperatorTable:
         is_gemm, is_backward = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         tiles = np.full(n, np.nan)
         strict = np.zeros(n, dtype=bool)
+        k_splits = np.ones(n)
         for i, op in enumerate(operators):
             count = max(int(op.count), 1)
             launches[i] = count
@@ -127,9 +132,12 @@ class OperatorTable:
             is_backward[i] = op.phase == "backward"
             strict[i] = op.dtype == "fp32" and cls_name != "conv"
             if op.gemm_mnk is not None and is_gemm[i]:
-                m, nn, _k = op.gemm_mnk
+                m, nn, k = op.gemm_mnk
                 tiles[i] = math.ceil(max(m, 1) / tile) * math.ceil(max(nn, 1) / tile)
-        return cls(flops, nbytes, launches, dtype_index, is_gemm, class_index, is_backward, tiles, strict)
+                k_splits[i] = max(k // SPLIT_K_MIN_DEPTH, 1)
+        return cls(
+            flops, nbytes, launches, dtype_index, is_gemm, class_index, is_backward, tiles, strict, k_splits
+        )
 
     @classmethod
     def from_profile(cls, profile: Profile, tile: int = 128) -> OperatorTable:
