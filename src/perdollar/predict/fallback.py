@@ -13,8 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from perdollar.profile.model import OperatorRecord
-
 FALLBACK_FLOPS_PER_SAMPLE = 1e9  # scale only: the fitted ratios below carry the workload's shape
 DEFAULT_DESCRIPTOR = {"log_bytes_per_flop": math.log(0.05), "log_launches": math.log(300.0)}
 
@@ -93,20 +91,3 @@ def _median(values: list[float]) -> float:
     ordered = sorted(values)
     mid = len(ordered) // 2
     return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
-
-
-def fallback_operators(
-    descriptor: Mapping[str, float], *, batch: float, precision: str, task: str
-) -> tuple[OperatorRecord, ...]:
-    """The two operators of a fallback profile at ``batch`` samples per step."""
-    passes = 3.0 if task == "train" else 1.0
-    flops = FALLBACK_FLOPS_PER_SAMPLE * passes * max(batch, 1.0)
-    dtype = COMPUTE_DTYPE.get(precision, "fp32")
-    moved = flops * math.exp(descriptor["log_bytes_per_flop"]) * ELEMENT_FACTOR.get(precision, 1.0)
-    launches = max(round(math.exp(descriptor["log_launches"])), 1)
-    return (
-        OperatorRecord("fallback.gemm", "matmul", "forward", flops, 0.0, 0.0, dtype),
-        OperatorRecord(
-            "fallback.memory", "elementwise", "forward", 0.0, moved / 2, moved / 2, dtype, count=launches
-        ),
-    )

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import get_args
 
 import numpy as np
 
 from perdollar.catalog.model import Accelerator
-from perdollar.profile.model import OperatorRecord, Profile
+from perdollar.profile.model import OperatorClass, OperatorRecord, Profile
 
 SPLIT_K_MIN_DEPTH = 512  # a split-K slice shorter than this costs more in reduction than it saves
 COMPUTE_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -76,21 +77,7 @@ class DeviceTable:
         )
 
 
-CLASS_NAMES = (
-    "matmul",
-    "conv",
-    "attention",
-    "recurrent",
-    "normalization",
-    "elementwise",
-    "reduction",
-    "embedding",
-    "pooling",
-    "optimizer",
-    "copy",
-    "loss",
-    "unclassified",
-)
+CLASS_NAMES: tuple[str, ...] = get_args(OperatorClass)
 
 
 @dataclass(frozen=True)
