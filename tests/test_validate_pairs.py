@@ -144,6 +144,11 @@ def test_bad_file_is_a_one_line_error(tmp_path: Path):
     assert done.returncode == 2 and "Traceback" not in done.stderr
 
 
+def test_target_gpu_absent_from_the_file_is_a_one_line_error(hand_csv: Path):
+    with pytest.raises(PerdollarError, match=r"no row of .* has gpu 'Tesla T9'"):
+        run_validation(hand_csv, catalog_mod.load(), ["Tesla T9"], refit=False)
+
+
 @pytest.mark.slow
 def test_validate_published_dev_beats_the_naive_baselines(shared_data: Path):
     csv_path = shared_data / "measurements" / "published_dev.csv"

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perdollar.errors import PerdollarError
 from perdollar.predict.evaluation import ape_summary, build_cases, pair_indices, spearman
 from perdollar.predict.fit import DEFAULT_MODEL, FitResult, fit_model, predict_pairs
 from perdollar.predict.params import shipped_model
@@ -67,6 +68,13 @@ def run_validation(
     rows = normalise(read_published_csv(path), _alias(catalog))
     cases = build_cases(rows, accelerators, published_profile_provider())
     targets = set(target_gpus) if target_gpus else None
+    absent = sorted(targets - set(rows["gpu"])) if targets else []
+    if absent:
+        raise PerdollarError(
+            f"no row of {path} has gpu {', '.join(map(repr, absent))}",
+            "give --target-gpus as written in the file's gpu column, e.g. "
+            + ", ".join(sorted(set(rows["gpu"].astype(str)))[:5]),
+        )
     all_pairs = pair_indices(cases)
     pairs = pair_indices(cases, targets)
     shipped = shipped_model()
