@@ -54,6 +54,7 @@ def row(
     scope=TOTAL,
     bscope=GLOBAL,
     precision="fp32",
+    flag="",
 ):
     return {
         "source": source,
@@ -71,7 +72,7 @@ def row(
         "throughput_scope": scope,
         "framework": "PyTorch",
         "system": rid,
-        "flag": "",
+        "flag": flag,
         "notes": notes,
         "file": "hand.csv",
     }
@@ -96,6 +97,8 @@ def hand_csv(tmp_path: Path) -> Path:
             batch=8,
         ),
         row("r7", "L4", thr=120.0, batch=32),  # other per-GPU batch
+        row("r8", "A10", thr=5.0, flag="anomalous: far below the same GPU's other rows in source table"),
+        row("r9", "L4", thr=150.0, flag="A100 variant not stated"),  # a caveat, not a doubt
     ]
     path = tmp_path / "hand.csv"
     with path.open("w", newline="") as handle:
@@ -109,11 +112,21 @@ def test_pairs_need_same_source_era_batch_and_different_gpu(hand_csv: Path):
     rows = normalise(read_published_csv(hand_csv), lambda name: name)
     pairs = form_pairs(rows)
     assert sorted(zip(pairs.gpu_anchor, pairs.gpu_target, strict=True)) == [
+        ("L4", "T4"),
+        ("L4", "V100-SXM2-16GB"),
+        ("T4", "L4"),
         ("T4", "V100-SXM2-16GB"),
+        ("V100-SXM2-16GB", "L4"),
         ("V100-SXM2-16GB", "T4"),
     ]
     only_t4 = form_pairs(rows, {"T4"})
-    assert list(only_t4.gpu_target) == ["T4"] and list(only_t4.gpu_anchor) == ["V100-SXM2-16GB"]
+    assert sorted(only_t4.gpu_anchor) == ["L4", "V100-SXM2-16GB"] and set(only_t4.gpu_target) == {"T4"}
+
+
+def test_a_row_its_source_flags_as_implausible_is_neither_anchor_nor_target(hand_csv: Path):
+    rows = normalise(read_published_csv(hand_csv), lambda name: name).set_index("system")
+    assert not rows.loc["r8", "usable"] and rows.loc["r9", "usable"]
+    assert "A10" not in set(form_pairs(rows.reset_index())["gpu_anchor"])
 
 
 def test_totals_and_global_batches_are_divided_by_gpu_count_and_latency_inverted(hand_csv: Path):
@@ -126,9 +139,11 @@ def test_totals_and_global_batches_are_divided_by_gpu_count_and_latency_inverted
 
 def test_validation_on_hand_csv_counts_fallback_rows_separately(hand_csv: Path):
     result = run_validation(hand_csv, catalog_mod.load(), ["T4"], refit=False)
-    assert result["pairs"] == 1
+    assert result["pairs"] == 2
     assert result["calibrated"]["n"] == 0  # "Foo net" has no reference workload
-    assert result["fallback"]["calibrated"]["n"] == 1
+    assert result["fallback"]["calibrated"]["n"] == 2
+    assert result["left_out"]["multi_gpu_rows"] == 1
+    assert result["left_out"]["rows_flagged_implausible_by_source"] == 1
     assert result["coverage"] == {"fraction": 1.0, "predicted_rows": 1, "candidate_rows": 1}
     assert set(result["per_gpu"]) == {"T4"}
     ape = result["fallback"]["calibrated"]["median_ape"]

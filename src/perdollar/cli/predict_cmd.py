@@ -34,7 +34,9 @@ FILE is a CSV in the schema of published_dev.csv. Rows are paired inside one sou
 software era (same model, task, precision, per-GPU batch and sequence length; different GPU);
 each target row is predicted from its anchor (calibrated) and from specs alone. With
 --target-gpus, only rows whose gpu value is in the list are targets, and the global parameters
-are first refitted without them (held out) unless --no-refit.
+are first refitted without them (held out) unless --no-refit. Multi-GPU rows, and rows whose
+flag column doubts the figure itself ("anomalous: …", "suspect: …"), are neither anchors nor
+targets; the output counts them under "left out".
 
   perdollar validate published_dev.csv --target-gpus T4,V100-SXM2-16GB --json
   perdollar validate my_measurements.csv
@@ -211,3 +213,10 @@ def _print_validation(result: dict) -> None:
         f"coverage: {_bar(cov['fraction'])} ({cov['predicted_rows']}/{cov['candidate_rows']} rows) · "
         f"{result['seconds']} s"
     )
+    left = result.get("left_out", {})
+    if any(left.values()):
+        console.print(
+            "[dim]left out: "
+            + ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in left.items() if n)
+            + "[/]"
+        )

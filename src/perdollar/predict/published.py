@@ -4,7 +4,9 @@ A pair is two rows of one source and one software era that measured the same mod
 precision, per-GPU batch and sequence length on different GPUs. Lambda publishes system totals
 and global batches: both are divided by ``gpu_count``. Latency rows become throughput
 (batch / latency). Only single-GPU rows are paired: multi-GPU figures mix in each system's
-interconnect, which the device model does not see.
+interconnect, which the device model does not see. A row whose ``flag`` says the source's own
+figure is implausible ("anomalous: …", "suspect: …") is neither anchor nor target; a flag that is
+only a caveat ("A100 variant not stated") leaves the row in.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ _ERA_PATTERNS = (
     r"(other results|main results)",
     r"(FP\d+ uses [^;]+)",
 )
+# Flags that doubt the published number itself, not just its context.
+_DISTRUSTED_FLAG = re.compile(r"\b(anomal\w*|suspect\w*|implausib\w*|erroneous|wrong)\b", re.IGNORECASE)
 # GPU names embedded in a source path (one file per GPU) are not part of the source's identity.
 _GPU_DIR = re.compile(r"label/[^/]+/")
 
@@ -112,7 +116,14 @@ def normalise(frame: pd.DataFrame, accelerator_key: Callable[[str], str | None])
     out["unit_kind"] = out["unit"].astype(str).str.replace(r"\s*\(.*\)", "", regex=True)
     key_cols = ["source_id", "era", "model", "task", "precision", "per_gpu_batch", "seq", "unit", "metric"]
     out["pair_key"] = ["¦".join(map(str, values)) for values in out[key_cols].itertuples(index=False)]
-    out["usable"] = (count == 1) & np.isfinite(out["per_gpu_throughput"]) & (out["per_gpu_throughput"] > 0)
+    flags = out["flag"] if "flag" in out else pd.Series("", index=out.index)
+    out["distrusted"] = flags.map(lambda f: isinstance(f, str) and bool(_DISTRUSTED_FLAG.search(f)))
+    out["usable"] = (
+        (count == 1)
+        & np.isfinite(out["per_gpu_throughput"])
+        & (out["per_gpu_throughput"] > 0)
+        & ~out["distrusted"]
+    )
     return out
 
 

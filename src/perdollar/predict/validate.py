@@ -100,6 +100,7 @@ def run_validation(
         "calibrated_all": ape_summary(preds["calibrated"], preds["actual"]),
         "spearman": _mean_spearman(cases, fit, targets),
         "coverage": _coverage(rows, preds, targets),
+        "left_out": _left_out(rows),
         "per_gpu": _per_gpu(preds),
         "baselines": baselines(preds, cases.rows, accelerators) if len(preds) else {},
     }
@@ -143,6 +144,19 @@ def _coverage(rows: pd.DataFrame, preds: pd.DataFrame, targets: set[str] | None)
     )
     n = len(candidates)
     return {"fraction": covered / n if n else None, "predicted_rows": int(covered), "candidate_rows": int(n)}
+
+
+def _left_out(rows: pd.DataFrame) -> dict[str, int]:
+    """Rows that can be neither anchor nor target, by reason (a row counts under its first reason)."""
+    count = pd.to_numeric(rows["gpu_count"], errors="coerce").fillna(1)
+    multi = count > 1
+    flagged = ~multi & rows["distrusted"]
+    unknown = rows["usable"] & rows["accelerator_key"].isna()
+    return {
+        "multi_gpu_rows": int(multi.sum()),
+        "rows_flagged_implausible_by_source": int(flagged.sum()),
+        "rows_on_gpus_the_catalog_lacks": int(unknown.sum()),
+    }
 
 
 def _per_gpu(preds: pd.DataFrame) -> dict[str, Any]:
