@@ -182,3 +182,15 @@ def test_validate_published_dev_beats_the_naive_baselines(shared_data: Path):
     everything = result["calibrated_all"]["median_ape"]
     assert everything < result["baselines"]["bandwidth_ratio"]["median_ape"]
     assert everything < result["baselines"]["geometric_mean"]["median_ape"]
+
+
+def test_refit_leans_on_the_shipped_fit_only_for_gpus_that_fit_never_saw(hand_csv: Path):
+    from perdollar.predict.params import shipped_model
+
+    fitted = set(shipped_model().provenance["fitted_accelerators"])
+    assert "T4" in fitted and "L4" not in fitted
+    seen = run_validation(hand_csv, catalog_mod.load(), ["T4"], refit=True)
+    unseen = run_validation(hand_csv, catalog_mod.load(), ["L4"], refit=True)
+    assert "prior: defaults" in seen["fit"]
+    assert "prior: shipped parameters" in unseen["fit"]
+    assert unseen["fallback"]["calibrated"]["n"] == 2  # L4 predicted from T4 and from V100

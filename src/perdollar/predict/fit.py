@@ -276,6 +276,8 @@ def main(argv: list[str] | None = None) -> None:
         "rows_used": len(cases.rows),
         "pairs": len(pairs),
         "reference_rows": int(cases.is_reference.sum()),
+        # validate may use these parameters as the prior of a refit only for GPUs never among them
+        "fitted_accelerators": sorted(set(cases.rows["accelerator_key"])),
         "method": "robust least squares (soft-L1) on log anchor→target errors; bands from "
         "leave-one-GPU-out errors (10th/90th percentiles of log(actual/predicted))",
         "held_out_summary": summary,

@@ -79,8 +79,9 @@ def run_validation(
     pairs = pair_indices(cases, targets)
     shipped = shipped_model()
     if targets and refit:
-        fit = fit_model(cases, all_pairs, shipped, exclude_gpus=targets, max_nfev=40, prior=DEFAULT_MODEL)
-        fit_note = "refitted on this file without the target GPUs (held out)"
+        prior, prior_note = _refit_prior(shipped, rows, targets)
+        fit = fit_model(cases, all_pairs, shipped, exclude_gpus=targets, max_nfev=40, prior=prior)
+        fit_note = f"refitted on this file without the target GPUs (held out); prior: {prior_note}"
     else:
         fit = FitResult(shipped.params, dict(shipped.fallback), 0.0)
         fit_note = "shipped parameters (fitted on the development set)"
@@ -106,6 +107,19 @@ def run_validation(
     }
     result["seconds"] = round(time.perf_counter() - started, 2)
     return result
+
+
+def _refit_prior(shipped: Any, rows: pd.DataFrame, targets: set[str]) -> tuple[Any, str]:
+    """Where a held-out refit pulls parameters the file says little about.
+
+    The shipped parameters are the better-informed prior, but only if their own fit never saw a
+    target GPU; otherwise they would carry the held-out GPUs' measurements into the refit.
+    """
+    fitted = shipped.provenance.get("fitted_accelerators")
+    target_keys = set(rows.loc[rows["gpu"].isin(targets), "accelerator_key"].dropna())
+    if fitted is not None and not target_keys & set(fitted):
+        return shipped, "shipped parameters (their fit saw none of the target GPUs)"
+    return DEFAULT_MODEL, "defaults (the shipped fit saw a target GPU)"
 
 
 def _mean_spearman(cases: Any, fit: FitResult, targets: set[str] | None) -> dict[str, Any]:
