@@ -117,7 +117,9 @@ def _refit_prior(shipped: Any, rows: pd.DataFrame, targets: set[str]) -> tuple[A
     """
     fitted = shipped.provenance.get("fitted_accelerators")
     target_keys = set(rows.loc[rows["gpu"].isin(targets), "accelerator_key"].dropna())
-    if fitted is not None and not target_keys & set(fitted):
+    if fitted is None:
+        return DEFAULT_MODEL, "defaults (the shipped fit does not say which GPUs it saw)"
+    if not target_keys & set(fitted):
         return shipped, "shipped parameters (their fit saw none of the target GPUs)"
     return DEFAULT_MODEL, "defaults (the shipped fit saw a target GPU)"
 
