@@ -18,7 +18,6 @@ import numpy as np
 
 from perdollar.predict.evaluation import ape_summary, build_cases, pair_indices, spearman
 from perdollar.predict.fit import leave_one_gpu_out, read_accelerator_specs, read_aliases
-from perdollar.predict.params import shipped_model
 from perdollar.predict.published import normalise, read_published_csv
 from perdollar.predict.references import published_profile_provider
 from perdollar.predict.validate import baselines
@@ -48,7 +47,7 @@ def main() -> None:
     pairs = pair_indices(cases)
     architecture = {gpu: accelerators[aliases[gpu]].architecture for gpu in set(cases.rows["gpu"])}
     group_of = (lambda gpu: architecture[gpu]) if args.by == "architecture" else None
-    held = leave_one_gpu_out(cases, pairs, shipped_model(), group_of=group_of)
+    held = leave_one_gpu_out(cases, pairs, group_of=group_of)
     ref, fb = held[held["reference"]], held[~held["reference"]]
     print(
         f"held out by {args.by}: {len(held)} anchor→target pairs, {len(set(held['gpu_target']))} target GPUs"

@@ -351,7 +351,7 @@ def build_configurations(
     data_dir: Path, catalog: Any, *, in_sample: bool, price_rule: str, include_latency: bool = False
 ) -> dict[str, Any]:
     from perdollar.predict.evaluation import build_cases, pair_indices
-    from perdollar.predict.fit import DEFAULT_MODEL, FitResult, fit_model, predict_pairs
+    from perdollar.predict.fit import FitResult, held_out_fit, predict_pairs
     from perdollar.predict.params import shipped_model
     from perdollar.predict.published import normalise, read_published_csv
     from perdollar.predict.references import published_profile_provider
@@ -389,7 +389,7 @@ def build_configurations(
         else:  # held out: no row of the target accelerator informs the fit
             names = set(frame.loc[frame["accelerator_key"] == target, "gpu"])
             print(f"  fitting without {target} …", file=sys.stderr, flush=True)
-            fit = fit_model(cases, all_pairs, shipped, exclude_gpus=names, max_nfev=40, prior=DEFAULT_MODEL)
+            fit = held_out_fit(cases, all_pairs, names)
         parts.append(predict_pairs(cases, subset, fit))
     preds = pd.concat(parts, ignore_index=True)
     preds["anchor_key"] = keys[preds["case_anchor"]]

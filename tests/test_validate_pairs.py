@@ -191,6 +191,27 @@ def test_refit_leans_on_the_shipped_fit_only_for_gpus_that_fit_never_saw(hand_cs
     assert "T4" in fitted and "L4" not in fitted
     seen = run_validation(hand_csv, catalog_mod.load(), ["T4"], refit=True)
     unseen = run_validation(hand_csv, catalog_mod.load(), ["L4"], refit=True)
-    assert "prior: defaults" in seen["fit"]
-    assert "prior: shipped parameters" in unseen["fit"]
+    assert "start and prior: defaults" in seen["fit"]
+    assert "start and prior: shipped parameters" in unseen["fit"]
     assert unseen["fallback"]["calibrated"]["n"] == 2  # L4 predicted from T4 and from V100
+
+
+def test_a_held_out_refit_owes_nothing_to_parameters_that_saw_the_target(
+    hand_csv: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Not even its starting point: the fit is not convex, and a start that saw the target flatters it."""
+    import dataclasses
+
+    from perdollar.predict import validate as validate_mod
+    from perdollar.predict.params import shipped_model
+
+    real = shipped_model()
+    skewed = dataclasses.replace(
+        real, params=real.params.with_values({"tensor_core_efficiency": 0.3, "step_overhead_s": 4e-3})
+    )
+    first = run_validation(hand_csv, catalog_mod.load(), ["T4"], refit=True)
+    monkeypatch.setattr(validate_mod, "shipped_model", lambda: skewed)
+    second = run_validation(hand_csv, catalog_mod.load(), ["T4"], refit=True)
+    assert first["calibrated_all"]["n"] > 0
+    assert second["calibrated_all"] == first["calibrated_all"]
+    assert second["per_gpu"] == first["per_gpu"]

@@ -18,7 +18,7 @@ import pandas as pd
 
 from perdollar.errors import PerdollarError
 from perdollar.predict.evaluation import ape_summary, build_cases, pair_indices, spearman
-from perdollar.predict.fit import DEFAULT_MODEL, FitResult, fit_model, predict_pairs
+from perdollar.predict.fit import FitResult, held_out_fit, predict_pairs
 from perdollar.predict.params import shipped_model
 from perdollar.predict.published import normalise, read_published_csv
 from perdollar.predict.references import published_profile_provider
@@ -79,9 +79,9 @@ def run_validation(
     pairs = pair_indices(cases, targets)
     shipped = shipped_model()
     if targets and refit:
-        prior, prior_note = _refit_prior(shipped, rows, targets)
-        fit = fit_model(cases, all_pairs, shipped, exclude_gpus=targets, max_nfev=40, prior=prior)
-        fit_note = f"refitted on this file without the target GPUs (held out); prior: {prior_note}"
+        informed, prior_note = _refit_prior(shipped, rows, targets)
+        fit = held_out_fit(cases, all_pairs, targets, informed)
+        fit_note = f"refitted on this file without the target GPUs (held out); start and prior: {prior_note}"
     else:
         fit = FitResult(shipped.params, dict(shipped.fallback), 0.0)
         fit_note = "shipped parameters (fitted on the development set)"
@@ -110,18 +110,18 @@ def run_validation(
 
 
 def _refit_prior(shipped: Any, rows: pd.DataFrame, targets: set[str]) -> tuple[Any, str]:
-    """Where a held-out refit pulls parameters the file says little about.
+    """Where a held-out refit starts and what it is pulled towards (None: the defaults).
 
-    The shipped parameters are the better-informed prior, but only if their own fit never saw a
+    The shipped parameters are better informed, but only usable if their own fit never saw a
     target GPU; otherwise they would carry the held-out GPUs' measurements into the refit.
     """
     fitted = shipped.provenance.get("fitted_accelerators")
     target_keys = set(rows.loc[rows["gpu"].isin(targets), "accelerator_key"].dropna())
     if fitted is None:
-        return DEFAULT_MODEL, "defaults (the shipped fit does not say which GPUs it saw)"
+        return None, "defaults (the shipped fit does not say which GPUs it saw)"
     if not target_keys & set(fitted):
         return shipped, "shipped parameters (their fit saw none of the target GPUs)"
-    return DEFAULT_MODEL, "defaults (the shipped fit saw a target GPU)"
+    return None, "defaults (the shipped fit saw a target GPU)"
 
 
 def _mean_spearman(cases: Any, fit: FitResult, targets: set[str] | None) -> dict[str, Any]:
