@@ -87,7 +87,6 @@ def fit_model(
     *,
     exclude_gpus: set[str] = frozenset(),  # type: ignore[assignment]
     max_nfev: int = 60,
-    prior: ShippedModel | None = None,
 ) -> FitResult:
     """Robust least squares on log pair errors (and spec errors of traced workloads)."""
     rows = cases.rows
@@ -113,11 +112,8 @@ def fit_model(
     z0_global = np.array([_to_unit(n, getattr(start.params, n)) for n in GLOBAL_NAMES])
     z0_family = np.array([[d["log_bytes_per_flop"], d["log_launches"]] for d in start_desc]).reshape(-1)
     z0 = np.concatenate([z0_global, z0_family])
-    # Where weakly informed parameters are pulled (held-out fits: the same as their start).
-    center = prior or start
-    center_desc = [center.fallback.get(f, DEFAULT_DESCRIPTOR) for f in families]
-    prior_global = np.array([_to_unit(n, getattr(center.params, n)) for n in GLOBAL_NAMES])
-    prior_family = np.array([[d["log_bytes_per_flop"], d["log_launches"]] for d in center_desc]).reshape(-1)
+    # Weakly informed parameters are pulled back to where they started.
+    prior_global, prior_family = z0_global, z0_family
     n_global = len(GLOBAL_NAMES)
 
     def unpack(z: np.ndarray) -> tuple[ModelParams, np.ndarray, np.ndarray]:
@@ -194,9 +190,7 @@ def held_out_fit(
     defaults, or ``informed``: parameters whose own fit saw none of these GPUs.
     """
     base = informed or DEFAULT_MODEL
-    return fit_model(
-        cases, pairs, base, exclude_gpus=exclude_gpus, max_nfev=FULL_FIT_MAX_NFEV, prior=base
-    )
+    return fit_model(cases, pairs, base, exclude_gpus=exclude_gpus, max_nfev=FULL_FIT_MAX_NFEV)
 
 
 def leave_one_gpu_out(

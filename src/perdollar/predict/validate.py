@@ -79,7 +79,7 @@ def run_validation(
     pairs = pair_indices(cases, targets)
     shipped = shipped_model()
     if targets and refit:
-        informed, prior_note = _refit_prior(shipped, rows, targets)
+        informed, prior_note = _refit_start(shipped, rows, targets)
         fit = held_out_fit(cases, all_pairs, targets, informed)
         fit_note = f"refitted on this file without the target GPUs (held out); start and prior: {prior_note}"
     else:
@@ -109,7 +109,7 @@ def run_validation(
     return result
 
 
-def _refit_prior(shipped: Any, rows: pd.DataFrame, targets: set[str]) -> tuple[Any, str]:
+def _refit_start(shipped: Any, rows: pd.DataFrame, targets: set[str]) -> tuple[Any, str]:
     """Where a held-out refit starts and what it is pulled towards (None: the defaults).
 
     The shipped parameters are better informed, but only usable if their own fit never saw a
