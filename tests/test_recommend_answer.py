@@ -36,3 +36,14 @@ def test_recommendation_is_plain_frozen_data() -> None:
     assert all(e.market == "on-demand" and e.region == "us-central1" for e in rec.estimates)
     assert all(e.time_to_target_hours is None for e in rec.estimates)  # no target, no time
     assert dataclasses.is_dataclass(rec) and rec.explanation
+
+
+def test_summary_names_the_top_choice_when_it_is_also_the_cheapest() -> None:
+    rec = recommend("mlp", samples=1e9, deadline_hours=48.0, objective="cost", max_nodes=2, clouds=["aws"])
+    feasible = [e for e in rec.estimates if e.feasible]
+    fastest = min(feasible, key=lambda e: e.expected_time_hours or float("inf"))
+    assert fastest.label != feasible[0].label  # the cheapest to the target is not the fastest
+    # The sentence after "The fastest, …" must not say "It": a reader takes that to mean the fastest.
+    assert "The fastest, " in rec.explanation
+    assert "The top choice is also the cheapest feasible candidate." in rec.explanation
+    assert "It is also" not in rec.explanation

@@ -218,7 +218,7 @@ def explain(
     if fastest_index != 0:
         lines.append(_fastest_sentence(ranked.iloc[fastest_index], top, target))
     else:
-        lines.append("It is also the fastest feasible candidate.")
+        lines.append("The top choice is also the fastest feasible candidate.")
     if cheapest_index != 0:
         cheap = ranked.iloc[cheapest_index]
         if target.samples:
@@ -229,7 +229,7 @@ def explain(
         else:
             lines.append(f"The cheapest per sample, {describe(cheap)}, gives {_per_dollar(cheap, unit)}.")
     elif fastest_index != 0:
-        lines.append("It is also the cheapest feasible candidate.")
+        lines.append("The top choice is also the cheapest feasible candidate.")
 
     if target.deadline_hours and target.samples:
         lines.append(
