@@ -59,9 +59,12 @@ class ModelParams:
     # Share of fp32 GEMM work that runs as TF32 on chips that have TF32 (cuDNN and NGC defaults).
     tf32_share_of_fp32: float = 0.5
     # Compute rates scale by min(1, (W per SM-GHz) / reference) ** exponent (power-capped boards).
+    # A board capped far below its boost clock runs at its minimum voltage, where power grows
+    # linearly with clock: exponent 1 (the cube law of voltage-and-clock scaling, exponent 1/3,
+    # holds only near the boost clock, where the cap does not bind).
     power_reference_w_per_sm_ghz: float = 2.0
-    power_exponent: float = 0.3  # for tensor-core GEMMs
-    power_exponent_simt: float = 0.3  # for everything on the SIMT pipelines
+    power_exponent: float = 1.0  # for tensor-core GEMMs
+    power_exponent_simt: float = 1.0  # for everything on the SIMT pipelines
     # Not fitted: the lowest power density among the fit's GPUs. A board below it (a 72 W L4)
     # is treated as that density, so the power law is never extrapolated past its data.
     power_density_floor_w_per_sm_ghz: float = 0.0
