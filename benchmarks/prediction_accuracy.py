@@ -26,7 +26,6 @@ from perdollar.predict.fit import (
     read_accelerator_specs,
     read_aliases,
 )
-from perdollar.predict.params import shipped_model
 from perdollar.predict.published import normalise, read_published_csv
 from perdollar.predict.references import published_profile_provider
 from perdollar.predict.validate import baselines
@@ -59,8 +58,7 @@ def main() -> None:
     how = f"held out by {args.by}"
     if args.by == "none":
         how = "in sample (shipped parameters, fitted on every GPU)"
-        shipped = shipped_model()
-        held = predict_pairs(cases, pairs, FitResult(shipped.params, dict(shipped.fallback), 0.0))
+        held = predict_pairs(cases, pairs, FitResult.shipped())
     else:
         held = leave_one_gpu_out(cases, pairs, group_of=group_of)
     ref, fb = held[held["reference"]], held[~held["reference"]]

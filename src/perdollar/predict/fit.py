@@ -70,6 +70,12 @@ class FitResult:
     descriptors: dict[str, dict[str, float]]
     cost: float
 
+    @classmethod
+    def shipped(cls) -> FitResult:
+        """The parameters bundled with perdollar, as a fit (their fit saw every development GPU)."""
+        model = shipped_model()
+        return cls(model.params, dict(model.fallback), 0.0)
+
 
 def _case_step_times(
     cases: Cases, params: ModelParams, log_bpf: np.ndarray, log_launch: np.ndarray

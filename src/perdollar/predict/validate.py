@@ -83,7 +83,7 @@ def run_validation(
         fit = held_out_fit(cases, all_pairs, targets, informed)
         fit_note = f"refitted on this file without the target GPUs (held out); start and prior: {prior_note}"
     else:
-        fit = FitResult(shipped.params, dict(shipped.fallback), 0.0)
+        fit = FitResult.shipped()
         fit_note = "shipped parameters (fitted on the development set)"
     preds = predict_pairs(cases, pairs, fit)
     ref, fb = preds[preds["reference"]], preds[~preds["reference"]]
