@@ -148,8 +148,9 @@ class Band:
 @dataclass(frozen=True)
 class Bands:
     measured: Band
-    calibrated: Band
+    calibrated: Band  # of a traced reference workload (what a user's own workload gets)
     spec: Band
+    calibrated_fallback: Band | None = None  # of a model predicted with the fallback profile
 
 
 @dataclass(frozen=True)
@@ -238,10 +239,13 @@ def required_rate(config: Configuration) -> float:
 
 
 def anchored(config: Configuration, anchor: str, bands: Bands) -> Estimates:
-    """perdollar's view after measuring only ``anchor``: calibrated predictions of the others."""
-    return estimates(
-        config.calibrated[anchor], bands.calibrated, {anchor: config.rates[anchor]}, bands.measured
-    )
+    """perdollar's view after measuring only ``anchor``: calibrated predictions of the others.
+
+    A configuration without spec predictions has no traced reference workload: its band is the
+    fallback profile's, whose held-out errors are wider.
+    """
+    band = bands.calibrated if config.spec or bands.calibrated_fallback is None else bands.calibrated_fallback
+    return estimates(config.calibrated[anchor], band, {anchor: config.rates[anchor]}, bands.measured)
 
 
 def policy_outcomes(configs: list[Configuration], bands: Bands) -> dict[str, list[Outcome]]:
@@ -418,7 +422,10 @@ def build_configurations(
             )
         )
     bands = Bands(
-        *(Band(shipped.errors[b].q10, shipped.errors[b].q90) for b in ("measured", "calibrated", "spec"))
+        *(
+            Band(shipped.errors[b].q10, shipped.errors[b].q90)
+            for b in ("measured", "calibrated", "spec", "calibrated-fallback")
+        )
     )
     by_file = priced[priced["pair_key"].isin(chosen)].groupby("file")["pair_key"].nunique().to_dict()
     return {"configs": configs, "bands": bands, "prices": prices, "by_file": by_file}
@@ -449,8 +456,9 @@ def print_report(result: dict[str, Any]) -> None:
     bands = result["bands"]
     prices = ", ".join(f"{k} {v:.2f}" for k, v in sorted(result["gpu_prices"].items()))
     edges = ", ".join(
-        f"{b} ×{math.exp(bands[b]['low']):.2f}–{math.exp(bands[b]['high']):.2f}"
-        for b in ("calibrated", "spec", "measured")
+        f"{b.replace('_', ' ')} ×{math.exp(bands[b]['low']):.2f}–{math.exp(bands[b]['high']):.2f}"
+        for b in ("calibrated", "calibrated_fallback", "spec", "measured")
+        if bands.get(b)
     )
     print(f"Selection accuracy: {result['configurations']} configurations on ≥3 priced cloud GPUs ({files})")
     print(f"  predictions: {result['fit']}")

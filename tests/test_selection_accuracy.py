@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import math
 import sys
@@ -104,6 +105,15 @@ def test_calibrated_decision_uses_the_anchor_measurement_and_the_band() -> None:
     assert value == "A100"
     assert deadline == "H100"  # 540 × 0.8 < 500: not sure enough that the A100 makes it
     assert sa.decide(est, PRICES, 500.0, use_band=False) == ("A100", "A100")
+
+
+def test_a_model_without_a_traced_workload_gets_the_fallback_band() -> None:
+    bands = dataclasses.replace(BANDS, calibrated_fallback=sa.Band(math.log(0.5), math.log(2.0)))
+    untraced = _config({"T4": {"A100": 540.0, "H100": 1000.0}})
+    traced = _config({"T4": {"A100": 540.0, "H100": 1000.0}}, spec={"T4": 90.0, "A100": 500.0, "H100": 900.0})
+    assert sa.anchored(untraced, "T4", bands).low["A100"] == pytest.approx(270.0)
+    assert sa.anchored(traced, "T4", bands).low["A100"] == pytest.approx(432.0)
+    assert sa.anchored(untraced, "T4", BANDS).low["A100"] == pytest.approx(432.0)  # none shipped
 
 
 def test_sweep_measures_only_when_the_band_leaves_the_answer_open() -> None:

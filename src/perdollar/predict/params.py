@@ -94,6 +94,7 @@ class ErrorQuantiles:
 _DEFAULT_ERRORS = {
     "measured": ErrorQuantiles(n=0, q10=-0.05, q50=0.0, q90=0.05),
     "calibrated": ErrorQuantiles(n=0, q10=-0.2, q50=0.0, q90=0.2),
+    "calibrated-fallback": ErrorQuantiles(n=0, q10=-0.3, q50=0.0, q90=0.3),  # published models only
     "spec": ErrorQuantiles(n=0, q10=-0.5, q50=0.0, q90=0.5),
     "cpu-spec": ErrorQuantiles(n=0, q10=-1.0, q50=0.0, q90=1.0),
 }
