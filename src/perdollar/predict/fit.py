@@ -92,7 +92,7 @@ def fit_model(
     start: ShippedModel,
     *,
     exclude_gpus: set[str] = frozenset(),  # type: ignore[assignment]
-    max_nfev: int = 60,
+    max_nfev: int = FULL_FIT_MAX_NFEV,
 ) -> FitResult:
     """Robust least squares on log pair errors (and spec errors of traced workloads)."""
     rows = cases.rows
@@ -118,8 +118,6 @@ def fit_model(
     z0_global = np.array([_to_unit(n, getattr(start.params, n)) for n in GLOBAL_NAMES])
     z0_family = np.array([[d["log_bytes_per_flop"], d["log_launches"]] for d in start_desc]).reshape(-1)
     z0 = np.concatenate([z0_global, z0_family])
-    # Weakly informed parameters are pulled back to where they started.
-    prior_global, prior_family = z0_global, z0_family
     n_global = len(GLOBAL_NAMES)
 
     def unpack(z: np.ndarray) -> tuple[ModelParams, np.ndarray, np.ndarray]:
@@ -136,10 +134,11 @@ def fit_model(
         times = _case_step_times(cases, params, log_bpf, log_launch)
         pair_res = np.log(times[anchor] / times[target]) + observed
         spec_res = _SPEC_WEIGHT * np.log(batch[reference_rows] / times[reference_rows] / thr[reference_rows])
+        # Weakly informed parameters are pulled back to where they started.
         prior = np.concatenate(
             [
-                _PRIOR_WEIGHT_GLOBAL * (z[:n_global] - prior_global),
-                _PRIOR_WEIGHT_FAMILY * (z[n_global:] - prior_family),
+                _PRIOR_WEIGHT_GLOBAL * (z[:n_global] - z0_global),
+                _PRIOR_WEIGHT_FAMILY * (z[n_global:] - z0_family),
             ]
         )
         return np.nan_to_num(np.concatenate([pair_res, spec_res, prior]), nan=5.0, posinf=5.0, neginf=-5.0)
@@ -196,7 +195,7 @@ def held_out_fit(
     defaults, or ``informed``: parameters whose own fit saw none of these GPUs.
     """
     base = informed or DEFAULT_MODEL
-    return fit_model(cases, pairs, base, exclude_gpus=exclude_gpus, max_nfev=FULL_FIT_MAX_NFEV)
+    return fit_model(cases, pairs, base, exclude_gpus=exclude_gpus)
 
 
 def leave_one_gpu_out(
@@ -272,8 +271,7 @@ def main(argv: list[str] | None = None) -> None:
 
     if TRACED:  # ship the traced reference profiles so validation never traces
         write_profiles(TRACED, args.out.parent / Path(CACHE_FILE).name)
-    start = ShippedModel(ModelParams())
-    full = fit_model(cases, pairs, start, max_nfev=FULL_FIT_MAX_NFEV)
+    full = fit_model(cases, pairs, DEFAULT_MODEL)
     errors = {}
     summary: dict = {}
     if not args.no_holdout:

@@ -19,7 +19,7 @@ import pandas as pd
 from perdollar.errors import PerdollarError
 from perdollar.predict.evaluation import ape_summary, build_cases, pair_indices, spearman
 from perdollar.predict.fit import FitResult, held_out_fit, predict_pairs
-from perdollar.predict.params import shipped_model
+from perdollar.predict.params import ShippedModel, shipped_model
 from perdollar.predict.published import normalise, read_published_csv
 from perdollar.predict.references import published_profile_provider
 
@@ -109,7 +109,9 @@ def run_validation(
     return result
 
 
-def _refit_start(shipped: Any, rows: pd.DataFrame, targets: set[str]) -> tuple[Any, str]:
+def _refit_start(
+    shipped: ShippedModel, rows: pd.DataFrame, targets: set[str]
+) -> tuple[ShippedModel | None, str]:
     """Where a held-out refit starts and what it is pulled towards (None: the defaults).
 
     The shipped parameters are better informed, but only usable if their own fit never saw a
