@@ -47,6 +47,9 @@ def main() -> None:
     parser.add_argument("data_dir", type=Path)
     parser.add_argument("--by", choices=("gpu", "architecture", "none"), default="gpu")
     args = parser.parse_args()
+    for needed in ("accelerator_specs.csv", "measurements/published_dev.csv"):
+        if not (args.data_dir / needed).is_file():
+            parser.error(f"{args.data_dir / needed} not found: data_dir must be the shared data folder")
     started = time.perf_counter()
     accelerators = read_accelerator_specs(args.data_dir)
     aliases = read_aliases(args.data_dir)
