@@ -112,6 +112,9 @@ def test_accelerator_lookup_by_key_catalog_name_and_measurement_name(bundled: ca
         ("A100 80GB PCIe", "A100-PCIe-80GB"),
         ("NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"),
         ("GeForce RTX 4090", "RTX-4090"),
+        # nvidia-smi's names: the SXM board is plain "H200", the PCIe one says NVL
+        ("NVIDIA H200", "H200-SXM-141GB"),
+        ("NVIDIA H200 NVL", "H200-NVL-141GB"),
     ],
 )
 def test_gpu_names_as_vendors_and_papers_write_them(bundled: catalog.Catalog, written: str, key: str) -> None:

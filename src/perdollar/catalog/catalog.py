@@ -62,6 +62,11 @@ def _name_tokens(text: str) -> frozenset[str]:
     return frozenset(t for t in tokens if t and t not in _VENDOR_WORDS)
 
 
+def _without_vendor_words(text: str) -> str:
+    """ "NVIDIA H200" (nvidia-smi's name of the SXM board) is the catalog's "H200"."""
+    return " ".join(t for t in re.split(r"[^A-Za-z0-9]+", text) if t.lower() not in _VENDOR_WORDS)
+
+
 def _token_fits(wanted: str, token: str) -> bool:
     """Tokens must be equal, except that a bare form factor ("sxm") fits its versions ("sxm5")."""
     return wanted == token or (wanted in _FORM_WORDS and token.startswith(wanted))
@@ -129,7 +134,11 @@ class Catalog:
         GPU name a measurement uses ("RTX 3090"), case-insensitive."""
         if name in self.accelerators:
             return self.accelerators[name]
-        key = self._accelerator_names.get(_squash(name)) or self._accelerator_by_tokens(name)
+        key = (
+            self._accelerator_names.get(_squash(name))
+            or self._accelerator_names.get(_squash(_without_vendor_words(name)))
+            or self._accelerator_by_tokens(name)
+        )
         if key is None:
             known = list(self.accelerators) + list(self.aliases)
             hint = suggestion_text(name, known)
