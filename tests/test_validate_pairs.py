@@ -150,6 +150,24 @@ def test_validation_on_hand_csv_counts_fallback_rows_separately(hand_csv: Path):
     assert 0 <= ape < 1.0  # T4 predicted slower than V100, not wildly off the published third
 
 
+def test_perdollars_own_rows_are_predicted_with_their_reference_workload(tmp_path: Path):
+    # benchmarks/gpu_references.py writes the reference's name and the workload's precision
+    own = dict(source="perdollar gpu_references", bscope="per GPU", scope="per GPU", notes="")
+    rows = [
+        row("h100", "H100-SXM5-80GB", model="resnet50", precision="amp-fp16", batch=256, thr=2685.0, **own),
+        row("h200", "H200-SXM-141GB", model="resnet50", precision="amp-fp16", batch=256, thr=2976.0, **own),
+    ]
+    path = tmp_path / "own.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=HEADER)
+        writer.writeheader()
+        writer.writerows(rows)
+    result = run_validation(path, catalog_mod.load(), ["H200-SXM-141GB"], refit=False)
+    assert result["calibrated"]["n"] == 1 and result["spec_only"]["n"] == 1
+    assert result["fallback"]["calibrated"]["n"] == 0
+    assert result["calibrated"]["median_ape"] < 0.25
+
+
 def test_bad_file_is_a_one_line_error(tmp_path: Path):
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n")

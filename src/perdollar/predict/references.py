@@ -25,6 +25,9 @@ WORKLOAD_PRECISION = {
     "fp16": "amp-fp16",
     "bf16": "amp-bf16",
     "f16": "fp16",
+    # perdollar's own rows carry the workload's precision
+    "amp-fp16": "amp-fp16",
+    "amp-bf16": "amp-bf16",
 }
 _BASE_BATCH = 8
 

@@ -37,5 +37,14 @@ _BY_FOLDED_NAME = {name.casefold().strip(): ref for name, ref in PUBLISHED_MODEL
 
 
 def reference_for_published_model(model_name: str) -> str | None:
-    """The reference workload measured under ``model_name`` in the published set, or None."""
-    return _BY_FOLDED_NAME.get(str(model_name).casefold().strip())
+    """The reference workload measured under ``model_name`` in the published set, or None.
+
+    A reference's own name ("resnet50") is itself: perdollar's own measurements, written in the
+    published schema by ``benchmarks/gpu_references.py``, name the workload that way.
+    """
+    folded = str(model_name).casefold().strip()
+    if folded in _BY_FOLDED_NAME:
+        return _BY_FOLDED_NAME[folded]
+    from perdollar.workload.references import REFERENCES
+
+    return folded if folded in REFERENCES else None
