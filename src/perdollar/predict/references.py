@@ -29,7 +29,11 @@ WORKLOAD_PRECISION = {
     "amp-fp16": "amp-fp16",
     "amp-bf16": "amp-bf16",
 }
-_BASE_BATCH = 8
+# Profiles are traced at two batches and interpolated linearly to the row's batch. When a token
+# count at one of them equals a layer width (BERT at batch 8: 8 × 384 = 3072 = its FFN width), two
+# operator groups share a shape and merge, the operator lists no longer align, and the pair is
+# traced again at batches that are not powers of two.
+_BASE_BATCHES = (8, 7)
 
 
 TRACED: dict[str, Profile] = {}  # every profile traced in this process, by fingerprint (for the fit)
@@ -49,6 +53,17 @@ def _trace(reference: str, batch: int, precision: str, kind: str) -> Profile | N
         return None
     TRACED[profile.workload_fingerprint] = profile
     return profile
+
+
+def _traced_pair(reference: str, precision: str, kind: str) -> tuple[Profile, Profile] | None:
+    for base in _BASE_BATCHES:
+        low = _trace(reference, base, precision, kind)
+        high = _trace(reference, 2 * base, precision, kind) if low else None
+        if low is None or high is None:
+            return None
+        if [op.name for op in low.operators] == [op.name for op in high.operators]:
+            return low, high
+    return None
 
 
 def _interpolate(low: Profile, high: Profile, batch: float) -> Profile | None:
@@ -112,9 +127,7 @@ def published_profile_provider() -> Callable[[pd.Series], Profile | None]:
         kind = "train" if row["task"] == "train" else "inference"
         key = (reference, precision, kind)
         if key not in traced:
-            low = _trace(reference, _BASE_BATCH, precision, kind)
-            high = _trace(reference, 2 * _BASE_BATCH, precision, kind) if low else None
-            traced[key] = (low, high) if low and high else None
+            traced[key] = _traced_pair(reference, precision, kind)
         pair = traced[key]
         if pair is None:
             return None
