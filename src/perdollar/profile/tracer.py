@@ -18,6 +18,7 @@ from perdollar.errors import PerdollarError
 from perdollar.profile import operators
 from perdollar.profile.liveness import LiveMemory, PeakSnapshot
 from perdollar.profile.model import OperatorRecord, Phase
+from perdollar.profile.recurrent import fuse_recurrent_layers
 from perdollar.workload.spec import Workload
 from perdollar.workload.step import StepRunner, build_model, build_step, make_optimizer, parameter_dtype
 
@@ -224,11 +225,21 @@ def _phase(recorder: _OperatorRecorder, phase: Phase) -> Iterator[None]:
         recorder.phase = None
 
 
+@contextlib.contextmanager
+def _paused(recorder: _OperatorRecorder) -> Iterator[None]:
+    phase, recorder.phase = recorder.phase, None
+    try:
+        yield
+    finally:
+        recorder.phase = phase
+
+
 def trace_step(workload: Workload) -> TraceResult:
     """Run one step of ``workload`` on fake tensors and record what every operator does."""
     recorder = _OperatorRecorder(tf32=workload.precision == "tf32")
     fake_mode = _RecordingFakeMode(recorder)
     model = build_fake_model(workload, fake_mode)
+    fuse_recurrent_layers(model, recorder._record, lambda: _paused(recorder))
     with fake_mode:
         runner = build_step(workload, "cpu", model=model, use_grad_scaler=False, foreach=True)
     live = fake_mode.live
