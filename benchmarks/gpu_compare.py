@@ -1,16 +1,20 @@
 """perdollar's predictions now against the GPU measurements in benchmarks/gpu_measured.csv.
 
     python3 benchmarks/gpu_compare.py benchmarks/gpu_measured.csv
+    python3 benchmarks/gpu_compare.py benchmarks/gpu_measured.csv --bench benchmarks/gpu_bench_h100.json
 
 Every row is predicted from specs alone (the shipped fit, no measurement of the workload), and
 then each GPU of the file is predicted from the others' measurements of the same workload
 (calibrated), exactly as `perdollar validate FILE --target-gpus GPU --no-refit` does. Prints one
-line per row and the summaries; absolute percentage errors of throughput.
+line per row and the summaries; absolute percentage errors of throughput. With --bench, the
+traced peak memory of each workload is also set against the peak the bench measured
+(``torch.cuda.max_memory_allocated`` of the step).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 from pathlib import Path
 
@@ -40,6 +44,24 @@ def summary(errors: list[float]) -> str:
     return f"n {len(errors)}, median {median:.1f}%, mean {mean:.1f}%, median signed {signed:+.1f}%"
 
 
+def compare_memory(path: Path) -> None:
+    print(f"peak memory of one step, traced against measured ({path.name}):")
+    for measurement in json.loads(path.read_text()):
+        if measurement.get("status") != "ok" or not measurement.get("peak_memory_bytes"):
+            continue
+        workload = load_workload(
+            measurement["workload_name"],
+            batch_size=measurement["batch_size"],
+            precision=measurement["precision"],
+        )
+        traced, measured = profile_workload(workload).memory.total, float(measurement["peak_memory_bytes"])
+        print(
+            f"  {workload.name:13} batch {workload.batch_size:6d}: measured {measured / 2**30:6.2f} GiB, "
+            f"traced {traced / 2**30:6.2f} GiB ({100 * (traced / measured - 1):+.0f}%)"
+        )
+    print()
+
+
 def _ape(figures: dict) -> str:
     return (
         f"n {figures['n']}, median {100 * figures['median_ape']:.1f}%, mean {100 * figures['mean_ape']:.1f}%"
@@ -49,7 +71,10 @@ def _ape(figures: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("measured", type=Path)
+    parser.add_argument("--bench", type=Path, nargs="*", default=[], help="bench JSON files (memory check)")
     options = parser.parse_args()
+    for path in options.bench:
+        compare_memory(path)
     cat = catalog.load()
     rows = pd.read_csv(options.measured)
     groups: dict[str, list[float]] = {"train": [], "inference, batch ≥ 16": [], "inference, batch < 16": []}
