@@ -159,7 +159,7 @@ def published_row(row: dict[str, Any], gpu: dict[str, str], software: str) -> di
         "flag": "",
         "notes": f"driver {gpu['driver_version']}; power limit {gpu['power.limit']}; "
         f"max SM clock {gpu['clocks.max.sm']}; synthetic inputs reused on the GPU (cached-input)",
-        "file": "measured.json",
+        "file": "measured.json" if row["task"] == "train" else "inference_curves.json",
     }
 
 

@@ -18,6 +18,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import PackedSequence
 
+# Recorded under the name of PyTorch's own fused layer (oneDNN's), whose FLOPs and GEMM shape the
+# profile already counts; the predictor times it as a recurrent GEMM on whatever device.
 FORWARD = torch.ops.aten.mkldnn_rnn_layer.default
 BACKWARD = torch.ops.aten.mkldnn_rnn_layer_backward.default
 GATES = {nn.LSTM: 4, nn.GRU: 3}
