@@ -73,6 +73,9 @@ def main() -> int:
     parser.add_argument("measured", type=Path)
     parser.add_argument("--bench", type=Path, nargs="*", default=[], help="bench JSON files (memory check)")
     options = parser.parse_args()
+    for path in (options.measured, *options.bench):
+        if not path.is_file():
+            parser.error(f"no such file: {path} (give benchmarks/gpu_measured.csv or a CSV in its schema)")
     for path in options.bench:
         compare_memory(path)
     cat = catalog.load()

@@ -188,9 +188,16 @@ def main() -> int:
     inference = [w for w in options.inference.split(",") if w]
     batches = [int(b) for b in options.inference_batches.split(",")]
 
-    gpu = {"name": options.gpu} if options.gpu else gpu_identity()
-    print(f"GPU: {gpu}")
-    predicted = predictions(gpu["name"], training, inference, batches)
+    from perdollar.errors import PerdollarError
+
+    try:
+        gpu = {"name": options.gpu} if options.gpu else gpu_identity()
+        print(f"GPU: {gpu}")
+        predicted = predictions(gpu["name"], training, inference, batches)
+    except FileNotFoundError:
+        parser.error("nvidia-smi not found: run on an NVIDIA GPU host, or add --predict-only --gpu NAME")
+    except PerdollarError as error:
+        parser.error(str(error))
     write_csv(options.out / "predicted.csv", predicted)
     if options.predict_only:
         return 0
