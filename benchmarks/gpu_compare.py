@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -99,17 +100,15 @@ def main() -> int:
     for name, errors in groups.items():
         print(f"  {name}: {summary(errors)}")
     print("\ncalibrated from the other GPU's measurement (perdollar validate --no-refit):")
-    for gpu in sorted(rows["gpu"].unique()):
+    with tempfile.TemporaryDirectory() as scratch:  # validate reads a file; the data folder may be read-only
         for task, part in (("train", rows[rows.task == "train"]), ("inference", rows[rows.task != "train"])):
-            scratch = options.measured.with_name(f".gpu_compare_{task}.csv")
-            part.to_csv(scratch, index=False)
-            try:
-                result = run_validation(scratch, cat, [gpu], refit=False)
-            finally:
-                scratch.unlink()
-            calibrated, spec = result["calibrated"], result["spec_only"]
-            if calibrated["n"]:
-                print(f"  → {gpu}, {task}: calibrated {_ape(calibrated)} (spec only: {_ape(spec)})")
+            path = Path(scratch) / f"{task}.csv"
+            part.to_csv(path, index=False)
+            for gpu in sorted(rows["gpu"].unique()):
+                result = run_validation(path, cat, [gpu], refit=False)
+                calibrated, spec = result["calibrated"], result["spec_only"]
+                if calibrated["n"]:
+                    print(f"  → {gpu}, {task}: calibrated {_ape(calibrated)} (spec only: {_ape(spec)})")
     return 0
 
 

@@ -61,13 +61,17 @@ def _traced_pair(reference: str, precision: str, kind: str) -> tuple[Profile, Pr
         high = _trace(reference, 2 * base, precision, kind) if low else None
         if low is None or high is None:
             return None
-        if [op.name for op in low.operators] == [op.name for op in high.operators]:
+        if _aligned(low, high):
             return low, high
     return None
 
 
+def _aligned(low: Profile, high: Profile) -> bool:
+    return [op.name for op in low.operators] == [op.name for op in high.operators]
+
+
 def _interpolate(low: Profile, high: Profile, batch: float) -> Profile | None:
-    if len(low.operators) != len(high.operators):
+    if not _aligned(low, high):
         return None
     span = high.batch_size - low.batch_size
     weight = (batch - low.batch_size) / span
@@ -77,8 +81,6 @@ def _interpolate(low: Profile, high: Profile, batch: float) -> Profile | None:
 
     ops: list[OperatorRecord] = []
     for a, b in zip(low.operators, high.operators, strict=True):
-        if a.name != b.name:
-            return None
         mnk = a.gemm_mnk
         if a.gemm_mnk and b.gemm_mnk:
             mnk = tuple(max(round(mix(x, y)), 1) for x, y in zip(a.gemm_mnk, b.gemm_mnk, strict=True))  # type: ignore[assignment]

@@ -70,15 +70,14 @@ class _FusedLayers(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> Any:
-        for layer_input, w_ih, w_hh, _ in ctx.layers:
-            with ctx.paused():
-                written = (torch.empty_like(layer_input), torch.empty_like(w_ih), torch.empty_like(w_hh))
-            ctx.record(BACKWARD, (layer_input, w_ih, w_hh), {}, written)
         with ctx.paused():
+            written = [tuple(torch.empty_like(t) for t in layer[:3]) for layer in ctx.layers]
             tensor_grads = [
                 torch.zeros_like(t) if need else None
                 for t, need in zip(ctx.grad_templates, ctx.needs_input_grad[4:], strict=True)
             ]
+        for (layer_input, w_ih, w_hh, _), gradients in zip(ctx.layers, written, strict=True):
+            ctx.record(BACKWARD, (layer_input, w_ih, w_hh), {}, gradients)
         return (None, None, None, None, *tensor_grads)
 
 

@@ -60,7 +60,7 @@ class _OperatorRecorder:
     groups: dict[tuple[Any, ...], _Group] = field(default_factory=dict)
     unclassified: set[str] = field(default_factory=set)
 
-    def _record(self, func: Any, args: Any, kwargs: dict[str, Any], out: Any) -> None:
+    def record(self, func: Any, args: Any, kwargs: dict[str, Any], out: Any) -> None:
         name = operators.packet_name(func)
         if operators.is_bookkeeping(func, name):
             return
@@ -132,7 +132,7 @@ class _RecordingFakeMode(FakeTensorMode):
             for tensor in operators.tensors_in(out):
                 self.live.track(tensor)
             if self.recorder.phase is not None:
-                self.recorder._record(func, args, kwargs or {}, out)
+                self.recorder.record(func, args, kwargs or {}, out)
         return out
 
 
@@ -217,21 +217,13 @@ class _FlatParameters(torch.nn.Module):
 
 
 @contextlib.contextmanager
-def _phase(recorder: _OperatorRecorder, phase: Phase) -> Iterator[None]:
-    recorder.phase = phase
+def _phase(recorder: _OperatorRecorder, phase: Phase | None) -> Iterator[None]:
+    """Record operators as ``phase`` (None: not at all) inside the block, then as before it."""
+    before, recorder.phase = recorder.phase, phase
     try:
         yield
     finally:
-        recorder.phase = None
-
-
-@contextlib.contextmanager
-def _paused(recorder: _OperatorRecorder) -> Iterator[None]:
-    phase, recorder.phase = recorder.phase, None
-    try:
-        yield
-    finally:
-        recorder.phase = phase
+        recorder.phase = before
 
 
 def trace_step(workload: Workload) -> TraceResult:
@@ -239,7 +231,7 @@ def trace_step(workload: Workload) -> TraceResult:
     recorder = _OperatorRecorder(tf32=workload.precision == "tf32")
     fake_mode = _RecordingFakeMode(recorder)
     model = build_fake_model(workload, fake_mode)
-    fuse_recurrent_layers(model, recorder._record, lambda: _paused(recorder))
+    fuse_recurrent_layers(model, recorder.record, lambda: _phase(recorder, None))
     with fake_mode:
         runner = build_step(workload, "cpu", model=model, use_grad_scaler=False, foreach=True)
     live = fake_mode.live
