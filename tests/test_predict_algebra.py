@@ -310,3 +310,19 @@ def test_power_law_is_not_extrapolated_below_the_fitted_power_density(cat):
     assert t_steep / t_floored == pytest.approx(1.2 / density, rel=0.02)
     above = dataclasses.replace(steep, power_density_floor_w_per_sm_ghz=0.1)  # below L4: no effect
     assert device_steps(profile, [l4], above).seconds[0] == pytest.approx(t_steep)
+
+
+def test_cdna_runs_exact_fp32_gemms_on_its_matrix_units(cat):
+    """MI100 and MI200 execute exact fp32 GEMMs on matrix cores at twice the vector rate, so a
+    strict-fp32 matmul (PyTorch's default, never TF32) beats the vector peak there; an A100 runs
+    the same matmul on its fp32 pipelines, and CDNA 3 (fp32 matrix rate = vector rate) gains nothing."""
+    strict = dataclasses.replace(big_matmul("fp32"), count=16, flops=16 * big_matmul("fp32").flops)
+    profile = make_profile([strict], precision="fp32")
+    for key in ("MI100", "MI210", "MI250"):
+        acc = cat.accelerators[key]
+        achieved = strict.flops / device_steps(profile, [acc]).seconds[0]
+        assert achieved > 1.3 * acc.peak_fp32_tflops * 1e12, key
+    for key in ("A100-SXM4-80GB", "MI300X"):
+        acc = cat.accelerators[key]
+        achieved = strict.flops / device_steps(profile, [acc]).seconds[0]
+        assert achieved < acc.peak_fp32_tflops * 1e12, key

@@ -61,11 +61,15 @@ def _gemm_rate(
     fp32_peak = devices.peak[:, _FP32] if paired else devices.peak[:, [_FP32]]
     tf32_peak = devices.peak[:, _TF32] if paired else devices.peak[:, [_TF32]]
     tf32_tensor = devices.has_tensor_cores[:, _TF32] if paired else devices.has_tensor_cores[:, [_TF32]]
-    # fp32 GEMMs run partly as TF32 on chips that have it (a policy with a fitted share).
+    # fp32 GEMMs run partly as TF32 on chips that have it (a policy with a fitted share); on
+    # chips with exact-fp32 matrix units (the tf32 column holds their rate) all of them do.
     fp32_ops = dtype == _FP32
     share = params.tf32_share_of_fp32
     if ops.strict_fp32 is not None:
         share = np.where(ops.strict_fp32, 0.0, share)
+    if devices.exact_fp32_on_matrix is not None:  # every fp32 GEMM runs on the matrix units
+        exact = devices.exact_fp32_on_matrix if paired else devices.exact_fp32_on_matrix[:, None]
+        share = np.where(exact, 1.0, share)
     mixed = 1.0 / (share / tf32_peak + (1.0 - share) / fp32_peak)
     peak = np.where(fp32_ops, mixed, peak)
     tensor = np.where(fp32_ops, tf32_tensor & (share > 0.5), tensor)

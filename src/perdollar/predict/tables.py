@@ -24,6 +24,20 @@ _DTYPE_ALIASES = {
     "int8": "fp8",
     "fp4": "fp8",
 }
+# AMD CDNA 1 and 2 run exact fp32 GEMMs on their matrix cores at twice the vector rate (AMD
+# Instinct MI100 data sheet: 46.1 TFLOPS FP32 matrix against 23.1 vector; MI200 series data
+# sheet, MI250: 90.5 against 45.3). rocBLAS uses those instructions for sgemm, so PyTorch's fp32
+# matmul passes the vector peak (33 TFLOPS on an MI210 of 22.6, torch-performance-test-data
+# issue 195). CDNA 3's fp32 matrix rate equals its vector rate; it has TF32 instead.
+_FP32_MATRIX_SPEEDUP = {"CDNA 1": 2.0, "CDNA 2": 2.0}
+
+
+def fp32_matrix_speedup(architecture: str) -> float | None:
+    """How much faster than the vector peak the chip runs exact fp32 GEMMs, if it has such units."""
+    for prefix, speedup in _FP32_MATRIX_SPEEDUP.items():
+        if architecture.startswith(prefix):
+            return speedup
+    return None
 
 
 def normalise_dtype(dtype: str) -> str:
@@ -46,20 +60,29 @@ class DeviceTable:
     has_tensor_cores: np.ndarray  # [devices, dtypes] — the dtype runs on matrix units
     # Board power per SM-GHz: low values mark chips that cannot hold boost clock under load (T4, L4).
     watts_per_sm_ghz: np.ndarray | None = None
+    # Exact (not TF32) fp32 GEMMs run on matrix units, at the rate in the tf32 column (AMD CDNA 1/2).
+    exact_fp32_on_matrix: np.ndarray | None = None
 
     @classmethod
     def from_accelerators(cls, accelerators: Sequence[Accelerator]) -> DeviceTable:
-        rows, tensor, bandwidth, sms, power = [], [], [], [], []
+        rows, tensor, bandwidth, sms, power, exact_matrix = [], [], [], [], [], []
         for acc in accelerators:
             fp32 = acc.peak_fp32_tflops or acc.peak_bf16_tflops or acc.peak_fp16_tflops or 1.0
             fp16 = acc.peak_fp16_tflops or acc.peak_bf16_tflops or fp32
             bf16 = acc.peak_bf16_tflops or fp32
             tf32 = acc.peak_tf32_tflops or fp32
             fp8 = acc.peak_fp8_tflops or fp16
+            speedup = fp32_matrix_speedup(acc.architecture) if acc.peak_tf32_tflops is None else None
+            if speedup:
+                tf32 = fp32 * speedup
+            exact_matrix.append(speedup is not None)
             row = [fp32, tf32, fp16, bf16, fp8]
             rows.append([v * 1e12 for v in row])
             tensor.append(
-                [v > 1.5 * fp32 or (i == 1 and acc.peak_tf32_tflops is not None) for i, v in enumerate(row)]
+                [
+                    v > 1.5 * fp32 or (i == 1 and (acc.peak_tf32_tflops is not None or speedup is not None))
+                    for i, v in enumerate(row)
+                ]
             )
             bandwidth.append((acc.memory_bandwidth_gbps or 100.0) * 1e9)
             sms.append(float(acc.sm_count) if acc.sm_count else math.nan)
@@ -74,6 +97,7 @@ class DeviceTable:
             sm_count=np.array(sms, dtype=float),
             has_tensor_cores=np.array(tensor, dtype=bool).reshape(-1, len(COMPUTE_DTYPES)),
             watts_per_sm_ghz=np.array(power, dtype=float),
+            exact_fp32_on_matrix=np.array(exact_matrix, dtype=bool),
         )
 
 
@@ -133,6 +157,7 @@ class OperatorTable:
 
 def take_devices(devices: DeviceTable, rows: np.ndarray) -> DeviceTable:
     """The device table with its rows picked (and repeated) by index."""
+    exact = devices.exact_fp32_on_matrix
     return DeviceTable(
         keys=tuple(devices.keys[i] for i in rows),
         peak=devices.peak[rows],
@@ -140,4 +165,5 @@ def take_devices(devices: DeviceTable, rows: np.ndarray) -> DeviceTable:
         sm_count=devices.sm_count[rows],
         has_tensor_cores=devices.has_tensor_cores[rows],
         watts_per_sm_ghz=None if devices.watts_per_sm_ghz is None else devices.watts_per_sm_ghz[rows],
+        exact_fp32_on_matrix=None if exact is None else exact[rows],
     )
