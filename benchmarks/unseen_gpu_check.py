@@ -1,0 +1,73 @@
+"""Predictions for GPUs that no row of the development set measured, against what others published.
+
+    python3 benchmarks/unseen_gpu_check.py SHARED_DATA_DIR [benchmarks/published_unseen_rows.csv]
+
+The rows file holds published single-GPU figures of GPUs absent from ``published_dev.csv``, each
+written as a row of the same source and software era as development rows it can pair with:
+
+- K80: the Google Compute Engine tables of TensorFlow's 2017 benchmark page (the development set
+  holds the same page's DGX-1 P100 rows).
+- RTX 4090 and RTX 6000 Ada: Lambda's PyTorch training tables (``pytorch/pytorch-train-
+  throughput-fp16.csv`` and ``-fp32.csv`` of lambdal/deeplearning-benchmark), at the same
+  per-GPU batch as the RTX 3090 and RTX A6000 rows of the v1 era (Lambda's batch tables), whose
+  PyTorch version they are assumed to share.
+
+Each group is appended to the development set and run through ``perdollar validate`` with that
+group's GPUs as targets: the global parameters are refitted without them, and every target row
+is predicted from each development GPU that measured the same configuration. Nothing of these
+rows is fitted. Prints each group's calibrated and spec-only errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from perdollar import catalog
+from perdollar.predict.validate import run_validation
+
+GROUPS = {"K80 (TensorFlow 2017 page)": ["K80"], "Ada (Lambda PyTorch v1)": ["RTX 4090", "RTX 6000 Ada"]}
+DEFAULT_ROWS = Path(__file__).with_name("published_unseen_rows.csv")
+
+
+def line(name: str, summary: dict) -> str:
+    if not summary.get("n"):
+        return f"  {name:<28} no pairs"
+    return (
+        f"  {name:<28} n={summary['n']:>3}  median {summary['median_ape']:6.1%}"
+        f"  mean {summary['mean_ape']:6.1%}  within 25% {summary['within_25pct']:5.0%}"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("data_dir", type=Path, help="folder with measurements/published_dev.csv")
+    parser.add_argument("rows", nargs="?", type=Path, default=DEFAULT_ROWS)
+    args = parser.parse_args(argv)
+    dev_path = args.data_dir / "measurements" / "published_dev.csv"
+    for path in (dev_path, args.rows):
+        if not path.is_file():
+            sys.exit(f"error: {path} does not exist; pass the shared data folder (and the rows CSV)")
+    dev = pd.read_csv(dev_path, dtype=str, keep_default_na=False)
+    unseen = pd.read_csv(args.rows, dtype=str, keep_default_na=False)
+    cat = catalog.load()
+    with tempfile.TemporaryDirectory() as scratch:
+        for name, gpus in GROUPS.items():
+            combined = Path(scratch) / "combined.csv"
+            pd.concat([dev, unseen[unseen["gpu"].isin(gpus)]]).to_csv(combined, index=False)
+            result = run_validation(combined, cat, gpus)
+            print(f"{name}: {', '.join(gpus)}")
+            print(line("calibrated, traced workloads", result["calibrated"]))
+            print(line("spec only, same rows", result["spec_only"]))
+            print(line("calibrated, fallback profile", result["fallback"]["calibrated"]))
+            print(line("calibrated, all pairs", result["calibrated_all"]))
+
+
+if __name__ == "__main__":
+    main()
