@@ -326,3 +326,23 @@ def test_cdna_runs_exact_fp32_gemms_on_its_matrix_units(cat):
         acc = cat.accelerators[key]
         achieved = strict.flops / device_steps(profile, [acc]).seconds[0]
         assert achieved < acc.peak_fp32_tflops * 1e12, key
+
+
+@pytest.mark.parametrize(("key", "limit", "plain"), [("RTX-A6000", 0.73, "8.0"), ("K80", 2 / 3, "6.0")])
+def test_fp32_issue_limit_lowers_fp32_gemms_of_chips_that_count_unfillable_lanes(cat, key, limit, plain):
+    """An RTX A6000 (8.6) counts its fp32-or-int32 datapath in its fp32 peak, a K80 (3.7) the 64
+    lanes per SM its schedulers fill only by dual issue; the same chip with a plain compute
+    capability runs an fp32 GEMM 1/limit faster, and nothing else changes."""
+    from perdollar.predict.params import ModelParams
+
+    params = ModelParams(step_overhead_s=1e-9, kernel_overhead_s=2e-6)
+    chip = cat.accelerators[key]
+    plain_chip = dataclasses.replace(chip, key=f"{key}-as-{plain}", compute_capability=plain)
+    fp32 = make_profile([big_matmul("fp32")], precision="fp32")
+    limited, unlimited = device_steps(fp32, [chip, plain_chip], params).compute_bound
+    assert limited / unlimited == pytest.approx(1 / limit, rel=1e-6)
+    copy = device_steps(make_profile([big_copy()]), [chip, plain_chip], params).memory_bound
+    assert copy[0] == pytest.approx(copy[1])
+    if chip.peak_fp16_tflops:
+        fp16 = device_steps(make_profile([big_matmul("fp16")]), [chip, plain_chip], params).compute_bound
+        assert fp16[0] == pytest.approx(fp16[1])

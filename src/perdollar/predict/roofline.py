@@ -80,6 +80,11 @@ def _gemm_rate(
     class_factor = np.ones(len(dtype))
     class_factor[ops.class_index == CLASS_NAMES.index("conv")] = params.conv_relative_efficiency
     class_factor[ops.class_index == CLASS_NAMES.index("attention")] = params.attention_relative_efficiency
+    if (
+        devices.simt_gemm_share is not None
+    ):  # GEMMs off the matrix units, on chips that cannot fill every lane
+        share_of_peak = devices.simt_gemm_share if paired else devices.simt_gemm_share[:, None]
+        efficiency = np.where(tensor, efficiency, efficiency * share_of_peak)
     return peak * np.minimum(efficiency * size_penalty * class_factor, 1.0), tensor
 
 

@@ -43,6 +43,7 @@ def read_accelerator_specs(data_dir: Path) -> dict[str, Accelerator]:
             interconnect=str(r["interconnect"]),
             interconnect_bandwidth_gbps=num(r["interconnect_bandwidth_gbps"]),
             software_stack="cuda",
+            compute_capability=f"{cc:.1f}" if (cc := num(r.get("compute_capability"))) else None,
             sm_count=int(sm) if sm else None,
             boost_clock_mhz=num(r.get("boost_clock_mhz")),
             tdp_w=num(r.get("tdp_w")),

@@ -32,6 +32,18 @@ _DTYPE_ALIASES = {
 _FP32_MATRIX_SPEEDUP = {"CDNA 1": 2.0, "CDNA 2": 2.0}
 
 
+# Chips whose fp32 peak counts lanes their schedulers cannot fill every cycle from fp32 work alone:
+# - Kepler GK110/GK210 (3.5, 3.7): 192 fp32 lanes per SM fed by four schedulers, which fill 128
+#   of them unless they dual-issue (NVIDIA Kepler GK110 whitepaper): 2/3.
+# - GA10x (8.6): a second datapath runs fp32 *or* int32 (NVIDIA Ampere GA102 whitepaper); a
+#   GEMM's address and loop arithmetic occupies it, so PyTorch's fp32 matmul reaches about 0.73 of
+#   the rate of dedicated fp32 units (median over six such boards in
+#   benchmarks/published_gemm_rates.csv). AD10x (8.9) shares the design, but its boards' fp32
+#   rates are already lowered by the power law (a 4090 at 67% of its fp32 peak, as published);
+#   applying both would count the loss twice (benchmarks/RESULTS.md).
+_FP32_ISSUE_LIMIT = {"3.5": 2 / 3, "3.7": 2 / 3, "8.6": 0.73}
+
+
 def fp32_matrix_speedup(architecture: str) -> float | None:
     """How much faster than the vector peak the chip runs exact fp32 GEMMs, if it has such units."""
     for prefix, speedup in _FP32_MATRIX_SPEEDUP.items():
@@ -62,10 +74,12 @@ class DeviceTable:
     watts_per_sm_ghz: np.ndarray | None = None
     # Exact (not TF32) fp32 GEMMs run on matrix units, at the rate in the tf32 column (AMD CDNA 1/2).
     exact_fp32_on_matrix: np.ndarray | None = None
+    # Share of the fp32 peak a GEMM off the matrix units can issue (see _FP32_ISSUE_LIMIT).
+    simt_gemm_share: np.ndarray | None = None
 
     @classmethod
     def from_accelerators(cls, accelerators: Sequence[Accelerator]) -> DeviceTable:
-        rows, tensor, bandwidth, sms, power, exact_matrix = [], [], [], [], [], []
+        rows, tensor, bandwidth, sms, power, exact_matrix, issue = [], [], [], [], [], [], []
         for acc in accelerators:
             fp32 = acc.peak_fp32_tflops or acc.peak_bf16_tflops or acc.peak_fp16_tflops or 1.0
             fp16 = acc.peak_fp16_tflops or acc.peak_bf16_tflops or fp32
@@ -77,14 +91,16 @@ class DeviceTable:
                 tf32 = fp32 * speedup
             exact_matrix.append(speedup is not None)
             row = [fp32, tf32, fp16, bf16, fp8]
-            rows.append([v * 1e12 for v in row])
             tensor.append(
                 [
                     v > 1.5 * fp32 or (i == 1 and (acc.peak_tf32_tflops is not None or speedup is not None))
                     for i, v in enumerate(row)
                 ]
             )
-            bandwidth.append((acc.memory_bandwidth_gbps or 100.0) * 1e9)
+            rows.append([v * 1e12 for v in row])
+            issue.append(_FP32_ISSUE_LIMIT.get(acc.compute_capability or "", 1.0))
+            known = acc.memory_bandwidth_gbps and math.isfinite(acc.memory_bandwidth_gbps)
+            bandwidth.append((acc.memory_bandwidth_gbps if known else 100.0) * 1e9)
             sms.append(float(acc.sm_count) if acc.sm_count else math.nan)
             if acc.tdp_w and acc.sm_count and acc.boost_clock_mhz:
                 power.append(acc.tdp_w / (acc.sm_count * acc.boost_clock_mhz / 1000.0))
@@ -98,6 +114,7 @@ class DeviceTable:
             has_tensor_cores=np.array(tensor, dtype=bool).reshape(-1, len(COMPUTE_DTYPES)),
             watts_per_sm_ghz=np.array(power, dtype=float),
             exact_fp32_on_matrix=np.array(exact_matrix, dtype=bool),
+            simt_gemm_share=np.array(issue, dtype=float),
         )
 
 
@@ -157,7 +174,7 @@ class OperatorTable:
 
 def take_devices(devices: DeviceTable, rows: np.ndarray) -> DeviceTable:
     """The device table with its rows picked (and repeated) by index."""
-    exact = devices.exact_fp32_on_matrix
+    exact, share = devices.exact_fp32_on_matrix, devices.simt_gemm_share
     return DeviceTable(
         keys=tuple(devices.keys[i] for i in rows),
         peak=devices.peak[rows],
@@ -166,4 +183,5 @@ def take_devices(devices: DeviceTable, rows: np.ndarray) -> DeviceTable:
         has_tensor_cores=devices.has_tensor_cores[rows],
         watts_per_sm_ghz=None if devices.watts_per_sm_ghz is None else devices.watts_per_sm_ghz[rows],
         exact_fp32_on_matrix=None if exact is None else exact[rows],
+        simt_gemm_share=None if share is None else share[rows],
     )
