@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from perdollar import catalog
+from perdollar.errors import PerdollarError
 from perdollar.predict.params import shipped_model
 from perdollar.predict.roofline import operator_times
 from perdollar.predict.tables import DeviceTable, OperatorTable
@@ -67,7 +68,10 @@ def main(argv: list[str] | None = None) -> None:
     header = f"{'accelerator':<16} {'dtype':<5} {'size':>6} {'published':>10} {'modelled':>10} {'error':>7}"
     print(f"{header}  in fit")
     for row in rows.itertuples():
-        accelerator = cat.accelerator(str(row.accelerator))
+        try:
+            accelerator = cat.accelerator(str(row.accelerator))
+        except PerdollarError as error:
+            sys.exit(f"error: {args.csv}: {error}")
         size = int(row.matrix_size) if str(row.matrix_size).isdigit() else SIZE
         modelled = modelled_tflops(accelerator, str(row.dtype), size)
         error = modelled / float(row.tflops) - 1.0

@@ -80,9 +80,8 @@ def _gemm_rate(
     class_factor = np.ones(len(dtype))
     class_factor[ops.class_index == CLASS_NAMES.index("conv")] = params.conv_relative_efficiency
     class_factor[ops.class_index == CLASS_NAMES.index("attention")] = params.attention_relative_efficiency
-    if (
-        devices.simt_gemm_share is not None
-    ):  # GEMMs off the matrix units, on chips that cannot fill every lane
+    # GEMMs off the matrix units, on chips whose schedulers cannot fill every fp32 lane.
+    if devices.simt_gemm_share is not None:
         share_of_peak = devices.simt_gemm_share if paired else devices.simt_gemm_share[:, None]
         efficiency = np.where(tensor, efficiency, efficiency * share_of_peak)
     return peak * np.minimum(efficiency * size_penalty * class_factor, 1.0), tensor
