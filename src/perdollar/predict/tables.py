@@ -37,10 +37,10 @@ _FP32_MATRIX_SPEEDUP = {"CDNA 1": 2.0, "CDNA 2": 2.0}
 #   of them unless they dual-issue (NVIDIA Kepler GK110 whitepaper): 2/3.
 # - GA10x (8.6): a second datapath runs fp32 *or* int32 (NVIDIA Ampere GA102 whitepaper); a
 #   GEMM's address and loop arithmetic occupies it, so PyTorch's fp32 matmul reaches about 0.73 of
-#   the rate of dedicated fp32 units (median over six such boards in
-#   benchmarks/published_gemm_rates.csv). AD10x (8.9) shares the design, but its boards' fp32
-#   rates are already lowered by the power law (a 4090 at 67% of its fp32 peak, as published);
-#   applying both would count the loss twice (benchmarks/RESULTS.md).
+#   the rate of dedicated fp32 units (published rates in benchmarks/published_gemm_rates.csv: six
+#   GA10x boards 0.71-0.86, median 0.76; with three AD10x boards, median 0.73). AD10x (8.9)
+#   shares the design, but its boards' fp32 rates are already lowered by the power law (a 4090
+#   at 67% of its fp32 peak, as published); applying both would count the loss twice.
 _FP32_ISSUE_LIMIT = {"3.5": 2 / 3, "3.7": 2 / 3, "8.6": 0.73}
 
 
