@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perdollar.predict.evaluation import ape_summary, build_cases, pair_indices, spearman
+from perdollar.predict.evaluation import ape_summary, build_cases, pair_indices, spearman, summary_line
 from perdollar.predict.fit import (
     FitResult,
     leave_one_gpu_out,
@@ -29,15 +29,6 @@ from perdollar.predict.fit import (
 from perdollar.predict.published import normalise, read_published_csv
 from perdollar.predict.references import published_profile_provider
 from perdollar.predict.validate import baselines
-
-
-def line(label: str, s: dict) -> str:
-    if not s["n"]:
-        return f"  {label:<38} n=0"
-    return (
-        f"  {label:<38} n={s['n']:<5} median {100 * s['median_ape']:5.1f}%  mean {100 * s['mean_ape']:5.1f}%"
-        f"  ≤10% {100 * s['within_10pct']:4.0f}%  ≤25% {100 * s['within_25pct']:4.0f}%"
-    )
 
 
 def main() -> None:
@@ -65,15 +56,13 @@ def main() -> None:
     else:
         held = leave_one_gpu_out(cases, pairs, group_of=group_of)
     ref, fb = held[held["reference"]], held[~held["reference"]]
-    print(
-        f"{how}: {len(held)} anchor→target pairs, {len(set(held['gpu_target']))} target GPUs"
-    )
-    print(line("calibrated, reference workloads", ape_summary(ref["calibrated"], ref["actual"])))
-    print(line("spec only, reference workloads", ape_summary(ref["spec"], ref["actual"])))
-    print(line("calibrated, fallback profile", ape_summary(fb["calibrated"], fb["actual"])))
-    print(line("calibrated, all pairs", ape_summary(held["calibrated"], held["actual"])))
+    print(f"{how}: {len(held)} anchor→target pairs, {len(set(held['gpu_target']))} target GPUs")
+    print(summary_line("calibrated, reference workloads", ape_summary(ref["calibrated"], ref["actual"])))
+    print(summary_line("spec only, reference workloads", ape_summary(ref["spec"], ref["actual"])))
+    print(summary_line("calibrated, fallback profile", ape_summary(fb["calibrated"], fb["actual"])))
+    print(summary_line("calibrated, all pairs", ape_summary(held["calibrated"], held["actual"])))
     for name, summary in baselines(held, cases.rows, accelerators).items():
-        print(line(f"baseline: {name.replace('_', ' ')}", summary))
+        print(summary_line(f"baseline: {name.replace('_', ' ')}", summary))
     # GPU rank correlation per workload, as a user meets it: one GPU measured (the anchor, at its
     # measured value), every other GPU of the workload predicted from it by its held-out fit; the
     # ranks of all of them against the published figures, averaged over the anchors. (Averaging each

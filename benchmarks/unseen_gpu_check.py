@@ -28,19 +28,11 @@ from pathlib import Path
 import pandas as pd
 
 from perdollar import catalog
+from perdollar.predict.evaluation import summary_line
 from perdollar.predict.validate import run_validation
 
 GROUPS = {"K80 (TensorFlow 2017 page)": ["K80"], "Ada (Lambda PyTorch v1)": ["RTX 4090", "RTX 6000 Ada"]}
 DEFAULT_ROWS = Path(__file__).with_name("published_unseen_rows.csv")
-
-
-def line(name: str, summary: dict) -> str:
-    if not summary.get("n"):
-        return f"  {name:<28} no pairs"
-    return (
-        f"  {name:<28} n={summary['n']:>3}  median {summary['median_ape']:6.1%}"
-        f"  mean {summary['mean_ape']:6.1%}  within 25% {summary['within_25pct']:5.0%}"
-    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -63,10 +55,10 @@ def main(argv: list[str] | None = None) -> None:
             pd.concat([dev, unseen[unseen["gpu"].isin(gpus)]]).to_csv(combined, index=False)
             result = run_validation(combined, cat, gpus)
             print(f"{name}: {', '.join(gpus)}")
-            print(line("calibrated, traced workloads", result["calibrated"]))
-            print(line("spec only, same rows", result["spec_only"]))
-            print(line("calibrated, fallback profile", result["fallback"]["calibrated"]))
-            print(line("calibrated, all pairs", result["calibrated_all"]))
+            print(summary_line("calibrated, traced workloads", result["calibrated"]))
+            print(summary_line("spec only, same rows", result["spec_only"]))
+            print(summary_line("calibrated, fallback profile", result["fallback"]["calibrated"]))
+            print(summary_line("calibrated, all pairs", result["calibrated_all"]))
 
 
 if __name__ == "__main__":

@@ -258,6 +258,17 @@ def ape_summary(predicted: Sequence[float] | np.ndarray, actual: Sequence[float]
     }
 
 
+def summary_line(label: str, summary: dict) -> str:
+    """One printed line of an :func:`ape_summary`: pairs, median and mean error, shares within 10/25%."""
+    if not summary["n"]:
+        return f"  {label:<38} n=0"
+    return (
+        f"  {label:<38} n={summary['n']:<5} median {100 * summary['median_ape']:5.1f}%"
+        f"  mean {100 * summary['mean_ape']:5.1f}%"
+        f"  ≤10% {100 * summary['within_10pct']:4.0f}%  ≤25% {100 * summary['within_25pct']:4.0f}%"
+    )
+
+
 def spearman(x: np.ndarray, y: np.ndarray) -> float:
     if len(x) < 2:
         return math.nan

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import get_args
 
 import numpy as np
@@ -173,15 +173,10 @@ class OperatorTable:
 
 
 def take_devices(devices: DeviceTable, rows: np.ndarray) -> DeviceTable:
-    """The device table with its rows picked (and repeated) by index."""
-    exact, share = devices.exact_fp32_on_matrix, devices.simt_gemm_share
-    return DeviceTable(
-        keys=tuple(devices.keys[i] for i in rows),
-        peak=devices.peak[rows],
-        bandwidth=devices.bandwidth[rows],
-        sm_count=devices.sm_count[rows],
-        has_tensor_cores=devices.has_tensor_cores[rows],
-        watts_per_sm_ghz=None if devices.watts_per_sm_ghz is None else devices.watts_per_sm_ghz[rows],
-        exact_fp32_on_matrix=None if exact is None else exact[rows],
-        simt_gemm_share=None if share is None else share[rows],
-    )
+    """The device table with its rows picked (and repeated) by index: every per-device field."""
+    picked: dict[str, object] = {"keys": tuple(devices.keys[i] for i in rows)}
+    for column in fields(DeviceTable):
+        value = getattr(devices, column.name)
+        if column.name != "keys":
+            picked[column.name] = None if value is None else value[rows]
+    return DeviceTable(**picked)  # type: ignore[arg-type]
