@@ -4,8 +4,9 @@
 
 Every anchor→target pair of published_dev.csv is predicted by a fit that never saw the target
 GPU (``--by gpu``, leave-one-GPU-out) or any GPU of the target's architecture generation
-(``--by architecture``). Prints calibrated and spec-only errors, GPU rank correlation, and the
-naive baselines (bandwidth ratio, peak-FLOPS ratio, their geometric mean) on the same pairs.
+(``--by architecture``). Prints calibrated and spec-only errors, GPU rank correlation (and how
+often two GPUs are put in the published order, by how far apart they publish), and the naive
+baselines (bandwidth ratio, peak-FLOPS ratio, their geometric mean) on the same pairs.
 ``--by none`` predicts with the shipped parameters, whose fit saw every GPU: the in-sample error,
 the floor that held-out errors are measured against (seconds instead of minutes).
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from perdollar.predict.evaluation import ape_summary, build_cases, pair_indices, spearman, summary_line
+from perdollar.predict.evaluation import ape_summary, build_cases, pair_indices, summary_line
 from perdollar.predict.fit import (
     FitResult,
     leave_one_gpu_out,
@@ -27,6 +28,7 @@ from perdollar.predict.fit import (
     read_aliases,
 )
 from perdollar.predict.published import normalise, read_published_csv
+from perdollar.predict.ranking import order_agreement_by_gap, rank_correlation_by_workload
 from perdollar.predict.references import published_profile_provider
 from perdollar.predict.validate import baselines
 
@@ -63,30 +65,17 @@ def main() -> None:
     print(summary_line("calibrated, all pairs", ape_summary(held["calibrated"], held["actual"])))
     for name, summary in baselines(held, cases.rows, accelerators).items():
         print(summary_line(f"baseline: {name.replace('_', ' ')}", summary))
-    # GPU rank correlation per workload, as a user meets it: one GPU measured (the anchor, at its
-    # measured value), every other GPU of the workload predicted from it by its held-out fit; the
-    # ranks of all of them against the published figures, averaged over the anchors. (Averaging each
-    # target's predictions over all anchors first would rank two near-identical GPUs backwards by
-    # construction: each one's prediction leans on the other's measurement.)
-    rhos = []
-    for _, group in held.groupby("pair_key"):
-        per_anchor = []
-        for anchor_gpu, from_anchor in group.groupby("gpu_anchor"):
-            ranked = from_anchor.groupby("gpu_target").agg(
-                predicted=("calibrated", "first"), actual=("actual", "first")
-            )
-            anchor_value = float(from_anchor["anchor_value"].iloc[0])
-            ranked.loc[anchor_gpu] = [anchor_value, anchor_value]
-            if len(ranked) >= 3:
-                rho = spearman(ranked["predicted"].to_numpy(), ranked["actual"].to_numpy())
-                if np.isfinite(rho):
-                    per_anchor.append(rho)
-        if per_anchor:
-            rhos.append(float(np.mean(per_anchor)))
+    rhos = rank_correlation_by_workload(held)
     print(
         "  GPU rank correlation per workload (Spearman, one GPU measured, the rest predicted): "
-        f"mean {np.mean(rhos):.3f}, median {np.median(rhos):.3f} over {len(rhos)} workloads"
+        f"mean {rhos.mean():.3f}, median {rhos.median():.3f} over {len(rhos)} workloads"
     )
+    print("  GPU pairs put in the published order, by how far apart they publish:")
+    for bucket in order_agreement_by_gap(held).itertuples():
+        span = (
+            f"{bucket.low:.2f}× – {bucket.high:.2f}×" if np.isfinite(bucket.high) else f"≥ {bucket.low:.2f}×"
+        )
+        print(f"    {span:<16} {bucket.pairs:>6} pairs  {100 * bucket.agree:5.1f}% in order")
     log_err = np.log(held["actual"] / held["calibrated"])
     q10, q90 = np.nanquantile(log_err, [0.1, 0.9])
     inside = np.mean((log_err >= q10) & (log_err <= q90))
