@@ -8,10 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from perdollar import catalog as catalog_mod
 from perdollar.errors import PerdollarError
+from perdollar.predict.fit import pair_weights
 from perdollar.predict.published import form_pairs, normalise, read_published_csv
 from perdollar.predict.validate import run_validation
 
@@ -233,3 +236,34 @@ def test_a_held_out_refit_owes_nothing_to_parameters_that_saw_the_target(
     assert first["calibrated_all"]["n"] > 0
     assert second["calibrated_all"] == first["calibrated_all"]
     assert second["per_gpu"] == first["per_gpu"]
+
+
+def test_every_row_weighs_the_same_in_the_fit_whatever_its_tables_gpu_count():
+    def table(key: str, gpus: list[str], first_case: int) -> pd.DataFrame:
+        cases = dict(zip(gpus, range(first_case, first_case + len(gpus)), strict=True))
+        return pd.DataFrame(
+            [
+                {
+                    "pair_key": key,
+                    "gpu_anchor": a,
+                    "gpu_target": t,
+                    "case_anchor": cases[a],
+                    "case_target": cases[t],
+                }
+                for a in gpus
+                for t in gpus
+                if a != t
+            ]
+        )
+
+    pairs = pd.concat(
+        [table("small", ["A", "B", "C"], 0), table("large", list("DEFGHIJKLMNO"), 3)], ignore_index=True
+    )
+    weight = pair_weights(pairs)
+    # Each row's squared weight over the pairs it is in, as anchor or target, is the same for every row.
+    per_row = np.zeros(15)
+    np.add.at(per_row, pairs["case_anchor"].to_numpy(), weight**2)
+    np.add.at(per_row, pairs["case_target"].to_numpy(), weight**2)
+    assert np.allclose(per_row, per_row[0])
+    assert np.mean(weight**2) == pytest.approx(1.0)
+    assert pair_weights(pairs.iloc[:0]).size == 0

@@ -4,7 +4,8 @@
 
 reads ``SHARED_DATA_DIR/measurements/published_dev.csv``, the accelerator table and the GPU
 name aliases next to it, fits the global parameters (and the fallback descriptors of models
-without a reference workload) by robust least squares on anchor→target pair errors, runs a
+without a reference workload) by robust least squares on anchor→target pair errors (weighted so
+that every published row counts the same, however many GPUs its table has), runs a
 leave-one-GPU-out evaluation (each GPU's pairs predicted by a fit that never saw that GPU) and
 writes ``predict/data/params.json`` with the fit's provenance and the held-out error quantiles
 that the prediction bands come from.
@@ -86,6 +87,21 @@ def _case_step_times(
     return times
 
 
+def pair_weights(pairs: pd.DataFrame) -> np.ndarray:
+    """Weight of each pair's residual, so that every published row counts the same.
+
+    A row of a table that measured n GPUs is in 2(n − 1) ordered pairs: unweighted, a benchmark
+    table of 12 GPUs would outvote one of 3 GPUs 5.5 to 1 per row, and its GPUs' quirks would set
+    the global efficiencies. Squared weights of a row's pairs sum to the same whatever n is; they
+    are scaled to a mean square of 1 so the robust loss keeps its scale.
+    """
+    if pairs.empty:
+        return np.ones(0)
+    gpus = pairs.groupby("pair_key")["gpu_anchor"].transform("nunique").to_numpy(dtype=float)
+    weight = 1.0 / np.sqrt(np.maximum(gpus - 1.0, 1.0))
+    return weight * np.sqrt(len(weight) / np.sum(weight**2))
+
+
 def fit_model(
     cases: Cases,
     pairs: pd.DataFrame,
@@ -101,6 +117,7 @@ def fit_model(
     anchor, target = use["case_anchor"].to_numpy(), use["case_target"].to_numpy()
     thr = rows["per_gpu_throughput"].to_numpy(dtype=float)
     observed = np.log(thr[anchor] / thr[target])
+    weight = pair_weights(use)
     reference_rows = np.flatnonzero(cases.is_reference & ~excluded)
     batch = np.maximum(np.nan_to_num(rows["per_gpu_batch"].to_numpy(dtype=float), nan=1.0), 1.0)
 
@@ -132,7 +149,7 @@ def fit_model(
     def residuals(z: np.ndarray) -> np.ndarray:
         params, log_bpf, log_launch = unpack(z)
         times = _case_step_times(cases, params, log_bpf, log_launch)
-        pair_res = np.log(times[anchor] / times[target]) + observed
+        pair_res = weight * (np.log(times[anchor] / times[target]) + observed)
         spec_res = _SPEC_WEIGHT * np.log(batch[reference_rows] / times[reference_rows] / thr[reference_rows])
         # Weakly informed parameters are pulled back to where they started.
         prior = np.concatenate(
@@ -296,7 +313,8 @@ def main(argv: list[str] | None = None) -> None:
         "reference_rows": int(cases.is_reference.sum()),
         # validate may use these parameters as the prior of a refit only for GPUs never among them
         "fitted_accelerators": sorted(set(cases.rows["accelerator_key"])),
-        "method": "robust least squares (soft-L1) on log anchor→target errors; bands from "
+        "method": "robust least squares (soft-L1) on log anchor→target errors, each row weighted "
+        "the same whatever its table's GPU count; bands from "
         "leave-one-GPU-out errors (10th/90th percentiles of log(actual/predicted))",
         "held_out_summary": summary,
     }
