@@ -22,16 +22,16 @@ from perdollar.predict.evaluation import spearman
 GAP_EDGES = (1.0, 1.05, 1.1, 1.25, 1.5, 2.0, float("inf"))
 
 
-def _views(held: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
-    """(workload, one anchor's view): predicted and actual throughput of every GPU, anchor included."""
-    for key, group in held.groupby("pair_key"):
-        for anchor_gpu, from_anchor in group.groupby("gpu_anchor"):
-            view = from_anchor.groupby("gpu_target").agg(
-                predicted=("calibrated", "first"), actual=("actual", "first")
-            )
-            anchor_value = float(from_anchor["anchor_value"].iloc[0])
-            view.loc[anchor_gpu] = [anchor_value, anchor_value]
-            yield str(key), view
+def _views(held: pd.DataFrame) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
+    """(workload, predicted, actual) of every GPU in one anchor's view, the anchor included."""
+    columns = held[["pair_key", "gpu_anchor", "gpu_target", "anchor_value", "calibrated", "actual"]]
+    # One prediction per target in a view (the first, should a frame repeat a pair).
+    columns = columns.drop_duplicates(["pair_key", "gpu_anchor", "gpu_target"])
+    for (key, _), view in columns.groupby(["pair_key", "gpu_anchor"], sort=True):
+        anchor_value = float(view["anchor_value"].iloc[0])
+        predicted = np.append(view["calibrated"].to_numpy(dtype=float), anchor_value)
+        actual = np.append(view["actual"].to_numpy(dtype=float), anchor_value)
+        yield str(key), predicted, actual
 
 
 def rank_correlation_by_workload(held: pd.DataFrame, min_gpus: int = 3) -> pd.Series:
@@ -40,10 +40,10 @@ def rank_correlation_by_workload(held: pd.DataFrame, min_gpus: int = 3) -> pd.Se
     Workloads measured on fewer than ``min_gpus`` GPUs are left out: two GPUs give ±1 only.
     """
     per_workload: dict[str, list[float]] = {}
-    for key, view in _views(held):
-        if len(view) < min_gpus:
+    for key, predicted, actual in _views(held):
+        if len(actual) < min_gpus:
             continue
-        rho = spearman(view["predicted"].to_numpy(), view["actual"].to_numpy())
+        rho = spearman(predicted, actual)
         if np.isfinite(rho):
             per_workload.setdefault(key, []).append(rho)
     return pd.Series({key: float(np.mean(rhos)) for key, rhos in per_workload.items()}, dtype=float)
@@ -60,11 +60,10 @@ def order_agreement_by_gap(
     within a few percent of each other (near-coin-flips for any model) from real misorderings.
     """
     gaps, agrees = [], []
-    for _, view in _views(held):
-        if len(view) < min_gpus:
+    for _, predicted, actual in _views(held):
+        if len(actual) < min_gpus:
             continue
-        predicted, actual = view["predicted"].to_numpy(), view["actual"].to_numpy()
-        for i, j in itertools.combinations(range(len(view)), 2):
+        for i, j in itertools.combinations(range(len(actual)), 2):
             if actual[i] == actual[j]:
                 continue
             gaps.append(max(actual[i], actual[j]) / min(actual[i], actual[j]))
