@@ -121,12 +121,6 @@ def fit_model(
     reference_rows = np.flatnonzero(cases.is_reference & ~excluded)
     batch = np.maximum(np.nan_to_num(rows["per_gpu_batch"].to_numpy(dtype=float), nan=1.0), 1.0)
 
-    fitted_devices = np.unique(rows["device_row"].to_numpy()[~excluded])
-    densities = cases.devices.watts_per_sm_ghz
-    floor = 0.0
-    if densities is not None and len(fitted_devices) and np.isfinite(densities[fitted_devices]).any():
-        floor = float(np.nanmin(densities[fitted_devices]))
-
     families = cases.families
     family_index = (
         rows["family"].map({f: i for i, f in enumerate(families)}).fillna(-1).astype(int).to_numpy()
@@ -139,7 +133,7 @@ def fit_model(
 
     def unpack(z: np.ndarray) -> tuple[ModelParams, np.ndarray, np.ndarray]:
         values = {n: _from_unit(n, z[i]) for i, n in enumerate(GLOBAL_NAMES)}
-        params = start.params.with_values({**values, "power_density_floor_w_per_sm_ghz": floor})
+        params = start.params.with_values(values)
         fam = z[n_global:].reshape(-1, 2)
         safe = np.maximum(family_index, 0)
         log_bpf = fam[safe, 0] if len(fam) else np.zeros(len(rows))

@@ -71,9 +71,6 @@ class ModelParams:
     power_reference_w_per_sm_ghz: float = 2.0
     power_exponent: float = 1.0  # for tensor-core GEMMs
     power_exponent_simt: float = 1.0  # for everything on the SIMT pipelines
-    # Not fitted: the lowest power density among the fit's GPUs. A board below it (a 72 W L4)
-    # is treated as that density, so the power law is never extrapolated past its data.
-    power_density_floor_w_per_sm_ghz: float = 0.0
     gemm_tile: int = 128  # output tile edge for the wave-quantisation of GEMMs
 
     def with_values(self, values: dict[str, float]) -> ModelParams:
