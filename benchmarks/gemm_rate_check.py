@@ -22,7 +22,7 @@ import pandas as pd
 
 from perdollar import catalog
 from perdollar.errors import PerdollarError
-from perdollar.predict.params import shipped_model
+from perdollar.predict.params import ModelParams, shipped_model
 from perdollar.predict.roofline import operator_times
 from perdollar.predict.tables import DeviceTable, OperatorTable
 from perdollar.profile.model import OperatorRecord
@@ -31,13 +31,15 @@ SIZE = 8192
 DEFAULT_CSV = Path(__file__).with_name("published_gemm_rates.csv")
 
 
-def modelled_tflops(accelerator: catalog.Accelerator, dtype: str, size: int = SIZE) -> float:
+def modelled_tflops(
+    accelerator: catalog.Accelerator, dtype: str, size: int = SIZE, params: ModelParams | None = None
+) -> float:
     element = 2.0 if dtype in ("fp16", "bf16") else 4.0
     gemm = OperatorRecord(
         "aten.mm", "matmul", "forward", 2.0 * size**3, 2 * element * size**2, element * size**2, dtype,
         count=1, gemm_mnk=(size, size, size),
     )  # fmt: skip
-    params = shipped_model().params
+    params = params or shipped_model().params
     times = operator_times(
         DeviceTable.from_accelerators([accelerator]), OperatorTable.from_operators([gemm]), params
     )

@@ -323,16 +323,36 @@ def test_cdna_runs_exact_fp32_gemms_on_its_matrix_units(cat):
     """MI100 and MI200 execute exact fp32 GEMMs on matrix cores at twice the vector rate, so a
     strict-fp32 matmul (PyTorch's default, never TF32) beats the vector peak there; an A100 runs
     the same matmul on its fp32 pipelines, and CDNA 3 (fp32 matrix rate = vector rate) gains nothing."""
+    from perdollar.predict.params import shipped_model
+
     strict = dataclasses.replace(big_matmul("fp32"), count=16, flops=16 * big_matmul("fp32").flops)
     profile = make_profile([strict], precision="fp32")
+    as_cuda = dataclasses.replace(shipped_model().params, rocm_efficiency=1.0)  # the hardware alone
     for key in ("MI100", "MI210", "MI250"):
         acc = cat.accelerators[key]
-        achieved = strict.flops / device_steps(profile, [acc]).seconds[0]
+        achieved = strict.flops / device_steps(profile, [acc], as_cuda).seconds[0]
         assert achieved > 1.3 * acc.peak_fp32_tflops * 1e12, key
     for key in ("A100-SXM4-80GB", "MI300X"):
         acc = cat.accelerators[key]
-        achieved = strict.flops / device_steps(profile, [acc]).seconds[0]
+        achieved = strict.flops / device_steps(profile, [acc], as_cuda).seconds[0]
         assert achieved < acc.peak_fp32_tflops * 1e12, key
+
+
+def test_rocm_chips_reach_the_rocm_share_of_compute_and_memory_rates_and_cuda_chips_all_of_it(cat):
+    """The same MI300X and H100 profiles with rocm_efficiency 1 and 0.5: every ROCm operator time
+    doubles, whether compute- or memory-bound, and no CUDA time moves."""
+    from perdollar.predict.params import ModelParams
+
+    copy = OperatorRecord("aten.copy_", "copy", "forward", 0.0, 2.0**30, 2.0**30, "bf16")
+    profile = make_profile([big_matmul("bf16"), copy])
+    chips = [cat.accelerators["MI300X"], cat.accelerators["H100-SXM5-80GB"]]
+    full = ModelParams(rocm_efficiency=1.0, step_overhead_s=1e-9, kernel_overhead_s=1e-9)
+    half = dataclasses.replace(full, rocm_efficiency=0.5)
+    at_full, at_half = device_steps(profile, chips, full), device_steps(profile, chips, half)
+    assert at_half.compute_bound[0] == pytest.approx(2 * at_full.compute_bound[0], rel=1e-6)
+    assert at_half.seconds[0] == pytest.approx(2 * at_full.seconds[0], rel=1e-3)
+    assert at_half.seconds[1] == pytest.approx(at_full.seconds[1], rel=1e-9)
+    assert at_half.compute_bound[1] == pytest.approx(at_full.compute_bound[1], rel=1e-9)
 
 
 @pytest.mark.parametrize(("key", "limit", "plain"), [("RTX-A6000", 0.73, "8.0"), ("K80", 2 / 3, "6.0")])

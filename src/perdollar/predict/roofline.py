@@ -7,9 +7,10 @@ For operator *i* on accelerator *a*, per kernel launch::
 summed over launches and operators; the step adds a fixed framework time (``step_overhead_s``,
 the same on every GPU, so small-batch ratios between GPUs shrink toward 1). Compute rates of
 power-capped boards are lowered by their board power per SM-GHz, with separate exponents for
-tensor-core and SIMT work. Efficiencies are global (fitted across GPUs, see
-``predict/fit.py``); they vary with the operator's class and shape (GEMM wave quantisation
-against the SM count) and with the chip's size (peak and bandwidth), never per GPU name.
+tensor-core and SIMT work. Efficiencies are global (fitted across GPUs, see ``predict/fit.py``);
+they vary with the operator's class and shape (GEMM wave quantisation against the SM count) and
+with the chip's size (peak and bandwidth), never per GPU name. Chips on AMD's ROCm stack reach a
+fixed share of them (``rocm_efficiency``), read from published comparisons, not fitted.
 """
 
 from __future__ import annotations
@@ -115,6 +116,14 @@ def _power_factor(devices: DeviceTable, params: ModelParams, exponent: float) ->
     return np.minimum(ratio, 1.0) ** exponent
 
 
+def _stack_share(devices: DeviceTable, params: ModelParams, paired: bool) -> np.ndarray | float:
+    """The share of the CUDA-fitted efficiencies the chip's software stack reaches (ROCm < 1)."""
+    if devices.runs_rocm is None:
+        return 1.0
+    share = np.where(devices.runs_rocm, params.rocm_efficiency, 1.0)
+    return share if paired else share[:, None]
+
+
 def operator_times(
     devices: DeviceTable, ops: OperatorTable, params: ModelParams, *, paired: bool = False
 ) -> OperatorTimes:
@@ -134,12 +143,15 @@ def operator_times(
     if not paired:
         power_tensor, power_simt = power_tensor[:, None], power_simt[:, None]
     rate = rate * np.where(ops.is_gemm & tensor, power_tensor, power_simt)
+    rate = rate * _stack_share(devices, params, paired)
     quantisation = np.where(ops.is_gemm, _wave_quantisation(devices, ops, paired), 1.0)
     compute = ops.flops / rate * quantisation * ops.launches
     bandwidth_penalty = (np.maximum(devices.bandwidth, _REFERENCE_BANDWIDTH) / _REFERENCE_BANDWIDTH) ** (
         -params.bandwidth_exponent
     )
     achievable_bw = devices.bandwidth * params.memory_efficiency * bandwidth_penalty
+    if devices.runs_rocm is not None:
+        achievable_bw = achievable_bw * np.where(devices.runs_rocm, params.rocm_efficiency, 1.0)
     memory = ops.bytes / (achievable_bw if paired else achievable_bw[:, None]) * ops.launches
     overhead = ops.launches * params.kernel_overhead_s
     if paired:

@@ -76,10 +76,13 @@ class DeviceTable:
     exact_fp32_on_matrix: np.ndarray | None = None
     # Share of the fp32 peak a GEMM off the matrix units can issue (see _FP32_ISSUE_LIMIT).
     simt_gemm_share: np.ndarray | None = None
+    # The chip runs AMD's ROCm stack, whose efficiencies are not those fitted on CUDA GPUs.
+    runs_rocm: np.ndarray | None = None
 
     @classmethod
     def from_accelerators(cls, accelerators: Sequence[Accelerator]) -> DeviceTable:
         rows, tensor, bandwidth, sms, power, exact_matrix, issue = [], [], [], [], [], [], []
+        rocm = [acc.software_stack == "rocm" for acc in accelerators]
         for acc in accelerators:
             fp32 = acc.peak_fp32_tflops or acc.peak_bf16_tflops or acc.peak_fp16_tflops or 1.0
             fp16 = acc.peak_fp16_tflops or acc.peak_bf16_tflops or fp32
@@ -115,6 +118,7 @@ class DeviceTable:
             watts_per_sm_ghz=np.array(power, dtype=float),
             exact_fp32_on_matrix=np.array(exact_matrix, dtype=bool),
             simt_gemm_share=np.array(issue, dtype=float),
+            runs_rocm=np.array(rocm, dtype=bool),
         )
 
 
