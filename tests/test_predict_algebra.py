@@ -373,3 +373,33 @@ def test_fp32_issue_limit_lowers_fp32_gemms_of_chips_that_count_unfillable_lanes
     if chip.peak_fp16_tflops:
         fp16 = device_steps(make_profile([big_matmul("fp16")]), [chip, plain_chip], params).compute_bound
         assert fp16[0] == pytest.approx(fp16[1])
+
+
+def test_rocm_band_adds_the_spread_of_the_published_rocm_shares(cat):
+    """A spec-only MI300X band is the spec errors widened, in quadrature, by how far the published
+    ROCm shares lie from the shipped one; an H100's is the spec errors alone; the catalog-wide
+    frame gives the ND MI300X instance the same band; a measurement on the MI300X is not widened."""
+    from perdollar.predict.params import ROCM_SHARE_RANGE, shipped_model
+
+    model = shipped_model()
+    spec, share = model.errors["spec"], model.params.rocm_efficiency
+    profile = make_profile([big_matmul(), big_copy()])
+    mi300x, h100 = cat.accelerators["MI300X"], cat.accelerators["H100-SXM5-80GB"]
+
+    def log_width(estimate):
+        return math.log(estimate.high / estimate.low)
+
+    assert log_width(predict_step_time(profile, h100)) == pytest.approx(spec.q90 - spec.q10)
+    widened = math.hypot(spec.q90, math.log(ROCM_SHARE_RANGE[1] / share)) + math.hypot(
+        spec.q10, math.log(ROCM_SHARE_RANGE[0] / share)
+    )
+    amd = predict_step_time(profile, mi300x)
+    assert log_width(amd) == pytest.approx(widened) and widened > spec.q90 - spec.q10 + 0.1
+    frame = predict_frame(profile, cat)
+    row = frame[frame.accelerator_key == "MI300X"].iloc[0]
+    assert math.log(row.samples_per_second_high / row.samples_per_second_low) == pytest.approx(widened)
+    measurement = _measurement(profile, "MI300X", rate=profile.batch_size / amd.seconds)
+    measured = predict_step_time(profile, mi300x, Calibration.from_measurements(profile, [measurement], cat))
+    assert measured.basis == "measured"
+    measured_errors = model.errors["measured"]
+    assert log_width(measured) == pytest.approx(measured_errors.q90 - measured_errors.q10)

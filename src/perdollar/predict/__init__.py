@@ -96,7 +96,7 @@ def predict_step_time(
             seconds, basis = profile.batch_size / measured, "measured"
         else:
             seconds, basis = seconds * float(calibration.factor(steps.memory_share[0])), "calibrated"
-    low, high = band_seconds(seconds, basis)
+    low, high = band_seconds(seconds, basis, accelerator.software_stack)
     scale = seconds / max(float(steps.seconds[0]), 1e-30)
     return StepTimeEstimate(
         seconds=seconds,

@@ -86,11 +86,15 @@ def _accelerator_rows(
     )
 
 
-def _band(values: np.ndarray, basis: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    errors = shipped_model().errors
-    q10 = np.array([errors.get(b, errors["spec"]).q10 for b in basis])
-    q90 = np.array([errors.get(b, errors["spec"]).q90 for b in basis])
-    return values * np.exp(q10), values * np.exp(q90)
+def _band(values: np.ndarray, basis: np.ndarray, stacks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    model = shipped_model()
+    errors = model.errors
+    rows = [
+        errors.get(b, errors["spec"]) if b == "measured"
+        else errors.get(b, errors["spec"]).on_stack(str(stack), model.params.rocm_efficiency)
+        for b, stack in zip(basis, stacks, strict=True)
+    ]  # fmt: skip
+    return values * np.exp([e.q10 for e in rows]), values * np.exp([e.q90 for e in rows])
 
 
 def prediction_frame(
@@ -205,7 +209,7 @@ def _cluster(
         rate = np.minimum(rate, cap)
     basis = out["basis"].fillna("spec").to_numpy()
     basis = np.where((basis == "measured") & ((nodes > 1) | (per_node > 1)), "calibrated", basis)
-    low, high = _band(rate, basis)
+    low, high = _band(rate, basis, out["stack"].to_numpy())
     out["samples_per_second"] = rate
     out["samples_per_second_low"] = low
     out["samples_per_second_high"] = high

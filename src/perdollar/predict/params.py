@@ -84,6 +84,11 @@ class ModelParams:
         return replace(self, **values)
 
 
+# The shares of the CUDA-fitted efficiencies that published ROCm comparisons imply, lowest and
+# highest (benchmarks/rocm_check.py): the spread around rocm_efficiency that an AMD band adds.
+ROCM_SHARE_RANGE = (0.50, 0.86)
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorQuantiles:
     """Quantiles of log(actual / predicted) observed on held-out GPUs for one basis."""
@@ -98,6 +103,19 @@ class ErrorQuantiles:
         import math
 
         return value * math.exp(self.q10), value * math.exp(self.q90)
+
+    def on_stack(self, stack: str, rocm_efficiency: float) -> ErrorQuantiles:
+        """These errors on a chip of ``stack``: on ROCm, widened by the spread of the published
+        ROCm shares around ``rocm_efficiency`` (an independent error: added in quadrature)."""
+        import math
+
+        if stack != "rocm":
+            return self
+        below = math.log(ROCM_SHARE_RANGE[0] / rocm_efficiency)
+        above = math.log(ROCM_SHARE_RANGE[1] / rocm_efficiency)
+        return ErrorQuantiles(
+            self.n, -math.hypot(min(self.q10, 0.0), below), self.q50, math.hypot(max(self.q90, 0.0), above)
+        )
 
 
 # Used only when no fitted file is present: deliberately wide, never narrower than the data.
