@@ -25,7 +25,7 @@ from gemm_rate_check import DEFAULT_CSV as GEMM_CSV
 from gemm_rate_check import modelled_tflops
 from perdollar import catalog
 from perdollar.errors import PerdollarError
-from perdollar.predict.params import ModelParams, shipped_model
+from perdollar.predict.params import ROCM_SHARE_RANGE, ModelParams, shipped_model
 from perdollar.predict.roofline import operator_times
 from perdollar.predict.tables import DeviceTable, OperatorTable
 from perdollar.profile.model import OperatorRecord
@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> None:
     middle = math.exp(sum(map(math.log, shares)) / len(shares))
     print(
         f"\nimplied shares {min(shares):.2f}–{max(shares):.2f}, geometric mean {middle:.2f}"
-        f" over {len(shares)} sources; shipped rocm_efficiency {shipped.rocm_efficiency:.2f}"
+        f" over {len(shares)} sources; shipped rocm_efficiency {shipped.rocm_efficiency:.2f},"
+        f" band spread {ROCM_SHARE_RANGE[0]:.2f}–{ROCM_SHARE_RANGE[1]:.2f}"
     )
 
 

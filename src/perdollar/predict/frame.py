@@ -88,12 +88,7 @@ def _accelerator_rows(
 
 def _band(values: np.ndarray, basis: np.ndarray, stacks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     model = shipped_model()
-    errors = model.errors
-    rows = [
-        errors.get(b, errors["spec"]) if b == "measured"
-        else errors.get(b, errors["spec"]).on_stack(str(stack), model.params.rocm_efficiency)
-        for b, stack in zip(basis, stacks, strict=True)
-    ]  # fmt: skip
+    rows = [model.errors_for(str(b), str(stack)) for b, stack in zip(basis, stacks, strict=True)]
     return values * np.exp([e.q10 for e in rows]), values * np.exp([e.q90 for e in rows])
 
 

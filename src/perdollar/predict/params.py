@@ -8,6 +8,7 @@ held-out errors the bands are derived from).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import lru_cache
 from importlib import resources
@@ -84,9 +85,9 @@ class ModelParams:
         return replace(self, **values)
 
 
-# The shares of the CUDA-fitted efficiencies that published ROCm comparisons imply, lowest and
-# highest (benchmarks/rocm_check.py): the spread around rocm_efficiency that an AMD band adds.
-ROCM_SHARE_RANGE = (0.50, 0.86)
+# The lowest and highest share of the CUDA-fitted efficiencies that a published ROCm source
+# implies (benchmarks/rocm_check.py): the spread around rocm_efficiency that an AMD band adds.
+ROCM_SHARE_RANGE = (0.50, 0.84)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,15 +101,11 @@ class ErrorQuantiles:
 
     def band(self, value: float) -> tuple[float, float]:
         """The 80% band around ``value`` (a throughput) implied by these errors."""
-        import math
-
         return value * math.exp(self.q10), value * math.exp(self.q90)
 
     def on_stack(self, stack: str, rocm_efficiency: float) -> ErrorQuantiles:
         """These errors on a chip of ``stack``: on ROCm, widened by the spread of the published
         ROCm shares around ``rocm_efficiency`` (an independent error: added in quadrature)."""
-        import math
-
         if stack != "rocm":
             return self
         below = math.log(ROCM_SHARE_RANGE[0] / rocm_efficiency)
@@ -134,6 +131,12 @@ class ShippedModel:
     errors: dict[str, ErrorQuantiles] = field(default_factory=lambda: dict(_DEFAULT_ERRORS))
     fallback: dict[str, dict[str, float]] = field(default_factory=dict)  # family → fitted descriptor
     provenance: dict[str, Any] = field(default_factory=dict)
+
+    def errors_for(self, basis: str, stack: str = "cuda") -> ErrorQuantiles:
+        """The observed errors behind a band of ``basis`` on a chip of ``stack`` (a measurement
+        on the chip itself needs no allowance for its software stack)."""
+        errors = self.errors.get(basis) or self.errors["spec"]
+        return errors if basis == "measured" else errors.on_stack(stack, self.params.rocm_efficiency)
 
 
 def params_to_json(model: ShippedModel) -> dict[str, Any]:

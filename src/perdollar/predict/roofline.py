@@ -111,17 +111,16 @@ def _power_factor(devices: DeviceTable, params: ModelParams, exponent: float) ->
         return np.ones(len(devices.bandwidth))
     # Extrapolated below the fitted boards too: the 72 W L4 (0.61 W per SM-GHz, under every board
     # of the development set) held at the lowest fitted density came out 42% fast on published
-    # fp16 GEMM rates, and 11% fast with the law carried on (benchmarks/RESULTS.md).
+    # fp16 GEMM rates, and 10% fast with the law carried on (benchmarks/RESULTS.md).
     ratio = np.nan_to_num(devices.watts_per_sm_ghz / params.power_reference_w_per_sm_ghz, nan=1.0)
     return np.minimum(ratio, 1.0) ** exponent
 
 
-def _stack_share(devices: DeviceTable, params: ModelParams, paired: bool) -> np.ndarray | float:
+def _stack_share(devices: DeviceTable, params: ModelParams) -> np.ndarray:
     """The share of the CUDA-fitted efficiencies the chip's software stack reaches (ROCm < 1)."""
     if devices.runs_rocm is None:
-        return 1.0
-    share = np.where(devices.runs_rocm, params.rocm_efficiency, 1.0)
-    return share if paired else share[:, None]
+        return np.ones(len(devices.bandwidth))
+    return np.where(devices.runs_rocm, params.rocm_efficiency, 1.0)
 
 
 def operator_times(
@@ -136,22 +135,20 @@ def operator_times(
     vector_rate = fp32_peak * params.vector_efficiency
     gemm_rate, tensor = _gemm_rate(devices, ops, params, paired)
     rate = np.where(ops.is_gemm, gemm_rate, vector_rate)
+    share = _stack_share(devices, params)
     # Full-rate SIMT FMA draws more power per clock than tensor-core work that waits on operands,
     # so a power-capped board loses more clock on it: two exponents of the same power ratio.
-    power_tensor = _power_factor(devices, params, params.power_exponent)
-    power_simt = _power_factor(devices, params, params.power_exponent_simt)
+    power_tensor = _power_factor(devices, params, params.power_exponent) * share
+    power_simt = _power_factor(devices, params, params.power_exponent_simt) * share
     if not paired:
         power_tensor, power_simt = power_tensor[:, None], power_simt[:, None]
     rate = rate * np.where(ops.is_gemm & tensor, power_tensor, power_simt)
-    rate = rate * _stack_share(devices, params, paired)
     quantisation = np.where(ops.is_gemm, _wave_quantisation(devices, ops, paired), 1.0)
     compute = ops.flops / rate * quantisation * ops.launches
     bandwidth_penalty = (np.maximum(devices.bandwidth, _REFERENCE_BANDWIDTH) / _REFERENCE_BANDWIDTH) ** (
         -params.bandwidth_exponent
     )
-    achievable_bw = devices.bandwidth * params.memory_efficiency * bandwidth_penalty
-    if devices.runs_rocm is not None:
-        achievable_bw = achievable_bw * np.where(devices.runs_rocm, params.rocm_efficiency, 1.0)
+    achievable_bw = devices.bandwidth * params.memory_efficiency * bandwidth_penalty * share
     memory = ops.bytes / (achievable_bw if paired else achievable_bw[:, None]) * ops.launches
     overhead = ops.launches * params.kernel_overhead_s
     if paired:

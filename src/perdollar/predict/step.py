@@ -84,11 +84,7 @@ def device_steps(
 
 
 def band_seconds(seconds: float, basis: str, stack: str = "cuda") -> tuple[float, float]:
-    """(fast, slow) ends of the 80% band of a step time, from the observed errors of ``basis``
-    (a measurement on the chip itself needs no allowance for its software stack)."""
-    model = shipped_model()
-    errors = model.errors.get(basis) or model.errors["spec"]
-    if basis != "measured":
-        errors = errors.on_stack(stack, model.params.rocm_efficiency)
+    """(fast, slow) ends of the 80% band of a step time, from the observed errors of ``basis``."""
+    errors = shipped_model().errors_for(basis, stack)
     # errors are log(actual/predicted) of throughput: a faster actual means a shorter step.
     return seconds * math.exp(-errors.q90), seconds * math.exp(-errors.q10)
