@@ -32,6 +32,7 @@ from perdollar.profile.model import OperatorRecord
 
 DEFAULT_CSV = Path(__file__).with_name("published_rocm_comparisons.csv")
 COPY_BYTES = 2**30
+COLUMNS = ("comparison", "amd_accelerator", "nvidia_accelerator", "dtype", "bound", "amd_over_nvidia")
 
 
 def copy_rate(accelerator: catalog.Accelerator, params: ModelParams) -> float:
@@ -60,6 +61,10 @@ def main(argv: list[str] | None = None) -> None:
     for path in (args.csv, GEMM_CSV):
         if not path.is_file():
             sys.exit(f"error: {path} does not exist; pass the comparisons CSV of this folder")
+    table = pd.read_csv(args.csv)
+    missing = sorted(set(COLUMNS) - set(table.columns))
+    if missing:
+        sys.exit(f"error: {args.csv} lacks column(s) {', '.join(missing)}; see {DEFAULT_CSV.name}")
     cat = catalog.load()
     shipped = shipped_model().params
     cuda_fitted = replace(shipped, rocm_efficiency=1.0)
@@ -72,9 +77,9 @@ def main(argv: list[str] | None = None) -> None:
         ]
         comparisons = [
             (row, cat.accelerator(row.amd_accelerator), cat.accelerator(row.nvidia_accelerator))
-            for row in pd.read_csv(args.csv).itertuples()
+            for row in table.itertuples()
         ]
-    except (PerdollarError, AttributeError) as error:
+    except PerdollarError as error:
         sys.exit(f"error: {args.csv}: {error}")
 
     shares: list[float] = []
