@@ -65,6 +65,9 @@ def main(argv: list[str] | None = None) -> None:
     missing = sorted(set(COLUMNS) - set(table.columns))
     if missing:
         sys.exit(f"error: {args.csv} lacks column(s) {', '.join(missing)}; see {DEFAULT_CSV.name}")
+    unknown = sorted(set(table["bound"]) - {"compute", "mixed"})
+    if unknown:
+        sys.exit(f"error: {args.csv}: bound must be 'compute' or 'mixed', not {', '.join(map(str, unknown))}")
     cat = catalog.load()
     shipped = shipped_model().params
     cuda_fitted = replace(shipped, rocm_efficiency=1.0)
