@@ -13,8 +13,9 @@ from perdollar.predict.tables import DeviceTable
 
 def test_fit_and_catalog_give_the_roofline_the_same_accelerators(shared_data: Path):
     """The fit reads the shared accelerator table, predictions read the bundled catalog built from
-    it: every rate, bandwidth, SM count, power density and matrix-unit flag must agree (a field
-    one reader drops, such as the compute capability, silently changes what the fit learns)."""
+    it: every rate, bandwidth, SM count, power density, matrix-unit flag and software stack must
+    agree (a field one reader drops, such as the compute capability or the stack, silently changes
+    what the fit learns)."""
     specs = read_accelerator_specs(shared_data)
     bundled = catalog.load().accelerators
     keys = sorted(set(specs) & set(bundled))
@@ -28,3 +29,5 @@ def test_fit_and_catalog_give_the_roofline_the_same_accelerators(shared_data: Pa
     np.testing.assert_array_equal(fitted.has_tensor_cores, shipped.has_tensor_cores)
     np.testing.assert_array_equal(fitted.exact_fp32_on_matrix, shipped.exact_fp32_on_matrix)
     np.testing.assert_array_equal(fitted.simt_gemm_share, shipped.simt_gemm_share)
+    np.testing.assert_array_equal(fitted.runs_rocm, shipped.runs_rocm)
+    assert fitted.runs_rocm.any()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from perdollar.catalog.model import Accelerator
+from perdollar.catalog.stacks import software_stack_for
 
 
 def read_accelerator_specs(data_dir: Path) -> dict[str, Accelerator]:
@@ -42,7 +43,7 @@ def read_accelerator_specs(data_dir: Path) -> dict[str, Accelerator]:
             peak_int8_tops=num(r["peak_int8_tops_dense"]),
             interconnect=str(r["interconnect"]),
             interconnect_bandwidth_gbps=num(r["interconnect_bandwidth_gbps"]),
-            software_stack="cuda",
+            software_stack=software_stack_for(str(r["vendor"]), str(r["family"])),
             compute_capability=f"{cc:.1f}" if (cc := num(r.get("compute_capability"))) else None,
             sm_count=int(sm) if sm else None,
             boost_clock_mhz=num(r.get("boost_clock_mhz")),
