@@ -99,10 +99,6 @@ class ErrorQuantiles:
     q50: float
     q90: float
 
-    def band(self, value: float) -> tuple[float, float]:
-        """The 80% band around ``value`` (a throughput) implied by these errors."""
-        return value * math.exp(self.q10), value * math.exp(self.q90)
-
     def on_stack(self, stack: str, rocm_efficiency: float) -> ErrorQuantiles:
         """These errors on a chip of ``stack``: on ROCm, widened by the spread of the published
         ROCm shares around ``rocm_efficiency`` (an independent error: added in quadrature)."""
