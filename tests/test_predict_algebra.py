@@ -299,13 +299,15 @@ def test_weight_gradient_with_a_tiny_output_splits_its_reduction_across_sms(cat)
 
 def test_power_law_carries_on_below_every_fitted_board(cat):
     """The 72 W L4 (~0.61 W per SM-GHz) lies below every board of the development set; its
-    GEMMs still slow down by (density / reference) ** exponent, not at the lowest fitted density."""
-    from perdollar.predict.params import ModelParams
+    GEMMs still slow down by (density / reference) ** exponent, not at the lowest fitted density.
+    Checked with the shipped fit's parameters, which once carried such a floor."""
+    from perdollar.predict.params import shipped_model
 
     l4, t4 = cat.accelerators["L4"], cat.accelerators["T4"]
     profile = make_profile([big_matmul("fp16")])
-    uncapped = ModelParams(power_exponent=0.0, step_overhead_s=1e-6, power_reference_w_per_sm_ghz=2.0)
-    capped = dataclasses.replace(uncapped, power_exponent=0.5)
+    shipped = dataclasses.replace(shipped_model().params, step_overhead_s=1e-6)
+    capped = dataclasses.replace(shipped, power_exponent=0.5, power_reference_w_per_sm_ghz=2.0)
+    uncapped = dataclasses.replace(capped, power_exponent=0.0)
 
     def slowdown(chip):
         slow = device_steps(profile, [chip], capped).seconds[0]
