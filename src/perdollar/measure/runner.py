@@ -82,7 +82,7 @@ def to_measurement(result: dict[str, Any], *, workload: Any, mode: str, nproc: i
     host = host_fingerprint()
     status = result["status"]
     extra_keys = ("device", "warmup_steps", "timed_steps", "blocks", "elapsed_s", "stop_reason",
-                  "torch_threads", "backend", "traceback", "stdout_tail")
+                  "torch_threads", "backend", "traceback", "stdout_tail", "host_dispatch_ms")
     extra = {key: result[key] for key in extra_keys if key in result}
     rate = Rate(**result["rate"]) if status == "ok" else None
     accelerators = 1 if nproc == 1 else nproc

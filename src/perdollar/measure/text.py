@@ -70,5 +70,8 @@ def lines(measurement: Measurement) -> list[str]:
                    f"{extra.get('timed_steps', 0)} timed in {extra.get('blocks', 0)} blocks, "
                    f"stopped: {extra.get('stop_reason', '?')}, "
                    f"{measurement.duration_s:.0f} s wall")
+    if isinstance(extra.get("host_dispatch_ms"), int | float):
+        out.append(f"  host        {extra['host_dispatch_ms']:.3g} ms to enqueue one step on the CPU "
+                   "(no GPU runs the step faster on this host)")
     out.extend(f"  warning     {warning}" for warning in measurement.warnings)
     return out

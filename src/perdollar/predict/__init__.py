@@ -88,22 +88,31 @@ def predict_step_time(
 ) -> StepTimeEstimate:
     """One device's step time (for inference: one forward pass at the profile's batch)."""
     steps = device_steps(profile, [accelerator])
-    seconds = float(steps.seconds[0])
+    seconds = device = float(steps.seconds[0])  # device: the kernels' share of the step
     basis = "spec"
+    bottleneck = steps.bottleneck(0)
     if calibration is not None and calibration.has_device_anchor:
         measured = calibration.measured_samples_per_second.get(accelerator.key)
         if measured:
-            seconds, basis = profile.batch_size / measured, "measured"
+            seconds = device = profile.batch_size / measured
+            basis = "measured"
         else:
-            seconds, basis = seconds * float(calibration.factor(steps.memory_share[0])), "calibrated"
+            device = seconds * float(calibration.factor(steps.memory_share[0]))
+            seconds = float(calibration.step_seconds(steps.seconds[0], steps.memory_share[0]))
+            basis = "calibrated"
+            if calibration.host_seconds and calibration.host_seconds >= device:
+                bottleneck = "overhead"
     low, high = band_seconds(seconds, basis, accelerator.software_stack)
-    scale = seconds / max(float(steps.seconds[0]), 1e-30)
+    scale = device / max(float(steps.seconds[0]), 1e-30)
+    breakdown = {k: float(v[0]) * scale for k, v in steps.by_class.items()}
+    if seconds > device:
+        breakdown["host dispatch"] = seconds - device
     return StepTimeEstimate(
         seconds=seconds,
         low=low,
         high=high,
         basis=basis,
-        bottleneck=steps.bottleneck(0),  # type: ignore[arg-type]
-        breakdown={k: float(v[0]) * scale for k, v in steps.by_class.items()},
+        bottleneck=bottleneck,
+        breakdown=breakdown,
         backward_seconds=float(steps.backward[0]) * scale,
     )

@@ -58,28 +58,35 @@ def _accelerator_rows(
 ) -> pd.DataFrame:
     """Per accelerator: one device's step time (calibrated where possible), basis and breakdown."""
     steps = device_steps(profile, accelerators)
+    device = steps.seconds.copy()  # the kernels' share of the step (the rest waits on the host)
     seconds = steps.seconds.copy()
     basis = np.full(len(accelerators), "spec", dtype=object)
     if calibration is not None and calibration.has_device_anchor:
-        factor = calibration.factor(steps.memory_share)
-        seconds = seconds * factor
+        device = device * calibration.factor(steps.memory_share)
+        seconds = calibration.step_seconds(steps.seconds, steps.memory_share)
         basis[:] = "calibrated"
         for i, acc in enumerate(accelerators):
             measured = calibration.measured_samples_per_second.get(acc.key)
             if measured:
-                seconds[i] = profile.batch_size / measured
+                seconds[i] = device[i] = profile.batch_size / measured
                 basis[i] = "measured"
-    breakdown = [
-        {name: float(values[i] * seconds[i] / steps.seconds[i]) for name, values in steps.by_class.items()}
-        for i in range(len(accelerators))
-    ]
-    scale = seconds / np.maximum(steps.seconds, 1e-30)
+    scale = device / np.maximum(steps.seconds, 1e-30)
+    breakdown = []
+    for i in range(len(accelerators)):
+        parts = {name: float(values[i] * scale[i]) for name, values in steps.by_class.items()}
+        if seconds[i] > device[i]:
+            parts["host dispatch"] = float(seconds[i] - device[i])
+        breakdown.append(parts)
+    host = calibration.host_seconds if calibration is not None else None
     return pd.DataFrame(
         {
             "accelerator_key": [a.key for a in accelerators],
             "device_seconds": seconds,
             "backward_seconds": steps.backward * scale,
-            "device_bottleneck": [steps.bottleneck(i) for i in range(len(accelerators))],
+            "device_bottleneck": [
+                "overhead" if host and basis[i] == "calibrated" and host >= device[i] else steps.bottleneck(i)
+                for i in range(len(accelerators))
+            ],
             "basis": basis,
             "breakdown_s": breakdown,
         }
