@@ -16,6 +16,7 @@ import time
 
 import torch
 
+from gpu_kernel_times import timed_steps  # this folder: the same step timing
 from perdollar.measure.dispatch import _timed_behind_hold
 from perdollar.workload import load_workload
 from perdollar.workload.step import build_step
@@ -44,18 +45,7 @@ def main() -> int:
         def step(runner=runner, inputs=inputs) -> object:
             return runner.run(inputs)
 
-        for _ in range(10):
-            step()
-        torch.cuda.synchronize()
-        events = []
-        for _ in range(30):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            step()
-            end.record()
-            events.append((start, end))
-        torch.cuda.synchronize()
-        step_ms = statistics.median(start.elapsed_time(end) for start, end in events)
+        step_ms = timed_steps(runner, inputs, 30)
         after_sync = []
         for _ in range(10):
             torch.cuda.synchronize()

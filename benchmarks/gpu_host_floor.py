@@ -25,10 +25,12 @@ from pathlib import Path
 
 import torch
 
+from gpu_kernel_times import timed_steps  # this folder: the same step timing
 from perdollar.workload import load_workload
 from perdollar.workload.step import build_step
 
 PROFILED_STEPS = 3
+COLUMNS = ("workload", "kind", "batch_size", "precision", "step_ms", "host_ms", "device_ms", "kernels")
 INFERENCE_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 DEFAULT_POINTS = ",".join(
     [
@@ -39,21 +41,6 @@ DEFAULT_POINTS = ",".join(
     + [f"gpt2/inference/{batch}" for batch in INFERENCE_BATCHES[:7]]
     + ["mlp", "ncf", "resnet50", "bert-base"]
 )
-
-
-def step_ms(runner, batch, steps: int) -> float:
-    for _ in range(5):
-        runner.run(batch)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(steps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        runner.run(batch)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def host_ms(runner, batch, steps: int) -> float:
@@ -94,7 +81,7 @@ def measure(point: str, steps: int) -> dict:
         "kind": workload.kind,
         "batch_size": workload.batch_size,
         "precision": workload.precision,
-        "step_ms": step_ms(runner, batch, steps),
+        "step_ms": timed_steps(runner, batch, steps),
         "host_ms": host_ms(runner, batch, steps),
     }
     row["device_ms"], row["kernels"] = kernel_time(runner, batch)
@@ -110,17 +97,6 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=20)
     options = parser.parse_args()
     rows = []
-    fields = [
-        "workload",
-        "kind",
-        "batch_size",
-        "precision",
-        "step_ms",
-        "host_ms",
-        "device_ms",
-        "kernels",
-        "error",
-    ]
     for point in options.points.split(","):
         try:
             row = measure(point, options.steps)
@@ -129,7 +105,7 @@ def main() -> int:
         rows.append(row)
         print(row, flush=True)
         with options.out.open("w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=fields)
+            writer = csv.DictWriter(handle, fieldnames=[*COLUMNS, "error"])
             writer.writeheader()
             writer.writerows(rows)
     return 0

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from gpu_host_floor import COLUMNS  # this folder: the columns it writes
 from perdollar import catalog
 from perdollar.predict.params import shipped_model
 from perdollar.predict.step import device_steps
@@ -46,16 +47,7 @@ def main() -> int:
     if not options.csv.is_file():
         parser.error(f"{options.csv} not found: give a CSV written by benchmarks/gpu_host_floor.py")
     rows = pd.read_csv(options.csv)
-    missing = {
-        "workload",
-        "kind",
-        "batch_size",
-        "precision",
-        "step_ms",
-        "host_ms",
-        "device_ms",
-        "kernels",
-    } - set(rows.columns)
+    missing = set(COLUMNS) - set(rows.columns)
     if missing:
         parser.error(
             f"{options.csv} lacks columns {sorted(missing)}: write it with benchmarks/gpu_host_floor.py"

@@ -17,6 +17,9 @@ from collections.abc import Callable
 
 _CALIBRATION_CYCLES = 10_000_000
 _MIN_HOLD_S = 0.05
+# A step this long is bound by its device (5,000 kernels at 50 µs each enqueue in 0.25 s), and
+# holding the GPU for several of them would cost the run minutes.
+_LONGEST_STEP_S = 0.5
 
 
 def _spin_cycles_per_second() -> float:
@@ -31,13 +34,16 @@ def _spin_cycles_per_second() -> float:
 
 
 def host_dispatch_ms(step: Callable[[], object], step_seconds: float) -> float | None:
-    """Median milliseconds of CPU time to enqueue one step, or None if the step waits on the GPU.
+    """Median milliseconds of CPU time to enqueue one step; None if the step waits on the GPU or
+    takes longer than half a second.
 
     A CPU that has just waited on the GPU runs its next call slower than it runs back-to-back
     steps (benchmarks/gpu_dispatch_check.py on an H100's host: the mlp's 1.19 ms step took
     1.67 ms to enqueue cold and 1.24 ms after one untimed step), so one step goes ahead untimed;
     where two steps overflow the launch queue, the cold figure is taken.
     """
+    if step_seconds > _LONGEST_STEP_S:
+        return None
     for warm_calls in (1, 0):
         milliseconds = _timed_behind_hold(step, step_seconds, warm_calls)
         if milliseconds is not None:

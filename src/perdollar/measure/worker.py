@@ -156,7 +156,8 @@ def measure_prepared(prepared: Any, spec: dict[str, Any], device: str, *,
         summary = steady.summarize(result.block_rates, device_times, steady_reached=result.steady_reached)
     utilization = sampler.summary()
     host_ms = None
-    if on_gpu:
+    # Single-process runs only: ranks of a data-parallel run would leave their collectives unmatched.
+    if on_gpu and coordinator is None:
         from perdollar.measure.dispatch import host_dispatch_ms
 
         try:
