@@ -89,24 +89,19 @@ def predict_step_time(
     """One device's step time (for inference: one forward pass at the profile's batch)."""
     steps = device_steps(profile, [accelerator])
     seconds = device = float(steps.seconds[0])  # device: the kernels' share of the step
-    basis = "spec"
-    bottleneck = steps.bottleneck(0)
+    basis, host_bound = "spec", False
     if calibration is not None and calibration.has_device_anchor:
         measured = calibration.measured_samples_per_second.get(accelerator.key)
         if measured:
             seconds = device = profile.batch_size / measured
             basis = "measured"
         else:
-            device = seconds * float(calibration.factor(steps.memory_share[0]))
-            seconds = float(calibration.step_seconds(steps.seconds[0], steps.memory_share[0]))
+            kernels, step, bound = calibration.device_and_step_seconds(steps.seconds, steps.memory_share)
+            device, seconds, host_bound = float(kernels[0]), float(step[0]), bool(bound[0])
             basis = "calibrated"
-            if calibration.host_seconds and calibration.host_seconds >= device:
-                bottleneck = "overhead"
     low, high = band_seconds(seconds, basis, accelerator.software_stack)
+    breakdown, bottleneck = steps.rescaled(0, device, seconds, host_bound)
     scale = device / max(float(steps.seconds[0]), 1e-30)
-    breakdown = {k: float(v[0]) * scale for k, v in steps.by_class.items()}
-    if seconds > device:
-        breakdown["host dispatch"] = seconds - device
     return StepTimeEstimate(
         seconds=seconds,
         low=low,

@@ -37,7 +37,7 @@ _HOST_BOUND_MARGIN = 1.1
 
 def with_host_floor(device_seconds: np.ndarray | float, host_seconds: float | None) -> np.ndarray:
     """Step seconds when the host needs ``host_seconds`` to enqueue what the device runs."""
-    device = np.asarray(device_seconds, dtype=float)
+    device = np.array(device_seconds, dtype=float)  # a copy: callers change the two apart
     if not host_seconds:
         return device
     p = HOST_OVERLAP_SHARPNESS
@@ -77,11 +77,14 @@ class Calibration:
             self.tilt * (np.asarray(memory_share, dtype=float) - self.anchor_memory_share)
         )
 
-    def step_seconds(self, model_seconds: np.ndarray | float, memory_share: np.ndarray | float) -> np.ndarray:
-        """Calibrated step seconds: the roofline's, scaled, under the measured host's floor."""
-        return with_host_floor(
-            np.asarray(model_seconds, dtype=float) * self.factor(memory_share), self.host_seconds
-        )
+    def device_and_step_seconds(
+        self, model_seconds: np.ndarray | float, memory_share: np.ndarray | float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Calibrated kernel seconds, step seconds (under the measured host's floor) and whether
+        the host bounds the step, for roofline step times with these memory shares."""
+        device = np.asarray(model_seconds, dtype=float) * self.factor(memory_share)
+        host_bound = np.full(device.shape, False) if not self.host_seconds else self.host_seconds >= device
+        return device, with_host_floor(device, self.host_seconds), host_bound
 
     @classmethod
     def from_measurements(

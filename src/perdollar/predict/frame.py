@@ -60,35 +60,29 @@ def _accelerator_rows(
     steps = device_steps(profile, accelerators)
     device = steps.seconds.copy()  # the kernels' share of the step (the rest waits on the host)
     seconds = steps.seconds.copy()
+    host_bound = np.full(len(accelerators), False)
     basis = np.full(len(accelerators), "spec", dtype=object)
     if calibration is not None and calibration.has_device_anchor:
-        device = device * calibration.factor(steps.memory_share)
-        seconds = calibration.step_seconds(steps.seconds, steps.memory_share)
+        device, seconds, host_bound = calibration.device_and_step_seconds(steps.seconds, steps.memory_share)
         basis[:] = "calibrated"
         for i, acc in enumerate(accelerators):
             measured = calibration.measured_samples_per_second.get(acc.key)
             if measured:
                 seconds[i] = device[i] = profile.batch_size / measured
-                basis[i] = "measured"
+                basis[i], host_bound[i] = "measured", False
+    parts = [
+        steps.rescaled(i, float(device[i]), float(seconds[i]), bool(host_bound[i]))
+        for i in range(len(accelerators))
+    ]
     scale = device / np.maximum(steps.seconds, 1e-30)
-    breakdown = []
-    for i in range(len(accelerators)):
-        parts = {name: float(values[i] * scale[i]) for name, values in steps.by_class.items()}
-        if seconds[i] > device[i]:
-            parts["host dispatch"] = float(seconds[i] - device[i])
-        breakdown.append(parts)
-    host = calibration.host_seconds if calibration is not None else None
     return pd.DataFrame(
         {
             "accelerator_key": [a.key for a in accelerators],
             "device_seconds": seconds,
             "backward_seconds": steps.backward * scale,
-            "device_bottleneck": [
-                "overhead" if host and basis[i] == "calibrated" and host >= device[i] else steps.bottleneck(i)
-                for i in range(len(accelerators))
-            ],
+            "device_bottleneck": [bottleneck for _, bottleneck in parts],
             "basis": basis,
-            "breakdown_s": breakdown,
+            "breakdown_s": [breakdown for breakdown, _ in parts],
         }
     )
 

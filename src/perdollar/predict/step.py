@@ -53,6 +53,17 @@ class DeviceSteps:
         }
         return max(parts, key=lambda k: parts[k])
 
+    def rescaled(
+        self, i: int, device_seconds: float, step_seconds: float, host_bound: bool = False
+    ) -> tuple[dict[str, float], str]:
+        """Breakdown and bottleneck of device ``i`` once its kernels take ``device_seconds`` and its
+        step ``step_seconds`` (calibrated or measured); the difference is waiting on the host."""
+        scale = device_seconds / max(float(self.seconds[i]), 1e-30)
+        parts = {name: float(values[i]) * scale for name, values in self.by_class.items()}
+        if step_seconds > device_seconds:
+            parts["host dispatch"] = step_seconds - device_seconds
+        return parts, "overhead" if host_bound else self.bottleneck(i)
+
 
 def device_steps(
     profile: Profile, accelerators: Sequence[Accelerator], params: ModelParams | None = None
