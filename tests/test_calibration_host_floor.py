@@ -82,7 +82,12 @@ def test_a_host_bound_anchor_holds_a_faster_gpu_at_the_hosts_rate(cat):
     assert estimate.breakdown["host dispatch"] > 0
     assert sum(estimate.breakdown.values()) == pytest.approx(estimate.seconds)
 
+    on_anchor = predict_step_time(profile, cat.accelerators["A10G"], with_host)
+    assert on_anchor.basis == "measured" and on_anchor.bottleneck == "overhead"
+    assert on_anchor.seconds == pytest.approx(0.018)
+
     without = Calibration.from_measurements(profile, [measured(profile, "A10G", 0.018, None)], cat)
+    assert predict_step_time(profile, cat.accelerators["A10G"], without).bottleneck != "overhead"
     assert predict_step_time(profile, h100, without).seconds < 0.5 * estimate.seconds
 
     instance = predict(profile, cat.instance("p5.48xlarge"), cat, calibration=with_host)

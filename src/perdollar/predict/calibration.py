@@ -86,6 +86,12 @@ class Calibration:
         host_bound = np.full(device.shape, False) if not self.host_seconds else self.host_seconds >= device
         return device, with_host_floor(device, self.host_seconds), host_bound
 
+    def host_bounds(self, measured_step_seconds: float) -> bool:
+        """Whether the measured host time bounds a step measured at this length."""
+        return (
+            bool(self.host_seconds) and device_share_of_step(measured_step_seconds, self.host_seconds) is None
+        )
+
     @classmethod
     def from_measurements(
         cls, profile: Profile, measurements: Sequence[Measurement], catalog: object

@@ -69,7 +69,7 @@ def _accelerator_rows(
             measured = calibration.measured_samples_per_second.get(acc.key)
             if measured:
                 seconds[i] = device[i] = profile.batch_size / measured
-                basis[i], host_bound[i] = "measured", False
+                basis[i], host_bound[i] = "measured", calibration.host_bounds(seconds[i])
     parts = [
         steps.rescaled(i, float(device[i]), float(seconds[i]), bool(host_bound[i]))
         for i in range(len(accelerators))
