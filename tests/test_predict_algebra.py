@@ -192,6 +192,16 @@ def test_memory_fit_and_largest_batch(cat):
     assert roomy.fits
 
 
+def test_no_largest_batch_from_a_peak_that_holds_no_activations(cat):
+    """A small batch's traced peak can fall in the optimizer step, with activations freed: it
+    says nothing of how memory grows with the batch (it once claimed 9.4 billion samples)."""
+    peak_without = make_profile([big_matmul()], activations=8.0, batch=4)
+    p = predict(peak_without, cat.instance("p5.48xlarge"), cat)
+    assert p.fits and p.max_batch_that_fits is None
+    peak_with = make_profile([big_matmul()], activations=2e9, batch=4)
+    assert predict(peak_with, cat.instance("p5.48xlarge"), cat).max_batch_that_fits > 4
+
+
 def test_frame_covers_the_catalog_with_node_counts(cat):
     profile = make_profile([big_matmul(), big_copy()])
     frame = predict_frame(profile, cat, [1, 2])

@@ -238,6 +238,10 @@ def _cluster(
     out["breakdown_s"] = [b if isinstance(b, dict) else {} for b in out["breakdown_s"]]
 
 
+# Activations must hold at least this share of the traced peak for it to scale with the batch.
+_ACTIVATION_SHARE_FOR_MAX_BATCH = 0.01
+
+
 def _memory_fit(out: pd.DataFrame, profile: Profile) -> None:
     per_node = out["accelerators_per_node"].to_numpy(dtype=float)
     capacity = out.get("memory_bytes", pd.Series(np.nan, index=out.index)).to_numpy(dtype=float)
@@ -245,6 +249,10 @@ def _memory_fit(out: pd.DataFrame, profile: Profile) -> None:
     need = profile.memory.total
     fixed = need - profile.memory.activations
     per_sample = profile.memory.activations / max(profile.batch_size, 1)
+    if profile.memory.activations < _ACTIVATION_SHARE_FOR_MAX_BATCH * need:
+        # The traced peak came where activations were gone (the optimizer step of a small batch):
+        # it says nothing of how memory grows with the batch, and no largest batch is claimed.
+        per_sample = 0.0
     fits = np.where(np.isnan(capacity), True, need <= capacity)
     max_batch = np.where(
         np.isnan(capacity) | (per_sample <= 0), np.nan, np.floor((capacity - fixed) / max(per_sample, 1e-9))
