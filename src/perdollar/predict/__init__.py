@@ -94,7 +94,7 @@ def predict_step_time(
         measured = calibration.measured_samples_per_second.get(accelerator.key)
         if measured:
             seconds = device = profile.batch_size / measured
-            basis, host_bound = "measured", calibration.host_bounds(seconds)
+            basis, host_bound = "measured", bool(calibration.host_bounds(seconds))
         else:
             kernels, step, bound = calibration.device_and_step_seconds(steps.seconds, steps.memory_share)
             device, seconds, host_bound = float(kernels[0]), float(step[0]), bool(bound[0])

@@ -83,14 +83,16 @@ class Calibration:
         """Calibrated kernel seconds, step seconds (under the measured host's floor) and whether
         the host bounds the step, for roofline step times with these memory shares."""
         device = np.asarray(model_seconds, dtype=float) * self.factor(memory_share)
-        host_bound = np.full(device.shape, False) if not self.host_seconds else self.host_seconds >= device
-        return device, with_host_floor(device, self.host_seconds), host_bound
+        step = with_host_floor(device, self.host_seconds)
+        return device, step, self.host_bounds(step)
 
-    def host_bounds(self, measured_step_seconds: float) -> bool:
-        """Whether the measured host time bounds a step measured at this length."""
-        return (
-            bool(self.host_seconds) and device_share_of_step(measured_step_seconds, self.host_seconds) is None
-        )
+    def host_bounds(self, step_seconds: np.ndarray | float) -> np.ndarray:
+        """Whether the measured host time bounds steps of these lengths (measured or predicted):
+        the same rule that keeps a host-bound anchor from setting a ratio."""
+        step = np.asarray(step_seconds, dtype=float)
+        if not self.host_seconds:
+            return np.zeros(step.shape, dtype=bool)
+        return step <= _HOST_BOUND_MARGIN * self.host_seconds
 
     @classmethod
     def from_measurements(
