@@ -24,6 +24,7 @@ import pandas as pd
 
 from gpu_host_floor import COLUMNS  # this folder: the columns it writes
 from perdollar import catalog
+from perdollar.errors import PerdollarError
 from perdollar.predict.params import shipped_model
 from perdollar.predict.step import device_steps
 from perdollar.predict.tables import OperatorTable
@@ -57,12 +58,15 @@ def main() -> int:
     accelerator = catalog.load().accelerator(GPU)
     launches, modelled = [], []
     for row in rows.itertuples():
-        workload = load_workload(
-            str(row.workload),
-            batch_size=int(row.batch_size),
-            precision=str(row.precision),
-            kind=str(row.kind),
-        )
+        try:
+            workload = load_workload(
+                str(row.workload),
+                batch_size=int(row.batch_size),
+                precision=str(row.precision),
+                kind=str(row.kind),
+            )
+        except PerdollarError as error:
+            parser.error(f"{options.csv}, row {row.Index + 2}: {error}")
         profile = profile_workload(workload)
         launches.append(float(OperatorTable.from_profile(profile, params.gemm_tile).launches.sum()))
         modelled.append(float(device_steps(profile, [accelerator], params).seconds[0]) * 1e3)
