@@ -11,7 +11,7 @@ For each point (a reference workload, inference at a batch size, or training at 
 - ``device_ms`` and ``kernels``: total duration and count of the GPU kernels of one step
   (torch.profiler, three steps).
 The prediction models the step as a soft maximum of device and host time
-(``perdollar.predict.roofline.with_host_floor``); ``benchmarks/host_floor_check.py`` sets these
+(``perdollar.predict.calibration.with_host_floor``); ``benchmarks/host_floor_check.py`` sets these
 rows against it.
 """
 
