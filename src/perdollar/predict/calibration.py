@@ -35,23 +35,32 @@ HOST_OVERLAP_SHARPNESS = 4.0
 _HOST_BOUND_MARGIN = 1.1
 
 
-def with_host_floor(device_seconds: np.ndarray | float, host_seconds: float | None) -> np.ndarray:
+def with_host_floor(
+    device_seconds: np.ndarray | float, host_seconds: np.ndarray | float | None
+) -> np.ndarray:
     """Step seconds when the host needs ``host_seconds`` to enqueue what the device runs."""
     device = np.array(device_seconds, dtype=float)  # a copy: callers change the two apart
-    if not host_seconds:
+    if host_seconds is None:
         return device
+    host = np.asarray(host_seconds, dtype=float)
     p = HOST_OVERLAP_SHARPNESS
-    return (device**p + host_seconds**p) ** (1.0 / p)
+    return np.where(host > 0, (device**p + host**p) ** (1.0 / p), device)
+
+
+def device_seconds_of_steps(step_seconds: np.ndarray | float, host_seconds: np.ndarray | float) -> np.ndarray:
+    """The device's time in measured steps, the host's floor taken out (NaN where host-bound)."""
+    step, host = np.asarray(step_seconds, dtype=float), np.asarray(host_seconds, dtype=float)
+    p = HOST_OVERLAP_SHARPNESS
+    device = np.maximum(step**p - host**p, 0.0) ** (1.0 / p)
+    return np.where(step <= _HOST_BOUND_MARGIN * host, np.nan, np.where(host > 0, device, step))
 
 
 def device_share_of_step(step_seconds: float, host_seconds: float | None) -> float | None:
     """The device's time in a measured step, the host's floor taken out (None: host-bound)."""
     if not host_seconds:
         return step_seconds
-    if step_seconds <= _HOST_BOUND_MARGIN * host_seconds:
-        return None
-    p = HOST_OVERLAP_SHARPNESS
-    return float((step_seconds**p - host_seconds**p) ** (1.0 / p))
+    device = float(device_seconds_of_steps(step_seconds, host_seconds))
+    return None if math.isnan(device) else device
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@
 reads ``SHARED_DATA_DIR/measurements/published_dev.csv``, the accelerator table and the GPU
 name aliases next to it, fits the global parameters (and the fallback descriptors of models
 without a reference workload) by robust least squares on anchor→target pair errors (weighted so
-that every published row counts the same, however many GPUs its table has), runs a
+that every published row counts the same, however many GPUs its table has; each anchor under the
+host floor that its GPU's rows at other batch sizes show, as ``predict_pairs`` predicts), runs a
 leave-one-GPU-out evaluation (each GPU's pairs predicted by a fit that never saw that GPU) and
 writes ``predict/data/params.json`` with the fit's provenance and the held-out error quantiles
 that the prediction bands come from.
@@ -34,6 +35,7 @@ from perdollar.predict.evaluation import (
     reference_step_times,
 )
 from perdollar.predict.fallback import DEFAULT_DESCRIPTOR
+from perdollar.predict.host_curve import calibrated_step_seconds, fit_host_curves
 from perdollar.predict.params import (
     FITTED_BOUNDS,
     ErrorQuantiles,
@@ -116,7 +118,6 @@ def fit_model(
     use = pairs[~excluded[pairs["case_anchor"]] & ~excluded[pairs["case_target"]]]
     anchor, target = use["case_anchor"].to_numpy(), use["case_target"].to_numpy()
     thr = rows["per_gpu_throughput"].to_numpy(dtype=float)
-    observed = np.log(thr[anchor] / thr[target])
     weight = pair_weights(use)
     reference_rows = np.flatnonzero(cases.is_reference & ~excluded)
     batch = np.maximum(np.nan_to_num(rows["per_gpu_batch"].to_numpy(dtype=float), nan=1.0), 1.0)
@@ -140,10 +141,17 @@ def fit_model(
         log_launch = fam[safe, 1] if len(fam) else np.zeros(len(rows))
         return params, log_bpf, log_launch
 
+    # Pairs are scored as they are predicted: under the host floors of the anchors' curves. The
+    # floors are read once, with the starting model's times, so that the loss stays smooth.
+    curves = fit_host_curves(rows, _case_step_times(cases, *unpack(z0)))
+    host, scale = curves.host_seconds[anchor], curves.scale[anchor]
+    anchor_step, target_step = batch[anchor] / thr[anchor], batch[target] / thr[target]
+
     def residuals(z: np.ndarray) -> np.ndarray:
         params, log_bpf, log_launch = unpack(z)
         times = _case_step_times(cases, params, log_bpf, log_launch)
-        pair_res = weight * (np.log(times[anchor] / times[target]) + observed)
+        predicted = calibrated_step_seconds(anchor_step, times[anchor], times[target], host, scale)
+        pair_res = weight * np.log(target_step / predicted)
         spec_res = _SPEC_WEIGHT * np.log(batch[reference_rows] / times[reference_rows] / thr[reference_rows])
         # Weakly informed parameters are pulled back to where they started.
         prior = np.concatenate(
@@ -171,7 +179,11 @@ def fit_model(
 
 
 def predict_pairs(cases: Cases, pairs: pd.DataFrame, fit: FitResult) -> pd.DataFrame:
-    """Calibrated (anchor × model ratio) and spec-only predictions of every pair's target."""
+    """Calibrated and spec-only predictions of every pair's target.
+
+    Calibrated: the anchor's step × the model's time ratio, under the host floor that the
+    anchor GPU's rows at other batch sizes show (``host_curve``; none where they are too few).
+    """
     rows = cases.rows
     fams = rows["family"].to_numpy()
     from perdollar.predict.fallback import descriptor_for
@@ -183,10 +195,14 @@ def predict_pairs(cases: Cases, pairs: pd.DataFrame, fit: FitResult) -> pd.DataF
     thr = rows["per_gpu_throughput"].to_numpy(dtype=float)
     batch = np.maximum(np.nan_to_num(rows["per_gpu_batch"].to_numpy(dtype=float), nan=1.0), 1.0)
     a, t = pairs["case_anchor"].to_numpy(), pairs["case_target"].to_numpy()
+    curves = fit_host_curves(rows, times)
     out = pairs.copy()
     out["actual"] = thr[t]
     out["anchor_value"] = thr[a]
-    out["calibrated"] = thr[a] * times[a] / times[t]
+    out["anchor_host_seconds"] = curves.host_seconds[a]
+    out["calibrated"] = batch[t] / calibrated_step_seconds(
+        batch[a] / thr[a], times[a], times[t], curves.host_seconds[a], curves.scale[a]
+    )
     out["spec"] = np.where(cases.is_reference[t], batch[t] / times[t], np.nan)
     out["reference"] = cases.is_reference[t]
     out["model"] = rows["model"].to_numpy()[t]
@@ -308,7 +324,8 @@ def main(argv: list[str] | None = None) -> None:
         # validate may use these parameters as the prior of a refit only for GPUs never among them
         "fitted_accelerators": sorted(set(cases.rows["accelerator_key"])),
         "method": "robust least squares (soft-L1) on log anchor→target errors, each row weighted "
-        "the same whatever its table's GPU count; bands from "
+        "the same whatever its table's GPU count, each anchor under the host floor its GPU's "
+        "batch curve shows; bands from "
         "leave-one-GPU-out errors (10th/90th percentiles of log(actual/predicted))",
         "held_out_summary": summary,
     }

@@ -1,7 +1,8 @@
 """Validate predictions against published measurements made by others.
 
 Each target row is predicted from every anchor row of its pair group (calibrated: the anchor's
-figure × the model's time ratio) and from specs alone (traced reference workloads only). Rows
+figure × the model's time ratio, under the host floor that the anchor GPU's figures at other batch
+sizes show, see ``host_curve``) and from specs alone (traced reference workloads only). Rows
 whose model has no reference workload use the fallback profile (see ``fallback.py``) and are
 reported separately. With target GPUs given, the global parameters are refitted on the file's
 other GPUs first, so the figures are held out (the target GPUs never inform the fit).
