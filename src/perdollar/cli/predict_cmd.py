@@ -32,7 +32,9 @@ VALIDATE_HELP = """Check perdollar's predictions against published measurements 
 
 FILE is a CSV in the schema of published_dev.csv. Rows are paired inside one source and
 software era (same model, task, precision, per-GPU batch and sequence length; different GPU);
-each target row is predicted from its anchor (calibrated) and from specs alone. With
+each target row is predicted from its anchor (calibrated) and from specs alone. Where the
+anchor's GPU has rows at three or more batch sizes, the host time they show (a step that stays
+flat as the batch grows) is kept as a floor under the target. With
 --target-gpus, only rows whose gpu value is in the list are targets, and the global parameters
 are first refitted without them (held out) unless --no-refit. Multi-GPU rows, and rows whose
 flag column doubts the figure itself ("anomalous: …", "suspect: …"), are neither anchors nor
