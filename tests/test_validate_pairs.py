@@ -102,6 +102,7 @@ def hand_csv(tmp_path: Path) -> Path:
         row("r7", "L4", thr=120.0, batch=32),  # other per-GPU batch
         row("r8", "A10", thr=5.0, flag="anomalous: far below the same GPU's other rows in source table"),
         row("r9", "L4", thr=150.0, flag="A100 variant not stated"),  # a caveat, not a doubt
+        row("r10", "A10", thr="n/a"),  # no figure to pair
     ]
     path = tmp_path / "hand.csv"
     with path.open("w", newline="") as handle:
@@ -147,6 +148,7 @@ def test_validation_on_hand_csv_counts_fallback_rows_separately(hand_csv: Path):
     assert result["fallback"]["calibrated"]["n"] == 2
     assert result["left_out"]["multi_gpu_rows"] == 1
     assert result["left_out"]["rows_flagged_implausible_by_source"] == 1
+    assert result["left_out"]["rows_without_a_positive_throughput"] == 1
     assert result["coverage"] == {"fraction": 1.0, "predicted_rows": 1, "candidate_rows": 1}
     assert set(result["per_gpu"]) == {"T4"}
     ape = result["fallback"]["calibrated"]["median_ape"]

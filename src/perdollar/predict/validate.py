@@ -170,10 +170,12 @@ def _left_out(rows: pd.DataFrame) -> dict[str, int]:
     count = pd.to_numeric(rows["gpu_count"], errors="coerce").fillna(1)
     multi = count > 1
     flagged = ~multi & rows["distrusted"]
+    unreadable = ~multi & ~flagged & ~rows["usable"]  # no positive number in throughput
     unknown = rows["usable"] & rows["accelerator_key"].isna()
     return {
         "multi_gpu_rows": int(multi.sum()),
         "rows_flagged_implausible_by_source": int(flagged.sum()),
+        "rows_without_a_positive_throughput": int(unreadable.sum()),
         "rows_on_gpus_the_catalog_lacks": int(unknown.sum()),
     }
 
