@@ -53,6 +53,11 @@ class Cases:
         return self.rows["profile_id"].notna().to_numpy()
 
 
+def batch_sizes(rows: pd.DataFrame) -> np.ndarray:
+    """Per-GPU batch of each row; a row that states none counts as batch 1."""
+    return np.maximum(np.nan_to_num(rows["per_gpu_batch"].to_numpy(dtype=float), nan=1.0), 1.0)
+
+
 def build_cases(
     rows: pd.DataFrame, accelerators: Mapping[str, Accelerator], profile_for: ProfileProvider | None = None
 ) -> Cases:
@@ -111,7 +116,7 @@ def _fallback_arrays(cases: Cases) -> _FallbackArrays:
     mask = rows["profile_id"].isna().to_numpy()
     sub = rows[mask]
     passes = np.where(sub["task"].to_numpy() == "train", 3.0, 1.0)
-    batch = np.maximum(np.nan_to_num(sub["per_gpu_batch"].to_numpy(dtype=float), nan=1.0), 1.0)
+    batch = batch_sizes(sub)
     precision = sub["precision"].astype(str).to_numpy()
     strict = sub["tf32_disabled"].to_numpy(dtype=bool) if "tf32_disabled" in sub else np.zeros(len(sub), bool)
     device_rows = sub["device_row"].to_numpy()
@@ -229,7 +234,7 @@ def step_times(
 
 def spec_throughput(cases: Cases, times: np.ndarray) -> np.ndarray:
     """Samples/s per GPU from specs alone (only meaningful for reference cases)."""
-    batch = np.maximum(np.nan_to_num(cases.rows["per_gpu_batch"].to_numpy(dtype=float), nan=1.0), 1.0)
+    batch = batch_sizes(cases.rows)
     return batch / times
 
 

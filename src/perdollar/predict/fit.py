@@ -29,6 +29,7 @@ from scipy.optimize import least_squares
 
 from perdollar.predict.evaluation import (
     Cases,
+    batch_sizes,
     build_cases,
     fallback_step_times_from,
     pair_indices,
@@ -120,7 +121,7 @@ def fit_model(
     thr = rows["per_gpu_throughput"].to_numpy(dtype=float)
     weight = pair_weights(use)
     reference_rows = np.flatnonzero(cases.is_reference & ~excluded)
-    batch = np.maximum(np.nan_to_num(rows["per_gpu_batch"].to_numpy(dtype=float), nan=1.0), 1.0)
+    batch = batch_sizes(rows)
 
     families = cases.families
     family_index = (
@@ -193,7 +194,7 @@ def predict_pairs(cases: Cases, pairs: pd.DataFrame, fit: FitResult) -> pd.DataF
     log_launch = np.array([resolved[f]["log_launches"] for f in fams])
     times = _case_step_times(cases, fit.params, log_bpf, log_launch)
     thr = rows["per_gpu_throughput"].to_numpy(dtype=float)
-    batch = np.maximum(np.nan_to_num(rows["per_gpu_batch"].to_numpy(dtype=float), nan=1.0), 1.0)
+    batch = batch_sizes(rows)
     a, t = pairs["case_anchor"].to_numpy(), pairs["case_target"].to_numpy()
     curves = fit_host_curves(rows, times)
     out = pairs.copy()

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.predict.calibration import device_seconds_of_steps, with_host_floor
+from perdollar.predict.evaluation import batch_sizes
 
 # A row's curve: everything of its pairing key but the batch, on one GPU.
 CURVE_COLUMNS = ["source_id", "era", "model", "task", "precision", "seq", "unit", "metric", "gpu"]
@@ -38,7 +39,7 @@ def fit_host_curves(rows: pd.DataFrame, model_seconds: np.ndarray) -> HostCurves
     """Least squares in log step time over a grid of host times and scales, curve by curve."""
     host = np.zeros(len(rows))
     scale = np.full(len(rows), np.nan)
-    batch = np.maximum(np.nan_to_num(rows["per_gpu_batch"].to_numpy(dtype=float), nan=1.0), 1.0)
+    batch = batch_sizes(rows)
     step = batch / rows["per_gpu_throughput"].to_numpy(dtype=float)
     curve = rows[CURVE_COLUMNS].astype(str).agg("¦".join, axis=1)
     for index in curve.groupby(curve).indices.values():
