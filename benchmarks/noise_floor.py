@@ -26,11 +26,9 @@ import pandas as pd
 import scipy.sparse as sparse
 from scipy.sparse.linalg import lsqr
 
-from perdollar.predict.evaluation import Cases, ape_summary, build_cases, pair_indices, summary_line
-from perdollar.predict.fit import read_accelerator_specs, read_aliases
-from perdollar.predict.published import normalise, read_published_csv
+from perdollar.predict.evaluation import Cases, ape_summary, summary_line
+from perdollar.predict.fit import load_development_set
 from perdollar.predict.ranking import rank_correlation_by_workload
-from perdollar.predict.references import published_profile_provider
 
 GROUPINGS = {
     "one factor per GPU": ["gpu"],
@@ -65,14 +63,12 @@ def main() -> None:
     )
     parser.add_argument("data_dir", type=Path)
     args = parser.parse_args()
-    for needed in ("accelerator_specs.csv", "measurements/published_dev.csv"):
-        if not (args.data_dir / needed).is_file():
-            parser.error(f"{args.data_dir / needed} not found: data_dir must be the shared data folder")
     started = time.perf_counter()
-    aliases = read_aliases(args.data_dir)
-    rows = normalise(read_published_csv(args.data_dir / "measurements" / "published_dev.csv"), aliases.get)
-    cases = build_cases(rows, read_accelerator_specs(args.data_dir), published_profile_provider())
-    pairs = pair_indices(cases)
+    try:
+        development = load_development_set(args.data_dir)
+    except FileNotFoundError as exc:
+        parser.error(str(exc))
+    cases, pairs = development.cases, development.pairs
     rate = cases.rows["per_gpu_throughput"].to_numpy(dtype=float)
     actual, anchor_value = rate[pairs["case_target"].to_numpy()], rate[pairs["case_anchor"].to_numpy()]
     traced = cases.is_reference[pairs["case_target"].to_numpy()]

@@ -19,17 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from perdollar.predict.evaluation import ape_summary, build_cases, pair_indices, summary_line
-from perdollar.predict.fit import (
-    FitResult,
-    leave_one_gpu_out,
-    predict_pairs,
-    read_accelerator_specs,
-    read_aliases,
-)
-from perdollar.predict.published import normalise, read_published_csv
+from perdollar.predict.evaluation import ape_summary, summary_line
+from perdollar.predict.fit import FitResult, leave_one_gpu_out, load_development_set, predict_pairs
 from perdollar.predict.ranking import order_agreement_by_gap, rank_correlation_by_workload
-from perdollar.predict.references import published_profile_provider
 from perdollar.predict.validate import baselines
 
 
@@ -40,15 +32,13 @@ def main() -> None:
     parser.add_argument("data_dir", type=Path)
     parser.add_argument("--by", choices=("gpu", "architecture", "none"), default="gpu")
     args = parser.parse_args()
-    for needed in ("accelerator_specs.csv", "measurements/published_dev.csv"):
-        if not (args.data_dir / needed).is_file():
-            parser.error(f"{args.data_dir / needed} not found: data_dir must be the shared data folder")
     started = time.perf_counter()
-    accelerators = read_accelerator_specs(args.data_dir)
-    aliases = read_aliases(args.data_dir)
-    rows = normalise(read_published_csv(args.data_dir / "measurements" / "published_dev.csv"), aliases.get)
-    cases = build_cases(rows, accelerators, published_profile_provider())
-    pairs = pair_indices(cases)
+    try:
+        development = load_development_set(args.data_dir)
+    except FileNotFoundError as exc:
+        parser.error(str(exc))
+    accelerators, aliases = development.accelerators, development.aliases
+    cases, pairs = development.cases, development.pairs
     architecture = {gpu: accelerators[aliases[gpu]].architecture for gpu in set(cases.rows["gpu"])}
     group_of = (lambda gpu: architecture[gpu]) if args.by == "architecture" else None
     how = f"held out by {args.by}"

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
+from perdollar.catalog.model import Accelerator
 from perdollar.predict.evaluation import (
     Cases,
     batch_sizes,
@@ -275,6 +276,32 @@ def summarise(predictions: pd.DataFrame) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class DevelopmentSet:
+    """published_dev.csv as the fit and the accuracy benchmarks read it."""
+
+    csv_path: Path
+    accelerators: dict[str, Accelerator]
+    aliases: dict[str, str]
+    cases: Cases
+    pairs: pd.DataFrame
+
+
+def load_development_set(data_dir: Path) -> DevelopmentSet:
+    """Read the shared data folder's accelerator table, GPU aliases and development set."""
+    from perdollar.predict.references import published_profile_provider
+
+    for needed in ("accelerator_specs.csv", "measurements/published_dev.csv"):
+        if not (data_dir / needed).is_file():
+            raise FileNotFoundError(f"{data_dir / needed} not found: data_dir must be the shared data folder")
+    csv_path = data_dir / "measurements" / "published_dev.csv"
+    accelerators = read_accelerator_specs(data_dir)
+    aliases = read_aliases(data_dir)
+    rows = normalise(read_published_csv(csv_path), aliases.get)
+    cases = build_cases(rows, accelerators, published_profile_provider())
+    return DevelopmentSet(csv_path, accelerators, aliases, cases, pair_indices(cases))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m perdollar.predict.fit",
@@ -286,14 +313,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-holdout", action="store_true", help="skip the leave-one-GPU-out evaluation")
     args = parser.parse_args(argv)
 
-    from perdollar.predict.references import published_profile_provider
-
-    csv_path = args.data_dir / "measurements" / "published_dev.csv"
-    accelerators = read_accelerator_specs(args.data_dir)
-    aliases = read_aliases(args.data_dir)
-    rows = normalise(read_published_csv(csv_path), aliases.get)
-    cases = build_cases(rows, accelerators, published_profile_provider())
-    pairs = pair_indices(cases)
+    try:
+        development = load_development_set(args.data_dir)
+    except FileNotFoundError as exc:
+        parser.error(str(exc))
+    csv_path, cases, pairs = development.csv_path, development.cases, development.pairs
     from perdollar.predict.profile_cache import CACHE_FILE, write_profiles
     from perdollar.predict.references import TRACED
 
