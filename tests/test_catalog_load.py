@@ -115,6 +115,16 @@ def test_accelerator_lookup_by_key_catalog_name_and_measurement_name(bundled: ca
         # nvidia-smi's names: the SXM board is plain "H200", the PCIe one says NVL
         ("NVIDIA H200", "H200-SXM-141GB"),
         ("NVIDIA H200 NVL", "H200-NVL-141GB"),
+        # a bare number is the plain board, never its Ti, Super or laptop relative
+        ("RTX 2080", "RTX-2080"),
+        ("RTX 2080 Ti", "RTX-2080-Ti"),
+        ("RTX 2080 Super", "RTX-2080-Super"),
+        ("RTX 2080 Super Max-Q (laptop)", "RTX-2080-Super-Max-Q"),
+        ("GTX 1080", "GTX-1080"),
+        ("RTX 4070 Ti", "RTX-4070-Ti"),
+        ("Titan V", "TITAN-V"),
+        ("Tesla V100S PCIe 32 GB", "V100S-PCIe-32GB"),
+        ("Radeon Instinct MI250X", "MI250X"),
     ],
 )
 def test_gpu_names_as_vendors_and_papers_write_them(bundled: catalog.Catalog, written: str, key: str) -> None:
@@ -124,6 +134,32 @@ def test_gpu_names_as_vendors_and_papers_write_them(bundled: catalog.Catalog, wr
 def test_a_name_that_fits_several_chips_is_refused_not_guessed(bundled: catalog.Catalog) -> None:
     with pytest.raises(PerdollarError, match="unknown accelerator"):
         bundled.accelerator("H100 80GB")  # SXM5 or PCIe: both fit
+
+
+def test_a_name_is_not_taken_for_a_variant_it_does_not_name(bundled: catalog.Catalog) -> None:
+    # The only chip with these words is the 2070 Max-Q, a lower-power laptop board than the
+    # full-power 2070 laptop GPU: refusing beats predicting the wrong board.
+    with pytest.raises(PerdollarError, match="unknown accelerator"):
+        bundled.accelerator("GeForce RTX 2070 Laptop GPU")
+
+
+def test_the_build_adds_the_package_rows_for_chips_the_data_folder_lacks(
+    tmp_path: Path, shared_data: Path
+) -> None:
+    accelerators, _, _, _ = build_frames(shared_data)
+    shared = pd.read_csv(shared_data / "accelerator_specs.csv")
+    more = pd.read_csv(Path(catalog.__file__).parent / "accelerator_specs_more.csv")
+    assert set(accelerators["key"]) == set(shared["accelerator_key"]) | set(more["accelerator_key"])
+    assert accelerators["key"].is_unique and accelerators["source"].notna().all()
+    # Where the data folder has a chip too, its row is the one kept.
+    folder = tmp_path / "data"
+    shutil.copytree(shared_data, folder, ignore=shutil.ignore_patterns("measurements"))
+    specs = pd.read_csv(folder / "accelerator_specs.csv")
+    extra = more[more["accelerator_key"] == "TITAN-V"].assign(memory_bandwidth_gbps=1.0)
+    pd.concat([specs, extra]).to_csv(folder / "accelerator_specs.csv", index=False)
+    rebuilt, _, _, _ = build_frames(folder)
+    titan = rebuilt[rebuilt["key"] == "TITAN-V"]
+    assert len(titan) == 1 and titan["memory_bandwidth_gbps"].iloc[0] == 1.0
 
 
 def test_user_snapshot_takes_precedence_over_the_bundled_one(tmp_path: Path) -> None:

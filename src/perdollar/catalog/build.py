@@ -6,7 +6,9 @@
 ``gpu_name_aliases.csv`` and ``aws_instance_types.csv`` (the offline snapshot described in its
 own README). The output is the snapshot format read by :mod:`perdollar.catalog.snapshot`:
 ``accelerators.csv``, ``aliases.csv``, ``instance_types.csv.gz``, ``offers.csv.gz`` and
-``manifest.json`` (sources, data dates, counts, flag meanings).
+``manifest.json`` (sources, data dates, counts, flag meanings). Chips that published benchmarks
+measure but no cloud rents (GeForce and workstation boards, older data-center cards) come from
+the package's ``accelerator_specs_more.csv``, in the same schema, each row with its source.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from perdollar.catalog.stacks import software_stack_for
 BUNDLED_DIR = Path(__file__).parent / "data"
 # GCP/Azure network bandwidth is not in the offline data; these rows add it, each with its source.
 NETWORK_KNOWN = Path(__file__).parent / "network_known.csv"
+# Chips the data folder's table lacks, so that measurements made on them can be read and predicted.
+MORE_SPECS = Path(__file__).parent / "accelerator_specs_more.csv"
 
 
 def _text(value: object) -> str:
@@ -57,10 +61,18 @@ def _arch(value: object) -> str:
     return {"x86_64": "amd64", "": "amd64"}.get(text, text)
 
 
+def _specs(data_dir: Path) -> pd.DataFrame:
+    """The data folder's accelerator table and the package's rows for chips it lacks (it wins)."""
+    specs = pd.read_csv(data_dir / "accelerator_specs.csv")
+    more = pd.read_csv(MORE_SPECS)
+    more = more[~more["accelerator_key"].isin(specs["accelerator_key"])]
+    return pd.concat([specs, more], ignore_index=True)
+
+
 def build_frames(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Return (accelerators, aliases, instance_types, offers) frames in the snapshot schema."""
     unified = pd.read_csv(data_dir / "instances_unified.csv", dtype={"accelerator_name": "object"})
-    specs = pd.read_csv(data_dir / "accelerator_specs.csv")
+    specs = _specs(data_dir)
     measurement_aliases = pd.read_csv(data_dir / "gpu_name_aliases.csv")
     aws_types = pd.read_csv(data_dir / "aws_instance_types.csv")
 
@@ -238,6 +250,7 @@ def build(data_dir: Path, out_dir: Path = BUNDLED_DIR) -> Path:
         )
     }
     sources["network_known.csv (package)"] = {"sha256": _sha256(NETWORK_KNOWN)}
+    sources["accelerator_specs_more.csv (package)"] = {"sha256": _sha256(MORE_SPECS)}
     manifest = {
         "snapshot_id": "bundled-"
         + hashlib.sha256("".join(s["sha256"] for s in sources.values()).encode()).hexdigest()[:12],

@@ -53,8 +53,13 @@ def _squash(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
-_VENDOR_WORDS = frozenset({"nvidia", "tesla", "geforce", "amd", "instinct", "gpu", "graphics", "card"})
+_VENDOR_WORDS = frozenset(
+    {"nvidia", "tesla", "geforce", "amd", "radeon", "instinct", "gpu", "graphics", "card"}
+)
 _FORM_WORDS = ("sxm", "pcie", "nvl", "hgx")
+# Words that make a different, faster or slower, board of the same number: "RTX 2080" is not the
+# 2080 Ti, nor the laptop 2080 Max-Q. A chip whose name has one fits only a name that says it.
+_VARIANT_WORDS = frozenset({"ti", "super", "max", "q", "laptop", "mobile", "xt", "xtx"})
 
 
 def _name_tokens(text: str) -> frozenset[str]:
@@ -166,6 +171,7 @@ class Catalog:
             key
             for key, tokens in self._accelerator_tokens.items()
             if all(any(_token_fits(w, t) for t in tokens) for w in wanted)
+            and (_name_tokens(key) & _VARIANT_WORDS) <= wanted
         ]
         # "Tesla T4" fits T4 and T4G: the chip that names nothing more wins, if only one does.
         fewest = min((len(self._accelerator_tokens[k]) for k in fits), default=0)
