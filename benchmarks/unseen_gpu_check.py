@@ -13,9 +13,9 @@ written as a row of the same source and software era as development rows it can 
   PyTorch version they are assumed to share.
 
 Each group is appended to the development set and run through ``perdollar validate`` with that
-group's GPUs as targets: the global parameters are refitted without them, and every target row
-is predicted from each development GPU that measured the same configuration. Nothing of these
-rows is fitted. Prints each group's calibrated and spec-only errors.
+group's GPUs as targets: the shipped parameters never saw a row of them, so they predict every
+target row as they are, from each development GPU that measured the same configuration. Nothing
+of these rows is fitted. Prints each group's calibrated and spec-only errors.
 """
 
 from __future__ import annotations

@@ -207,20 +207,40 @@ def test_validate_published_dev_beats_the_naive_baselines(shared_data: Path):
     assert everything < result["baselines"]["geometric_mean"]["median_ape"]
 
 
-def test_refit_leans_on_the_shipped_fit_only_for_gpus_that_fit_never_saw(hand_csv: Path):
+@pytest.fixture()
+def seen_csv(hand_csv: Path, tmp_path: Path) -> Path:
+    """The hand-made rows, as if from a source whose T4 and V100 rows the shipped fit saw."""
     from perdollar.predict.params import shipped_model
 
-    fitted = set(shipped_model().provenance["fitted_accelerators"])
-    assert "T4" in fitted and "L4" not in fitted
-    seen = run_validation(hand_csv, catalog_mod.load(), ["T4"], refit=True)
-    unseen = run_validation(hand_csv, catalog_mod.load(), ["L4"], refit=True)
-    assert "start and prior: defaults" in seen["fit"]
-    assert "start and prior: shipped parameters" in unseen["fit"]
-    assert unseen["fallback"]["calibrated"]["n"] == 2  # L4 predicted from T4 and from V100
+    fitted = shipped_model().provenance["fitted_sources"]
+    source = next(s for s, keys in fitted.items() if {"T4", "V100-SXM2-16GB"} <= set(keys))
+    frame = pd.read_csv(hand_csv, dtype=str, keep_default_na=False)
+    frame.loc[frame["source"] == "bench A", "source"] = source
+    path = tmp_path / "seen.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def test_held_out_figures_refit_only_where_the_shipped_fit_saw_the_target_rows(
+    hand_csv: Path, seen_csv: Path
+):
+    # New measurements: the shipped parameters never saw them, so they predict them as they are
+    # (a refit on a small file would be the weaker model).
+    new = run_validation(hand_csv, catalog_mod.load(), ["T4"], refit=True)
+    assert new["fit"].startswith("shipped parameters, as they are (held out")
+    unseen_gpu = run_validation(hand_csv, catalog_mod.load(), ["L4"], refit=True)
+    assert unseen_gpu["fit"].startswith("shipped parameters, as they are")
+    assert unseen_gpu["fallback"]["calibrated"]["n"] == 2  # L4 predicted from T4 and from V100
+    # Rows of a (source, GPU) the shipped fit saw: refitted without them, from the defaults.
+    seen = run_validation(seen_csv, catalog_mod.load(), ["T4"], refit=True)
+    assert seen["fit"].startswith("refitted on this file without the target GPUs")
+    assert "saw rows of T4" in seen["fit"] and "start and prior: defaults" in seen["fit"]
+    not_held_out = run_validation(seen_csv, catalog_mod.load(), ["T4"], refit=False)
+    assert "may have seen the target rows" in not_held_out["fit"]
 
 
 def test_a_held_out_refit_owes_nothing_to_parameters_that_saw_the_target(
-    hand_csv: Path, monkeypatch: pytest.MonkeyPatch
+    seen_csv: Path, monkeypatch: pytest.MonkeyPatch
 ):
     """Not even its starting point: the fit is not convex, and a start that saw the target flatters it."""
     import dataclasses
@@ -232,9 +252,9 @@ def test_a_held_out_refit_owes_nothing_to_parameters_that_saw_the_target(
     skewed = dataclasses.replace(
         real, params=real.params.with_values({"tensor_core_efficiency": 0.3, "step_overhead_s": 4e-3})
     )
-    first = run_validation(hand_csv, catalog_mod.load(), ["T4"], refit=True)
+    first = run_validation(seen_csv, catalog_mod.load(), ["T4"], refit=True)
     monkeypatch.setattr(validate_mod, "shipped_model", lambda: skewed)
-    second = run_validation(hand_csv, catalog_mod.load(), ["T4"], refit=True)
+    second = run_validation(seen_csv, catalog_mod.load(), ["T4"], refit=True)
     assert first["calibrated_all"]["n"] > 0
     assert second["calibrated_all"] == first["calibrated_all"]
     assert second["per_gpu"] == first["per_gpu"]

@@ -35,8 +35,11 @@ software era (same model, task, precision, per-GPU batch and sequence length; di
 each target row is predicted from its anchor (calibrated) and from specs alone. Where the
 anchor's GPU has rows at three or more batch sizes, the host time they show (a step that stays
 flat as the batch grows) is kept as a floor under the target. With
---target-gpus, only rows whose gpu value is in the list are targets, and the global parameters
-are first refitted without them (held out) unless --no-refit. Multi-GPU rows, and rows whose
+--target-gpus, only rows whose gpu value is in the list are targets, and the figures are held
+out: where the shipped parameters were fitted on rows of a target GPU from one of the file's
+sources (the development set itself), they are first refitted without the target GPUs, unless
+--no-refit; a file of new measurements is predicted with the shipped parameters as they are.
+The JSON's "fit" says which. Multi-GPU rows, and rows whose
 flag column doubts the figure itself ("anomalous: …", "suspect: …"), are neither anchors nor
 targets; the output counts them under "left out".
 
@@ -137,7 +140,11 @@ def register(app: typer.Typer) -> None:
     def validate_command(
         file: Path = typer.Argument(..., help="CSV in the published_dev.csv schema."),
         target_gpus: str = typer.Option(None, "--target-gpus", help="Comma-separated gpu values to predict."),
-        refit: bool = typer.Option(True, "--refit/--no-refit", help="Refit without the target GPUs first."),
+        refit: bool = typer.Option(
+            True,
+            "--refit/--no-refit",
+            help="Refit without the target GPUs first where the shipped fit saw their rows.",
+        ),
         json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
     ) -> None:
         from perdollar import catalog as catalog_mod

@@ -302,6 +302,15 @@ def load_development_set(data_dir: Path) -> DevelopmentSet:
     return DevelopmentSet(csv_path, accelerators, aliases, cases, pair_indices(cases))
 
 
+def fitted_sources(rows: pd.DataFrame) -> dict[str, list[str]]:
+    """The accelerators whose rows of each source the fit saw (source id → sorted keys)."""
+    known = rows.dropna(subset=["accelerator_key"])
+    return {
+        str(source): sorted(set(group["accelerator_key"]))
+        for source, group in known.groupby("source_id", sort=True)
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m perdollar.predict.fit",
@@ -348,6 +357,8 @@ def main(argv: list[str] | None = None) -> None:
         "reference_rows": int(cases.is_reference.sum()),
         # validate may use these parameters as the prior of a refit only for GPUs never among them
         "fitted_accelerators": sorted(set(cases.rows["accelerator_key"])),
+        # ... and as they are for target rows of a (source, GPU) they never saw
+        "fitted_sources": fitted_sources(cases.rows),
         "method": "robust least squares (soft-L1) on log anchor→target errors, each row weighted "
         "the same whatever its table's GPU count, each anchor under the host floor its GPU's "
         "batch curve shows; bands from "

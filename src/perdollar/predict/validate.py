@@ -4,8 +4,11 @@ Each target row is predicted from every anchor row of its pair group (calibrated
 figure × the model's time ratio, under the host floor that the anchor GPU's figures at other batch
 sizes show, see ``host_curve``) and from specs alone (traced reference workloads only). Rows
 whose model has no reference workload use the fallback profile (see ``fallback.py``) and are
-reported separately. With target GPUs given, the global parameters are refitted on the file's
-other GPUs first, so the figures are held out (the target GPUs never inform the fit).
+reported separately. With target GPUs given, the figures are held out: the target rows never
+inform the parameters that predict them. The shipped parameters are used as they are when their
+fit saw no row of a target GPU in any of the file's sources (a file of new measurements); where
+it did (the development set itself), they are refitted on the file's other GPUs first. A refit
+on a small file is the weaker model, so it is only done when honesty needs it.
 """
 
 from __future__ import annotations
@@ -79,13 +82,29 @@ def run_validation(
     all_pairs = pair_indices(cases)
     pairs = pair_indices(cases, targets)
     shipped = shipped_model()
-    if targets and refit:
+    seen = _targets_the_shipped_fit_saw(shipped, rows, targets) if targets else []
+    if targets and refit and (seen is None or seen):
         informed, prior_note = _refit_start(shipped, rows, targets)
         fit = held_out_fit(cases, all_pairs, targets, informed)
-        fit_note = f"refitted on this file without the target GPUs (held out); start and prior: {prior_note}"
+        why = (
+            f"the shipped fit saw rows of {', '.join(seen)} in this file's sources"
+            if seen
+            else "the shipped fit does not say which rows it saw"
+        )
+        fit_note = (
+            f"refitted on this file without the target GPUs (held out: {why}); start and prior: {prior_note}"
+        )
+    elif targets and seen == []:
+        fit = FitResult.shipped()
+        fit_note = (
+            "shipped parameters, as they are (held out: their fit saw no row of a target GPU "
+            "in this file's sources)"
+        )
     else:
         fit = FitResult.shipped()
-        fit_note = "shipped parameters (fitted on the development set)"
+        fit_note = "shipped parameters (fitted on the development set)" + (
+            "; --no-refit: they may have seen the target rows" if targets else ""
+        )
     preds = predict_pairs(cases, pairs, fit)
     ref, fb = preds[preds["reference"]], preds[~preds["reference"]]
     result: dict[str, Any] = {
@@ -108,6 +127,23 @@ def run_validation(
     }
     result["seconds"] = round(time.perf_counter() - started, 2)
     return result
+
+
+def _targets_the_shipped_fit_saw(
+    shipped: ShippedModel, rows: pd.DataFrame, targets: set[str]
+) -> list[str] | None:
+    """Target GPUs (as the file names them) whose rows of one of this file's sources informed the
+    shipped fit; None when the shipped fit does not say which sources it saw (then: refit)."""
+    fitted = shipped.provenance.get("fitted_sources")
+    if not isinstance(fitted, dict):
+        return None
+    mine = rows[rows["gpu"].isin(targets) & rows["accelerator_key"].notna()]
+    seen = {
+        gpu
+        for gpu, source, key in zip(mine["gpu"], mine["source_id"], mine["accelerator_key"], strict=True)
+        if key in fitted.get(source, ())
+    }
+    return sorted(seen)
 
 
 def _refit_start(
