@@ -1,10 +1,12 @@
 """Held-out accuracy of perdollar's throughput prediction on published measurements.
 
-    python benchmarks/prediction_accuracy.py SHARED_DATA_DIR [--by gpu|architecture|none]
+    python benchmarks/prediction_accuracy.py SHARED_DATA_DIR [--by gpu|architecture|collection|none]
 
 Every anchor→target pair of published_dev.csv is predicted by a fit that never saw the target
-GPU (``--by gpu``, leave-one-GPU-out) or any GPU of the target's architecture generation
-(``--by architecture``). Prints calibrated and spec-only errors, GPU rank correlation (and how
+GPU (``--by gpu``, leave-one-GPU-out), any GPU of the target's architecture generation
+(``--by architecture``) or any row of the target's collection (``--by collection``: one
+publisher's tables held out whole, as a file of new measurements meets the shipped parameters).
+Prints calibrated and spec-only errors, GPU rank correlation (and how
 often two GPUs are put in the published order, by how far apart they publish), and the naive
 baselines (bandwidth ratio, peak-FLOPS ratio, their geometric mean) on the same pairs.
 ``--by none`` predicts with the shipped parameters, whose fit saw every GPU: the in-sample error,
@@ -20,7 +22,13 @@ from pathlib import Path
 import numpy as np
 
 from perdollar.predict.evaluation import ape_summary, summary_line
-from perdollar.predict.fit import FitResult, leave_one_gpu_out, load_development_set, predict_pairs
+from perdollar.predict.fit import (
+    FitResult,
+    leave_one_collection_out,
+    leave_one_gpu_out,
+    load_development_set,
+    predict_pairs,
+)
 from perdollar.predict.ranking import order_agreement_by_gap, rank_correlation_by_workload
 from perdollar.predict.validate import baselines
 
@@ -30,7 +38,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("data_dir", type=Path)
-    parser.add_argument("--by", choices=("gpu", "architecture", "none"), default="gpu")
+    parser.add_argument("--by", choices=("gpu", "architecture", "collection", "none"), default="gpu")
     args = parser.parse_args()
     started = time.perf_counter()
     try:
@@ -45,6 +53,8 @@ def main() -> None:
     if args.by == "none":
         how = "in sample (shipped parameters, fitted on every GPU)"
         held = predict_pairs(cases, pairs, FitResult.shipped())
+    elif args.by == "collection":
+        held = leave_one_collection_out(cases, pairs)
     else:
         held = leave_one_gpu_out(cases, pairs, group_of=group_of)
     ref, fb = held[held["reference"]], held[~held["reference"]]
@@ -74,6 +84,11 @@ def main() -> None:
     for gpu, group in held.groupby("gpu_target"):
         s = ape_summary(group["calibrated"], group["actual"])
         print(f"    {gpu:<32} n={s['n']:<5} {100 * s['median_ape']:5.1f}%")
+    if "collection" in held:
+        print("  per held-out collection (calibrated, all pairs): median APE")
+        for name, group in held.groupby("collection"):
+            s = ape_summary(group["calibrated"], group["actual"])
+            print(f"    {name:<32} n={s['n']:<5} {100 * s['median_ape']:5.1f}%")
     print(f"({time.perf_counter() - started:.0f} s)")
 
 

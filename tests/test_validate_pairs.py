@@ -289,3 +289,40 @@ def test_every_row_weighs_the_same_in_the_fit_whatever_its_tables_gpu_count():
     assert np.allclose(per_row, per_row[0])
     assert np.mean(weight**2) == pytest.approx(1.0)
     assert pair_weights(pairs.iloc[:0]).size == 0
+
+
+def test_leave_one_collection_out_fits_without_every_row_of_the_targets_collection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    from perdollar.predict import fit as fit_mod
+    from perdollar.predict.evaluation import build_cases, pair_indices
+    from perdollar.predict.references import published_profile_provider
+
+    rows = [
+        row("a1", "T4", thr=100.0) | {"file": "one.csv"},
+        row("a2", "V100-SXM2-16GB", thr=300.0) | {"file": "one.csv"},
+        row("b1", "T4", thr=50.0, source="bench B") | {"file": "two.csv"},
+        row("b2", "A10", thr=120.0, source="bench B") | {"file": "two.csv"},
+    ]
+    path = tmp_path / "two_collections.csv"
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=HEADER)
+        writer.writeheader()
+        writer.writerows(rows)
+    cat = catalog_mod.load()
+    normalised = normalise(read_published_csv(path), lambda name: cat.accelerator(name).key)
+    cases = build_cases(normalised, dict(cat.accelerators), published_profile_provider())
+    pairs = pair_indices(cases)
+    unseen: list[set[str]] = []
+
+    def recording_fit(cases, pairs, start, *, exclude_rows=None, **_):
+        unseen.append(set(cases.rows["file"][exclude_rows]))
+        assert set(cases.rows["file"][~exclude_rows]).isdisjoint(unseen[-1])
+        return fit_mod.FitResult.shipped()
+
+    monkeypatch.setattr(fit_mod, "fit_model", recording_fit)
+    held = fit_mod.leave_one_collection_out(cases, pairs)
+    assert unseen == [{"one.csv"}, {"two.csv"}]
+    files = cases.rows["file"].to_numpy()
+    assert (held["collection"].to_numpy() == files[held["case_target"].to_numpy()]).all()
+    assert len(held) == len(pairs) == 4

@@ -112,11 +112,18 @@ def fit_model(
     start: ShippedModel,
     *,
     exclude_gpus: set[str] = frozenset(),  # type: ignore[assignment]
+    exclude_rows: np.ndarray | None = None,
     max_nfev: int = FULL_FIT_MAX_NFEV,
 ) -> FitResult:
-    """Robust least squares on log pair errors (and spec errors of traced workloads)."""
+    """Robust least squares on log pair errors (and spec errors of traced workloads).
+
+    Rows of ``exclude_gpus``, and rows where ``exclude_rows`` (a mask over ``cases.rows``) is
+    true, inform nothing: no pair with one of them as anchor or target, no spec residual.
+    """
     rows = cases.rows
     excluded = rows["gpu"].isin(exclude_gpus).to_numpy()
+    if exclude_rows is not None:
+        excluded = excluded | np.asarray(exclude_rows, dtype=bool)
     use = pairs[~excluded[pairs["case_anchor"]] & ~excluded[pairs["case_target"]]]
     anchor, target = use["case_anchor"].to_numpy(), use["case_target"].to_numpy()
     thr = rows["per_gpu_throughput"].to_numpy(dtype=float)
@@ -251,6 +258,30 @@ def leave_one_gpu_out(
         if progress:
             progress(name)
         parts.append(predict_pairs(cases, targets, held_out_fit(cases, pairs, members)))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def leave_one_collection_out(
+    cases: Cases, pairs: pd.DataFrame, progress: Callable[[str], None] | None = None
+) -> pd.DataFrame:
+    """Every pair predicted by a fit that saw no row of its collection (the rows' ``file``).
+
+    A collection is one publisher's set of tables (Lambda's PyTorch benchmark, NVIDIA's README
+    tables, …): held out whole, its GPUs are still known from other collections, but nothing of
+    its software, hosts or models is. Pairs never cross sources, so anchor and target are both
+    unseen. This is how a file of new measurements meets the shipped parameters.
+    """
+    collection = cases.rows["file"].astype(str).to_numpy()
+    parts = []
+    for name in sorted(set(collection)):
+        in_collection = collection == name
+        targets = pairs[in_collection[pairs["case_target"].to_numpy()]]
+        if targets.empty:
+            continue
+        if progress:
+            progress(name)
+        fit = fit_model(cases, pairs, DEFAULT_MODEL, exclude_rows=in_collection)
+        parts.append(predict_pairs(cases, targets, fit).assign(collection=name))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
