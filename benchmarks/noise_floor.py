@@ -17,17 +17,15 @@ rows' own scatter.
 
 from __future__ import annotations
 
-import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sparse
 from scipy.sparse.linalg import lsqr
 
+from development_args import parse_development_args  # this folder: the shared command line
 from perdollar.predict.evaluation import Cases, ape_summary, summary_line
-from perdollar.predict.fit import load_development_set
 from perdollar.predict.ranking import rank_correlation_by_workload
 
 GROUPINGS = {
@@ -58,16 +56,8 @@ def oracle_predictions(cases: Cases, pairs: pd.DataFrame, columns: list[str]) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("data_dir", type=Path)
-    args = parser.parse_args()
     started = time.perf_counter()
-    try:
-        development = load_development_set(args.data_dir)
-    except FileNotFoundError as exc:
-        parser.error(str(exc))
+    _, development = parse_development_args(__doc__)
     cases, pairs = development.cases, development.pairs
     rate = cases.rows["per_gpu_throughput"].to_numpy(dtype=float)
     actual, anchor_value = rate[pairs["case_target"].to_numpy()], rate[pairs["case_anchor"].to_numpy()]

@@ -13,17 +13,16 @@ publisher's hosts and software, they rise. The model's global parameters saw eve
 
 from __future__ import annotations
 
-import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sparse
 from scipy.sparse.linalg import lsqr
 
+from development_args import parse_development_args  # this folder: the shared command line
 from perdollar.predict.evaluation import ape_summary
-from perdollar.predict.fit import FitResult, load_development_set, predict_pairs
+from perdollar.predict.fit import FitResult, predict_pairs
 
 
 def gpu_factors(
@@ -40,17 +39,11 @@ def gpu_factors(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("data_dir", type=Path)
-    parser.add_argument("--ridge", type=float, nargs="+", default=[1.0, 3.0, 10.0, 30.0])
-    args = parser.parse_args()
     started = time.perf_counter()
-    try:
-        development = load_development_set(args.data_dir)
-    except FileNotFoundError as exc:
-        parser.error(str(exc))
+    args, development = parse_development_args(
+        __doc__,
+        lambda parser: parser.add_argument("--ridge", type=float, nargs="+", default=[1.0, 3.0, 10.0, 30.0]),
+    )
     cases, pairs = development.cases, development.pairs
     held = predict_pairs(cases, pairs, FitResult.shipped())
     held = held[np.isfinite(held["calibrated"]) & (held["calibrated"] > 0)].reset_index(drop=True)

@@ -15,18 +15,16 @@ the floor that held-out errors are measured against (seconds instead of minutes)
 
 from __future__ import annotations
 
-import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 
+from development_args import parse_development_args  # this folder: the shared command line
 from perdollar.predict.evaluation import ape_summary, summary_line
 from perdollar.predict.fit import (
     FitResult,
     leave_one_collection_out,
     leave_one_gpu_out,
-    load_development_set,
     predict_pairs,
 )
 from perdollar.predict.ranking import order_agreement_by_gap, rank_correlation_by_workload
@@ -34,17 +32,13 @@ from perdollar.predict.validate import baselines
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("data_dir", type=Path)
-    parser.add_argument("--by", choices=("gpu", "architecture", "collection", "none"), default="gpu")
-    args = parser.parse_args()
     started = time.perf_counter()
-    try:
-        development = load_development_set(args.data_dir)
-    except FileNotFoundError as exc:
-        parser.error(str(exc))
+    args, development = parse_development_args(
+        __doc__,
+        lambda parser: parser.add_argument(
+            "--by", choices=("gpu", "architecture", "collection", "none"), default="gpu"
+        ),
+    )
     accelerators, aliases = development.accelerators, development.aliases
     cases, pairs = development.cases, development.pairs
     architecture = {gpu: accelerators[aliases[gpu]].architecture for gpu in set(cases.rows["gpu"])}
