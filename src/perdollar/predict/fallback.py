@@ -4,8 +4,10 @@ A published figure names a model ("GNMT v2", "Tacotron 2") that perdollar cannot
 workload is described by three numbers per step: GEMM FLOPs (``FALLBACK_FLOPS_PER_SAMPLE`` per
 sample, ×3 for training), memory traffic as bytes per GEMM FLOP, and kernel launches per step. The
 last two are fitted per model name on the development set (a property of the workload, like a
-calibration; they carry no GPU constant) and shipped in ``predict/data/params.json``. Models never
-seen fall back to the median of their group (CNN, transformer/LLM, other).
+calibration; they carry no GPU constant) and shipped in ``predict/data/params.json``. A model never
+seen takes the median of the fitted models of its group (CNN, transformer/LLM, other) and task that
+were measured in the same unit (an LLM's ms per iteration, a decoder's generated tokens/s), else of
+its group and task: the unit says how a figure was taken, which the descriptor depends on.
 """
 
 from __future__ import annotations
@@ -72,19 +74,27 @@ def group_of(key: str) -> str:
 
 
 def descriptor_for(key: str, fitted: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
-    """The fitted descriptor of ``key``, else the median of its group, else the default."""
+    """The fitted descriptor of ``key``; else the median of its group and task in its unit, else
+    in any unit; else the default."""
     if key in fitted:
         return dict(fitted[key])
     group = group_of(key)
-    members = [v for k, v in fitted.items() if group_of(k) == group and task_of(k) == task_of(key)]
-    if not members:
+    members = {k: v for k, v in fitted.items() if group_of(k) == group and task_of(k) == task_of(key)}
+    same_unit = [v for k, v in members.items() if unit_of(k) == unit_of(key)]
+    chosen = same_unit or list(members.values())
+    if not chosen:
         return dict(DEFAULT_DESCRIPTOR)
-    return {name: _median([m[name] for m in members]) for name in DEFAULT_DESCRIPTOR}
+    return {name: _median([m[name] for m in chosen]) for name in DEFAULT_DESCRIPTOR}
 
 
 def task_of(key: str) -> str:
-    parts = key.split("|")
-    return parts[1] if len(parts) > 1 else ""
+    parts = key.rsplit("|", 2)  # from the right: a model's name may hold a "|"
+    return parts[-2] if len(parts) == 3 else ""
+
+
+def unit_of(key: str) -> str:
+    parts = key.rsplit("|", 2)
+    return parts[-1] if len(parts) == 3 else ""
 
 
 def _median(values: list[float]) -> float:
