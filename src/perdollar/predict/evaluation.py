@@ -89,11 +89,19 @@ def fallback_step_times(
     cases: Cases, params: ModelParams, descriptors: Mapping[str, Mapping[str, float]]
 ) -> np.ndarray:
     """Seconds per step of every fallback case (NaN for reference cases), vectorised."""
+    return fallback_step_times_from(cases, params, *descriptor_arrays(cases, descriptors))
+
+
+def descriptor_arrays(
+    cases: Cases, descriptors: Mapping[str, Mapping[str, float]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per case: log bytes per FLOP and log launches of its model's fallback descriptor (fitted, or
+    borrowed as ``descriptor_for`` says)."""
     fams = cases.rows["family"].to_numpy()
     resolved = {f: descriptor_for(f, descriptors) for f in set(fams)}
     log_bpf = np.array([resolved[f]["log_bytes_per_flop"] for f in fams])
     log_launch = np.array([resolved[f]["log_launches"] for f in fams])
-    return fallback_step_times_from(cases, params, log_bpf, log_launch)
+    return log_bpf, log_launch
 
 
 @dataclass(frozen=True)

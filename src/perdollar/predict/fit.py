@@ -32,6 +32,7 @@ from perdollar.predict.evaluation import (
     Cases,
     batch_sizes,
     build_cases,
+    descriptor_arrays,
     fallback_step_times_from,
     pair_indices,
     reference_step_times,
@@ -89,6 +90,11 @@ def _case_step_times(
     if cases.profiles:
         times = np.where(np.isnan(times), reference_step_times(cases, params), times)
     return times
+
+
+def model_step_times(cases: Cases, fit: FitResult) -> np.ndarray:
+    """The model's seconds per step of every case under ``fit`` (traced or fallback profile)."""
+    return _case_step_times(cases, fit.params, *descriptor_arrays(cases, fit.descriptors))
 
 
 def pair_weights(pairs: pd.DataFrame) -> np.ndarray:
@@ -195,12 +201,7 @@ def predict_pairs(cases: Cases, pairs: pd.DataFrame, fit: FitResult) -> pd.DataF
     """
     rows = cases.rows
     fams = rows["family"].to_numpy()
-    from perdollar.predict.fallback import descriptor_for
-
-    resolved = {f: descriptor_for(f, fit.descriptors) for f in set(fams)}
-    log_bpf = np.array([resolved[f]["log_bytes_per_flop"] for f in fams])
-    log_launch = np.array([resolved[f]["log_launches"] for f in fams])
-    times = _case_step_times(cases, fit.params, log_bpf, log_launch)
+    times = model_step_times(cases, fit)
     thr = rows["per_gpu_throughput"].to_numpy(dtype=float)
     batch = batch_sizes(rows)
     a, t = pairs["case_anchor"].to_numpy(), pairs["case_target"].to_numpy()

@@ -22,7 +22,7 @@ import pandas as pd
 
 from perdollar.errors import PerdollarError
 from perdollar.predict.evaluation import ape_summary, build_cases, pair_indices, spearman
-from perdollar.predict.fit import FitResult, held_out_fit, predict_pairs
+from perdollar.predict.fit import FitResult, held_out_fit, model_step_times, predict_pairs
 from perdollar.predict.params import ShippedModel, shipped_model
 from perdollar.predict.published import normalise, read_published_csv
 from perdollar.predict.references import published_profile_provider
@@ -164,19 +164,7 @@ def _refit_start(
 
 
 def _mean_spearman(cases: Any, fit: FitResult, targets: set[str] | None) -> dict[str, Any]:
-    from perdollar.predict.fallback import descriptor_for
-    from perdollar.predict.fit import _case_step_times
-
-    rows = cases.rows
-    fams = rows["family"].to_numpy()
-    resolved = {f: descriptor_for(f, fit.descriptors) for f in set(fams)}
-    times = _case_step_times(
-        cases,
-        fit.params,
-        np.array([resolved[f]["log_bytes_per_flop"] for f in fams]),
-        np.array([resolved[f]["log_launches"] for f in fams]),
-    )
-    rows = rows.assign(model_rate=1.0 / times)
+    rows = cases.rows.assign(model_rate=1.0 / model_step_times(cases, fit))
     values = []
     for _, group in rows.groupby("pair_key"):
         if group["gpu"].nunique() < 3 or (targets and not group["gpu"].isin(targets).any()):
