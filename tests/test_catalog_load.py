@@ -254,3 +254,33 @@ def test_every_gcp_or_azure_network_figure_names_its_source(bundled: catalog.Cat
     filled = [key for key, i in types.items() if key[0] != "aws" and i.network_gbps is not None]
     assert ("gcp", "a3-highgpu-8g") in filled and ("azure", "Standard_ND96isr_H100_v5") in filled
     assert all(f"{cloud}:{name}" in sources for cloud, name in filled)
+
+
+def test_the_build_fills_only_blank_cells_of_the_data_folders_rows(tmp_path: Path, shared_data: Path) -> None:
+    shared = pd.read_csv(shared_data / "accelerator_specs.csv").set_index("accelerator_key")
+    assert pd.isna(shared.at["GH200-80GB", "memory_bandwidth_gbps"])  # what the fill is for
+    accelerators, _, _, _ = build_frames(shared_data)
+    gh200 = accelerators.set_index("key").loc["GH200-80GB"]
+    assert gh200["memory_bandwidth_gbps"] == 3350.0
+    assert "memory_bandwidth_gbps: derived" in gh200["source"]
+    # Every other cell is the folder's own, and a folder that states the figure keeps it.
+    unchanged = accelerators.set_index("key").loc["GH200-96GB"]
+    assert unchanged["memory_bandwidth_gbps"] == shared.at["GH200-96GB", "memory_bandwidth_gbps"]
+    folder = tmp_path / "data"
+    shutil.copytree(shared_data, folder, ignore=shutil.ignore_patterns("measurements"))
+    stated = shared.copy()
+    stated.loc["GH200-80GB", "memory_bandwidth_gbps"] = 1234.0
+    stated.reset_index().to_csv(folder / "accelerator_specs.csv", index=False)
+    rebuilt, _, _, _ = build_frames(folder)
+    kept = rebuilt.set_index("key").loc["GH200-80GB"]
+    assert kept["memory_bandwidth_gbps"] == 1234.0 and "derived" not in kept["source"]
+
+
+def test_bundled_catalog_knows_every_gpu_bandwidth() -> None:
+    """A GPU without a memory bandwidth would be predicted at a placeholder rate."""
+    missing = [
+        key
+        for key, chip in catalog.load().accelerators.items()
+        if chip.software_stack in ("cuda", "rocm") and not chip.memory_bandwidth_gbps
+    ]
+    assert missing == []
