@@ -115,6 +115,11 @@ def test_accelerator_lookup_by_key_catalog_name_and_measurement_name(bundled: ca
         # nvidia-smi's names: the SXM board is plain "H200", the PCIe one says NVL
         ("NVIDIA H200", "H200-SXM-141GB"),
         ("NVIDIA H200 NVL", "H200-NVL-141GB"),
+        # the GH200 goes by its LPDDR5X size in nvidia-smi and TensorRT-LLM's tables
+        ("NVIDIA GH200 480GB", "GH200-96GB"),
+        ("GH200 120GB", "GH200-96GB"),
+        ("GH200", "GH200-96GB"),
+        ("GH200 (80GB HBM3 variant)", "GH200-80GB"),
         # a bare number is the plain board, never its Ti, Super or laptop relative
         ("RTX 2080", "RTX-2080"),
         ("RTX 2080 Ti", "RTX-2080-Ti"),

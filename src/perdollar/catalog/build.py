@@ -23,6 +23,7 @@ import pandas as pd
 
 from perdollar.catalog import provenance
 from perdollar.catalog.snapshot_write import write_snapshot
+from perdollar.catalog.spec_fills import SPEC_FILLS, with_spec_fills
 from perdollar.catalog.stacks import software_stack_for
 
 BUNDLED_DIR = Path(__file__).parent / "data"
@@ -30,9 +31,8 @@ BUNDLED_DIR = Path(__file__).parent / "data"
 NETWORK_KNOWN = Path(__file__).parent / "network_known.csv"
 # Chips the data folder's table lacks, so that measurements made on them can be read and predicted.
 MORE_SPECS = Path(__file__).parent / "accelerator_specs_more.csv"
-# Blank cells of the data folder's rows that a figure with its source can fill (never a cell with a
-# value): without them a chip is read as having, say, no memory bandwidth at all.
-SPEC_FILLS = Path(__file__).parent / "accelerator_spec_fills.csv"
+# Names that tools print for a chip and that its key and the data folder's aliases do not cover.
+MORE_ALIASES = Path(__file__).parent / "aliases_more.csv"
 
 
 def _text(value: object) -> str:
@@ -67,23 +67,10 @@ def _arch(value: object) -> str:
 def _specs(data_dir: Path) -> pd.DataFrame:
     """The data folder's accelerator table, its blank cells filled where the package has a figure,
     and the package's rows for chips it lacks (the folder wins where both have a value)."""
-    specs = _filled(pd.read_csv(data_dir / "accelerator_specs.csv"), pd.read_csv(SPEC_FILLS))
+    specs = with_spec_fills(pd.read_csv(data_dir / "accelerator_specs.csv"))
     more = pd.read_csv(MORE_SPECS)
     more = more[~more["accelerator_key"].isin(specs["accelerator_key"])]
     return pd.concat([specs, more], ignore_index=True)
-
-
-def _filled(specs: pd.DataFrame, fills: pd.DataFrame) -> pd.DataFrame:
-    specs = specs.copy()
-    for fill in fills.itertuples(index=False):
-        row = specs["accelerator_key"] == fill.accelerator_key
-        if fill.column not in specs.columns:
-            raise ValueError(f"{SPEC_FILLS.name}: no column {fill.column!r} in accelerator_specs.csv")
-        blank = row & specs[fill.column].isna()
-        specs.loc[blank, fill.column] = float(fill.value)
-        note = f"; {fill.column}: {fill.source}"
-        specs.loc[blank, "source"] = specs.loc[blank, "source"].astype(str) + note
-    return specs
 
 
 def build_frames(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -147,6 +134,11 @@ def build_frames(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
         for name, key in zip(
             measurement_aliases["measurement_gpu_name"], measurement_aliases["accelerator_key"], strict=False
         )
+    ]
+    more_aliases = pd.read_csv(MORE_ALIASES)
+    alias_rows += [
+        {"alias": name, "accelerator_key": key, "kind": "measurement"}
+        for name, key in zip(more_aliases["alias"], more_aliases["accelerator_key"], strict=True)
     ]
     aliases = pd.DataFrame(alias_rows).drop_duplicates("alias")
 
@@ -269,6 +261,7 @@ def build(data_dir: Path, out_dir: Path = BUNDLED_DIR) -> Path:
     sources["network_known.csv (package)"] = {"sha256": _sha256(NETWORK_KNOWN)}
     sources["accelerator_specs_more.csv (package)"] = {"sha256": _sha256(MORE_SPECS)}
     sources["accelerator_spec_fills.csv (package)"] = {"sha256": _sha256(SPEC_FILLS)}
+    sources["aliases_more.csv (package)"] = {"sha256": _sha256(MORE_ALIASES)}
     manifest = {
         "snapshot_id": "bundled-"
         + hashlib.sha256("".join(s["sha256"] for s in sources.values()).encode()).hexdigest()[:12],

@@ -12,11 +12,12 @@ from pathlib import Path
 import pandas as pd
 
 from perdollar.catalog.model import Accelerator
+from perdollar.catalog.spec_fills import with_spec_fills
 from perdollar.catalog.stacks import software_stack_for
 
 
 def read_accelerator_specs(data_dir: Path) -> dict[str, Accelerator]:
-    specs = pd.read_csv(data_dir / "accelerator_specs.csv")
+    specs = with_spec_fills(pd.read_csv(data_dir / "accelerator_specs.csv"))
 
     def num(value: object) -> float | None:
         try:
