@@ -45,14 +45,9 @@ def _sigma_for_median_error(median_error: float) -> float:
     return float(brentq(lambda sigma: share_within(sigma) - 0.5, 1e-6, 5.0))
 
 
-def _log_errors(
-    held: pd.DataFrame, median_error: float, shared: bool, rng: np.random.Generator
-) -> np.ndarray:
-    sigma = _sigma_for_median_error(median_error)
-    if not shared:
-        return rng.normal(0.0, sigma, len(held))
-    codes = pd.factorize(held["pair_key"].astype(str) + "\x1f" + held["gpu_target"].astype(str))[0]
-    return rng.normal(0.0, sigma, codes.max() + 1)[codes]
+def _log_errors(draw_of_pair: np.ndarray, sigma: float, rng: np.random.Generator) -> np.ndarray:
+    """One log error per pair, pairs with the same ``draw_of_pair`` index sharing theirs."""
+    return rng.normal(0.0, sigma, draw_of_pair.max() + 1)[draw_of_pair]
 
 
 def main() -> None:
@@ -74,13 +69,18 @@ def main() -> None:
     )
     print("  random errors of a given median APE → mean rank correlation (mean ± sd over repeats)")
     print(f"    {'median APE':>10}   {'independent per pair':>22}   {'per GPU and workload':>22}")
+    per_pair = np.arange(len(held))
+    per_gpu_and_workload = pd.factorize(
+        held["pair_key"].astype(str) + "\x1f" + held["gpu_target"].astype(str)
+    )[0]
     rng = np.random.default_rng(0)
     for median_error in MEDIAN_ERRORS:
+        sigma = _sigma_for_median_error(median_error)
         cells, realised = [], []
-        for shared in (False, True):
+        for draw_of_pair in (per_pair, per_gpu_and_workload):
             means = []
             for _ in range(args.repeats):
-                noisy = held["actual"] * np.exp(_log_errors(held, median_error, shared, rng))
+                noisy = held["actual"] * np.exp(_log_errors(draw_of_pair, sigma, rng))
                 realised.append(float(np.median(np.abs(noisy / held["actual"] - 1.0))))
                 means.append(rank_correlation_by_workload(held.assign(calibrated=noisy)).mean())
             cells.append(f"{np.mean(means):.3f} ± {np.std(means):.3f}")
