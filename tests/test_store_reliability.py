@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fixtures.store.bench import needs_slow_opt_in, run_concurrent_benches
 from perdollar.store import open_store
+from perdollar.store.engine import make_engine, parse_url
 
 WRITER = Path(__file__).parent / "fixtures" / "store" / "writer.py"
 
@@ -75,3 +78,30 @@ def test_sigkill_mid_transaction_keeps_every_committed_row(tmp_path: Path, kill_
     assert set(committed) <= stored  # every committed row survived the kill
     with sqlite3.connect(path) as connection:
         assert connection.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def _open_when_released(url: str, start: Any, results: Any) -> None:
+    start.wait()
+    try:
+        with make_engine(parse_url(url)).connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+        results.put("ok")
+    except Exception as error:  # reported to the parent, which asserts on it
+        results.put(repr(error))
+
+
+def test_processes_opening_a_new_sqlite_store_at_the_same_instant_all_get_in(tmp_path: Path) -> None:
+    """Switching a new file to WAL is answered "database is locked" without waiting; sixteen
+    processes released together on a fresh file, thirty times over, must all connect."""
+    context = multiprocessing.get_context("fork")
+    failures = []
+    for trial in range(30):
+        url = f"sqlite:///{tmp_path / f'fresh{trial}.sqlite'}"
+        start, results = context.Barrier(16), context.Queue()
+        openers = [context.Process(target=_open_when_released, args=(url, start, results)) for _ in range(16)]
+        for opener in openers:
+            opener.start()
+        failures += [outcome for outcome in (results.get(timeout=120) for _ in openers) if outcome != "ok"]
+        for opener in openers:
+            opener.join(timeout=60)
+    assert failures == []

@@ -5,6 +5,7 @@ immediate write transactions; PostgreSQL (or anything else SQLAlchemy speaks) as
 from __future__ import annotations
 
 import random
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -83,9 +84,9 @@ def _sqlite_engine(url: URL) -> Engine:
         # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite would defer it).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        if path is not None:
-            cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        if path is not None:
+            _switch_to_wal(cursor)
         cursor.execute("PRAGMA foreign_keys=ON")
         # NORMAL is durable against a killed process in WAL mode; only a power cut can lose the
         # last transactions, never consistency.
@@ -100,6 +101,26 @@ def _sqlite_engine(url: URL) -> Engine:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """Put the file in WAL mode, waiting as long as any other lock would be waited for.
+
+    Several processes opening a new store at once all switch its journal mode, and SQLite answers
+    "database is locked" to that at once instead of calling the busy handler: retried here, or one
+    of sixteen concurrent writers failed to open the store about once in eighty.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.005
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error).lower() or time.monotonic() > deadline:
+                raise
+            time.sleep(delay * (1.0 + random.random()))
+            delay = min(2 * delay, 0.1)
 
 
 def is_transient(error: BaseException) -> bool:
