@@ -110,22 +110,13 @@ def _switch_to_wal(cursor: Any) -> None:
     "database is locked" to that at once instead of calling the busy handler: retried here, or one
     of sixteen concurrent writers failed to open the store about once in eighty.
     """
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    delay = 0.005
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error).lower() or time.monotonic() > deadline:
-                raise
-            time.sleep(delay * (1.0 + random.random()))
-            delay = min(2 * delay, 0.1)
+    with_retry(lambda: cursor.execute("PRAGMA journal_mode=WAL"), budget_s=BUSY_TIMEOUT_MS / 1000)
 
 
 def is_transient(error: BaseException) -> bool:
-    """A busy/locked SQLite database, or a PostgreSQL serialization failure or deadlock."""
-    if not isinstance(error, OperationalError | DBAPIError):
+    """A busy/locked SQLite database, or a PostgreSQL serialization failure or deadlock (the driver's
+    own SQLite error too, as raised before SQLAlchemy wraps it, e.g. while connecting)."""
+    if not isinstance(error, OperationalError | DBAPIError | sqlite3.OperationalError):
         return False
     text = str(getattr(error, "orig", error)).lower()
     code = getattr(getattr(error, "orig", None), "sqlstate", None)
@@ -144,7 +135,7 @@ def with_retry(operation: Callable[[], T], *, budget_s: float = RETRY_BUDGET_S) 
     while True:
         try:
             return operation()
-        except (OperationalError, DBAPIError) as error:
+        except (OperationalError, DBAPIError, sqlite3.OperationalError) as error:
             if not is_transient(error) or time.monotonic() > deadline:
                 raise
         time.sleep(delay * (0.5 + random.random()))
