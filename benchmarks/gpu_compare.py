@@ -23,7 +23,7 @@ import pandas as pd
 
 from perdollar import catalog
 from perdollar.predict import predict_step_time
-from perdollar.predict.validate import run_validation
+from perdollar.predict.lab.validate import run_validation
 from perdollar.profile import profile_workload
 from perdollar.workload import load_workload
 

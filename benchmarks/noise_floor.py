@@ -25,8 +25,8 @@ import scipy.sparse as sparse
 from scipy.sparse.linalg import lsqr
 
 from development_args import parse_development_args  # this folder: the shared command line
-from perdollar.predict.evaluation import Cases, ape_summary, summary_line
-from perdollar.predict.ranking import rank_correlation_by_workload
+from perdollar.predict.lab.evaluation import Cases, ape_summary, summary_line
+from perdollar.predict.lab.ranking import rank_correlation_by_workload
 
 GROUPINGS = {
     "one factor per GPU": ["gpu"],

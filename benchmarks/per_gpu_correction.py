@@ -21,8 +21,8 @@ import scipy.sparse as sparse
 from scipy.sparse.linalg import lsqr
 
 from development_args import parse_development_args  # this folder: the shared command line
-from perdollar.predict.evaluation import ape_summary
-from perdollar.predict.fit import FitResult, predict_pairs
+from perdollar.predict.lab.evaluation import ape_summary
+from perdollar.predict.lab.fit import FitResult, predict_pairs
 
 
 def gpu_factors(

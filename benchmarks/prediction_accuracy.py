@@ -20,15 +20,15 @@ import time
 import numpy as np
 
 from development_args import parse_development_args  # this folder: the shared command line
-from perdollar.predict.evaluation import ape_summary, summary_line
-from perdollar.predict.fit import (
+from perdollar.predict.lab.evaluation import ape_summary, summary_line
+from perdollar.predict.lab.fit import (
     FitResult,
     leave_one_collection_out,
     leave_one_gpu_out,
     predict_pairs,
 )
-from perdollar.predict.ranking import order_agreement_by_gap, rank_correlation_by_workload
-from perdollar.predict.validate import baselines
+from perdollar.predict.lab.ranking import order_agreement_by_gap, rank_correlation_by_workload
+from perdollar.predict.lab.validate import baselines
 
 
 def main() -> None:

@@ -29,9 +29,9 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 from development_args import parse_development_args  # this folder: the shared command line
-from perdollar.predict.evaluation import ape_summary
-from perdollar.predict.fit import FitResult, predict_pairs
-from perdollar.predict.ranking import rank_correlation_by_workload
+from perdollar.predict.lab.evaluation import ape_summary
+from perdollar.predict.lab.fit import FitResult, predict_pairs
+from perdollar.predict.lab.ranking import rank_correlation_by_workload
 
 MEDIAN_ERRORS = (0.025, 0.05, 0.075, 0.10, 0.15)
 

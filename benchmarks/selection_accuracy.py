@@ -354,8 +354,8 @@ def paper_peak(accelerator: Any, precision: str) -> float:
 def build_configurations(
     data_dir: Path, catalog: Any, *, in_sample: bool, price_rule: str, include_latency: bool = False
 ) -> dict[str, Any]:
-    from perdollar.predict.evaluation import build_cases, pair_indices
-    from perdollar.predict.fit import FitResult, held_out_fit, predict_pairs
+    from perdollar.predict.lab.evaluation import build_cases, pair_indices
+    from perdollar.predict.lab.fit import FitResult, held_out_fit, predict_pairs
     from perdollar.predict.params import shipped_model
     from perdollar.predict.published import normalise, read_published_csv
     from perdollar.predict.references import published_profile_provider

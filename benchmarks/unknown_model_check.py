@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from development_args import parse_development_args  # this folder: the shared command line
-from perdollar.predict.evaluation import ape_summary, summary_line
-from perdollar.predict.fit import FitResult, predict_pairs
+from perdollar.predict.lab.evaluation import ape_summary, summary_line
+from perdollar.predict.lab.fit import FitResult, predict_pairs
 
 
 def main() -> None:

@@ -33,8 +33,8 @@ from pathlib import Path
 import pandas as pd
 
 from perdollar import catalog
-from perdollar.predict.evaluation import summary_line
-from perdollar.predict.validate import run_validation
+from perdollar.predict.lab.evaluation import summary_line
+from perdollar.predict.lab.validate import run_validation
 
 GROUPS = {
     "K80 (TensorFlow 2017 page)": ["K80"],

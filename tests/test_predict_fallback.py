@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from perdollar.predict.fallback import DEFAULT_DESCRIPTOR, descriptor_for, family_key
+from perdollar.predict.lab.fallback import DEFAULT_DESCRIPTOR, descriptor_for, family_key
 
 
 def _descriptor(bytes_per_flop: float, launches: float) -> dict[str, float]:

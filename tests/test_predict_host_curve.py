@@ -10,8 +10,8 @@ import pytest
 
 from perdollar import catalog as catalog_mod
 from perdollar.predict.calibration import with_host_floor
-from perdollar.predict.host_curve import CURVE_COLUMNS, calibrated_step_seconds, fit_host_curves
-from perdollar.predict.validate import run_validation
+from perdollar.predict.lab.host_curve import CURVE_COLUMNS, calibrated_step_seconds, fit_host_curves
+from perdollar.predict.lab.validate import run_validation
 
 BATCHES = np.array([1, 2, 4, 8, 16, 32, 64, 128], dtype=float)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from perdollar.predict.ranking import order_agreement_by_gap, rank_correlation_by_workload
+from perdollar.predict.lab.ranking import order_agreement_by_gap, rank_correlation_by_workload
 
 
 def _held(key: str, actual: dict[str, float], predicted_from: dict[str, dict[str, float]]) -> pd.DataFrame:

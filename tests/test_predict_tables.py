@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from perdollar import catalog
-from perdollar.predict.spec_table import read_accelerator_specs
+from perdollar.predict.lab.spec_table import read_accelerator_specs
 from perdollar.predict.tables import DeviceTable
 
 

@@ -14,9 +14,9 @@ import pytest
 
 from perdollar import catalog as catalog_mod
 from perdollar.errors import PerdollarError
-from perdollar.predict.fit import pair_weights
+from perdollar.predict.lab.fit import pair_weights
+from perdollar.predict.lab.validate import run_validation
 from perdollar.predict.published import form_pairs, normalise, read_published_csv
-from perdollar.predict.validate import run_validation
 
 HEADER = [
     "source",
@@ -245,7 +245,7 @@ def test_a_held_out_refit_owes_nothing_to_parameters_that_saw_the_target(
     """Not even its starting point: the fit is not convex, and a start that saw the target flatters it."""
     import dataclasses
 
-    from perdollar.predict import validate as validate_mod
+    from perdollar.predict.lab import validate as validate_mod
     from perdollar.predict.params import shipped_model
 
     real = shipped_model()
@@ -294,8 +294,8 @@ def test_every_row_weighs_the_same_in_the_fit_whatever_its_tables_gpu_count():
 def test_leave_one_collection_out_fits_without_every_row_of_the_targets_collection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    from perdollar.predict import fit as fit_mod
-    from perdollar.predict.evaluation import build_cases, pair_indices
+    from perdollar.predict.lab import fit as fit_mod
+    from perdollar.predict.lab.evaluation import build_cases, pair_indices
     from perdollar.predict.references import published_profile_provider
 
     rows = [

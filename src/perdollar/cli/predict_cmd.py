@@ -148,7 +148,7 @@ def register(app: typer.Typer) -> None:
         json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
     ) -> None:
         from perdollar import catalog as catalog_mod
-        from perdollar.predict.validate import run_validation
+        from perdollar.predict.lab.validate import run_validation
 
         targets = [g.strip() for g in target_gpus.split(",") if g.strip()] if target_gpus else None
         with progress("pairing, fitting and predicting", quiet=json_output):

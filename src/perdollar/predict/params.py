@@ -1,6 +1,6 @@
 """The global efficiency parameters of the roofline and the observed error of each basis.
 
-The shipped values live in ``predict/data/params.json``; ``python -m perdollar.predict.fit``
+The shipped values live in ``predict/data/params.json``; ``python -m perdollar.predict.lab.fit``
 regenerates that file from a published measurement set and records how (provenance, the
 held-out errors the bands are derived from).
 """

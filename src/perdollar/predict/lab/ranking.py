@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from perdollar.predict.evaluation import spearman
+from perdollar.predict.lab.evaluation import spearman
 
 # Bounds of the gap buckets: the faster GPU's published throughput over the slower one's.
 GAP_EDGES = (1.0, 1.05, 1.1, 1.25, 1.5, 2.0, float("inf"))

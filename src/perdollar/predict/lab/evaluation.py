@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.catalog.model import Accelerator
-from perdollar.predict.fallback import (
+from perdollar.predict.lab.fallback import (
     COMPUTE_DTYPE,
     DEFAULT_DESCRIPTOR,
     ELEMENT_FACTOR,

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from perdollar.errors import PerdollarError
-from perdollar.predict.evaluation import ape_summary, build_cases, pair_indices, spearman
-from perdollar.predict.fit import FitResult, held_out_fit, model_step_times, predict_pairs
+from perdollar.predict.lab.evaluation import ape_summary, build_cases, pair_indices, spearman
+from perdollar.predict.lab.fit import FitResult, held_out_fit, model_step_times, predict_pairs
 from perdollar.predict.params import ShippedModel, shipped_model
 from perdollar.predict.published import normalise, read_published_csv
 from perdollar.predict.references import published_profile_provider

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.predict.calibration import device_seconds_of_steps, with_host_floor
-from perdollar.predict.evaluation import batch_sizes
+from perdollar.predict.lab.evaluation import batch_sizes
 
 # A row's curve: everything of its pairing key but the batch, on one GPU.
 CURVE_COLUMNS = ["source_id", "era", "model", "task", "precision", "seq", "unit", "metric", "gpu"]

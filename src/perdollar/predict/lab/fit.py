@@ -1,6 +1,6 @@
 """Fit the roofline's global efficiencies on published measurements and ship them.
 
-    python -m perdollar.predict.fit SHARED_DATA_DIR [--out FILE]
+    python -m perdollar.predict.lab.fit SHARED_DATA_DIR [--out FILE]
 
 reads ``SHARED_DATA_DIR/measurements/published_dev.csv``, the accelerator table and the GPU
 name aliases next to it, fits the global parameters (and the fallback descriptors of models
@@ -28,7 +28,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from perdollar.catalog.model import Accelerator
-from perdollar.predict.evaluation import (
+from perdollar.predict.lab.evaluation import (
     Cases,
     batch_sizes,
     build_cases,
@@ -37,8 +37,9 @@ from perdollar.predict.evaluation import (
     pair_indices,
     reference_step_times,
 )
-from perdollar.predict.fallback import DEFAULT_DESCRIPTOR
-from perdollar.predict.host_curve import calibrated_step_seconds, fit_host_curves
+from perdollar.predict.lab.fallback import DEFAULT_DESCRIPTOR
+from perdollar.predict.lab.host_curve import calibrated_step_seconds, fit_host_curves
+from perdollar.predict.lab.spec_table import read_accelerator_specs, read_aliases
 from perdollar.predict.params import (
     FITTED_BOUNDS,
     ErrorQuantiles,
@@ -48,7 +49,6 @@ from perdollar.predict.params import (
     shipped_model,
 )
 from perdollar.predict.published import normalise, read_published_csv
-from perdollar.predict.spec_table import read_accelerator_specs, read_aliases
 
 GLOBAL_NAMES = tuple(FITTED_BOUNDS)
 DEFAULT_MODEL = ShippedModel(ModelParams())  # defaults: start and prior of every held-out fit
@@ -296,7 +296,7 @@ def error_quantiles(predicted: np.ndarray, actual: np.ndarray) -> ErrorQuantiles
 
 
 def summarise(predictions: pd.DataFrame) -> dict:
-    from perdollar.predict.evaluation import ape_summary
+    from perdollar.predict.lab.evaluation import ape_summary
 
     ref = predictions[predictions["reference"]]
     fb = predictions[~predictions["reference"]]
@@ -345,12 +345,12 @@ def fitted_sources(rows: pd.DataFrame) -> dict[str, list[str]]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m perdollar.predict.fit",
+        prog="python -m perdollar.predict.lab.fit",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("data_dir", type=Path, help="folder with accelerator_specs.csv and measurements/")
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "data" / "params.json")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent.parent / "data" / "params.json")
     parser.add_argument("--no-holdout", action="store_true", help="skip the leave-one-GPU-out evaluation")
     args = parser.parse_args(argv)
 
