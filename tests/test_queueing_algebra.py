@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from perdollar.select.queueing import (
+from perdollar.predict.serving.queueing import (
     batching_latency,
     effective_batch,
     erlang_quantile,

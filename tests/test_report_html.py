@@ -20,7 +20,9 @@ def _hostile_recommendation():  # type: ignore[no-untyped-def]
         make_estimate(f"g5.{HOSTILE}", market="spot", price=0.4, accelerator=HOSTILE),
         *base.estimates[1:],
     )
-    question = dataclasses.replace(base.question, options={HOSTILE: HOSTILE}, clouds=(HOSTILE,))
+    question = dataclasses.replace(
+        base.question, weights=HOSTILE, precision=HOSTILE, regions=(HOSTILE,), clouds=(HOSTILE,)
+    )
     return dataclasses.replace(
         base,
         question=question,

@@ -8,14 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from perdollar.catalog.filters import allowed_offers
 from perdollar.errors import NothingFeasibleError, PerdollarError
+from perdollar.predict.frame import PREDICTION_COLUMNS, node_counts
 from perdollar.price.frame import SpotAssumptions, Target
-from perdollar.select import candidates as cand
-from perdollar.select.model import Question
+from perdollar.price.table import price_table
+from perdollar.question import Question
+from perdollar.select import build_recommendation
+from perdollar.select import constraints as cand
 from perdollar.select.objectives import parse_weights
 from perdollar.select.pareto import pareto_indices, pareto_mask
 from perdollar.select.ranking import select_candidates
-from perdollar.select.recommend import build_recommendation
 
 # Three single-node shapes and their throughput (samples/s); prices per node-hour below.
 SHAPES = {
@@ -79,10 +82,14 @@ def predictions_frame(node_counts: tuple[int, ...] = (1,)) -> pd.DataFrame:
                     "communication_time_s": 0.0,
                     "fits": fits,
                     "fit_reason": "" if fits else "needs 30 GiB per device, has 16 GiB",
+                    "max_batch_that_fits": None,
+                    "breakdown_s": {},
                     "excluded_reason": excluded,
                 }
             )
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    assert set(PREDICTION_COLUMNS) <= set(frame.columns)  # the predict stage's declared output
+    return frame
 
 
 def question(**changes: object) -> Question:
@@ -96,18 +103,33 @@ def question(**changes: object) -> Question:
     return Question(**base)  # type: ignore[arg-type]
 
 
+def price_candidates(
+    offers: pd.DataFrame,
+    predictions: pd.DataFrame,
+    target: Target,
+    assumptions: SpotAssumptions,
+    *,
+    confidence: float = 0.9,
+    stacks: dict[str, str] | None = None,
+) -> pd.DataFrame:
+    """The candidate table as the application layer builds it: priced, then marked."""
+    return cand.mark_constraints(
+        price_table(offers, predictions, target, assumptions), target, confidence=confidence, stacks=stacks
+    )
+
+
 def priced(target: Target, market: str = "any", confidence: float = 0.9) -> pd.DataFrame:
-    offers = cand.allowed_offers(offers_frame(), market=market)
-    return cand.price_candidates(
+    offers = allowed_offers(offers_frame(), market=market)
+    return price_candidates(
         offers, predictions_frame(), target, SpotAssumptions(), confidence=confidence
     )
 
 
 def test_node_counts() -> None:
-    assert cand.node_counts(1) == (1,)
-    assert cand.node_counts(4) == (1, 2, 4)
-    assert cand.node_counts(6) == (1, 2, 4, 6)
-    assert cand.node_counts(8) == (1, 2, 4, 8)
+    assert node_counts(1) == (1,)
+    assert node_counts(4) == (1, 2, 4)
+    assert node_counts(6) == (1, 2, 4, 6)
+    assert node_counts(8) == (1, 2, 4, 8)
 
 
 def test_hard_constraints_are_kept_with_reasons() -> None:
@@ -131,9 +153,9 @@ def test_hard_constraints_are_kept_with_reasons() -> None:
 
 def test_region_and_market_filters() -> None:
     offers = offers_frame()
-    assert set(cand.allowed_offers(offers, regions=["eu-*"])["region"]) == {"eu-west-1"}
-    assert set(cand.allowed_offers(offers, market="on-demand")["market"]) == {"on-demand"}
-    assert cand.allowed_offers(offers, clouds=["gcp"]).empty
+    assert set(allowed_offers(offers, regions=["eu-*"])["region"]) == {"eu-west-1"}
+    assert set(allowed_offers(offers, market="on-demand")["market"]) == {"on-demand"}
+    assert allowed_offers(offers, clouds=["gcp"]).empty
 
 
 def test_samples_per_dollar_prefers_cheap_spot() -> None:
@@ -173,10 +195,10 @@ def test_weighted_objective_moves_with_the_weights() -> None:
     target = Target(samples=1e9)
     frame = priced(target)
     time_heavy = select_candidates(
-        frame, question(objective="weighted", target_samples=1e9, options={"weights": "time=10,cost=1"})
+        frame, question(objective="weighted", target_samples=1e9, weights="time=10,cost=1")
     )
     cost_heavy = select_candidates(
-        frame, question(objective="weighted", target_samples=1e9, options={"weights": "time=1,cost=10"})
+        frame, question(objective="weighted", target_samples=1e9, weights="time=1,cost=10")
     )
     assert time_heavy.ranked.iloc[0]["instance_type"] == "big.gpu"
     assert cost_heavy.ranked.iloc[0]["instance_type"] == "small.gpu"
@@ -189,7 +211,7 @@ def test_near_ties_on_the_same_chip_and_across_bands() -> None:
     offers = offers_frame()
     twin = offers.iloc[[2]].assign(region="us-west-2", price_per_hour=offers.iloc[2]["price_per_hour"] * 1.01)
     twin = twin.assign(instance_type="small.gpu")
-    frame = cand.price_candidates(pd.concat([offers, twin]), predictions_frame(), Target(), SpotAssumptions())
+    frame = price_candidates(pd.concat([offers, twin]), predictions_frame(), Target(), SpotAssumptions())
     # Same shape in two regions collapses to its best region; a 1% dearer twin is not shown twice.
     selection = select_candidates(frame, question())
     shapes = selection.ranked[["instance_type", "market", "nodes"]].value_counts()
@@ -279,7 +301,7 @@ def test_terminal_table_shows_units_marks_and_the_why() -> None:
 
 def test_foreign_software_stacks_are_excluded_with_the_stack_named() -> None:
     predictions = predictions_frame().assign(excluded_reason="")  # a predictor that flags nothing
-    frame = cand.price_candidates(
+    frame = price_candidates(
         offers_frame(),
         predictions,
         Target(),
@@ -342,7 +364,7 @@ def test_a_measurement_on_a_catalog_instance_overrides_the_prediction() -> None:
     from types import SimpleNamespace
 
     from perdollar.measure.result import HostFingerprint, Measurement, Rate
-    from perdollar.select.recommend import apply_measured
+    from perdollar.predict.measured import apply_measured
 
     host = HostFingerprint(
         cpu_model="x",

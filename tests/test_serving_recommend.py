@@ -80,38 +80,45 @@ def test_impossible_slo_exits_3_with_the_reason() -> None:
 
 
 def test_missing_slo_is_a_usage_error() -> None:
-    from perdollar.cli.inference_cmd import recommend_inference
+    from perdollar.cli.inference_cmd import serving_question
 
     with pytest.raises(PerdollarError, match="--inference needs a latency SLO") as caught:
-        recommend_inference(
+        serving_question(
             "mlp",
             qps=100,
             p99_ms=None,
             p95_ms=None,
+            max_wait_ms=None,
             batch_size=None,
             precision=None,
             market="any",
             clouds=[],
             regions=[],
-            max_wait_ms=None,
-            top=5,
-            json_output=True,
-            store_url=None,
-            store=False,
-            report_path=None,
         )
     assert caught.value.exit_code == 2
 
 
 def test_a_stored_inference_question_can_be_asked_again() -> None:
-    from perdollar.select.serving import ServingTarget, answer_serving, recommend_serving
-    from perdollar.workload import load_workload
+    from perdollar.ask import answer
+    from perdollar.cli.inference_cmd import serving_question
+    from perdollar.store.codec import question_from_payload, recommendation_to_payload
 
-    workload = load_workload("mlp", kind="inference")
-    target = ServingTarget(qps=500, slo_ms={0.95: 10.0}, clouds=("aws",), max_batch=2, markets=("on-demand",))
-    first = recommend_serving(workload, target).recommendation
-    again = answer_serving(first.question).recommendation
-    assert first.question.kind == "inference" and first.question.options["max_batch"] == 2
+    question = serving_question(
+        "mlp",
+        qps=500,
+        p99_ms=None,
+        p95_ms=10.0,
+        max_wait_ms=None,
+        batch_size=2,
+        precision=None,
+        market="on-demand",
+        clouds=["aws"],
+        regions=[],
+    )
+    first = answer(question)
+    stored = question_from_payload(recommendation_to_payload(first)["question"])
+    again = answer(stored)
+    assert first.question.kind == "inference" and stored.serving and stored.serving.max_batch == 2
     assert [e.label for e in again.estimates[:3]] == [e.label for e in first.estimates[:3]]
     assert again.estimates[0].serving == first.estimates[0].serving
     assert all(e.market == "on-demand" for e in again.estimates)

@@ -7,16 +7,10 @@ import math
 import pandas as pd
 import pytest
 
-from perdollar.select.serving import (
-    ServiceCurve,
-    ServingTarget,
-    deployment_estimates,
-    explain_serving,
-    filter_offers,
-    plan_accelerator,
-    price_deployments,
-    serving_mode_hint,
-)
+from perdollar.catalog.filters import allowed_offers
+from perdollar.predict.serving import ServiceCurve, ServingTarget, plan_accelerator
+from perdollar.price.serving import price_deployments
+from perdollar.select.serving import deployment_estimates, explain_serving, serving_mode_hint
 
 SIZES = (1, 2, 4, 8, 16)
 
@@ -79,7 +73,7 @@ def test_partial_device_runs_slower_and_needs_more_replicas() -> None:
 
 
 def _frame(offers: list[dict[str, object]], target: ServingTarget = TARGET) -> pd.DataFrame:
-    from perdollar.select.serving import plan_all
+    from perdollar.predict.serving import plan_all
 
     table = pd.DataFrame(offers)
     return price_deployments(plan_all(CURVES, table, target), table, target)
@@ -153,7 +147,7 @@ def test_estimates_and_explanation_carry_the_serving_facts() -> None:
     assert "one-gpu" in text and "SLOW" in text and "real-time" in text
 
 
-def test_filter_offers_by_market_cloud_and_region_pattern() -> None:
+def test_serving_offers_are_filtered_by_market_cloud_and_region_pattern() -> None:
     table = pd.DataFrame(
         [
             _offer("aws", "a", "FAST", 1, 1.0, region="us-east-1"),
@@ -162,10 +156,8 @@ def test_filter_offers_by_market_cloud_and_region_pattern() -> None:
             _offer("aws", "free", "FAST", 1, 0.0),
         ]
     )
-    target = ServingTarget(
-        qps=1, slo_ms={0.99: 50}, markets=("on-demand",), clouds=("aws",), regions=("us-*",)
-    )
-    assert list(filter_offers(table, target)["instance_type"]) == ["a"]
+    allowed = allowed_offers(table, clouds=("aws",), regions=("us-*",), market="on-demand", priced_only=True)
+    assert list(allowed["instance_type"]) == ["a"]
 
 
 @pytest.mark.parametrize(
@@ -183,7 +175,7 @@ def test_serving_mode_hint(qps: float, slo_ms: float | None, payload: float, mod
 
 
 def test_cpu_instances_are_served_from_a_measured_cpu_curve() -> None:
-    from perdollar.select.serving import CPU_KEY, cpu_curve, plan_all
+    from perdollar.predict.serving import CPU_KEY, cpu_curve, plan_all
 
     measured = {1: (0.002, 0.0018, 0.0025), 4: (0.005, 0.0045, 0.006)}
     curves = {**CURVES, CPU_KEY: cpu_curve(measured)}
@@ -199,7 +191,7 @@ def test_cpu_instances_are_served_from_a_measured_cpu_curve() -> None:
 
 
 def test_local_measurements_replace_and_rescale_the_prediction() -> None:
-    from perdollar.select.serving.curves import _with_measurements
+    from perdollar.predict.serving.curves import _with_measurements
 
     predicted = ServiceCurve("A10G", (1, 2, 4, 8), (1.0, 2.0, 4.0, 8.0), (0.5,) * 4, (2.0,) * 4, "spec")
     measured = _with_measurements(predicted, {1: (2.0, 1.9, 2.2), 2: (4.0, 3.8, 4.4)})

@@ -43,7 +43,7 @@ def test_one_failing_candidate_does_not_stop_the_sweep(tmp_path: Path) -> None:
 
     store_url = f"sqlite:///{tmp_path / 'results.sqlite'}"
     saved: dict[str, str | None] = {}
-    context = SweepContext("mlp", workload, None, None, None, ())
+    context = SweepContext("mlp", workload, None)
     events: list[str] = []
     result = run_sweep(
         ranked,

@@ -25,6 +25,7 @@ from perdollar.catalog.csv_rows import REBUILD_FIX, Rows, choice_cell, number_ce
 from perdollar.catalog.model import Accelerator, InstanceType, Offer
 from perdollar.catalog.names import parse_instance_name
 from perdollar.errors import PerdollarError
+from perdollar.vocabulary import MARKETS
 
 MANIFEST = "manifest.json"
 ACCELERATORS = "accelerators.csv"
@@ -34,7 +35,6 @@ OFFERS = "offers.csv.gz"
 FILES = (MANIFEST, ACCELERATORS, ALIASES, INSTANCE_TYPES, OFFERS)
 
 CLOUDS = ("aws", "gcp", "azure")
-MARKETS = ("on-demand", "spot")
 STACKS = ("cuda", "rocm", "neuron", "xla", "habana", "qaic", "cpu")
 
 ACCELERATOR_COLUMNS = (

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ import typer
 from perdollar.cli import common, serve_bench_cmd
 from perdollar.cli.inference_render import curve_table, deployment_rows, deployment_table, excluded_rows
 from perdollar.errors import NothingFeasibleError, PerdollarError
+from perdollar.question import Question, ServingGoal
+from perdollar.vocabulary import MARKET_CHOICES, SERVING_OBJECTIVE
 
 # --- bench --inference ------------------------------------------------------------------------
 
@@ -129,51 +132,48 @@ def bench_inference(
 
 # --- recommend --inference ----------------------------------------------------------------------
 
-MARKETS = {"any": ("on-demand", "spot"), "on-demand": ("on-demand",), "spot": ("spot",)}
 
-
-Curve = dict[int, tuple[float, float, float]]
-
-
-def _measured_curves(
-    fingerprint: str, store_url: str | None
-) -> tuple[dict[str, Curve], tuple[float, Curve] | None]:
-    """Stored local latency curves of this workload: by accelerator key, and the latest CPU host's."""
-    from perdollar.cli.persist import stored_measurements
-
-    curves: dict[str, Curve] = {}
-    cpu: tuple[float, Curve] | None = None
-    for measurement in stored_measurements(fingerprint, store_url=store_url):
-        if measurement.mode != "inference" or not measurement.ok:
-            continue
-        points: Curve = {}
-        for point in measurement.extra.get("latency_curve", []):
-            if point.get("concurrency") == 1 and point.get("status") == "ok":
-                points[int(point["batch_size"])] = (
-                    point["p50_ms"] / 1e3,
-                    point["min_ms"] / 1e3,
-                    point["p90_ms"] / 1e3,
-                )
-        key = getattr(measurement.host, "accelerator_key", None)
-        if key:
-            curves[key] = points
-        elif points and measurement.extra.get("device", "cpu") == "cpu":
-            cpu = (float(measurement.host.cpu_cores), points)
-    return curves, cpu
-
-
-def recommend_inference(
+def serving_question(
     workload: str,
     *,
-    qps: float,
+    qps: float | None,
     p99_ms: float | None,
     p95_ms: float | None,
+    max_wait_ms: float | None,
     batch_size: int | None,
     precision: str | None,
     market: str,
-    clouds: list[str],
-    regions: list[str],
-    max_wait_ms: float | None,
+    clouds: Sequence[str],
+    regions: Sequence[str],
+) -> Question:
+    """The serving question from ``recommend --inference``'s options, checked."""
+    if qps is None:
+        raise PerdollarError("--inference needs --qps", "e.g. --inference --qps 200 --p99-ms 50")
+    if qps <= 0:
+        raise PerdollarError(f"--qps must be positive, got {qps:g}", "give the target rate, e.g. --qps 400")
+    if p99_ms is None and p95_ms is None:
+        raise PerdollarError("--inference needs a latency SLO", "add --p99-ms 50 (or --p95-ms)")
+    if any(v is not None and v <= 0 for v in (p99_ms, p95_ms, max_wait_ms)):
+        raise PerdollarError("latency limits must be positive", "e.g. --p99-ms 50 --max-wait-ms 5")
+    if market not in MARKET_CHOICES:
+        raise PerdollarError(f"--market {market!r} is not a market", "use on-demand, spot or any")
+    slo = tuple((q, ms) for q, ms in ((0.99, p99_ms), (0.95, p95_ms)) if ms is not None)
+    return Question(
+        workload_name=workload,
+        kind="inference",
+        objective=SERVING_OBJECTIVE,
+        market=market,
+        clouds=tuple(c.lower() for c in clouds),
+        regions=tuple(regions),
+        batch_size=batch_size,
+        precision=precision,
+        serving=ServingGoal(qps=qps, slo_ms=slo, max_wait_ms=max_wait_ms, max_batch=batch_size),
+    )
+
+
+def recommend_inference(
+    question: Question,
+    *,
     top: int,
     json_output: bool,
     store_url: str | None,
@@ -181,41 +181,17 @@ def recommend_inference(
     report_path: Path | None,
 ) -> int:
     """Rank deployments by $ per million requests within the SLO; print, store, report."""
+    from perdollar.ask import ask_serving
     from perdollar.cli.persist import save_recommendation
-    from perdollar.select.serving import ServingTarget, recommend_serving
-    from perdollar.workload import load_workload
 
-    if qps <= 0:
-        raise PerdollarError(f"--qps must be positive, got {qps:g}", "give the target rate, e.g. --qps 400")
-    if p99_ms is None and p95_ms is None:
-        raise PerdollarError("--inference needs a latency SLO", "add --p99-ms 50 (or --p95-ms)")
-    if any(v is not None and v <= 0 for v in (p99_ms, p95_ms, max_wait_ms)):
-        raise PerdollarError("latency limits must be positive", "e.g. --p99-ms 50 --max-wait-ms 5")
-    if market not in MARKETS:
-        raise PerdollarError(f"--market {market!r} is not a market", "use on-demand, spot or any")
-    if top < 1:
-        raise PerdollarError(f"--top must be at least 1, got {top}", "give e.g. --top 10")
-    slo = {q: ms for q, ms in ((0.99, p99_ms), (0.95, p95_ms)) if ms is not None}
-    target = ServingTarget(
-        qps=qps,
-        slo_ms=slo,
-        max_wait_ms=max_wait_ms,
-        markets=MARKETS[market],
-        clouds=tuple(c.lower() for c in clouds),
-        regions=tuple(regions),
-        max_batch=batch_size,
-    )
-    spec = load_workload(workload, batch_size=batch_size, precision=precision, kind="inference")
     with common.progress("recommend --inference", quiet=json_output) as bar:
-        measured, cpu_measured = _measured_curves(spec.with_overrides(batch_size=1).fingerprint, store_url)
-        answer = recommend_serving(
-            spec,
-            target,
-            measured=measured,
-            cpu_measured=cpu_measured,
+        answer = ask_serving(
+            question,
+            store_url=store_url,
+            use_store=store,
             progress=lambda message: bar.update(description=message),
         )
-    recommendation = answer.recommendation
+    recommendation, target = answer.recommendation, answer.target
     stored_id = save_recommendation(recommendation, store_url=store_url, enabled=store)
     if report_path is not None:
         from perdollar.report.html import write_report
@@ -237,9 +213,9 @@ def recommend_inference(
         )
     else:
         if rows:
-            common.console.print(deployment_table(rows, target.slo_label, qps))
+            common.console.print(deployment_table(rows, target.slo_label, target.qps))
             common.console.print(
-                f"P ms: predicted P{round(max(slo) * 100)} at {target.headroom:g}× the rate "
+                f"P ms: predicted P{round(max(target.slo_ms) * 100)} at {target.headroom:g}× the rate "
                 "(in brackets: if every batch ran at the slow edge of the prediction); $/M req in brackets: "
                 "replicas sized for that slow edge; "
                 "inst.: instances (+ spare instances for spot reclaims); "
@@ -254,7 +230,7 @@ def recommend_inference(
     if not rows:
         reasons = "; ".join(f"{row['accelerator']}: {row['reason']}" for row in excluded[:3])
         raise NothingFeasibleError(
-            f"no deployment serves {qps:g} requests/s within {target.slo_label} ({reasons})",
+            f"no deployment serves {target.qps:g} requests/s within {target.slo_label} ({reasons})",
             "relax the SLO, lower --qps, or allow more clouds and markets",
         )
     return 0

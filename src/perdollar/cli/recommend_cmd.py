@@ -6,10 +6,16 @@ from pathlib import Path
 
 import typer
 
+from perdollar.ask import answer, compare, load_inputs
+from perdollar.ask.inputs import with_stored_measurements
 from perdollar.cli import common, recommend_inputs
+from perdollar.cli.inference_cmd import serving_question
 from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
+from perdollar.price.frame import assumptions_for
+from perdollar.question import Question, SpotSettings
+from perdollar.workload import load_workload
 
 RECOMMEND_HELP = (
     "Which machine should this workload train on? Profile it, predict it on every instance of "
@@ -41,237 +47,211 @@ COMPARE_HELP = (
 )
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("recommend", help=RECOMMEND_HELP, no_args_is_help=True)
-    def recommend_command(
-        workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
-        samples: str | None = typer.Option(
-            None, "--samples", help="Target samples to process, e.g. 1e9 or 250M."
-        ),
-        epochs: float | None = typer.Option(None, "--epochs", help="Target epochs (with --dataset-size)."),
-        dataset_size: str | None = typer.Option(
-            None, "--dataset-size", help="Samples per epoch, e.g. 1.28M."
-        ),
-        deadline: str | None = typer.Option(
-            None, "--deadline", help="Finish within this time, e.g. 72h or 3d."
-        ),
-        budget: float | None = typer.Option(None, "--budget", help="Expected cost cap in USD."),
-        objective: str = typer.Option(
-            "samples-per-dollar", "--objective", help="samples-per-dollar | time | cost | weighted."
-        ),
-        weights: str | None = typer.Option(
-            None, "--weights", help="For --objective weighted: time=1,cost=2."
-        ),
-        confidence: float = typer.Option(0.9, "--confidence", help="Required P(finish by --deadline)."),
-        market: str = typer.Option("any", "--market", help="on-demand | spot | any."),
-        cloud: list[str] = typer.Option([], "--cloud", help="Allowed cloud (repeatable): aws, gcp, azure."),
-        region: list[str] = typer.Option(
-            [], "--region", help="Allowed region or pattern (repeatable): us-*."
-        ),
-        max_nodes: int = typer.Option(
-            4, "--max-nodes", help="Largest node count tried (1, 2, 4, … up to it)."
-        ),
-        batch_size: int | None = typer.Option(None, "--batch-size", help="Per-device batch size."),
-        precision: str | None = typer.Option(
-            None, "--precision", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16."
-        ),
-        measure: bool = typer.Option(
-            False, "--measure", help="Benchmark locally first and calibrate from it."
-        ),
-        measurements: Path | None = typer.Option(
-            None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."
-        ),
-        checkpoint_seconds: float | None = typer.Option(
-            None, "--checkpoint-seconds", help="Checkpoint write time (default: state size / 250 MB/s + 5 s)."
-        ),
-        restart_minutes: float | None = typer.Option(
-            None, "--restart-minutes", help="Restart after an interruption (default 10)."
-        ),
-        interruption_rate: str | None = typer.Option(
-            None, "--interruption-rate", help="Monthly interruption share for every spot offer, e.g. 10%."
-        ),
-        top: int = typer.Option(10, "--top", help="Rows to show."),
-        show_excluded: bool = typer.Option(
-            False, "--show-excluded", help="Also list excluded candidates and why."
-        ),
-        json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
-        store_url: str | None = typer.Option(
-            None, "--store", help="Store the result in this SQLAlchemy URL."
-        ),
-        no_store: bool = typer.Option(False, "--no-store", help="Do not store the result."),
-        report: Path | None = typer.Option(None, "--report", help="Also write an HTML report to this file."),
-        inference: bool = typer.Option(
-            False, "--inference", help="Serving: rank by cost per million requests."
-        ),
-        qps: float | None = typer.Option(None, "--qps", help="--inference: target requests per second."),
-        p99_ms: float | None = typer.Option(None, "--p99-ms", help="--inference: p99 latency SLO (ms)."),
-        p95_ms: float | None = typer.Option(None, "--p95-ms", help="--inference: p95 latency SLO (ms)."),
-        max_wait_ms: float | None = typer.Option(
-            None, "--max-wait-ms", help="--inference: batching wait cap (ms)."
-        ),
-    ) -> int:
-        check_store(store_url, enabled=not no_store)
-        if inference:
-            if qps is None:
-                raise PerdollarError("--inference needs --qps", "e.g. --inference --qps 200 --p99-ms 50")
-            from perdollar.cli.inference_cmd import recommend_inference
+def recommend(
+    workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
+    samples: str | None = typer.Option(
+        None, "--samples", help="Target samples to process, e.g. 1e9 or 250M."
+    ),
+    epochs: float | None = typer.Option(None, "--epochs", help="Target epochs (with --dataset-size)."),
+    dataset_size: str | None = typer.Option(None, "--dataset-size", help="Samples per epoch, e.g. 1.28M."),
+    deadline: str | None = typer.Option(None, "--deadline", help="Finish within this time, e.g. 72h or 3d."),
+    budget: float | None = typer.Option(None, "--budget", help="Expected cost cap in USD."),
+    objective: str = typer.Option(
+        "samples-per-dollar", "--objective", help="samples-per-dollar | time | cost | weighted."
+    ),
+    weights: str | None = typer.Option(None, "--weights", help="For --objective weighted: time=1,cost=2."),
+    confidence: float = typer.Option(0.9, "--confidence", help="Required P(finish by --deadline)."),
+    market: str = typer.Option("any", "--market", help="on-demand | spot | any."),
+    cloud: list[str] = typer.Option([], "--cloud", help="Allowed cloud (repeatable): aws, gcp, azure."),
+    region: list[str] = typer.Option([], "--region", help="Allowed region or pattern (repeatable): us-*."),
+    max_nodes: int = typer.Option(4, "--max-nodes", help="Largest node count tried (1, 2, 4, … up to it)."),
+    batch_size: int | None = typer.Option(None, "--batch-size", help="Per-device batch size."),
+    precision: str | None = typer.Option(
+        None, "--precision", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16."
+    ),
+    measure: bool = typer.Option(False, "--measure", help="Benchmark locally first and calibrate from it."),
+    measurements: Path | None = typer.Option(
+        None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."
+    ),
+    checkpoint_seconds: float | None = typer.Option(
+        None, "--checkpoint-seconds", help="Checkpoint write time (default: state size / 250 MB/s + 5 s)."
+    ),
+    restart_minutes: float | None = typer.Option(
+        None, "--restart-minutes", help="Restart after an interruption (default 10)."
+    ),
+    interruption_rate: str | None = typer.Option(
+        None, "--interruption-rate", help="Monthly interruption share for every spot offer, e.g. 10%."
+    ),
+    top: int = typer.Option(10, "--top", help="Rows to show."),
+    show_excluded: bool = typer.Option(
+        False, "--show-excluded", help="Also list excluded candidates and why."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
+    store_url: str | None = typer.Option(None, "--store", help="Store the result in this SQLAlchemy URL."),
+    no_store: bool = typer.Option(False, "--no-store", help="Do not store the result."),
+    report: Path | None = typer.Option(None, "--report", help="Also write an HTML report to this file."),
+    inference: bool = typer.Option(False, "--inference", help="Serving: rank by cost per million requests."),
+    qps: float | None = typer.Option(None, "--qps", help="--inference: target requests per second."),
+    p99_ms: float | None = typer.Option(None, "--p99-ms", help="--inference: p99 latency SLO (ms)."),
+    p95_ms: float | None = typer.Option(None, "--p95-ms", help="--inference: p95 latency SLO (ms)."),
+    max_wait_ms: float | None = typer.Option(
+        None, "--max-wait-ms", help="--inference: batching wait cap (ms)."
+    ),
+) -> int:
+    check_store(store_url, enabled=not no_store)
+    if top < 1:
+        raise PerdollarError(f"--top must be at least 1, got {top}", "give e.g. --top 10")
+    spot = SpotSettings(
+        checkpoint_seconds=checkpoint_seconds,
+        restart_minutes=restart_minutes,
+        interruption_rate=recommend_inputs.interruption_rate_from_text(interruption_rate),
+    )
+    if inference:
+        from perdollar.cli.inference_cmd import recommend_inference
 
-            return recommend_inference(
+        return recommend_inference(
+            serving_question(
                 workload,
                 qps=qps,
                 p99_ms=p99_ms,
                 p95_ms=p95_ms,
+                max_wait_ms=max_wait_ms,
                 batch_size=batch_size,
                 precision=precision,
-                market=market,
-                clouds=list(cloud),
-                regions=list(region),
-                max_wait_ms=max_wait_ms,
-                top=top,
-                json_output=json_output,
-                store_url=store_url,
-                store=not no_store,
-                report_path=report,
-            )
-        if top < 1:
-            raise PerdollarError(f"--top must be at least 1, got {top}", "give e.g. --top 10")
-        target = recommend_inputs.target_samples(samples, epochs, dataset_size)
-        deadline_hours = common.parse_duration_hours(deadline, "--deadline") if deadline else None
-        rate = recommend_inputs.interruption_rate_from_text(interruption_rate)
-        from perdollar.catalog import load as load_catalog
-        from perdollar.select.recommend import recommend
-
-        with common.progress("recommend", quiet=json_output) as handle:
-
-            def say(message: str) -> None:
-                handle.update(description=message)
-
-            catalog = load_catalog()
-            spec, profile = recommend_inputs.profile_spec(workload, batch_size, precision, say)
-            found = recommend_inputs.load_measurements(measurements)
-            if measure:
-                found += recommend_inputs.measure_here(spec, json_output, store_url, not no_store)
-            recommendation = recommend(
-                workload,
-                samples=target,
-                deadline_hours=deadline_hours,
-                budget_usd=budget,
-                objective=objective,
                 market=market,
                 clouds=cloud,
                 regions=region,
-                max_nodes=max_nodes,
-                catalog=catalog,
-                profile=profile,
-                measurements=found,
-                progress=say,
-                weights=weights,
-                confidence=confidence,
-                checkpoint_seconds=checkpoint_seconds,
-                restart_minutes=restart_minutes,
-                interruption_rate=rate,
-                batch_size=batch_size,
-                precision=precision,
-                top=top,
-            )
-        from perdollar.cli.persist import save_recommendation
-
-        stored = save_recommendation(
-            recommendation, store_url=store_url, enabled=not no_store, catalog=catalog
-        )
-        if report is not None:
-            from perdollar.report.html import write_report
-
-            write_report(recommendation, report)
-        show_recommendation(
-            recommendation,
-            stored_id=stored,
-            report=report,
-            json_output=json_output,
+            ),
             top=top,
-            show_excluded=show_excluded,
-            unit=profile.sample_unit,
-        )
-        return EXIT_OK
-
-    @app.command("compare", help=COMPARE_HELP, no_args_is_help=True)
-    def compare_command(
-        workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
-        configs: list[str] = typer.Argument(..., help='Configurations, e.g. "4x g5.2xlarge spot".'),
-        samples: str | None = typer.Option(None, "--samples", help="Target samples (adds E[time], E[cost])."),
-        deadline: str | None = typer.Option(None, "--deadline", help="Adds P(finish by the deadline)."),
-        batch_size: int | None = typer.Option(None, "--batch-size", help="Per-device batch size."),
-        precision: str | None = typer.Option(
-            None, "--precision", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16."
-        ),
-        measurements: Path | None = typer.Option(
-            None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."
-        ),
-        checkpoint_seconds: float | None = typer.Option(
-            None, "--checkpoint-seconds", help="Checkpoint write time."
-        ),
-        restart_minutes: float | None = typer.Option(
-            None, "--restart-minutes", help="Restart time (default 10)."
-        ),
-        interruption_rate: str | None = typer.Option(
-            None, "--interruption-rate", help="Monthly interruption share for every spot offer, e.g. 10%."
-        ),
-        json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
-    ) -> int:
-        from perdollar.catalog import load as load_catalog
-        from perdollar.price.frame import Target
-        from perdollar.select.compare import compare_configurations
-        from perdollar.select.model import Question
-        from perdollar.select.recommend import spot_assumptions
-
-        target_samples = recommend_inputs.target_samples(samples, None, None)
-        deadline_hours = common.parse_duration_hours(deadline, "--deadline") if deadline else None
-        if deadline_hours and not target_samples:
-            raise PerdollarError("--deadline needs --samples", "add --samples N")
-        with common.progress("compare", quiet=json_output) as handle:
-            catalog = load_catalog()
-            _spec, profile = recommend_inputs.profile_spec(
-                workload, batch_size, precision, lambda m: handle.update(description=m)
-            )
-            found = [m for m in recommend_inputs.load_measurements(measurements) if m.ok]
-            calibration = None
-            if found:
-                from perdollar.predict import Calibration
-
-                calibration = Calibration.from_measurements(profile, found, catalog)
-            question = Question(
-                workload_name=workload,
-                workload_fingerprint=profile.workload_fingerprint,
-                kind="train",
-                objective="samples-per-dollar",
-                options={
-                    k: v
-                    for k, v in {
-                        "checkpoint_seconds": checkpoint_seconds,
-                        "restart_minutes": restart_minutes,
-                        "interruption_rate": recommend_inputs.interruption_rate_from_text(interruption_rate),
-                    }.items()
-                    if v is not None
-                },
-            )
-            assumptions = spot_assumptions(question, profile.memory.weights + profile.memory.optimizer_state)
-            handle.update(description="predicting and pricing")
-            comparison = compare_configurations(
-                configs,
-                catalog=catalog,
-                profile=profile,
-                target=Target(samples=target_samples, deadline_hours=deadline_hours),
-                assumptions=assumptions,
-                calibration=calibration,
-            )
-        show_comparison(
-            comparison,
-            workload=workload,
-            catalog_captured_at=str(catalog.captured_at),
-            assumptions=assumptions,
-            unit=profile.sample_unit,
-            has_target=bool(target_samples),
-            deadline_hours=deadline_hours,
             json_output=json_output,
+            store_url=store_url,
+            store=not no_store,
+            report_path=report,
         )
-        return EXIT_OK
+    question = Question(
+        workload_name=workload,
+        objective=objective,
+        target_samples=recommend_inputs.target_samples(samples, epochs, dataset_size),
+        deadline_hours=common.parse_duration_hours(deadline, "--deadline") if deadline else None,
+        budget_usd=budget,
+        weights=weights,
+        confidence=confidence,
+        market=market,
+        clouds=tuple(cloud),
+        regions=tuple(region),
+        max_nodes=max_nodes,
+        batch_size=batch_size,
+        precision=precision,
+        spot=spot,
+        top=top,
+    )
+    with common.progress("recommend", quiet=json_output) as handle:
+
+        def say(message: str) -> None:
+            handle.update(description=message)
+
+        found = recommend_inputs.load_measurements(measurements)
+        spec = None
+        if measure:
+            spec = load_workload(workload, batch_size=batch_size, precision=precision)
+            found += recommend_inputs.measure_here(spec, json_output, store_url, not no_store)
+        recommendation = answer(
+            question,
+            workload=spec,
+            measurements=found,
+            store_url=store_url,
+            use_store=not no_store,
+            progress=say,
+        )
+    from perdollar.cli.persist import save_recommendation
+
+    stored = save_recommendation(recommendation, store_url=store_url, enabled=not no_store)
+    if report is not None:
+        from perdollar.report.html import write_report
+
+        write_report(recommendation, report)
+    show_recommendation(
+        recommendation,
+        stored_id=stored,
+        report=report,
+        json_output=json_output,
+        top=top,
+        show_excluded=show_excluded,
+        unit=recommendation.sample_unit,
+    )
+    return EXIT_OK
+
+
+def compare_command(
+    workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
+    configs: list[str] = typer.Argument(..., help='Configurations, e.g. "4x g5.2xlarge spot".'),
+    samples: str | None = typer.Option(None, "--samples", help="Target samples (adds E[time], E[cost])."),
+    deadline: str | None = typer.Option(None, "--deadline", help="Adds P(finish by the deadline)."),
+    batch_size: int | None = typer.Option(None, "--batch-size", help="Per-device batch size."),
+    precision: str | None = typer.Option(
+        None, "--precision", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16."
+    ),
+    measurements: Path | None = typer.Option(
+        None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."
+    ),
+    checkpoint_seconds: float | None = typer.Option(
+        None, "--checkpoint-seconds", help="Checkpoint write time."
+    ),
+    restart_minutes: float | None = typer.Option(
+        None, "--restart-minutes", help="Restart time (default 10)."
+    ),
+    interruption_rate: str | None = typer.Option(
+        None, "--interruption-rate", help="Monthly interruption share for every spot offer, e.g. 10%."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
+    store_url: str | None = typer.Option(
+        None, "--store", help="Calibrate from the measurements stored at this SQLAlchemy URL."
+    ),
+    no_store: bool = typer.Option(False, "--no-store", help="Ignore stored measurements."),
+) -> int:
+    target_samples = recommend_inputs.target_samples(samples, None, None)
+    deadline_hours = common.parse_duration_hours(deadline, "--deadline") if deadline else None
+    if deadline_hours and not target_samples:
+        raise PerdollarError("--deadline needs --samples", "add --samples N")
+    question = Question(
+        workload_name=workload,
+        target_samples=target_samples,
+        deadline_hours=deadline_hours,
+        batch_size=batch_size,
+        precision=precision,
+        spot=SpotSettings(
+            checkpoint_seconds=checkpoint_seconds,
+            restart_minutes=restart_minutes,
+            interruption_rate=recommend_inputs.interruption_rate_from_text(interruption_rate),
+        ),
+    )
+    with common.progress("compare", quiet=json_output) as handle:
+
+        def say(message: str) -> None:
+            handle.update(description=message)
+
+        inputs = load_inputs(
+            question, measurements=recommend_inputs.load_measurements(measurements), progress=say
+        )
+        if not no_store:
+            inputs = with_stored_measurements(inputs, store_url)
+        say("predicting and pricing")
+        comparison = compare(question, configs, inputs)
+    profile = inputs.profile
+    show_comparison(
+        comparison,
+        workload=workload,
+        catalog_captured_at=str(inputs.catalog.captured_at),
+        assumptions=assumptions_for(question.spot, profile.memory.weights + profile.memory.optimizer_state),
+        unit=profile.sample_unit,
+        has_target=bool(target_samples),
+        deadline_hours=deadline_hours,
+        json_output=json_output,
+    )
+    return EXIT_OK
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``recommend`` and ``compare`` to ``app``."""
+    app.command("recommend", help=RECOMMEND_HELP, no_args_is_help=True)(recommend)
+    app.command("compare", help=COMPARE_HELP, no_args_is_help=True)(compare_command)

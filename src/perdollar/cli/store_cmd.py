@@ -87,10 +87,10 @@ def reevaluate(
     perdollar history reevaluate
     perdollar history reevaluate 3f9a2c --json
     """
+    from perdollar.ask import answer
     from perdollar.catalog import load
     from perdollar.cli.persist import save_recommendation
     from perdollar.report.changes import compare
-    from perdollar.select import answer
     from perdollar.store import open_store
     from perdollar.store.snapshots import price_index
 

@@ -11,10 +11,13 @@ from typing import Any
 import typer
 
 from perdollar.cli import common
+from perdollar.cli.common import parse_duration_hours
 from perdollar.cli.output_files import ensure_folder, write_text_file
 from perdollar.cli.persist import check_store
+from perdollar.cli.recommend_inputs import target_samples
 from perdollar.cli.sweep_render import outcome_row, print_event, print_export, print_plan, print_result
 from perdollar.errors import PerdollarError
+from perdollar.question import Question
 
 SWEEP_HELP = (
     "Benchmark the workload on the best candidates for real, store the results, recalibrate and "
@@ -147,6 +150,24 @@ def sweep(
     cloud: list[str] = typer.Option([], "--cloud", help="Only this cloud (repeatable): aws, gcp, azure."),
     region: list[str] = typer.Option([], "--region", help="Only this region (repeatable)."),
     max_nodes: int = typer.Option(1, "--max-nodes", help="Consider up to this many nodes per candidate."),
+    samples: str | None = typer.Option(
+        None, "--samples", help="The question's target: samples to process, e.g. 1e9 (as recommend)."
+    ),
+    epochs: float | None = typer.Option(None, "--epochs", help="Target epochs (with --dataset-size)."),
+    dataset_size: str | None = typer.Option(None, "--dataset-size", help="Samples per epoch, e.g. 1.28M."),
+    deadline: str | None = typer.Option(
+        None, "--deadline", help="Finish the job within this time, e.g. 72h."
+    ),
+    job_budget: float | None = typer.Option(
+        None, "--job-budget", help="Expected cost cap of the job itself in USD (recommend's --budget)."
+    ),
+    objective: str = typer.Option(
+        "samples-per-dollar", "--objective", help="samples-per-dollar | time | cost | weighted."
+    ),
+    weights: str | None = typer.Option(None, "--weights", help="For --objective weighted: time=1,cost=2."),
+    deadline_confidence: float = typer.Option(
+        0.9, "--deadline-confidence", help="Required P(finish by --deadline) (recommend's --confidence)."
+    ),
     max_dollars_per_run: float | None = typer.Option(
         None, "--max-dollars-per-run", help="Cap per job in USD (default: what --duration costs)."
     ),
@@ -165,8 +186,8 @@ def sweep(
     no_store: bool = typer.Option(False, "--no-store", help="Do not store results."),
     json_output: bool = typer.Option(False, "--json", help="Print the sweep as JSON on stdout."),
 ) -> int:
+    from perdollar.ask.sweep import prepare_sweep, sweep_context, sweep_workload
     from perdollar.launch.jobs import JobOptions
-    from perdollar.launch.plan import ask, sweep_workload
     from perdollar.launch.sweep import SweepSettings
 
     _check_choice(via, ("skypilot", "local"), "--via")
@@ -212,24 +233,36 @@ def sweep(
     # Made first: a missing SkyPilot or a wrong store URL is reported before minutes of profiling.
     executor = None if dry_run else _make_executor(via, out_dir / "logs")
     check_store(store_url, enabled=not no_store)
+    question = Question(
+        workload_name=workload,
+        objective=objective,
+        target_samples=target_samples(samples, epochs, dataset_size),
+        deadline_hours=parse_duration_hours(deadline, "--deadline") if deadline else None,
+        budget_usd=job_budget,
+        weights=weights,
+        confidence=deadline_confidence,
+        market=market,
+        clouds=tuple(cloud),
+        regions=tuple(region),
+        max_nodes=max_nodes,
+        batch_size=batch_size,
+        precision=precision,
+    )
     with common.progress("asking the recommendation", quiet=json_output) as handle:
-        bundle, recommendation = ask(
-            workload,
-            batch_size=batch_size,
-            precision=precision,
-            market=market,
-            clouds=cloud,
-            regions=region,
-            max_nodes=max_nodes,
+        inputs, recommendation = prepare_sweep(
+            question,
             store_url=store_url,
             use_store=not no_store,
             progress=lambda text: handle.update(description=text),
         )
     if dry_run:
-        return _dry_run(bundle, recommendation, options, settings, out_dir, json_output)
+        return _dry_run(
+            sweep_context(question, inputs), recommendation, options, settings, out_dir, json_output
+        )
 
     result, saved, new_recommendation = sweep_workload(
-        bundle,
+        question,
+        inputs,
         recommendation,
         executor,
         settings,
@@ -243,7 +276,7 @@ def sweep(
         from perdollar.cli.persist import save_recommendation
 
         recommendation_id = save_recommendation(
-            new_recommendation, store_url=store_url, enabled=True, catalog=bundle.catalog
+            new_recommendation, store_url=store_url, enabled=True, catalog=inputs.catalog
         )
     document = {
         "workload": workload,

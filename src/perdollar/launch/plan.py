@@ -1,7 +1,7 @@
-"""Wiring a sweep to the rest of perdollar: the question, its candidates, jobs, re-ranking.
+"""A sweep's jobs: one per candidate estimate, the first ones to launch, and a record of each outcome.
 
-``sweep_workload`` is the Python API behind ``perdollar sweep``: it asks the recommendation,
-measures candidates through an executor, stores every result, recalibrates and re-ranks.
+Asking the question and re-ranking after each result is the application layer's
+(:mod:`perdollar.ask.sweep`); this module turns estimates into jobs and outcomes into records.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
 from perdollar.launch.jobs import JobOptions, job_for_estimate
 from perdollar.launch.outcome import JobOutcome
@@ -19,80 +20,23 @@ from perdollar.launch.spec import BenchmarkJob
 from perdollar.launch.strategy import rank_picks, top_k_order
 from perdollar.launch.sweep import (
     POOL_SIZE,
-    Executor,
-    SweepResult,
     SweepSettings,
     beliefs_for,
     distinct_candidates,
     hardware_key,
-    run_sweep,
 )
 from perdollar.measure.result import HostFingerprint, Measurement
 from perdollar.price.model import Estimate
+from perdollar.workload import Workload
 
 
 @dataclass(frozen=True, slots=True)
 class SweepContext:
-    """Everything a sweep needs to ask the recommendation again."""
+    """What the jobs of a sweep are made from: the workload as the user named it, built, and the catalog."""
 
     workload_spec: str
-    workload: Any
-    profile: Any
-    catalog: Any
-    question: Any
-    prior_measurements: tuple[Any, ...]
-
-
-def ask(
-    workload_spec: str,
-    *,
-    batch_size: int | None = None,
-    precision: str | None = None,
-    market: str = "any",
-    clouds: Sequence[str] = (),
-    regions: Sequence[str] = (),
-    max_nodes: int = 1,
-    store_url: str | None = None,
-    use_store: bool = True,
-    progress: Callable[[str], None] | None = None,
-) -> tuple[SweepContext, Any]:
-    """Profile the workload, load the catalog and stored measurements, and get the ranking."""
-    from perdollar import catalog as catalog_module
-    from perdollar.profile import profile_workload
-    from perdollar.select.recommend import recommend
-    from perdollar.workload import load_workload
-
-    workload = load_workload(workload_spec, batch_size=batch_size, precision=precision)
-    if workload.kind != "train":
-        raise PerdollarError(
-            f"{workload_spec!r} is an inference workload",
-            "sweep training workloads; for serving use `perdollar recommend --inference`",
-        )
-    if progress:
-        progress("profiling the workload")
-    profile = profile_workload(workload)
-    catalog = catalog_module.load()
-    prior: tuple[Any, ...] = ()
-    if use_store:
-        from perdollar.store import open_store
-
-        with open_store(store_url) as store:
-            prior = tuple(store.measurements_for(workload.fingerprint))
-    recommendation = recommend(
-        workload_spec,
-        market=market,
-        clouds=clouds,
-        regions=regions,
-        max_nodes=max_nodes,
-        catalog=catalog,
-        profile=profile,
-        measurements=prior,
-        progress=progress,
-        batch_size=batch_size,
-        precision=precision,
-    )
-    bundle = SweepContext(workload_spec, workload, profile, catalog, recommendation.question, prior)
-    return bundle, recommendation
+    workload: Workload
+    catalog: Catalog | None
 
 
 def job_factory(bundle: SweepContext, options: JobOptions) -> Callable[[Estimate, int], BenchmarkJob]:
@@ -169,46 +113,6 @@ def recorder(
             saved[outcome.job.name] = store.save_measurement(measurement, source=f"sweep-{outcome.executor}")
 
     return record
-
-
-def sweep_workload(
-    bundle: SweepContext,
-    recommendation: Any,
-    executor: Executor,
-    settings: SweepSettings,
-    options: JobOptions,
-    *,
-    store_url: str | None = None,
-    store: bool = True,
-    on_event: Callable[[str, Any], None] | None = None,
-    make_job: Callable[[Estimate, int], BenchmarkJob] | None = None,
-) -> tuple[SweepResult, dict[str, str | None], Any]:
-    """Run the sweep; returns the result, the stored measurement ids and the new recommendation."""
-    saved: dict[str, str | None] = {}
-    latest: dict[str, Any] = {}
-
-    def rerank(measurements: Sequence[Measurement]) -> Sequence[Estimate]:
-        from perdollar.select.recommend import answer
-
-        usable = [m for m in measurements if m.ok]
-        latest["recommendation"] = answer(
-            bundle.question,
-            catalog=bundle.catalog,
-            profile=bundle.profile,
-            measurements=list(bundle.prior_measurements) + usable,
-        )
-        return latest["recommendation"].estimates
-
-    result = run_sweep(
-        recommendation.estimates,
-        make_job or job_factory(bundle, options),
-        executor,
-        settings,
-        rerank=rerank,
-        on_event=on_event,
-        record=recorder(bundle, store_url=store_url, enabled=store, saved=saved),
-    )
-    return result, saved, latest.get("recommendation")
 
 
 def plan_first_jobs(

@@ -9,29 +9,41 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import pandas as pd
 
+from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.model import Accelerator, InstanceType
 from perdollar.errors import PerdollarError
 from perdollar.predict.calibration import Calibration
-from perdollar.predict.frame import prediction_frame
+from perdollar.predict.frame import PREDICTION_COLUMNS, node_counts, prediction_frame
+from perdollar.predict.measured import apply_measured
 from perdollar.predict.model import Prediction
-from perdollar.predict.step import StepTimeEstimate, band_seconds, device_steps
+from perdollar.predict.step import StepTimeEstimate
+from perdollar.predict.step_time import predict_step_time
 from perdollar.profile.model import Profile
 
-__all__ = ["Calibration", "Prediction", "StepTimeEstimate", "predict", "predict_frame", "predict_step_time"]
+__all__ = [
+    "PREDICTION_COLUMNS",
+    "Calibration",
+    "Prediction",
+    "StepTimeEstimate",
+    "apply_measured",
+    "node_counts",
+    "predict",
+    "predict_frame",
+    "predict_step_time",
+]
 
 
-def _accelerators(catalog: Any) -> dict[str, Accelerator]:
+def _accelerators(catalog: Catalog) -> dict[str, Accelerator]:
     return dict(catalog.accelerators)
 
 
 def predict(
     profile: Profile,
     instance: InstanceType,
-    catalog: Any,
+    catalog: Catalog,
     *,
     nodes: int = 1,
     calibration: Calibration | None = None,
@@ -63,7 +75,7 @@ def predict(
 
 def predict_frame(
     profile: Profile,
-    catalog: Any,
+    catalog: Catalog,
     node_counts: Iterable[int] = (1,),
     calibration: Calibration | None = None,
     *,
@@ -80,34 +92,4 @@ def predict_frame(
         calibration=calibration,
         data_bytes_per_sample=data_bytes_per_sample,
         input_rate_per_core=input_rate_per_core,
-    )
-
-
-def predict_step_time(
-    profile: Profile, accelerator: Accelerator, calibration: Calibration | None = None
-) -> StepTimeEstimate:
-    """One device's step time (for inference: one forward pass at the profile's batch)."""
-    steps = device_steps(profile, [accelerator])
-    seconds = device = float(steps.seconds[0])  # device: the kernels' share of the step
-    basis, host_bound = "spec", False
-    if calibration is not None and calibration.has_device_anchor:
-        measured = calibration.measured_samples_per_second.get(accelerator.key)
-        if measured:
-            seconds = device = profile.batch_size / measured
-            basis, host_bound = "measured", bool(calibration.host_bounds(seconds))
-        else:
-            kernels, step, bound = calibration.device_and_step_seconds(steps.seconds, steps.memory_share)
-            device, seconds, host_bound = float(kernels[0]), float(step[0]), bool(bound[0])
-            basis = "calibrated"
-    low, high = band_seconds(seconds, basis, accelerator.software_stack)
-    breakdown, bottleneck = steps.rescaled(0, device, seconds, host_bound)
-    scale = device / max(float(steps.seconds[0]), 1e-30)
-    return StepTimeEstimate(
-        seconds=seconds,
-        low=low,
-        high=high,
-        basis=basis,
-        bottleneck=bottleneck,
-        breakdown=breakdown,
-        backward_seconds=float(steps.backward[0]) * scale,
     )

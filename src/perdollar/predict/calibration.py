@@ -108,7 +108,7 @@ class Calibration:
         cls, profile: Profile, measurements: Sequence[Measurement], catalog: object
     ) -> Calibration:
         """Use every ok measurement of this workload (same fingerprint, or same name, batch and precision)."""
-        relevant = [m for m in measurements if m.ok and m.samples_per_second and _same_workload(profile, m)]
+        relevant = [m for m in measurements if m.ok and m.samples_per_second and same_workload(profile, m)]
         per_device: dict[str, list[float]] = {}
         host_times: list[float] = []
         cpu_rates, input_rates = [], []
@@ -164,7 +164,8 @@ class Calibration:
         )
 
 
-def _same_workload(profile: Profile, m: Measurement) -> bool:
+def same_workload(profile: Profile, m: Measurement) -> bool:
+    """A measurement is of this workload: same fingerprint, or same name, batch and precision."""
     if m.workload_fingerprint == profile.workload_fingerprint:
         return True
     return (

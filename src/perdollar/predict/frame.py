@@ -25,6 +25,12 @@ from perdollar.predict.step import device_steps
 from perdollar.profile.model import Profile
 
 MEMORY_HEADROOM = 0.10  # allocator fragmentation, CUDA context, framework workspace
+
+
+def usable_memory_bytes(memory_gib: float, share: float = 1.0) -> float:
+    """What a workload may hold on one device (or a ``share`` of one) after the headroom."""
+    return memory_gib * 2**30 * share * (1 - MEMORY_HEADROOM)
+
 SUPPORTED_STACKS = ("cuda", "rocm")
 # CPU-only spec estimate: fp32 FMA rate per vCPU (AVX2/NEON class: 8 lanes × 2 ops at ~2.5 GHz,
 # two vCPUs per core) at the efficiency eager PyTorch typically reaches on CPUs.
@@ -269,3 +275,15 @@ def _memory_fit(out: pd.DataFrame, profile: Profile) -> None:
     out["max_batch_that_fits"] = [
         int(b) if np.isfinite(b) and b >= 1 else (0 if np.isfinite(b) else None) for b in max_batch
     ]
+
+
+def node_counts(max_nodes: int) -> tuple[int, ...]:
+    """1, 2, 4, 8, … up to ``max_nodes`` (and ``max_nodes`` itself when it is not a power of two)."""
+    if max_nodes < 1:
+        raise ValueError("max_nodes must be at least 1")
+    counts = [1]
+    while counts[-1] * 2 <= max_nodes:
+        counts.append(counts[-1] * 2)
+    if counts[-1] != max_nodes:
+        counts.append(max_nodes)
+    return tuple(counts)

@@ -10,6 +10,7 @@ from perdollar.errors import PerdollarError
 from perdollar.measure.result import HostFingerprint, Measurement, Rate
 from perdollar.predict.published import normalise, read_published_csv
 from perdollar.predict.references import WORKLOAD_PRECISION
+from perdollar.workload import reference_for_published_model
 
 
 def load_measurements_file(path: str | Path) -> list[Measurement]:
@@ -36,13 +37,6 @@ def _from_json(path: Path) -> list[Measurement]:
 
 
 def _from_csv(path: Path) -> list[Measurement]:
-    try:
-        from perdollar.workload import reference_for_published_model
-    except ImportError:  # the workload stage is optional for reading the file
-
-        def reference_for_published_model(name: str) -> str | None:
-            return None
-
     rows = normalise(read_published_csv(path), lambda name: None)
     out = []
     for _, row in rows.iterrows():

@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
-Basis = Literal["measured", "calibrated", "spec"]
-Bottleneck = Literal[
-    "compute", "memory-bandwidth", "communication", "input-pipeline", "network-ingest", "overhead"
-]
+from perdollar.vocabulary import Basis, Bottleneck
 
 
 @dataclass(frozen=True, slots=True)

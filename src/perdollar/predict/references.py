@@ -15,7 +15,9 @@ from dataclasses import replace
 import pandas as pd
 
 from perdollar.predict.profile_cache import shipped_profiles
+from perdollar.profile import profile_workload
 from perdollar.profile.model import OperatorRecord, Profile
+from perdollar.workload import load_workload, reference_for_published_model
 
 # Published precision label → the workload precision that runs the same arithmetic.
 WORKLOAD_PRECISION = {
@@ -40,11 +42,6 @@ TRACED: dict[str, Profile] = {}  # every profile traced in this process, by fing
 
 
 def _trace(reference: str, batch: int, precision: str, kind: str) -> Profile | None:
-    try:
-        from perdollar.profile import profile_workload
-        from perdollar.workload import load_workload
-    except ImportError:
-        return None
     try:
         workload = load_workload(reference, batch_size=batch, precision=precision, kind=kind)  # type: ignore[arg-type]
         shipped = shipped_profiles().get(workload.fingerprint)
@@ -113,10 +110,6 @@ def _same_unit(published_unit: str, sample_unit: str) -> bool:
 
 def published_profile_provider() -> Callable[[pd.Series], Profile | None]:
     """row of a normalised published frame → the reference profile at its batch, or None."""
-    try:
-        from perdollar.workload import reference_for_published_model
-    except ImportError:
-        return lambda row: None
     traced: dict[tuple[str, str, str], tuple[Profile, Profile] | None] = {}
     scaled: dict[tuple[str, str, str, float], Profile | None] = {}
 

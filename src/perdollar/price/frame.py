@@ -14,10 +14,34 @@ import numpy as np
 import pandas as pd
 
 from perdollar.price import cost, spot
+from perdollar.question import Question, SpotSettings
 
 # The prediction band (low … high) is the 10th–90th percentile of the predictor's observed
 # log errors: read as a central 80 % interval of a lognormal, ±1.2816 σ.
 BAND_Z = 1.2816
+
+
+# What :func:`price_frame` adds to a candidate table: the price stage's declared output.
+PRICED_COLUMNS = (
+    "price_per_hour",
+    "samples_per_dollar",
+    "interruptions_per_hour",
+    "checkpoint_interval_hours",
+    "spot_overhead",
+    "effective_samples_per_second",
+    "effective_samples_per_second_low",
+    "effective_samples_per_second_high",
+    "effective_samples_per_dollar",
+    "time_to_target_hours",
+    "cost_to_target_usd",
+    "expected_time_hours",
+    "expected_time_hours_low",
+    "expected_time_hours_high",
+    "expected_cost_usd",
+    "expected_cost_usd_low",
+    "expected_cost_usd_high",
+    "p_meet_deadline",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +62,30 @@ class Target:
     samples: float | None = None
     deadline_hours: float | None = None
     budget_usd: float | None = None
+
+
+def target_of(question: Question) -> Target:
+    return Target(
+        samples=question.target_samples,
+        deadline_hours=question.deadline_hours,
+        budget_usd=question.budget_usd,
+    )
+
+
+def assumptions_for(settings: SpotSettings, state_bytes: float) -> SpotAssumptions:
+    """The spot model's assumptions: the user's overrides, else defaults (checkpoint from the state size)."""
+    base = SpotAssumptions()
+    return SpotAssumptions(
+        checkpoint_hours=(
+            settings.checkpoint_seconds / 3600.0
+            if settings.checkpoint_seconds is not None
+            else spot.checkpoint_hours(state_bytes)
+        ),
+        restart_hours=(
+            settings.restart_minutes / 60.0 if settings.restart_minutes is not None else base.restart_hours
+        ),
+        interruption_fraction=settings.interruption_rate,
+    )
 
 
 def throughput_log_sd(low: np.ndarray, central: np.ndarray, high: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from perdollar.errors import PerdollarError
 from perdollar.files import why_not_writable
 from perdollar.fmt import format_band, format_hours, format_money, format_si
 from perdollar.price.model import Estimate
+from perdollar.question import Question
 from perdollar.report import plots
 from perdollar.report.checklist import CheckItem
 from perdollar.select.model import Recommendation
@@ -138,11 +139,26 @@ def _question_section(recommendation: Recommendation) -> str:
         ("regions", ", ".join(question.regions) or "all"),
         ("max nodes", question.max_nodes),
     ]
-    rows += [
-        (str(key), json.dumps(value, default=str) if not isinstance(value, str) else value)
-        for key, value in sorted(question.options.items())
-    ]
+    rows += [(name, value) for name, value in _settings(question) if value is not None]
     return "<h2>Question and assumptions</h2>" + _table(["", ""], [[_e(k), _e(v)] for k, v in rows])
+
+
+def _settings(question: Question) -> list[tuple[str, object]]:
+    """The question's settings beyond the target, each only where it was given."""
+    spot, serving = question.spot, question.serving
+    rows: list[tuple[str, object]] = [
+        ("confidence", question.confidence if question.deadline_hours else None),
+        ("weights", question.weights),
+        ("batch size", question.batch_size),
+        ("precision", question.precision),
+        ("checkpoint", None if spot.checkpoint_seconds is None else f"{spot.checkpoint_seconds:g} s"),
+        ("restart", None if spot.restart_minutes is None else f"{spot.restart_minutes:g} min"),
+        ("interruptions", None if spot.interruption_rate is None else f"{spot.interruption_rate:.0%}/month"),
+    ]
+    if serving is not None:
+        slo = ", ".join(f"P{round(q * 100)} ≤ {ms:g} ms" for q, ms in serving.slo_ms)
+        rows += [("rate", f"{serving.qps:g} requests/s"), ("SLO", slo), ("max wait", serving.max_wait_ms)]
+    return rows
 
 
 def _checklist_section(checklist: Sequence[CheckItem] | None) -> str:

@@ -3,8 +3,6 @@ against the recommended instance."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from perdollar.measure.result import Measurement
 from perdollar.report.checklist import CheckItem, Target, evaluate
 from perdollar.report.checklist_inputs import evidence_from_measurements
@@ -33,10 +31,7 @@ def checklist_for(
     """None when nothing was measured for this workload (the report then says how to get it)."""
     if not measurements:
         return None
-    options: dict[str, Any] = recommendation.question.options
     evidence = evidence_from_measurements(
-        measurements,
-        precision=options.get("precision"),
-        input_bytes_per_sample=options.get("input_bytes_per_sample"),
+        measurements, precision=recommendation.question.precision, input_bytes_per_sample=None
     )
     return evaluate(evidence, _target(recommendation, measurements))

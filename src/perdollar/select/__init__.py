@@ -1,13 +1,25 @@
-"""select stage: candidates, objectives, ranking, Pareto front and explanations.
+"""select stage: constraints, objectives, ranking, Pareto front, ties and explanations.
 
-Example: ``recommend("vit-b16", samples=1e9, deadline_hours=72, max_nodes=4).estimates[0].label``
-is the best configuration by samples per dollar that finishes by the deadline; ``answer(question)``
-asks a stored :class:`Question` again.
+It ranks what the price stage priced; asking the whole question is :mod:`perdollar.ask`.
 """
 
 from __future__ import annotations
 
-from perdollar.select.model import Question, Recommendation
-from perdollar.select.recommend import answer, recommend
+from perdollar.select.constraints import mark_constraints, reason_text
+from perdollar.select.model import Recommendation
+from perdollar.select.ranking import (
+    DEFAULT_KEEP,
+    Selection,
+    build_recommendation,
+    select_candidates,
+)
 
-__all__ = ["Question", "Recommendation", "answer", "recommend"]
+__all__ = [
+    "DEFAULT_KEEP",
+    "Recommendation",
+    "Selection",
+    "build_recommendation",
+    "mark_constraints",
+    "reason_text",
+    "select_candidates",
+]

@@ -10,7 +10,7 @@ import pandas as pd
 from perdollar.errors import NothingFeasibleError
 from perdollar.fmt import format_hours, format_money
 from perdollar.price.frame import Target
-from perdollar.select import candidates as cand
+from perdollar.select import constraints as cand
 from perdollar.select.explain import describe
 
 HARD = (

@@ -13,7 +13,6 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,7 +22,7 @@ from perdollar.fmt import format_money, format_ratio
 from perdollar.price.frame import BAND_Z, SpotAssumptions, Target, price_frame, throughput_log_sd
 from perdollar.price.model import Estimate
 from perdollar.price.spot import BUCKET_MONTHLY_FRACTION, UNKNOWN_MONTHLY_FRACTION
-from perdollar.select import candidates as cand
+from perdollar.select import constraints as cand
 from perdollar.select.estimates import estimates_from_frame
 
 _SPEC = re.compile(
@@ -87,63 +86,6 @@ def parse_config(text: str) -> ConfigSpec:
         cloud=(match.group("cloud") or "").lower() or None,
         region=match.group("region"),
     )
-
-
-def _offer_for(offers: pd.DataFrame, spec: ConfigSpec, cloud: str, name: str) -> pd.DataFrame:
-    rows = offers.loc[
-        (offers["cloud"] == cloud) & (offers["instance_type"] == name) & (offers["market"] == spec.market)
-    ]
-    rows = rows.loc[rows["price_per_hour"] > 0]
-    if spec.region:
-        in_region = rows.loc[rows["region"] == spec.region]
-        if in_region.empty:
-            regions = ", ".join(sorted(rows["region"].unique())[:6]) or "none"
-            raise PerdollarError(
-                f"{spec.text!r}: no {spec.market} offer of {name} in {spec.region}", f"offered in: {regions}"
-            )
-        rows = in_region
-    if rows.empty:
-        raise PerdollarError(
-            f"{spec.text!r}: the catalog has no {spec.market} price for {name}",
-            "try the other market, or another instance",
-        )
-    return rows.sort_values("price_per_hour").head(1)  # the cheapest region unless one is named
-
-
-def _prediction_row(predictions: pd.DataFrame, instance: Any, nodes: int) -> pd.DataFrame:
-    rows = predictions.loc[
-        (predictions["cloud"] == instance.cloud)
-        & (predictions["instance_type"] == instance.name)
-        & (predictions["nodes"] == nodes)
-    ]
-    if rows.empty:
-        raise PerdollarError(f"no prediction for {nodes}x {instance.name}", "check the instance name")
-    return rows.head(1)
-
-
-def priced_configurations(
-    specs: Sequence[ConfigSpec],
-    *,
-    catalog: Any,
-    profile: Any,
-    target: Target,
-    assumptions: SpotAssumptions,
-    calibration: Any = None,
-) -> pd.DataFrame:
-    """One priced row per configuration, in the order given (same pipeline as ``recommend``)."""
-    from perdollar.predict import predict_frame
-
-    offers = catalog.offers_frame()
-    instances = [catalog.instance(spec.name, spec.cloud) for spec in specs]
-    node_counts = tuple(sorted({spec.nodes for spec in specs}))
-    predictions = predict_frame(profile, catalog, node_counts, calibration=calibration)
-    rows = []
-    for spec, instance in zip(specs, instances, strict=True):
-        offer = _offer_for(offers, spec, instance.cloud, instance.name)
-        prediction = _prediction_row(predictions, instance, spec.nodes)
-        stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()}
-        rows.append(cand.price_candidates(offer, prediction, target, assumptions, stacks=stacks))
-    return pd.concat(rows, ignore_index=True)
 
 
 def _spot_log_sd(row: pd.Series, assumptions: SpotAssumptions, target: Target) -> float:
@@ -218,29 +160,10 @@ def _ratio_log_sd(best: pd.Series, other: pd.Series, best_sd: float, other_sd: f
     return math.sqrt(max(variance, 0.0))
 
 
-def compare_configurations(
-    configs: Sequence[str],
-    *,
-    catalog: Any,
-    profile: Any,
-    target: Target,
-    assumptions: SpotAssumptions,
-    calibration: Any = None,
+def compare_priced(
+    frame: pd.DataFrame, specs: Sequence[ConfigSpec], target: Target, assumptions: SpotAssumptions
 ) -> Comparison:
-    if len(configs) < 2:
-        raise PerdollarError(
-            "compare needs at least two configurations",
-            'e.g. perdollar compare vit-b16 "4x g5.2xlarge spot" "1x g5.12xlarge on-demand"',
-        )
-    specs = [parse_config(c) for c in configs]
-    frame = priced_configurations(
-        specs,
-        catalog=catalog,
-        profile=profile,
-        target=target,
-        assumptions=assumptions,
-        calibration=calibration,
-    )
+    """Ratios against the cheapest per sample, from one priced, constraint-marked row per configuration."""
     usable = (frame["reason"].isin([cand.OK, cand.REASON_DEADLINE, cand.REASON_BUDGET])).to_numpy()
     if not usable.any():
         why = "; ".join(

@@ -2,28 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from perdollar.price.model import Estimate
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    """Everything that defines the question, so that it can be stored and asked again."""
-
-    workload_name: str
-    workload_fingerprint: str
-    kind: str  # train | inference
-    objective: str  # samples-per-dollar | time | cost | weighted
-    target_samples: float | None = None
-    deadline_hours: float | None = None
-    budget_usd: float | None = None
-    market: str = "any"
-    clouds: tuple[str, ...] = ()
-    regions: tuple[str, ...] = ()
-    max_nodes: int = 1
-    options: dict[str, Any] = field(default_factory=dict)  # everything else (weights, SLOs…)
+from perdollar.question import Question
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,3 +19,4 @@ class Recommendation:
     created_at: str
     ties: tuple[int, ...] = ()  # indices whose bands overlap the top choice's
     notes: tuple[str, ...] = ()
+    sample_unit: str = "samples"  # what the rates count: images, sequences, tokens, requests …

@@ -8,8 +8,9 @@ import numpy as np
 import pandas as pd
 
 from perdollar.errors import PerdollarError
+from perdollar.vocabulary import TRAINING_OBJECTIVES
 
-OBJECTIVES = ("samples-per-dollar", "time", "cost", "weighted")
+OBJECTIVES = TRAINING_OBJECTIVES
 # Two candidates on the same accelerator share their prediction error, so their bands say
 # nothing about which is better: only the central values count, and closer than this is a tie.
 SAME_CHIP_TIE_FRACTION = 0.02

@@ -1,26 +1,28 @@
 """Rank a priced candidate table: objective, best region per shape, Pareto front, ties, why.
 
 :func:`select_candidates` is a pure function of the table from
-:func:`~perdollar.select.candidates.price_candidates` and the :class:`Question`.
+:func:`~perdollar.select.constraints.mark_constraints` and the :class:`Question`.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from perdollar.price.frame import Target
-from perdollar.select import candidates as cand
+from perdollar.price.frame import target_of
+from perdollar.question import Question
+from perdollar.select import constraints as cand
 from perdollar.select.binding import nothing_feasible_error
+from perdollar.select.estimates import estimates_from_frame
 from perdollar.select.explain import explain
-from perdollar.select.model import Question
+from perdollar.select.model import Recommendation
 from perdollar.select.objectives import near_ties, parse_weights, rank_order, scores
 from perdollar.select.pareto import pareto_mask
 
-DEFAULT_CONFIDENCE = 0.9
 DEFAULT_KEEP = 40  # feasible candidates kept in a Recommendation (plus the Pareto front)
 DEFAULT_KEEP_EXCLUDED = 60
 SHAPE = ["cloud", "instance_type", "market", "nodes"]
@@ -36,14 +38,7 @@ class Selection:
     ties: np.ndarray  # bool per ``ranked`` row: ties with row 0
     explanation: str
     score_unit: str
-
-
-def target_of(question: Question) -> Target:
-    return Target(
-        samples=question.target_samples,
-        deadline_hours=question.deadline_hours,
-        budget_usd=question.budget_usd,
-    )
+    sample_unit: str = "samples"
 
 
 def select_candidates(
@@ -55,17 +50,17 @@ def select_candidates(
     keep_excluded: int = DEFAULT_KEEP_EXCLUDED,
     memory_needed_gib: float | None = None,
 ) -> Selection:
-    """Rank ``priced`` (from :func:`candidates.price_candidates`) for ``question``.
+    """Rank ``priced`` (from :func:`constraints.mark_constraints`) for ``question``.
 
     Raises :class:`~perdollar.errors.NothingFeasibleError` naming the binding constraint when no
     candidate survives.
     """
     target = target_of(question)
-    confidence = float(question.options.get("confidence", DEFAULT_CONFIDENCE))
+    confidence = question.confidence
     feasible = (priced["reason"] == cand.OK).to_numpy()
     if not feasible.any():
         raise nothing_feasible_error(priced, target, confidence, memory_needed_gib=memory_needed_gib)
-    weights = parse_weights(question.options.get("weights"))
+    weights = parse_weights(question.weights)
     score = scores(
         priced, question.objective, has_target=bool(target.samples), weights=weights, feasible=feasible
     )
@@ -105,7 +100,7 @@ def select_candidates(
     excluded = excluded.assign(
         excluded_text=[cand.reason_text(row, target, confidence) for _, row in excluded.iterrows()]
     )
-    return Selection(ranked, excluded, pareto, ties, explanation, score.unit)
+    return Selection(ranked, excluded, pareto, ties, explanation, score.unit, sample_unit)
 
 
 def _shape_codes(frame: pd.DataFrame) -> np.ndarray:
@@ -174,3 +169,30 @@ def _axes(frame: pd.DataFrame, has_target: bool) -> tuple[np.ndarray, np.ndarray
     per_dollar = frame["effective_samples_per_dollar"].to_numpy(dtype=np.float64)
     with np.errstate(divide="ignore"):
         return 1.0 / rate, 1.0 / per_dollar
+
+
+def build_recommendation(
+    question: Question,
+    selection: Selection,
+    *,
+    catalog_captured_at: str,
+    catalog_snapshot_id: str,
+    notes: tuple[str, ...] = (),
+) -> Recommendation:
+    target = target_of(question)
+    feasible = estimates_from_frame(selection.ranked, target)
+    excluded = estimates_from_frame(
+        selection.excluded, target, reasons=selection.excluded["excluded_text"].tolist()
+    )
+    return Recommendation(
+        question=question,
+        estimates=tuple(feasible) + tuple(excluded),
+        pareto=selection.pareto,
+        explanation=selection.explanation,
+        catalog_captured_at=catalog_captured_at,
+        catalog_snapshot_id=catalog_snapshot_id,
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        ties=tuple(int(i) for i in np.flatnonzero(selection.ties)),
+        notes=notes,
+        sample_unit=selection.sample_unit,
+    )

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from perdollar.jsonable import to_jsonable as to_plain
 from perdollar.measure.result import Measurement
+from perdollar.measure.serialize import measurement_from_dict, measurement_to_dict
+from perdollar.question import Question, upgrade_legacy_payload
 
 if TYPE_CHECKING:  # importing the select stage pulls in pandas; writers of measurements never need it
     from perdollar.price.model import Estimate
-    from perdollar.select.model import Question, Recommendation
+    from perdollar.select.model import Recommendation
 
 T = TypeVar("T")
 
@@ -70,23 +72,11 @@ def _decode(hint: Any, value: Any) -> Any:
 
 
 def measurement_to_payload(measurement: Measurement) -> dict[str, Any]:
-    try:
-        from perdollar.measure.serialize import measurement_to_dict
-    except ImportError:
-        return to_plain(measurement)
     return to_plain(measurement_to_dict(measurement))
 
 
 def measurement_from_payload(payload: dict[str, Any]) -> Measurement:
-    try:
-        from perdollar.measure.serialize import measurement_from_dict
-    except ImportError:
-        return _measurement_from_plain(payload)
     return measurement_from_dict(payload)
-
-
-def _measurement_from_plain(payload: dict[str, Any]) -> Measurement:
-    return build(Measurement, payload)
 
 
 # --- recommendations ----------------------------------------------------------------------
@@ -97,9 +87,8 @@ def recommendation_to_payload(recommendation: Recommendation) -> dict[str, Any]:
 
 
 def question_from_payload(payload: dict[str, Any]) -> Question:
-    from perdollar.select.model import Question
-
-    return build(Question, payload)
+    """A stored question, those of earlier versions (a free ``options`` dictionary) included."""
+    return build(Question, upgrade_legacy_payload(payload))
 
 
 def _estimate_from_payload(payload: dict[str, Any]) -> Estimate:
@@ -126,6 +115,7 @@ def recommendation_from_payload(payload: dict[str, Any]) -> Recommendation:
     return build(
         Recommendation,
         payload,
+        question=question_from_payload(payload.get("question") or {}),
         estimates=tuple(_estimate_from_payload(e) for e in payload.get("estimates") or ()),
     )
 

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from perdollar.price.spot import bucket_fractions
-from perdollar.select.queueing import ReplicaPlan, batching_latency, plan_replicas
+from perdollar.predict.serving.queueing import ReplicaPlan, batching_latency, plan_replicas
+from perdollar.question import DEFAULT_SERVING_HEADROOM
 
-MEMORY_HEADROOM = 0.9
-DEFAULT_HEADROOM = 1.25
+DEFAULT_HEADROOM = DEFAULT_SERVING_HEADROOM
 # Batching waits tried when the user sets none, as fractions of the tightest SLO.
 WAIT_FRACTIONS = (0.0, 0.05, 0.1, 0.2, 0.4)
 DEFAULT_BATCH_SIZES = (1, 2, 4, 8, 16, 32, 64, 128)
-SECONDS_PER_HOUR = 3600.0
 # CPU-only instances are served from a curve measured on a CPU host: one replica per as many vCPUs
 # as that host had, each as fast as measured there. A different CPU generation widens the band.
 CPU_KEY = "CPU"
@@ -163,18 +162,16 @@ def _excluded(base: AcceleratorPlan, reason: str) -> AcceleratorPlan:
     )
 
 
-def spot_extra_instances(
-    instances: np.ndarray, buckets: Sequence[Any], overprovision: float | None
-) -> np.ndarray:
-    """Instances added on spot so that a reclaim wave does not break the SLO.
-
-    Interruptions come in waves (a capacity pool is reclaimed together), so the plan survives
-    losing the upper edge of the pool's monthly interrupted share at once — 5 % for a ``<5%``
-    Spot Advisor bucket, 50 % where nothing is published — and always at least one instance.
-    ``overprovision`` replaces that share when the user gives one.
-    """
-    if overprovision is not None:
-        share = np.full(len(instances), overprovision)
-    else:
-        _, _, share = bucket_fractions(np.asarray(list(buckets), dtype=object))
-    return np.maximum(1, np.ceil(instances * share)).astype(int)
+def plan_all(
+    curves: Mapping[str, ServiceCurve], offers: pd.DataFrame, target: ServingTarget
+) -> dict[tuple[str, float], AcceleratorPlan]:
+    """One plan per distinct (accelerator, device fraction) among the offers."""
+    count = offers["accelerator_count"].fillna(0).astype(float)
+    pairs = set(zip(offers["accelerator_key"].fillna(""), np.where(count < 1, count, 1.0), strict=True))
+    plans = {}
+    for key, fraction in pairs:
+        if key in curves and fraction > 0:
+            plans[(key, float(fraction))] = plan_accelerator(curves[key], target, float(fraction))
+    if CPU_KEY in curves:
+        plans[(CPU_KEY, 1.0)] = plan_accelerator(curves[CPU_KEY], target)
+    return plans

@@ -1,31 +1,21 @@
-"""The answer to an inference question: estimates, the explanation, the recommendation."""
+"""Ranking a serving question's priced deployments: the estimates kept, the explanation, the mode."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from perdollar.select.serving.curves import predict_service_curves
-from perdollar.select.serving.deployments import (
-    cpu_curve,
-    filter_offers,
-    plan_all,
-    price_deployments,
-    serving_mode_hint,
-)
-from perdollar.select.serving.plans import CPU_KEY, DEFAULT_HEADROOM, SECONDS_PER_HOUR, ServingTarget
+from perdollar.predict.serving.plans import ServingTarget
+from perdollar.price.model import Estimate
+from perdollar.vocabulary import SECONDS_PER_HOUR
 
 MAX_FEASIBLE_ESTIMATES = 200
 
 
-def deployment_estimates(frame: pd.DataFrame, target: ServingTarget) -> tuple[Any, ...]:
+def deployment_estimates(frame: pd.DataFrame, target: ServingTarget) -> tuple[Estimate, ...]:
     """Estimates for the ranked deployments: the feasible ones, then one excluded row per reason."""
-    from perdollar.price.model import Estimate
-
     feasible = frame[frame["feasible"]].drop_duplicates(["cloud", "instance_type", "market"])
     excluded = frame[~frame["feasible"]].drop_duplicates(["accelerator_key", "excluded_reason"])
     rows = pd.concat([feasible.head(MAX_FEASIBLE_ESTIMATES), excluded])
@@ -139,121 +129,39 @@ def explain_serving(frame: pd.DataFrame, target: ServingTarget, hint: tuple[str,
     return "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class ServingAnswer:
-    recommendation: Any  # perdollar.select.model.Recommendation
-    frame: pd.DataFrame  # every offer, ranked, with its plan or exclusion
-    hint: tuple[str, str]  # serving mode, why
+def serving_mode_hint(qps: float, slo_ms: float | None, payload_bytes: float) -> tuple[str, str]:
+    """Which way to serve (real-time, serverless, asynchronous, batch) and why.
 
-
-def recommend_serving(
-    workload: Any,
-    target: ServingTarget,
-    *,
-    catalog: Any = None,
-    measured: Mapping[str, Mapping[int, tuple[float, float, float]]] | None = None,
-    cpu_measured: tuple[float, Mapping[int, tuple[float, float, float]]] | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> ServingAnswer:
-    """The whole inference question: curves → plans → priced deployments → recommendation.
-
-    ``measured``: local curves by accelerator key; ``cpu_measured``: (host cores, curve) of a
-    CPU host, which makes CPU-only instances candidates.
+    The limits are those of the managed services that embody each mode (SageMaker's: real-time
+    payloads up to 6 MB, asynchronous up to 1 GB with up to 15 minutes per request, serverless
+    scaling to zero with cold starts of seconds).
     """
-    from perdollar.select.model import Question, Recommendation
-
-    if catalog is None:
-        from perdollar.catalog import load
-
-        catalog = load()
-    offers = filter_offers(catalog.offers_frame(), target)
-    keys = sorted({str(k) for k in offers["accelerator_key"].dropna().unique() if k})
-    curves = predict_service_curves(
-        workload,
-        catalog,
-        keys,
-        batch_sizes=target.batch_sizes(),
-        calibration=None,
-        measured=measured,
-        progress=progress,
+    if payload_bytes > 6e6:
+        return (
+            "asynchronous",
+            f"requests of {payload_bytes / 1e6:.3g} MB exceed real-time payload limits "
+            "(6 MB); queue them and poll, scaling to zero when idle",
+        )
+    if slo_ms is None or slo_ms >= 60_000:
+        return (
+            "batch",
+            "no interactive latency need: run periodic batch jobs at full utilisation "
+            "and pay only while they run",
+        )
+    if qps < 1.0 and slo_ms >= 5_000:
+        return (
+            "serverless",
+            f"{qps:g} requests/s leaves a dedicated replica idle most of the time, and a "
+            f"{slo_ms / 1e3:g} s SLO tolerates cold starts: pay per request, scale to zero",
+        )
+    if qps < 1.0:
+        return (
+            "real-time (small)",
+            f"{qps:g} requests/s is light, but a {slo_ms:g} ms SLO rules out cold "
+            "starts: one always-on replica, the smallest that meets the SLO",
+        )
+    return (
+        "real-time",
+        f"{qps:g} requests/s with a {slo_ms:g} ms SLO needs always-on replicas "
+        "behind a load balancer, autoscaled on requests per replica",
     )
-    if progress:
-        progress(f"sizing deployments on {len(curves)} accelerators")
-    cores = None
-    if cpu_measured is not None and cpu_measured[1]:
-        cores = float(cpu_measured[0])
-        curves = {**curves, CPU_KEY: cpu_curve(cpu_measured[1])}
-    plans = plan_all(curves, offers, target)
-    frame = price_deployments(plans, offers, target, cpu_cores_per_replica=cores)
-    payload = workload.with_overrides(batch_size=1, kind="inference")
-    from perdollar.profile import profile_workload
-
-    payload_bytes = target.payload_bytes or profile_workload(payload).input_bytes_per_sample
-    hint = serving_mode_hint(target.qps, min(target.slo_ms.values()), payload_bytes)
-    estimates = deployment_estimates(frame, target)
-    feasible_count = sum(1 for e in estimates if e.feasible)
-    question = Question(
-        workload_name=workload.name,
-        workload_fingerprint=workload.fingerprint,
-        kind="inference",
-        objective="usd-per-million-requests",
-        market=_market_word(target.markets),
-        clouds=target.clouds,
-        regions=target.regions,
-        options={
-            "qps": target.qps,
-            "slo_ms": {f"p{round(q * 100)}": ms for q, ms in target.slo_ms.items()},
-            "headroom": target.headroom,
-            "max_wait_ms": target.max_wait_ms,
-            "batch_size": workload.batch_size,
-            "precision": workload.precision,
-            "spot_overprovision": target.spot_overprovision,
-            "max_batch": target.max_batch,
-            "serving_mode": hint[0],
-        },
-    )
-    recommendation = Recommendation(
-        question=question,
-        estimates=estimates,
-        pareto=tuple(range(min(feasible_count, 1))),
-        explanation=explain_serving(frame, target, hint),
-        catalog_captured_at=str(getattr(catalog, "captured_at", "")),
-        catalog_snapshot_id=str(getattr(catalog, "snapshot_id", "")),
-        created_at=pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
-        notes=(
-            f"queueing: closed-form M/D/1 with dynamic batching, sized for {target.headroom:g}× the rate",
-            f"serving mode: {hint[0]}",
-        ),
-    )
-    return ServingAnswer(recommendation, frame, hint)
-
-
-def _market_word(markets: tuple[str, ...]) -> str:
-    return markets[0] if len(markets) == 1 else "any"
-
-
-def answer_serving(question: Any, *, catalog: Any = None) -> ServingAnswer:
-    """Ask a stored inference :class:`Question` again (today's catalog, same workload and SLO)."""
-    from perdollar.workload import load_workload
-
-    options = dict(question.options)
-    slo = {float(label[1:]) / 100: float(ms) for label, ms in options.get("slo_ms", {}).items()}
-    markets = ("on-demand", "spot") if question.market in ("any", "") else (question.market,)
-    target = ServingTarget(
-        qps=float(options["qps"]),
-        slo_ms=slo,
-        headroom=float(options.get("headroom", DEFAULT_HEADROOM)),
-        max_wait_ms=options.get("max_wait_ms"),
-        markets=markets,
-        clouds=tuple(question.clouds),
-        regions=tuple(question.regions),
-        spot_overprovision=options.get("spot_overprovision"),
-        max_batch=options.get("max_batch"),
-    )
-    workload = load_workload(
-        question.workload_name,
-        batch_size=options.get("batch_size"),
-        precision=options.get("precision"),
-        kind="inference",
-    )
-    return recommend_serving(workload, target, catalog=catalog)

@@ -1,4 +1,4 @@
-"""Candidate generation: every allowed offer × node count, with hard constraints and reasons.
+"""Hard reasons and constraints: which priced candidates may be ranked, and why the others may not.
 
 A candidate is an offer (instance type, region, market, price) run on ``nodes`` whole
 instances. Candidates that cannot run, or break a constraint, are kept with a reason code so
@@ -7,15 +7,15 @@ that ``--show-excluded`` can say why; the reason text is written only for rows t
 
 from __future__ import annotations
 
-import fnmatch
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from perdollar.fmt import format_hours, format_money
-from perdollar.price.frame import SpotAssumptions, Target, price_frame
+from perdollar.frames import require_columns
+from perdollar.price.frame import PRICED_COLUMNS, Target
+from perdollar.question import DEFAULT_CONFIDENCE
 
 # Reason codes, in the order they are checked (the first one that applies is reported).
 OK = ""
@@ -35,92 +35,23 @@ FOREIGN_STACKS = {
     "habana": "Habana SynapseAI (habana_frameworks.torch)",
     "qaic": "Qualcomm Cloud AI SDK",
 }
-MARKETS = ("on-demand", "spot", "any")
 
 
-def node_counts(max_nodes: int) -> tuple[int, ...]:
-    """1, 2, 4, 8, … up to ``max_nodes`` (and ``max_nodes`` itself when it is not a power of two)."""
-    if max_nodes < 1:
-        raise ValueError("max_nodes must be at least 1")
-    counts = [1]
-    while counts[-1] * 2 <= max_nodes:
-        counts.append(counts[-1] * 2)
-    if counts[-1] != max_nodes:
-        counts.append(max_nodes)
-    return tuple(counts)
-
-
-def _matches_any(values: pd.Series, patterns: Sequence[str]) -> np.ndarray:
-    """Case-insensitive match of each value against shell-style patterns (``us-*``)."""
-    regex = "|".join(fnmatch.translate(p.lower()) for p in patterns)
-    return values.str.lower().str.match(re.compile(regex)).to_numpy(dtype=bool)
-
-
-def allowed_offers(
-    offers: pd.DataFrame, *, clouds: Sequence[str] = (), regions: Sequence[str] = (), market: str = "any"
-) -> pd.DataFrame:
-    """The offers the question allows (clouds, region patterns, market)."""
-    keep = np.ones(len(offers), dtype=bool)
-    if clouds:
-        keep &= offers["cloud"].str.lower().isin([c.lower() for c in clouds]).to_numpy()
-    if regions:
-        keep &= _matches_any(offers["region"].astype(str), regions)
-    if market != "any":
-        keep &= (offers["market"] == market).to_numpy()
-    return offers.loc[keep]
-
-
-def _flag_text(flags: pd.Series) -> pd.Series:
-    return flags.map(lambda f: ";".join(f) if isinstance(f, tuple | list) else ("" if f is None else str(f)))
-
-
-def join_predictions(offers: pd.DataFrame, predictions: pd.DataFrame) -> pd.DataFrame:
-    """One row per (offer, node count): the offer's price next to the prediction for its shape."""
-    offer_columns = [
-        c
-        for c in (
-            "cloud",
-            "instance_type",
-            "region",
-            "market",
-            "price_per_hour",
-            "price_max_per_hour",
-            "interruption_bucket",
-            "captured_at",
-            "flags",
-            "vcpus",
-            "accelerator_name",
-            "accelerator_count",
-            "accelerator_memory_gib_total",
-            "network_gbps",
-        )
-        if c in offers.columns
-    ]
-    left = offers[offer_columns].rename(
-        columns={"price_per_hour": "price_per_node_hour", "price_max_per_hour": "price_max_per_node_hour"}
-    )
-    left = left.assign(flags=_flag_text(left["flags"]) if "flags" in left else "")
-    # The offer's own facts win where both sides carry a column (e.g. vcpus, network_gbps).
-    shared = [c for c in predictions.columns if c in left.columns and c not in ("cloud", "instance_type")]
-    right = predictions.drop(columns=shared)
-    joined = left.merge(right, on=["cloud", "instance_type"], how="inner", validate="many_to_many")
-    return joined.reset_index(drop=True)
-
-
-def price_candidates(
-    offers: pd.DataFrame,
-    predictions: pd.DataFrame,
+def mark_constraints(
+    priced: pd.DataFrame,
     target: Target,
-    assumptions: SpotAssumptions,
     *,
-    confidence: float = 0.9,
+    confidence: float = DEFAULT_CONFIDENCE,
     stacks: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
-    """Join, price and mark every candidate; the ``reason`` column is empty for feasible ones.
+    """Mark every priced candidate with the first hard reason or constraint it breaks.
 
-    ``stacks`` maps accelerator keys to their software stack (from the catalog).
+    The ``reason`` column is empty for feasible candidates. ``stacks`` maps accelerator keys to
+    their software stack (from the catalog).
     """
-    frame = price_frame(join_predictions(offers, predictions), target, assumptions)
+    frame = require_columns(
+        priced, (*PRICED_COLUMNS, "fits", "flags", "accelerator_key"), "the priced table"
+    ).copy()
     if "excluded_reason" not in frame:
         frame["excluded_reason"] = ""
     frame["excluded_reason"] = frame["excluded_reason"].fillna("").astype(str)

@@ -1,0 +1,146 @@
+"""Ask a question, training or serving, and get its recommendation: the one entry point."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from perdollar.ask.inputs import (
+    Progress,
+    load_inputs,
+    quiet,
+    stored_measurements,
+    with_stored_measurements,
+)
+from perdollar.ask.serving import ServingAnswer, answer_serving
+from perdollar.ask.training import answer_training
+from perdollar.catalog import Catalog
+from perdollar.catalog import load as load_catalog
+from perdollar.errors import PerdollarError
+from perdollar.measure.result import Measurement
+from perdollar.question import Question, SpotSettings
+from perdollar.select.model import Recommendation
+from perdollar.workload import Workload, load_workload
+
+
+def answer(
+    question: Question,
+    *,
+    catalog: Catalog | None = None,
+    workload: Workload | None = None,
+    measurements: Sequence[Measurement] = (),
+    store_url: str | None = None,
+    use_store: bool = False,
+    progress: Progress = quiet,
+) -> Recommendation:
+    """Answer ``question`` from its fields (the catalog and the workload are loaded unless given).
+
+    With ``use_store`` the measurements stored for this workload calibrate the answer too.
+    """
+    catalog = catalog if catalog is not None else load_catalog()
+    if question.kind == "inference":
+        return ask_serving(
+            question,
+            catalog=catalog,
+            workload=workload,
+            measurements=measurements,
+            store_url=store_url,
+            use_store=use_store,
+            progress=progress,
+        ).recommendation
+    inputs = load_inputs(
+        question, catalog=catalog, workload=workload, measurements=measurements, progress=progress
+    )
+    if use_store:
+        inputs = with_stored_measurements(inputs, store_url)
+    return answer_training(question, inputs, progress)
+
+
+def ask_serving(
+    question: Question,
+    *,
+    catalog: Catalog | None = None,
+    workload: Workload | None = None,
+    measurements: Sequence[Measurement] = (),
+    store_url: str | None = None,
+    use_store: bool = False,
+    progress: Progress = quiet,
+) -> ServingAnswer:
+    """A serving question with its whole answer (the priced deployment table and the serving mode)."""
+    catalog = catalog if catalog is not None else load_catalog()
+    if workload is None:
+        workload = load_workload(
+            question.workload_name,
+            batch_size=question.batch_size,
+            precision=question.precision,
+            kind="inference",
+        )
+    found = list(measurements)
+    if use_store:
+        # Latency curves are stored under the workload at batch 1, whatever batches they reached.
+        found += stored_measurements(workload.with_overrides(batch_size=1).fingerprint, store_url)
+    return answer_serving(question, catalog=catalog, workload=workload, measurements=found, progress=progress)
+
+
+def recommend(
+    workload: str | Workload,
+    *,
+    samples: float | None = None,
+    epochs: float | None = None,
+    dataset_size: float | None = None,
+    deadline_hours: float | None = None,
+    budget_usd: float | None = None,
+    objective: str = "samples-per-dollar",
+    market: str = "any",
+    clouds: Sequence[str] = (),
+    regions: Sequence[str] = (),
+    max_nodes: int = 1,
+    batch_size: int | None = None,
+    precision: str | None = None,
+    weights: str | None = None,
+    confidence: float = 0.9,
+    spot: SpotSettings | None = None,
+    top: int = 0,
+    catalog: Catalog | None = None,
+    measurements: Sequence[Measurement] = (),
+    store_url: str | None = None,
+    use_store: bool = False,
+    progress: Progress = quiet,
+) -> Recommendation:
+    """The Python form of ``perdollar recommend``: keyword arguments in, a Recommendation out.
+
+    >>> recommend("vit-b16", samples=1e9, deadline_hours=72, max_nodes=4).estimates[0].label
+    """
+    if samples is None and epochs is not None:
+        if not dataset_size:
+            raise PerdollarError("--epochs needs --dataset-size", "add --dataset-size N (samples per epoch)")
+        samples = float(epochs) * float(dataset_size)
+    given = workload if isinstance(workload, Workload) else None
+    name = given.name if given is not None else str(workload)
+    if given is not None and (batch_size is not None or precision is not None):
+        given = given.with_overrides(batch_size=batch_size, precision=precision)
+    question = Question(
+        workload_name=name,
+        objective=objective,
+        target_samples=samples,
+        deadline_hours=deadline_hours,
+        budget_usd=budget_usd,
+        weights=weights,
+        confidence=confidence,
+        market=market,
+        clouds=tuple(clouds),
+        regions=tuple(regions),
+        max_nodes=max_nodes,
+        batch_size=batch_size,
+        precision=precision,
+        spot=spot or SpotSettings(),
+        top=top,
+    )
+    return answer(
+        question,
+        catalog=catalog,
+        workload=given,
+        measurements=measurements,
+        store_url=store_url,
+        use_store=use_store,
+        progress=progress,
+    )

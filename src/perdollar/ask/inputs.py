@@ -1,0 +1,100 @@
+"""What every question needs loaded once: the catalog, the workload, its profile and measurements.
+
+This is the one place where a question's workload is loaded and profiled, and where stored and
+given measurements are gathered, so that ``recommend``, ``compare``, ``predict``, ``sweep`` and
+``history reevaluate`` calibrate from the same evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from perdollar.catalog import Catalog
+from perdollar.catalog import load as load_catalog
+from perdollar.errors import PerdollarError
+from perdollar.measure.result import Measurement
+from perdollar.predict.imports import load_measurements_file
+from perdollar.profile import profile_workload
+from perdollar.profile.model import Profile
+from perdollar.question import Question
+from perdollar.workload import Workload, load_workload
+
+Progress = Callable[[str], None]
+
+
+def quiet(_message: str) -> None:
+    """A progress callback that says nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """A question's loaded inputs; built once and shared by every stage that answers it."""
+
+    catalog: Catalog
+    workload: Workload
+    profile: Profile
+    measurements: tuple[Measurement, ...] = ()
+
+
+def load_inputs(
+    question: Question,
+    *,
+    catalog: Catalog | None = None,
+    workload: Workload | None = None,
+    measurements: Sequence[Measurement] = (),
+    progress: Progress = quiet,
+) -> Inputs:
+    """Load the catalog and the workload (unless given) and profile the workload once."""
+    catalog = catalog if catalog is not None else load_catalog()
+    if workload is None:
+        workload = load_workload(
+            question.workload_name,
+            batch_size=question.batch_size,
+            precision=question.precision,
+            kind=question.kind,
+        )
+    progress(f"profiling {workload.name} (batch {workload.batch_size}, {workload.precision})")
+    profile = profile_workload(workload)
+    return Inputs(catalog, workload, profile, tuple(measurements))
+
+
+def measurements_from_file(path: Path) -> list[Measurement]:
+    """``--measurements FILE``: a published-schema CSV or ``perdollar bench --json`` output."""
+    if not path.is_file():
+        problem = "is a folder" if path.is_dir() else "does not exist"
+        raise PerdollarError(
+            f"--measurements {path} {problem}", "give a CSV (published schema) or bench JSON file"
+        )
+    found = load_measurements_file(path)
+    if not found:
+        raise PerdollarError(
+            f"--measurements {path} holds no measurements",
+            "give rows in the schema of published_dev.csv or the output of perdollar bench --json",
+        )
+    return found
+
+
+def stored_measurements(workload_fingerprint: str, store_url: str | None) -> list[Measurement]:
+    """Measurements stored earlier for this workload (every command calibrates from them)."""
+    from perdollar.store import open_store
+
+    with open_store(store_url) as store:
+        return store.measurements_for(workload_fingerprint)
+
+
+def with_stored_measurements(inputs: Inputs, store_url: str | None) -> Inputs:
+    """The inputs with the measurements stored for their workload added."""
+    given = {_identity(m) for m in inputs.measurements}
+    stored = [
+        m
+        for m in stored_measurements(inputs.profile.workload_fingerprint, store_url)
+        if _identity(m) not in given
+    ]
+    return replace(inputs, measurements=(*inputs.measurements, *stored)) if stored else inputs
+
+
+def _identity(measurement: Measurement) -> tuple[str, str, str]:
+    """A run is the same run when stored and when given (``--measure`` both stores and passes it)."""
+    return (measurement.workload_fingerprint, measurement.started_at, measurement.mode)

@@ -1,0 +1,120 @@
+"""A serving question, answered: latency curves → replica plans → priced deployments → ranking.
+
+Per accelerator the predictor's latency-vs-batch curve (replaced by a local measurement on the
+same hardware), per (accelerator, device fraction) the replica plan that serves the rate within
+the SLO, per offer the price of the deployment, and the select stage's ranking and explanation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from perdollar.ask.inputs import Progress, quiet
+from perdollar.catalog import Catalog
+from perdollar.catalog.filters import allowed_offers
+from perdollar.errors import PerdollarError
+from perdollar.measure.result import Measurement
+from perdollar.predict.serving import (
+    CPU_KEY,
+    ServingTarget,
+    cpu_curve,
+    measured_curves,
+    plan_all,
+    predict_service_curves,
+)
+from perdollar.price.serving import price_deployments
+from perdollar.profile import profile_workload
+from perdollar.question import Question
+from perdollar.select.model import Recommendation
+from perdollar.select.serving import deployment_estimates, explain_serving, serving_mode_hint
+from perdollar.vocabulary import MARKET_CHOICES, MARKETS
+from perdollar.workload import Workload
+
+
+@dataclass(frozen=True)
+class ServingAnswer:
+    recommendation: Recommendation
+    frame: pd.DataFrame  # every offer, ranked, with its plan or exclusion
+    hint: tuple[str, str]  # serving mode, why
+    target: ServingTarget
+
+
+def serving_target(question: Question) -> ServingTarget:
+    goal = question.serving
+    if goal is None:
+        raise PerdollarError("a serving question needs a request rate and an SLO", "add --qps and --p99-ms")
+    if question.market not in MARKET_CHOICES:
+        raise PerdollarError(f"--market {question.market!r} is not a market", "use on-demand, spot or any")
+    return ServingTarget(
+        qps=goal.qps,
+        slo_ms=goal.slo,
+        headroom=goal.headroom,
+        max_wait_ms=goal.max_wait_ms,
+        markets=MARKETS if question.market == "any" else (question.market,),
+        clouds=tuple(c.lower() for c in question.clouds),
+        regions=question.regions,
+        spot_overprovision=goal.spot_overprovision,
+        max_batch=goal.max_batch,
+    )
+
+
+def answer_serving(
+    question: Question,
+    *,
+    catalog: Catalog,
+    workload: Workload,
+    measurements: Sequence[Measurement] = (),
+    progress: Progress = quiet,
+) -> ServingAnswer:
+    """The whole inference question; a measured CPU host's curve makes CPU-only instances candidates."""
+    target = serving_target(question)
+    question = replace(question, workload_fingerprint=workload.fingerprint, kind="inference")
+    offers = allowed_offers(
+        catalog.offers_frame(),
+        clouds=target.clouds,
+        regions=target.regions,
+        market=question.market,
+        priced_only=True,
+    )
+    keys = sorted({str(k) for k in offers["accelerator_key"].dropna().unique() if k})
+    profiles = {}
+    for batch in target.batch_sizes():
+        progress(f"profiling the forward pass at batch {batch}")
+        profiles[batch] = profile_workload(workload.with_overrides(batch_size=batch, kind="inference"))
+    measured, cpu_measured = measured_curves(measurements)
+    curves = predict_service_curves(
+        profiles, catalog.accelerators, keys, precision=workload.precision, measured=measured
+    )
+    progress(f"sizing deployments on {len(curves)} accelerators")
+    cores = None
+    if cpu_measured is not None and cpu_measured[1]:
+        cores = float(cpu_measured[0])
+        curves = {**curves, CPU_KEY: cpu_curve(cpu_measured[1])}
+    frame = price_deployments(plan_all(curves, offers, target), offers, target, cpu_cores_per_replica=cores)
+    payload_bytes = target.payload_bytes or _bytes_per_request(workload)
+    hint = serving_mode_hint(target.qps, min(target.slo_ms.values()), payload_bytes)
+    estimates = deployment_estimates(frame, target)
+    feasible_count = sum(1 for e in estimates if e.feasible)
+    recommendation = Recommendation(
+        question=question,
+        estimates=estimates,
+        pareto=tuple(range(min(feasible_count, 1))),
+        explanation=explain_serving(frame, target, hint),
+        catalog_captured_at=str(catalog.captured_at),
+        catalog_snapshot_id=str(catalog.snapshot_id),
+        created_at=pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
+        notes=(
+            f"queueing: closed-form M/D/1 with dynamic batching, sized for {target.headroom:g}× the rate",
+            f"serving mode: {hint[0]}",
+        ),
+        sample_unit="requests",
+    )
+    return ServingAnswer(recommendation, frame, hint, target)
+
+
+def _bytes_per_request(workload: Workload) -> float:
+    """One request's input bytes (the profile at batch 1 is cached when the curves traced it)."""
+    return profile_workload(workload.with_overrides(batch_size=1, kind="inference")).input_bytes_per_sample

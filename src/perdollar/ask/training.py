@@ -1,0 +1,120 @@
+"""A training question, answered: offers → predictions → priced candidates → ranked recommendation.
+
+Each stage runs once, left to right: the catalog's allowed offers, the predictor's throughput on
+every instance and node count (calibrated from the measurements, a measured figure replacing the
+prediction on its own hardware), the price stage's cost and spot columns, and the select stage's
+constraints, ranking and explanation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+
+from perdollar.ask.inputs import Inputs, Progress, quiet
+from perdollar.catalog import Catalog
+from perdollar.catalog.filters import allowed_offers
+from perdollar.errors import PerdollarError
+from perdollar.predict import Calibration, predict_frame
+from perdollar.predict.frame import node_counts
+from perdollar.predict.measured import apply_measured
+from perdollar.price.frame import assumptions_for, describe_assumptions, target_of
+from perdollar.price.table import price_table
+from perdollar.question import Question
+from perdollar.select import (
+    DEFAULT_KEEP,
+    Recommendation,
+    build_recommendation,
+    mark_constraints,
+    select_candidates,
+)
+from perdollar.vocabulary import CLOUDS, MARKET_CHOICES, TRAINING_OBJECTIVES
+
+
+def check_question(question: Question, catalog: Catalog) -> None:
+    """One-line errors for a question no answer can fit, before any work is done."""
+    if question.objective not in TRAINING_OBJECTIVES:
+        raise PerdollarError(
+            f"unknown objective {question.objective!r}", f"choose one of {', '.join(TRAINING_OBJECTIVES)}"
+        )
+    if question.market not in MARKET_CHOICES:
+        raise PerdollarError(f"unknown market {question.market!r}", "choose on-demand, spot or any")
+    if question.max_nodes < 1:
+        raise PerdollarError(f"--max-nodes must be at least 1, got {question.max_nodes}", "give 1, 2, 4, 8 …")
+    if (question.deadline_hours or question.budget_usd) and not question.target_samples:
+        raise PerdollarError(
+            "--deadline and --budget need a target", "add --samples N, or --epochs E --dataset-size N"
+        )
+    known = sorted(set(CLOUDS) | set(catalog.regions))
+    unknown = [c for c in question.clouds if c.lower() not in known]
+    if unknown:
+        raise PerdollarError(f"unknown cloud {unknown[0]!r}", f"choose from {', '.join(known)}")
+    if not 0.0 < question.confidence < 1.0:
+        raise PerdollarError(
+            f"--confidence {question.confidence} is not a probability", "give a value like 0.9"
+        )
+
+
+def priced_candidates(question: Question, inputs: Inputs, progress: Progress = quiet) -> pd.DataFrame:
+    """Every allowed offer × node count, predicted, priced and marked with its constraints."""
+    catalog, profile = inputs.catalog, inputs.profile
+    offers = allowed_offers(
+        catalog.offers_frame(), clouds=question.clouds, regions=question.regions, market=question.market
+    )
+    if offers.empty:
+        where = ", ".join(question.regions) or "any region"
+        market = "" if question.market == "any" else f"{question.market} "
+        raise PerdollarError(
+            f"no {market}offer in {', '.join(question.clouds) or 'any cloud'} / {where}",
+            "widen --cloud/--region (regions accept patterns like us-*) or use --market any",
+            exit_code=3,
+        )
+    usable = [m for m in inputs.measurements if m.ok]
+    calibration = None
+    if usable:
+        progress(f"calibrating from {len(usable)} measurement(s)")
+        calibration = Calibration.from_measurements(profile, usable, catalog)
+    counts = node_counts(question.max_nodes)
+    progress("predicting throughput on every instance type")
+    predictions = apply_measured(
+        predict_frame(profile, catalog, counts, calibration=calibration), profile, usable
+    )
+    progress(f"pricing {len(offers):,} offers × {len(counts)} node counts")
+    target = target_of(question)
+    priced = price_table(offers, predictions, target, assumptions_for(question.spot, _state_bytes(inputs)))
+    stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()}
+    return mark_constraints(priced, target, confidence=question.confidence, stacks=stacks)
+
+
+def answer_training(question: Question, inputs: Inputs, progress: Progress = quiet) -> Recommendation:
+    """The ranked recommendation for a training question."""
+    check_question(question, inputs.catalog)
+    profile = inputs.profile
+    question = replace(question, workload_fingerprint=profile.workload_fingerprint, kind="train")
+    priced = priced_candidates(question, inputs, progress)
+    selection = select_candidates(
+        priced,
+        question,
+        sample_unit=profile.sample_unit,
+        keep=max(DEFAULT_KEEP, question.top),
+        memory_needed_gib=profile.memory.total / 2**30,
+    )
+    feasible_count = int((priced["reason"] == "").sum())
+    counts = (
+        f"{len(priced):,} candidates priced; {feasible_count:,} feasible; "
+        f"{len(selection.ranked)} kept (best region per instance, market and node count)"
+    )
+    assumptions = assumptions_for(question.spot, _state_bytes(inputs))
+    return build_recommendation(
+        question,
+        selection,
+        catalog_captured_at=str(inputs.catalog.captured_at),
+        catalog_snapshot_id=str(inputs.catalog.snapshot_id),
+        notes=(describe_assumptions(assumptions), counts),
+    )
+
+
+def _state_bytes(inputs: Inputs) -> float:
+    """What a checkpoint writes: the weights and the optimizer state."""
+    return inputs.profile.memory.weights + inputs.profile.memory.optimizer_state

@@ -1,0 +1,31 @@
+"""Words every stage shares, defined once: clouds, markets, kinds, bases, bottlenecks, objectives, units."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+# The clouds of the bundled catalog; a refreshed catalog may hold more, so a question's clouds are
+# checked against the catalog it is asked of, not only against this list.
+CLOUDS = ("aws", "gcp", "azure")
+
+Market = Literal["on-demand", "spot"]
+MARKETS: tuple[Market, ...] = ("on-demand", "spot")
+MARKET_CHOICES = ("on-demand", "spot", "any")
+MARKET_WORDS = {"spot": "spot", "on-demand": "on-demand", "ondemand": "on-demand", "od": "on-demand"}
+
+Kind = Literal["train", "inference"]
+
+# Where a throughput comes from: a run on that hardware, a prediction anchored on a run of the same
+# workload elsewhere, or hardware specs and fitted efficiencies alone.
+Basis = Literal["measured", "calibrated", "spec"]
+BASES: tuple[Basis, ...] = ("measured", "calibrated", "spec")
+
+Bottleneck = Literal[
+    "compute", "memory-bandwidth", "communication", "input-pipeline", "network-ingest", "overhead"
+]
+
+TRAINING_OBJECTIVES = ("samples-per-dollar", "time", "cost", "weighted")
+SERVING_OBJECTIVE = "usd-per-million-requests"
+
+SECONDS_PER_HOUR = 3600.0
+GIB = float(2**30)

@@ -1,0 +1,142 @@
+"""One pipeline, the same answers: figures the commands gave before the application layer existed.
+
+The pinned numbers were printed by ``recommend``, ``recommend --inference``, ``compare`` and
+``history reevaluate`` of the version whose ``select`` stage still ran the whole job, on the
+bundled catalog; the stored recommendation is one that version wrote (its question still a free
+``options`` dictionary). A change to the bundled catalog or the fitted parameters moves them on
+purpose; a change to the wiring must not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perdollar.store import open_store
+
+FIXTURES = Path(__file__).parent / "fixtures" / "store"
+
+
+def run_cli(*args: str) -> dict:
+    completed = subprocess.run(
+        [sys.executable, "-c", "from perdollar.cli import main; main()", *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return json.loads(completed.stdout)
+
+
+def test_recommend_training_gives_the_same_ranking_and_figures() -> None:
+    answer = run_cli("recommend", "vit-b16", "--samples", "1e9", "--deadline", "72h", "--no-store")
+    top = [(e["instance_type"], e["market"], e["nodes"], e["region"]) for e in answer["estimates"][:3]]
+    assert top == [
+        ("p5.48xlarge", "spot", 1, "eu-north-1"),
+        ("p5.48xlarge", "spot", 4, "eu-north-1"),
+        ("p5.48xlarge", "spot", 2, "eu-north-1"),
+    ]
+    rates = [e["samples_per_second"] for e in answer["estimates"][:3]]
+    assert rates == pytest.approx([11763.751344445684, 47055.005377782734, 23527.502688891367], rel=1e-9)
+    assert answer["estimates"][0]["expected_cost_usd"] == pytest.approx(173.06743649112374, rel=1e-9)
+    assert answer["question"]["confidence"] == 0.9 and "options" not in answer["question"]
+
+
+def test_recommend_inference_gives_the_same_deployment() -> None:
+    answer = run_cli(
+        "recommend", "mlp", "--inference", "--qps", "500", "--p95-ms", "10", "--cloud", "aws", "--no-store"
+    )
+    top = answer["deployments"][0]
+    assert (top["instance_type"], top["region"], top["market"]) == ("g5g.xlarge", "ap-northeast-2", "spot")
+    assert (top["batch"], top["replicas"], top["instances"]) == (4, 1, 2)
+    assert top["latency_ms"] == pytest.approx(4.7018059604481754, rel=1e-9)
+    assert top["usd_per_million_requests"] == pytest.approx(0.074, rel=1e-9)
+    assert answer["question"]["serving"]["qps"] == 500
+
+
+def test_compare_gives_the_same_ratios() -> None:
+    answer = run_cli(
+        "compare",
+        "vit-b16",
+        "4x g5.2xlarge spot",
+        "1x g5.12xlarge on-demand",
+        "--samples",
+        "1e8",
+        "--no-store",
+    )
+    comparison = answer["comparison"]
+    rates = [e["samples_per_second"] for e in comparison["estimates"]]
+    assert rates == pytest.approx([319.17094282082456, 1156.5724199960096], rel=1e-9)
+    (ratio,) = comparison["ratios"]
+    assert ratio["cost_ratio"] == pytest.approx(1.7683303300534419, rel=1e-9)
+    assert ratio["cost_ratio_sd"] == pytest.approx(0.3048039869535911, rel=1e-9)
+    assert ratio["speed_ratio"] == pytest.approx(0.2750040486911461, rel=1e-9)
+
+
+def test_history_reevaluates_a_question_stored_by_the_earlier_version(tmp_path: Path) -> None:
+    """A stored question with the old free ``options`` is read into today's fields and asked again."""
+    import sqlalchemy as sa
+
+    from perdollar.store import schema
+
+    payload = json.loads((FIXTURES / "legacy_recommendation_mlp.json").read_text())
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    with open_store(url) as store:
+        row = {
+            "id": "legacy000001",
+            "workload_fingerprint": payload["question"]["workload_fingerprint"],
+            "workload_name": "mlp",
+            "kind": "train",
+            "objective": "samples-per-dollar",
+            "catalog_snapshot_id": payload["catalog_snapshot_id"],
+            "catalog_captured_at": payload["catalog_captured_at"],
+            "created_at": payload["created_at"],
+            "payload": json.dumps(payload),
+            "top_choice": "1x g5g.xlarge spot (aws ap-northeast-2)",
+        }
+        with store.engine.begin() as connection:
+            connection.execute(sa.insert(schema.recommendations).values(row))
+        stored = store.get_stored_recommendation("legacy000001").recommendation
+    assert stored.question.spot.interruption_rate == 0.1 and stored.question.top == 10
+    assert stored.question.clouds == ("aws",) and stored.question.max_nodes == 2
+
+    result = run_cli("history", "reevaluate", "legacy000001", "--store", url)
+    assert result["flipped"] is False
+    assert result["new_top"] == "1x g5g.xlarge spot (aws ap-northeast-2)"
+    new = None
+    with open_store(url) as store:
+        new = store.get_stored_recommendation(result["new_id"]).recommendation
+    old_top, new_top = payload["estimates"][0], new.estimates[0]
+    assert new_top.samples_per_second == pytest.approx(old_top["samples_per_second"], rel=1e-9)
+    assert new_top.expected_cost_usd == pytest.approx(old_top["expected_cost_usd"], rel=1e-9)
+    assert new.question.spot.interruption_rate == 0.1 and "options" not in json.dumps(result)
+
+
+def test_sweep_plans_the_candidates_the_question_ranks_first(tmp_path: Path) -> None:
+    question = ("--samples", "1e9", "--deadline", "72h")
+    ranked = run_cli("recommend", "vit-b16", *question, "--no-store")
+    plan = run_cli(
+        "sweep",
+        "vit-b16",
+        *question,
+        "--via",
+        "skypilot",
+        "--dry-run",
+        "--strategy",
+        "top-k",
+        "--top",
+        "2",
+        "--out",
+        str(tmp_path / "plan"),
+        "--no-store",
+    )
+    feasible = [e for e in ranked["estimates"] if not e["excluded_reason"]]
+    first_hardware = {(e["cloud"], e["instance_type"]) for e in feasible[:5]}
+    planned = {(job["resources"]["cloud"], job["resources"]["instance_type"]) for job in plan["jobs"]}
+    assert planned and planned <= first_hardware
