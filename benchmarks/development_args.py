@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from perdollar.predict.lab.fit import DevelopmentSet, load_development_set
+from perdollar.predict.lab.development import DevelopmentSet, load_development_set
 
 
 def parse_development_args(

@@ -6,9 +6,15 @@ module never opens a database itself.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perdollar.cli.common import err_console
+
+if TYPE_CHECKING:  # types only: importing them would load pandas or the database driver at start-up
+    from perdollar.catalog import Catalog
+    from perdollar.measure.result import Measurement
+    from perdollar.select.model import Recommendation
+    from perdollar.store.store import Store
 
 
 def check_store(store_url: str | None, *, enabled: bool = True) -> None:
@@ -23,7 +29,7 @@ def check_store(store_url: str | None, *, enabled: bool = True) -> None:
 
 
 def save_measurement(
-    measurement: Any, *, store_url: str | None, enabled: bool = True, source: str = "bench"
+    measurement: Measurement, *, store_url: str | None, enabled: bool = True, source: str = "bench"
 ) -> str | None:
     """Store a :class:`~perdollar.measure.result.Measurement`; return its id (None if not stored)."""
     if not enabled:
@@ -35,7 +41,11 @@ def save_measurement(
 
 
 def save_recommendation(
-    recommendation: Any, *, store_url: str | None, enabled: bool = True, catalog: Any = None
+    recommendation: Recommendation,
+    *,
+    store_url: str | None,
+    enabled: bool = True,
+    catalog: Catalog | None = None,
 ) -> str | None:
     """Store a :class:`~perdollar.select.model.Recommendation` (and the prices it used); return its id."""
     if not enabled:
@@ -47,7 +57,7 @@ def save_recommendation(
         return store.save_recommendation(recommendation)
 
 
-def stored_measurements(workload_fingerprint: str, *, store_url: str | None) -> list[Any]:
+def stored_measurements(workload_fingerprint: str, *, store_url: str | None) -> list[Measurement]:
     """Measurements stored earlier for this workload fingerprint (used for calibration)."""
     from perdollar.store import open_store
 
@@ -55,7 +65,7 @@ def stored_measurements(workload_fingerprint: str, *, store_url: str | None) -> 
         return store.measurements_for(workload_fingerprint)
 
 
-def _save_catalog_snapshot(store: Any, recommendation: Any, catalog: Any) -> None:
+def _save_catalog_snapshot(store: Store, recommendation: Recommendation, catalog: Catalog | None) -> None:
     """Keep the offers' prices beside the recommendation, so that a later re-evaluation can say
     which prices moved. Best effort: a recommendation is never lost because of its snapshot."""
     from perdollar.store.snapshots import offers_of

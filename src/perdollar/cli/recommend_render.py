@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perdollar.cli import common
 
+if TYPE_CHECKING:  # types only: importing them would load pandas or the database driver at start-up
+    from perdollar.price.frame import SpotAssumptions
+    from perdollar.select.compare import Comparison
+    from perdollar.select.model import Recommendation
+
 
 def show_recommendation(
-    recommendation: Any,
+    recommendation: Recommendation,
     *,
     stored_id: str | None,
     report: Path | None,
@@ -39,11 +44,11 @@ def show_recommendation(
 
 
 def show_comparison(
-    comparison: Any,
+    comparison: Comparison,
     *,
     workload: str,
     catalog_captured_at: str,
-    assumptions: Any,
+    assumptions: SpotAssumptions,
     unit: str,
     has_target: bool,
     deadline_hours: float | None,

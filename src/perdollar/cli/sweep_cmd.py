@@ -6,7 +6,7 @@ import datetime as dt
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -18,6 +18,12 @@ from perdollar.cli.recommend_inputs import target_samples
 from perdollar.cli.sweep_render import outcome_row, print_event, print_export, print_plan, print_result
 from perdollar.errors import PerdollarError
 from perdollar.question import Question
+
+if TYPE_CHECKING:  # types only: importing them would load pandas or the database driver at start-up
+    from perdollar.launch.jobs import JobOptions
+    from perdollar.launch.plan import SweepContext
+    from perdollar.launch.sweep import SweepSettings
+    from perdollar.select.model import Recommendation
 
 SWEEP_HELP = (
     "Benchmark the workload on the best candidates for real, store the results, recalibrate and "
@@ -88,7 +94,12 @@ def _default_out(now: dt.datetime) -> Path:
 
 
 def _dry_run(
-    bundle: Any, recommendation: Any, options: Any, settings: Any, out_dir: Path, json_output: bool
+    bundle: SweepContext,
+    recommendation: Recommendation,
+    options: JobOptions,
+    settings: SweepSettings,
+    out_dir: Path,
+    json_output: bool,
 ) -> int:
     from perdollar.launch.plan import plan_first_jobs, write_dry_run
 

@@ -10,7 +10,6 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
@@ -27,6 +26,7 @@ from perdollar.launch.sweep import (
 )
 from perdollar.measure.result import HostFingerprint, Measurement
 from perdollar.price.model import Estimate
+from perdollar.select.model import Recommendation
 from perdollar.workload import Workload
 
 
@@ -117,7 +117,7 @@ def recorder(
 
 def plan_first_jobs(
     bundle: SweepContext,
-    recommendation: Any,
+    recommendation: Recommendation,
     options: JobOptions,
     settings: SweepSettings,
     *,

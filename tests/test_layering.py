@@ -1,0 +1,99 @@
+"""The shape of the code: data flows one way, and nothing hides the absence of the project's own parts."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "perdollar"
+# Left to right: a stage imports only the stages to its left (and the shared bottom).
+PIPELINE = ("catalog", "workload", "profile", "measure", "predict", "price", "select", "report")
+BOTTOM = {"errors", "vocabulary", "question", "fmt", "jsonable", "paths", "files", "frames", "configuration"}
+# Beside the pipeline: they may read its data types; the application layer and the CLI sit on top.
+ALLOWED_BESIDE = {
+    "store": BOTTOM | set(PIPELINE),
+    "launch": BOTTOM | set(PIPELINE) | {"store"},
+    "ask": BOTTOM | set(PIPELINE) | {"store", "launch"},
+}
+
+
+def _imports(path: Path) -> Iterator[tuple[str, int]]:
+    """(imported perdollar module path, line) for every import of the project in ``path``."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "perdollar":
+                yield from ((f"perdollar.{alias.name}", node.lineno) for alias in node.names)
+            elif node.module.startswith("perdollar."):
+                yield node.module, node.lineno
+        elif isinstance(node, ast.Import):
+            yield from ((a.name, node.lineno) for a in node.names if a.name.startswith("perdollar."))
+
+
+def _top(module: str) -> str:
+    return module.split(".")[1]
+
+
+def _allowed(owner: str) -> set[str]:
+    if owner in BOTTOM:
+        return set(BOTTOM)
+    if owner in PIPELINE:
+        return BOTTOM | set(PIPELINE[: PIPELINE.index(owner) + 1])
+    return ALLOWED_BESIDE.get(owner, set())
+
+
+def _sources() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "migrations" not in p.parts)
+
+
+@pytest.mark.parametrize("path", _sources(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_every_import_runs_with_the_data_flow(path: Path) -> None:
+    owner = path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+    if owner in ("cli", "__main__", "__init__"):
+        return  # the shells on top may use everything
+    allowed = _allowed(owner)
+    assert allowed, f"{owner} has no place in the layering: add it to PIPELINE, BOTTOM or ALLOWED_BESIDE"
+    wrong = [(m, line) for m, line in _imports(path) if _top(m) not in allowed | {owner}]
+    assert not wrong, f"{path.relative_to(PACKAGE)} imports against the data flow: {wrong}"
+
+
+def test_the_runtime_predictor_never_imports_its_fitting_lab() -> None:
+    runtime = [p for p in (PACKAGE / "predict").rglob("*.py") if "lab" not in p.relative_to(PACKAGE).parts]
+    wrong = [
+        (str(p.relative_to(PACKAGE)), m)
+        for p in runtime
+        for m, _ in _imports(p)
+        if m.startswith("perdollar.predict.lab")
+    ]
+    assert not wrong
+
+
+def test_no_fallback_stands_in_for_a_missing_part_of_the_project() -> None:
+    offenders = []
+    for path in _sources():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Try):
+                continue
+            catches_import_error = any(
+                isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
+                for h in node.handlers
+            )
+            imports_project = any(
+                isinstance(n, ast.ImportFrom) and (n.module or "").startswith("perdollar")
+                for stmt in node.body
+                for n in ast.walk(stmt)
+            )
+            if catches_import_error and imports_project:
+                offenders.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not offenders
+
+
+def test_no_module_grows_past_four_hundred_lines() -> None:
+    long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in _sources()
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400
+    }
+    assert not long
