@@ -119,30 +119,31 @@ def _print_summary(profile: object, top: int) -> None:
         )
 
 
+def profile_command(
+    workload: str = typer.Argument(..., help="Built-in workload name or path/to/file.py:function."),
+    batch_size: int = typer.Option(None, "--batch-size", "-b", help="Override the batch size (samples)."),
+    precision: str = typer.Option(
+        None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16 or fp16."
+    ),
+    inference: bool = typer.Option(False, "--inference", help="Profile the forward pass of serving."),
+    top: int = typer.Option(8, "--top", help="How many operators to list by FLOPs and by bytes."),
+    json_output: bool = typer.Option(False, "--json", help="Print the profile as JSON on stdout."),
+) -> None:
+    from perdollar.profile import profile_workload
+    from perdollar.profile.summary import profile_dict
+    from perdollar.workload import load_workload
+
+    loaded = load_workload(
+        workload, batch_size=batch_size, precision=precision, kind="inference" if inference else None
+    )
+    with progress(f"tracing one step of {loaded.name}", quiet=json_output):
+        result = profile_workload(loaded)
+    if json_output:
+        emit_json(profile_dict(result))
+    else:
+        _print_summary(result, max(1, top))
+
+
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to ``app``."""
-
-    @app.command("profile", help=HELP)
-    def profile_command(
-        workload: str = typer.Argument(..., help="Built-in workload name or path/to/file.py:function."),
-        batch_size: int = typer.Option(None, "--batch-size", "-b", help="Override the batch size (samples)."),
-        precision: str = typer.Option(
-            None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16 or fp16."
-        ),
-        inference: bool = typer.Option(False, "--inference", help="Profile the forward pass of serving."),
-        top: int = typer.Option(8, "--top", help="How many operators to list by FLOPs and by bytes."),
-        json_output: bool = typer.Option(False, "--json", help="Print the profile as JSON on stdout."),
-    ) -> None:
-        from perdollar.profile import profile_workload
-        from perdollar.profile.summary import profile_dict
-        from perdollar.workload import load_workload
-
-        loaded = load_workload(
-            workload, batch_size=batch_size, precision=precision, kind="inference" if inference else None
-        )
-        with progress(f"tracing one step of {loaded.name}", quiet=json_output):
-            result = profile_workload(loaded)
-        if json_output:
-            emit_json(profile_dict(result))
-        else:
-            _print_summary(result, max(1, top))
+    """Add ``profile`` to ``app``."""
+    app.command("profile", help=HELP)(profile_command)
