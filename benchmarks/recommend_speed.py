@@ -14,10 +14,8 @@ import argparse
 import statistics
 import time
 
-from perdollar import catalog as catalog_module
-from perdollar.profile import profile_workload
-from perdollar.select.recommend import priced_table, recommend
-from perdollar.workload import load_workload
+from perdollar.ask import answer_training, load_inputs, priced_candidates
+from perdollar.question import Question
 
 
 def main() -> None:
@@ -29,39 +27,20 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
 
+    question = Question(
+        workload_name=args.workload, target_samples=1e9, deadline_hours=72.0, max_nodes=args.max_nodes
+    )
     started = time.perf_counter()
-    catalog = catalog_module.load()
+    inputs = load_inputs(question)
     loaded = time.perf_counter()
-    profile = profile_workload(load_workload(args.workload))
-    profiled = time.perf_counter()
-    print(f"catalog load {loaded - started:.2f} s; profile {args.workload} {profiled - loaded:.2f} s")
-    print("(neither is included in the figures below)")
+    print(f"catalog load and profile of {args.workload}: {loaded - started:.2f} s (not in the figures below)")
 
     timings = []
     for _ in range(args.repeat):
         begin = time.perf_counter()
-        recommendation = recommend(
-            args.workload,
-            samples=1e9,
-            deadline_hours=72.0,
-            market="any",
-            max_nodes=args.max_nodes,
-            catalog=catalog,
-            profile=profile,
-        )
+        recommendation = answer_training(question, inputs)
         timings.append(time.perf_counter() - begin)
-    from perdollar.select.model import Question
-
-    question = Question(
-        workload_name=args.workload,
-        workload_fingerprint=profile.workload_fingerprint,
-        kind="train",
-        objective="samples-per-dollar",
-        target_samples=1e9,
-        deadline_hours=72.0,
-        max_nodes=args.max_nodes,
-    )
-    candidates = len(priced_table(question, catalog=catalog, profile=profile))
+    candidates = len(priced_candidates(question, inputs))
     spread = statistics.stdev(timings) if len(timings) > 1 else 0.0
     print(
         f"recommend {args.workload}, all clouds/regions/markets, nodes ≤ {args.max_nodes}: "
