@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from perdollar.configuration import Configuration
 from perdollar.select.serving.curves import predict_service_curves
 from perdollar.select.serving.deployments import (
     cpu_curve,
@@ -84,6 +85,12 @@ def deployment_estimates(frame: pd.DataFrame, target: ServingTarget) -> tuple[An
     return tuple(estimates)
 
 
+def deployment_label(row: pd.Series | Mapping[str, Any]) -> str:
+    """The deployment's configuration label, ``2x g5.xlarge spot (aws us-east-1)``."""
+    parts = (str(row["instance_type"]), str(row["market"]), str(row["cloud"]), str(row["region"]))
+    return Configuration(int(row["instances"]), *parts).label
+
+
 def _finite(value: Any) -> float:
     try:
         number = float(value)
@@ -103,8 +110,8 @@ def explain_serving(frame: pd.DataFrame, target: ServingTarget, hint: tuple[str,
     else:
         top = feasible.iloc[0]
         lines.append(
-            f"Cheapest: {int(top['instances'])}× {top['instance_type']} {top['market']} ({top['cloud']} "
-            f"{top['region']}), {int(top['replicas'])} replica(s) at batch ≤ {int(top['batch'])} with "
+            f"Cheapest: {deployment_label(top)}, {int(top['replicas'])} replica(s) at batch "
+            f"≤ {int(top['batch'])} with "
             f"≤ {top['max_wait_ms']:.2g} ms batching wait; predicted {label} {top['latency_ms']:.3g} ms "
             f"at {target.headroom:g}× the target rate ({top['basis']}), "
             f"${top['usd_per_million_requests']:.3g} per million requests."
