@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from perdollar.configuration import parse_configuration
+from perdollar.configuration import Configuration, parse_configuration
 
 
 def perdollar(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
@@ -105,3 +105,16 @@ def test_sweep_only_with_a_configuration_not_ranked_is_a_one_line_error(home: Pa
     assert "Traceback" not in done.stderr and not list(tmp_path.glob("*.yaml"))
     unreadable = perdollar(*args, "--only", "three g5 please", home=home)
     assert unreadable.returncode == 2 and "'three g5 please' is not understood" in unreadable.stderr
+
+
+def test_inference_deployments_are_printed_as_labels(home: Path) -> None:
+    args = ["recommend", "mlp", "--inference", "--qps", "2000", "--p99-ms", "20", "--batch-size", "8"]
+    done = perdollar(*args, "--top", "5", "--json", "--no-store", home=home)
+    assert done.returncode == 0, done.stderr[-2000:]
+    payload = json.loads(done.stdout)
+    rows = payload["deployments"]
+    assert rows
+    for row in rows:
+        parts = (row["instance_type"], row["market"], row["cloud"], row["region"])
+        assert parse_configuration(row["label"]) == Configuration(row["instances"], *parts)
+    assert payload["explanation"].startswith(f"Cheapest: {rows[0]['label']}, ")

@@ -107,3 +107,15 @@ def test_restricting_a_recommendation_drops_its_indices() -> None:
     restricted = restrict_recommendation(make_recommendation(), [parse_configuration("p4d.24xlarge")])
     assert [e.label for e in restricted.estimates] == ["1x p4d.24xlarge spot (aws us-east-1)"]
     assert restricted.pareto == () and restricted.ties == ()
+
+
+def test_the_report_names_configurations_by_their_labels() -> None:
+    from perdollar.report import plots
+    from perdollar.report.html import render_report
+
+    recommendation = make_recommendation()
+    page = render_report(recommendation, plotly_js="/* plotly */", generated_at="2026-06-02")
+    for estimate in recommendation.estimates:
+        assert estimate.label in page
+    bars = plots.samples_per_dollar_bars(recommendation)["data"][0]
+    assert bars["text"][-1] == "1x g5.xlarge spot (aws us-east-1)"  # the best A10G offer, drawn last
