@@ -11,9 +11,14 @@ from typing import Any
 
 
 def to_jsonable(value: Any) -> Any:
-    """Dataclasses, enums, dates, paths, numpy scalars and NaN → plain JSON values."""
+    """Dataclasses, enums, dates, paths, numpy scalars and NaN → plain JSON values.
+
+    A dataclass lists derived values its JSON carries too (read back, they are ignored) in a
+    ``json_properties`` class attribute: an estimate's ``label``.
+    """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        derived = {name: to_jsonable(getattr(value, name)) for name in getattr(value, "json_properties", ())}
+        return derived | {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
         return {str(k): to_jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):

@@ -42,6 +42,18 @@ class ServingGoal:
 
 
 @dataclass(frozen=True, slots=True)
+class LanguageModelSettings:
+    """A language model's step: sequence length, batches, fine-tuning, and a plan the user fixed."""
+
+    seq_len: int | None = None
+    micro_batch: int | None = None  # sequences per GPU per micro-step (None: the planner chooses)
+    global_batch: int | None = None  # sequences per optimizer step
+    finetune: str | None = None  # full | lora | qlora
+    lora_rank: int | None = None
+    plan: str | None = None  # a plan token ("fsdp+ac,tp2"); None: the planner searches
+
+
+@dataclass(frozen=True, slots=True)
 class Question:
     """Everything that defines one question, so that it can be stored and asked again."""
 
@@ -63,6 +75,7 @@ class Question:
     spot: SpotSettings = field(default_factory=SpotSettings)
     top: int = 0  # feasible candidates to keep beyond the default
     serving: ServingGoal | None = None
+    language_model: LanguageModelSettings | None = None  # set when the workload is a language model
 
     @property
     def has_target(self) -> bool:

@@ -13,6 +13,7 @@ import pandas as pd
 
 from perdollar.ask.inputs import Inputs
 from perdollar.catalog.model import InstanceType
+from perdollar.configuration import Configuration
 from perdollar.errors import PerdollarError
 from perdollar.predict import Calibration, predict_frame
 from perdollar.predict.measured import apply_measured
@@ -20,7 +21,7 @@ from perdollar.price.frame import assumptions_for, target_of
 from perdollar.price.table import price_table
 from perdollar.question import Question
 from perdollar.select import mark_constraints
-from perdollar.select.compare import Comparison, ConfigSpec, compare_priced, parse_config
+from perdollar.select.compare import Comparison, compare_priced, configuration_for_comparison
 
 
 def compare(question: Question, configurations: Sequence[str], inputs: Inputs) -> Comparison:
@@ -30,18 +31,20 @@ def compare(question: Question, configurations: Sequence[str], inputs: Inputs) -
             "compare needs at least two configurations",
             'e.g. perdollar compare vit-b16 "4x g5.2xlarge spot" "1x g5.12xlarge on-demand"',
         )
-    specs = [parse_config(text) for text in configurations]
+    texts, specs = zip(*(configuration_for_comparison(text) for text in configurations), strict=True)
     frame = priced_configurations(question, specs, inputs)
     profile = inputs.profile
     assumptions = assumptions_for(question.spot, profile.memory.weights + profile.memory.optimizer_state)
-    return compare_priced(frame, specs, target_of(question), assumptions)
+    return compare_priced(frame, texts, target_of(question), assumptions)
 
 
-def priced_configurations(question: Question, specs: Sequence[ConfigSpec], inputs: Inputs) -> pd.DataFrame:
+def priced_configurations(
+    question: Question, specs: Sequence[Configuration], inputs: Inputs
+) -> pd.DataFrame:
     """One priced, constraint-marked row per configuration, in the order given."""
     catalog, profile = inputs.catalog, inputs.profile
     offers = catalog.offers_frame()
-    instances = [catalog.instance(spec.name, spec.cloud) for spec in specs]
+    instances = [catalog.instance(spec.instance_type, spec.cloud) for spec in specs]
     usable = [m for m in inputs.measurements if m.ok]
     calibration = Calibration.from_measurements(profile, usable, catalog) if usable else None
     counts = tuple(sorted({spec.nodes for spec in specs}))
@@ -60,7 +63,7 @@ def priced_configurations(question: Question, specs: Sequence[ConfigSpec], input
     return pd.concat(rows, ignore_index=True)
 
 
-def _offer_for(offers: pd.DataFrame, spec: ConfigSpec, instance: InstanceType) -> pd.DataFrame:
+def _offer_for(offers: pd.DataFrame, spec: Configuration, instance: InstanceType) -> pd.DataFrame:
     cloud, name = instance.cloud, instance.name
     rows = offers.loc[
         (offers["cloud"] == cloud) & (offers["instance_type"] == name) & (offers["market"] == spec.market)
@@ -71,12 +74,12 @@ def _offer_for(offers: pd.DataFrame, spec: ConfigSpec, instance: InstanceType) -
         if in_region.empty:
             regions = ", ".join(sorted(rows["region"].unique())[:6]) or "none"
             raise PerdollarError(
-                f"{spec.text!r}: no {spec.market} offer of {name} in {spec.region}", f"offered in: {regions}"
+                f"{spec.label!r}: no {spec.market} offer of {name} in {spec.region}", f"offered in: {regions}"
             )
         rows = in_region
     if rows.empty:
         raise PerdollarError(
-            f"{spec.text!r}: the catalog has no {spec.market} price for {name}",
+            f"{spec.label!r}: the catalog has no {spec.market} price for {name}",
             "try the other market, or another instance",
         )
     return rows.sort_values("price_per_hour").head(1)  # the cheapest region unless one is named

@@ -90,7 +90,10 @@ def deployment_rows(frame: Any, top: int) -> list[dict[str, Any]]:
         "captured_at",
     ]
     feasible = frame[frame["feasible"]].drop_duplicates(["cloud", "instance_type", "market"]).head(top)
-    return [{k: row.get(k) for k in keep} for row in feasible.to_dict("records")]
+    from perdollar.select.serving import deployment_label
+
+    records = feasible.to_dict("records")
+    return [{"label": deployment_label(row)} | {k: row.get(k) for k in keep} for row in records]
 
 
 def excluded_rows(frame: Any) -> list[dict[str, Any]]:

@@ -39,8 +39,9 @@ RECOMMEND_HELP = (
 COMPARE_HELP = (
     'Compare a shortlist of configurations side by side, hyperfine style: "1.9 ± 0.2 times '
     'cheaper than …" with the reasons (price, throughput and bottleneck, spot losses).\n\n'
-    "A configuration is [N x] NAME [spot|on-demand] [@REGION], optionally with a cloud prefix "
-    "(gcp:a2-highgpu-1g). Without a region the cheapest region is used.\n\n"
+    "A configuration is a label as `recommend` prints it (2x g5.12xlarge spot (aws us-east-1)) or "
+    "[N x] NAME [spot|on-demand] [@REGION], optionally with a cloud prefix (gcp:a2-highgpu-1g). "
+    "Without a market it is on-demand; without a region the cheapest region is used.\n\n"
     "Examples:\n\n"
     '  perdollar compare vit-b16 "4x g5.2xlarge spot" "4x g5.4xlarge spot" "1x g5.12xlarge on-demand"\n'
     '  perdollar compare resnet50 "1x p4d.24xlarge spot @us-east-1" "8x g6e.xlarge spot" --samples 1e9'

@@ -39,11 +39,14 @@ SWEEP_HELP = (
     "--via skypilot launches through SkyPilot (pip install 'perdollar\\[skypilot]'): on-demand candidates "
     "as clusters torn down after the run, spot candidates as managed jobs with recovery. --via local runs "
     "the same jobs on this machine (results are measurements of THIS host, marked executor: local). "
-    "--dry-run writes one SkyPilot task YAML per candidate into --out and prints the cost caps.\n\n"
+    "--dry-run writes one SkyPilot task YAML per candidate into --out and prints the cost caps. "
+    "--only LABEL (repeatable) restricts the sweep to the configurations named, in any form `recommend`, "
+    "`compare` or `export` accepts.\n\n"
     "Examples:\n\n"
     "  perdollar sweep vit-b16 --via skypilot --top 3 --dry-run --out sweep-yaml\n"
     "  perdollar sweep vit-b16 --via skypilot --budget 20 --parallel 3\n"
     "  perdollar sweep mlp --via local --top 3 --duration 5\n"
+    "  perdollar sweep mlp --via local --only '1x g5.xlarge spot (aws us-east-1)' --only g6.xlarge\n"
     "  sky jobs launch sweep-yaml/perdollar-00-1x-g5-xlarge-spot-aws-us-east-1.yaml\n\n"
     "Exit codes: 0 done (failed candidates are results); 2 bad input; 3 nothing feasible."
 )
@@ -55,7 +58,8 @@ EXPORT_HELP = (
     "instances share an availability zone, torch_distributed) and the equivalent CreateTrainingJob "
     "request. --format ec2: the cluster placement group and the `create_instances` (RunInstances) "
     "parameters, spot market options and EFA interfaces where the instance has them.\n\n"
-    "CANDIDATE is an instance name with an optional count and market, as `recommend` prints them.\n\n"
+    "CANDIDATE is a configuration as any command prints it ('2x g5.12xlarge spot (aws us-east-1)') or "
+    "an instance name with an optional count, market and region ('4x g5.4xlarge spot @us-west-2').\n\n"
     "Examples:\n\n"
     "  perdollar export g5.12xlarge --format sagemaker\n"
     "  perdollar export '4x g5.4xlarge spot' --format ec2 --region us-east-1\n"
@@ -179,6 +183,9 @@ def sweep(
     deadline_confidence: float = typer.Option(
         0.9, "--deadline-confidence", help="Required P(finish by --deadline) (recommend's --confidence)."
     ),
+    only: list[str] = typer.Option(
+        [], "--only", help="Measure only this configuration (repeatable), e.g. '1x g5.xlarge spot'."
+    ),
     max_dollars_per_run: float | None = typer.Option(
         None, "--max-dollars-per-run", help="Cap per job in USD (default: what --duration costs)."
     ),
@@ -214,6 +221,9 @@ def sweep(
         raise PerdollarError(f"--confidence {confidence} is not a probability", "use a value like 0.9")
     if dry_run and via != "skypilot":
         raise PerdollarError("--dry-run writes SkyPilot task YAMLs", "use --via skypilot with --dry-run")
+    from perdollar.configuration import parse_configuration
+
+    only_configurations = [parse_configuration(text) for text in only]
     now = dt.datetime.now(dt.UTC)
     out_dir = ensure_folder(out or _default_out(now), "--out")
     settings = SweepSettings(
@@ -266,6 +276,10 @@ def sweep(
             use_store=not no_store,
             progress=lambda text: handle.update(description=text),
         )
+    if only_configurations:
+        from perdollar.launch.restrict import restrict_recommendation
+
+        recommendation = restrict_recommendation(recommendation, only_configurations)
     if dry_run:
         return _dry_run(
             sweep_context(question, inputs), recommendation, options, settings, out_dir, json_output

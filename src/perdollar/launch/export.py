@@ -10,20 +10,15 @@ Placeholders in angle brackets are the user's to fill in (role, subnet, image).
 
 from __future__ import annotations
 
-import re
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from perdollar.configuration import Configuration, parse_configuration
 from perdollar.errors import PerdollarError
 
 FORMATS = ("sagemaker", "ec2")
 PLACEMENT_GROUP = "perdollar-cluster"
-_CANDIDATE = re.compile(
-    r"^\s*(?:(?P<count>\d+)\s*[x×]\s*)?(?P<name>[A-Za-z0-9_.\-]+)"
-    r"(?:\s+(?P<market>spot|on-demand|ondemand))?"
-    r"(?:\s*\((?P<cloud>aws|gcp|azure)\s+(?P<region>[a-z0-9\-]+)\))?\s*$",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,28 +28,29 @@ class CandidateSpec:
     spot: bool
     cloud: str
     region: str | None
+    plan: str | None = None  # kept for the label: the machines described are the same
+
+    @property
+    def label(self) -> str:
+        market = "spot" if self.spot else "on-demand"
+        parts = Configuration(self.count, self.instance_type, market, self.cloud, self.region, self.plan)
+        return parts.label
 
 
 def parse_candidate(text: str, *, cloud: str | None = None) -> CandidateSpec:
-    """``"4x g5.4xlarge spot"``, ``"ml.g5.12xlarge"`` or a label ``recommend`` prints."""
-    match = _CANDIDATE.match(text)
-    if not match:
-        raise PerdollarError(
-            f"cannot read the candidate {text!r}", "write it like '4x g5.4xlarge spot' or 'ml.g5.12xlarge'"
-        )
-    name = match.group("name")
+    """Any configuration form (:mod:`perdollar.configuration`): ``"4x g5.4xlarge spot"``,
+    ``"ml.g5.12xlarge"``, a label ``recommend`` prints; AWS and on-demand unless named."""
+    configuration = parse_configuration(text)
+    name = configuration.instance_type
     if name.lower().startswith("ml."):
         name = name[3:]
-    count = int(match.group("count") or 1)
-    if count < 1:
-        raise PerdollarError(f"{text!r} asks for {count} instances", "ask for 1 or more")
-    market = (match.group("market") or "on-demand").lower()
     return CandidateSpec(
-        count=count,
+        count=configuration.nodes,
         instance_type=name,
-        spot=market == "spot",
-        cloud=(match.group("cloud") or cloud or "aws").lower(),
-        region=match.group("region"),
+        spot=configuration.market == "spot",
+        cloud=configuration.cloud or (cloud or "aws").lower(),
+        region=configuration.region,
+        plan=configuration.plan,
     )
 
 
@@ -224,13 +220,14 @@ def describe_from_catalog(
         for o in catalog.offers
         if o.cloud == instance.cloud and o.instance_type == instance.name and o.market == market
     ]
-    if region and offers and region not in {o.region for o in offers}:
+    asked_region = region or candidate.region
+    if asked_region and offers and asked_region not in {o.region for o in offers}:
         raise PerdollarError(
-            f"{instance.name} has no {market} offer in {region}",
+            f"{instance.name} has no {market} offer in {asked_region}",
             f"pick one of {', '.join(sorted({o.region for o in offers})[:8])}",
         )
     cheapest = min(offers, key=lambda o: o.price_per_hour).region if offers else "us-east-1"
-    chosen_region = region or candidate.region or cheapest
+    chosen_region = asked_region or cheapest
     description = describe(
         candidate,
         fmt,
@@ -241,6 +238,8 @@ def describe_from_catalog(
     )
     price = next((o for o in offers if o.region == chosen_region), None)
     description["instance"] = f"{candidate.count}x {instance.name} {market}"
+    described = dataclasses.replace(candidate, instance_type=instance.name, region=chosen_region)
+    description["configuration"] = described.label
     description["price_per_hour_usd"] = round(price.price_per_hour * candidate.count, 4) if price else None
     description["price_captured_at"] = str(price.captured_at) if price else None
     return description

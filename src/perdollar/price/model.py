@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
+from perdollar.configuration import Configuration
 from perdollar.predict.model import Basis
 
 
@@ -42,10 +44,24 @@ class Estimate:
     interruptions_per_hour: float | None = None  # all nodes together (N × per-node hazard)
     flags: tuple[str, ...] = ()  # catalog data-quality flags of the offer
 
+    # Written into every JSON form of an estimate (``--json``, the store) beside the fields.
+    json_properties: ClassVar[tuple[str, ...]] = ("label",)
+
     @property
     def feasible(self) -> bool:
         return not self.excluded_reason
 
     @property
+    def configuration(self) -> Configuration:
+        return Configuration(
+            nodes=self.nodes,
+            instance_type=self.instance_type,
+            market=self.market or None,
+            cloud=self.cloud or None,
+            region=self.region or None,
+        )
+
+    @property
     def label(self) -> str:
-        return f"{self.nodes}x {self.instance_type} {self.market} ({self.cloud} {self.region})"
+        """``2x g5.12xlarge spot (aws us-east-1)``: what the tables print and the commands accept."""
+        return self.configuration.label

@@ -188,7 +188,7 @@ def samples_per_dollar_bars(recommendation: Recommendation) -> dict[str, Any]:
                 "orientation": "h",
                 "x": values,
                 "y": [html.escape(name) for name, _ in ranked],
-                "text": [html.escape(f"{e.instance_type} {e.market} ({e.cloud})") for _, e in ranked],
+                "text": [html.escape(e.label) for _, e in ranked],
                 "hovertemplate": "%{y}: %{x:,.4g} samples/$<br>%{text}<extra></extra>",
                 "marker": {"color": [MARKET_COLOURS.get(e.market, "#888") for _, e in ranked]},
                 "error_x": {

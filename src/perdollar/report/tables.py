@@ -35,10 +35,10 @@ def _p(value: float | None) -> str:
 
 
 def configuration(estimate: Estimate) -> str:
-    """``2x p5.48xlarge spot`` over ``aws eu-north-1``; ⚠ when the catalog flags the offer."""
+    """The label on two lines, ``2x p5.48xlarge spot`` over ``(aws eu-north-1)``, which every
+    command reads back as it is; ⚠ when the catalog flags the offer."""
     warning = " ⚠" if estimate.flags else ""
-    first = f"{estimate.nodes}x {estimate.instance_type} {estimate.market}{warning}"
-    return f"{first}\n{estimate.cloud} {estimate.region}"
+    return estimate.label.replace(" (", f"{warning}\n(", 1)
 
 
 def _to_target(estimate: Estimate) -> str:

@@ -1,7 +1,9 @@
 """Side by side: a shortlist of configurations, priced the same way as ``recommend``.
 
-A configuration is written ``[N x] NAME [spot|on-demand] [@REGION]`` with an optional cloud
-prefix (``gcp:a2-highgpu-1g``), e.g. ``"4x g5.2xlarge spot"`` or ``"1x ml.g5.12xlarge on-demand"``.
+A configuration is written in the one grammar of :mod:`perdollar.configuration`: the label the
+tables print (``"2x g5.12xlarge spot (aws us-east-1)"``) or a shorthand such as ``"4x g5.2xlarge
+spot"``, ``"gcp:a2-highgpu-1g @us-central1"`` or ``"1x ml.g5.12xlarge"``; on-demand unless a
+market is named, in the cheapest region unless one is.
 Ratios are reported hyperfine style with an uncertainty from the prediction bands (and, on spot,
 from the interruption bucket's width).
 """
@@ -10,13 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from perdollar.configuration import Configuration, parse_configuration
 from perdollar.errors import NothingFeasibleError, PerdollarError
 from perdollar.fmt import format_money, format_ratio
 from perdollar.price.frame import BAND_Z, SpotAssumptions, Target, price_frame, throughput_log_sd
@@ -25,25 +27,7 @@ from perdollar.price.spot import BUCKET_MONTHLY_FRACTION, UNKNOWN_MONTHLY_FRACTI
 from perdollar.select import constraints as cand
 from perdollar.select.estimates import estimates_from_frame
 
-_SPEC = re.compile(
-    r"^\s*(?:(?P<nodes>\d+)\s*[x×]\s+|(?P<nodes2>\d+)[x×])?\s*"
-    r"(?:(?P<cloud>aws|gcp|azure):)?(?P<name>[A-Za-z0-9_.+\-]+)"
-    r"(?:\s+(?P<market>spot|on-demand|ondemand|od))?"
-    r"(?:\s+(?:@|in\s+)?(?P<region>[a-z0-9\-]+))?\s*$",
-    re.I,
-)
 SAME_CHIP_CORRELATION = 0.8
-MARKET_WORDS = {"spot": "spot", "on-demand": "on-demand", "ondemand": "on-demand", "od": "on-demand"}
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigSpec:
-    text: str
-    nodes: int
-    name: str
-    market: str
-    cloud: str | None = None
-    region: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,25 +51,16 @@ class Comparison:
     summary: str
 
 
-def parse_config(text: str) -> ConfigSpec:
-    match = _SPEC.match(text)
-    if not match:
+def configuration_for_comparison(text: str) -> tuple[str, Configuration]:
+    """The text as written (what the table shows) and its configuration, on-demand unless named."""
+    configuration = parse_configuration(text)
+    if configuration.plan:
         raise PerdollarError(
-            f"configuration {text!r} is not understood",
-            'write it like "4x g5.2xlarge spot" or "1x g5.12xlarge on-demand @us-east-1"',
+            f"{configuration.label!r}: compare prices machines, it does not apply a plan",
+            f"drop ' with {configuration.plan}'",
         )
-    nodes = int(match.group("nodes") or match.group("nodes2") or 1)
-    if nodes < 1:
-        raise PerdollarError(f"configuration {text!r} asks for {nodes} nodes", "give at least 1x")
-    market = MARKET_WORDS[(match.group("market") or "on-demand").lower()]
-    return ConfigSpec(
-        text=text.strip(),
-        nodes=nodes,
-        name=match.group("name"),
-        market=market,
-        cloud=(match.group("cloud") or "").lower() or None,
-        region=match.group("region"),
-    )
+    market = configuration.market or "on-demand"
+    return " ".join(text.split()), dataclasses.replace(configuration, market=market)
 
 
 def _spot_log_sd(row: pd.Series, assumptions: SpotAssumptions, target: Target) -> float:
@@ -161,14 +136,14 @@ def _ratio_log_sd(best: pd.Series, other: pd.Series, best_sd: float, other_sd: f
 
 
 def compare_priced(
-    frame: pd.DataFrame, specs: Sequence[ConfigSpec], target: Target, assumptions: SpotAssumptions
+    frame: pd.DataFrame, texts: Sequence[str], target: Target, assumptions: SpotAssumptions
 ) -> Comparison:
     """Ratios against the cheapest per sample, from one priced, constraint-marked row per configuration."""
     usable = (frame["reason"].isin([cand.OK, cand.REASON_DEADLINE, cand.REASON_BUDGET])).to_numpy()
     if not usable.any():
         why = "; ".join(
-            f"{spec.text}: {cand.reason_text(row, target, 0.9)}"
-            for spec, (_, row) in zip(specs, frame.iterrows(), strict=True)
+            f"{text}: {cand.reason_text(row, target, 0.9)}"
+            for text, (_, row) in zip(texts, frame.iterrows(), strict=True)
         )
         raise NothingFeasibleError(
             f"none of the configurations can run this workload ({why})",
@@ -190,7 +165,7 @@ def compare_priced(
         speed_ratio = float(top["effective_samples_per_second"] / row["effective_samples_per_second"])
         ratios.append(
             Ratio(
-                label=specs[i].text,
+                label=texts[i],
                 cost_ratio=cost_ratio,
                 cost_ratio_sd=cost_ratio * cost_sd,
                 speed_ratio=speed_ratio,
@@ -198,7 +173,7 @@ def compare_priced(
                 reasons=_reasons(top, row),
             )
         )
-    lines = [f"{specs[best].text}"]
+    lines = [texts[best]]
     for ratio in ratios:
         lines.append(
             "  "
@@ -211,7 +186,7 @@ def compare_priced(
             else format_ratio(ratio.speed_ratio, ratio.speed_ratio_sd, "faster", "slower", "it")
         )
         lines.append(f"    and {speed} — {ratio.reasons}")
-    unusable = [specs[i].text for i in range(len(specs)) if not usable[i]]
+    unusable = [texts[i] for i in range(len(texts)) if not usable[i]]
     for text, (_, row) in zip(unusable, frame.loc[~usable].iterrows(), strict=True):
         lines.append(f"  {text} cannot run: {cand.reason_text(row, target, 0.9)}")
     reasons = [
@@ -219,7 +194,7 @@ def compare_priced(
     ]
     estimates = estimates_from_frame(frame, target, reasons=reasons)
     return Comparison(
-        labels=tuple(s.text for s in specs),
+        labels=tuple(texts),
         estimates=tuple(estimates),
         best=best,
         ratios=tuple(ratios),

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from perdollar.configuration import Configuration
 from perdollar.fmt import format_hours, format_money, format_number
 from perdollar.price.frame import Target
 
@@ -19,8 +20,9 @@ OBJECTIVE_WORDS = {
 
 
 def describe(row: pd.Series) -> str:
-    """``4x g5.2xlarge spot (aws us-east-1)``."""
-    return f"{int(row['nodes'])}x {row['instance_type']} {row['market']} ({row['cloud']} {row['region']})"
+    """``4x g5.2xlarge spot (aws us-east-1)``: the configuration's label."""
+    parts = (str(row["instance_type"]), str(row["market"]), str(row["cloud"]), str(row["region"]))
+    return Configuration(int(row["nodes"]), *parts).label
 
 
 def _rate(row: pd.Series, unit: str) -> str:

@@ -2,37 +2,23 @@
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from typing import Any
 
+from perdollar.jsonable import to_jsonable
 from perdollar.select.model import Recommendation
 
 
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if hasattr(value, "item") and callable(value.item):  # numpy scalar
-        return _plain(value.item())
-    return value
-
-
 def recommendation_to_dict(recommendation: Recommendation) -> dict[str, Any]:
-    """``estimates`` (ranked: feasible first, each with ``feasible``), ``pareto`` and ``ties``
-    (indices into ``estimates``), ``explanation``, ``catalog_captured_at``, the question, notes."""
+    """``estimates`` (ranked: feasible first, each with its ``label`` and ``feasible``),
+    ``pareto`` and ``ties`` (indices into ``estimates``), ``explanation``,
+    ``catalog_captured_at``, the question, notes."""
     estimates = []
     for estimate in recommendation.estimates:
-        record = _plain(estimate)
+        record = to_jsonable(estimate)
         record["feasible"] = estimate.feasible
         estimates.append(record)
     return {
-        "question": _plain(recommendation.question),
+        "question": to_jsonable(recommendation.question),
         "estimates": estimates,
         "pareto": list(recommendation.pareto),
         "ties": list(recommendation.ties),

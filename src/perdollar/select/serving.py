@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
+from perdollar.configuration import Configuration
 from perdollar.predict.serving.plans import ServingTarget
 from perdollar.price.model import Estimate
 from perdollar.vocabulary import SECONDS_PER_HOUR
@@ -74,6 +76,12 @@ def deployment_estimates(frame: pd.DataFrame, target: ServingTarget) -> tuple[Es
     return tuple(estimates)
 
 
+def deployment_label(row: pd.Series | Mapping[str, Any]) -> str:
+    """The deployment's configuration label, ``2x g5.xlarge spot (aws us-east-1)``."""
+    parts = (str(row["instance_type"]), str(row["market"]), str(row["cloud"]), str(row["region"]))
+    return Configuration(int(row["instances"]), *parts).label
+
+
 def _finite(value: Any) -> float:
     try:
         number = float(value)
@@ -93,8 +101,8 @@ def explain_serving(frame: pd.DataFrame, target: ServingTarget, hint: tuple[str,
     else:
         top = feasible.iloc[0]
         lines.append(
-            f"Cheapest: {int(top['instances'])}× {top['instance_type']} {top['market']} ({top['cloud']} "
-            f"{top['region']}), {int(top['replicas'])} replica(s) at batch ≤ {int(top['batch'])} with "
+            f"Cheapest: {deployment_label(top)}, {int(top['replicas'])} replica(s) at batch "
+            f"≤ {int(top['batch'])} with "
             f"≤ {top['max_wait_ms']:.2g} ms batching wait; predicted {label} {top['latency_ms']:.3g} ms "
             f"at {target.headroom:g}× the target rate ({top['basis']}), "
             f"${top['usd_per_million_requests']:.3g} per million requests."
