@@ -134,7 +134,7 @@ def find(
     frame = listing_frame(catalog)
     clouds = [cloud] if isinstance(cloud, str) else list(cloud or [])
     if clouds:
-        wanted = {check_cloud(c) for c in clouds}
+        wanted = {check_cloud(c, catalog.clouds) for c in clouds}
         frame = frame[frame["cloud"].isin(wanted)]
     regions = [region] if isinstance(region, str) else list(region or [])
     if regions:

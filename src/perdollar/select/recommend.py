@@ -43,7 +43,7 @@ def spot_assumptions(question: Question, state_bytes: float) -> SpotAssumptions:
     )
 
 
-def validate_question(question: Question) -> None:
+def validate_question(question: Question, known_clouds: Sequence[str] = KNOWN_CLOUDS) -> None:
     if question.objective not in OBJECTIVES:
         raise PerdollarError(
             f"unknown objective {question.objective!r}", f"choose one of {', '.join(OBJECTIVES)}"
@@ -56,9 +56,9 @@ def validate_question(question: Question) -> None:
         raise PerdollarError(
             "--deadline and --budget need a target", "add --samples N, or --epochs E --dataset-size N"
         )
-    unknown = [c for c in question.clouds if c.lower() not in KNOWN_CLOUDS]
+    unknown = [c for c in question.clouds if c.lower() not in known_clouds]
     if unknown:
-        raise PerdollarError(f"unknown cloud {unknown[0]!r}", f"choose from {', '.join(KNOWN_CLOUDS)}")
+        raise PerdollarError(f"unknown cloud {unknown[0]!r}", f"choose from {', '.join(known_clouds)}")
     confidence = float(question.options.get("confidence", DEFAULT_CONFIDENCE))
     if not 0.0 < confidence < 1.0:
         raise PerdollarError(f"--confidence {confidence} is not a probability", "give a value like 0.9")
@@ -193,11 +193,11 @@ def answer(
         from perdollar.select.serving import answer_serving
 
         return answer_serving(question, catalog=catalog).recommendation
-    validate_question(question)
     if catalog is None:
         from perdollar import catalog as catalog_module
 
         catalog = catalog_module.load()
+    validate_question(question, tuple(getattr(catalog, "clouds", KNOWN_CLOUDS)))
     if profile is None:
         if progress:
             progress("profiling the workload")
