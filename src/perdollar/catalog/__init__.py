@@ -40,7 +40,10 @@ _cache: dict[tuple[str, float], Catalog] = {}
 
 def user_snapshots() -> list[Path]:
     """Snapshot folders written by ``catalog refresh``, oldest first (names are UTC timestamps)."""
-    root = catalog_snapshot_dir()
+    try:
+        root = catalog_snapshot_dir()
+    except OSError:
+        return []  # an unusable data folder holds no snapshots; the bundled one still works
     return sorted(
         p
         for p in root.iterdir()

@@ -43,6 +43,19 @@ FLAG_MEANINGS = {
 }
 
 
+# Flags a refresh adds (not in the bundled manifest's list).
+REFRESH_FLAG_MEANINGS = {
+    "interruption-bucket-from-previous-snapshot": (
+        "Spot Advisor bucket carried over from the previous snapshot (no API for it)."
+    ),
+}
+
+
+def flag_meanings(manifest_flags: dict[str, str] | None = None) -> dict[str, str]:
+    """Every data-quality flag an offer can carry → its one-line meaning (a snapshot's own list wins)."""
+    return {**FLAG_MEANINGS, **REFRESH_FLAG_MEANINGS, **(manifest_flags or {})}
+
+
 def data_dates() -> dict[str, str]:
     """Capture date and origin of each input (repositories and commits as the data README gives them)."""
     return {

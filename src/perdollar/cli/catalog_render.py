@@ -40,7 +40,8 @@ def age_line(catalog: Any) -> str:
     return (
         f"catalog snapshot {catalog.snapshot_id}: prices captured {catalog.oldest_price_date} … "
         f"{catalog.captured_at} (newest is {age} days old); USD per instance-hour, Linux. "
-        "Refresh AWS with `perdollar catalog refresh --cloud aws`. Spot: lowest…highest zone; "
+        "Refresh with `perdollar catalog refresh`; flags: `perdollar catalog flags`. "
+        "Spot: lowest…highest zone; "
         "est. = estimated from the Spot Advisor; interrupt = AWS Spot Advisor monthly bucket, "
         "? = not published (GCP, Azure)."
     )
@@ -89,6 +90,7 @@ FLAG_MARKS = {
     "gcp-host-vm-price-missing": "no-host-price",
     "source-mislabels-trainium-as-inferentia": "relabelled",
     "spot-price-estimated-from-advisor": "",
+    "interruption-bucket-from-previous-snapshot": "old-bucket",
 }
 
 

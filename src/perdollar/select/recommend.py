@@ -153,14 +153,20 @@ def build_recommendation(
     excluded = estimates_from_frame(
         selection.excluded, target, reasons=selection.excluded["excluded_text"].tolist()
     )
+    created_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    explanation = selection.explanation
+    if feasible and feasible[0].captured_at:
+        from perdollar.catalog.price_age import age_sentence
+
+        explanation = f"{explanation}\n{age_sentence(feasible[0].captured_at, created_at)}".strip()
     return Recommendation(
         question=question,
         estimates=tuple(feasible) + tuple(excluded),
         pareto=selection.pareto,
-        explanation=selection.explanation,
+        explanation=explanation,
         catalog_captured_at=catalog_captured_at,
         catalog_snapshot_id=catalog_snapshot_id,
-        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        created_at=created_at,
         ties=tuple(int(i) for i in np.flatnonzero(selection.ties)),
         notes=notes,
     )
