@@ -33,11 +33,12 @@ def catalog_refresh(
         help="Providers to refresh (repeatable; default all): aws, gcp, azure, lambda, runpod, nebius, "
         "oci, verda, cloudrift. The others keep the current snapshot's offers.",
     ),
-    source: str = typer.Option(
-        "gpuhunt",
+    source: str | None = typer.Option(
+        None,
         "--source",
-        help="gpuhunt: every provider, no credentials (needs pip install 'perdollar[prices]' unless --from); "
-        "aws-api: AWS's own APIs with your credentials (spot price per zone now, specs).",
+        help="gpuhunt (default): every provider, no credentials (needs pip install 'perdollar[prices]' "
+        "unless --from); aws-api (default with --region): AWS's own APIs with your credentials (spot "
+        "price per zone now, specs).",
     ),
     from_path: Path | None = typer.Option(
         None, "--from", help="Read a gpuhunt catalog from files: a folder of provider CSVs, or a zip of them."
@@ -65,6 +66,7 @@ def catalog_refresh(
     from perdollar.catalog import load
     from perdollar.paths import catalog_snapshot_dir
 
+    source = source or ("aws-api" if region else "gpuhunt")
     if source not in SOURCES:
         raise PerdollarError(f"unknown source {source!r}", f"use one of {', '.join(SOURCES)}")
     if source == "aws-api":
