@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,21 @@ def test_ranking_inputs_use_the_share_and_the_exclusion() -> None:
     assert bool(whole["fits"]) and not bool(sixth["fits"])
     assert sixth["excluded_reason"] == ""
     assert "virtual desktops" in frame.loc["Standard_NV4as_v4", "excluded_reason"]
+
+
+def test_azure_rdma_sizes_carry_their_infiniband_fabric_with_a_source() -> None:
+    cat = catalog.load()
+    sources = cat.manifest["network_gbps_sources"]
+    rdma = sorted(
+        name
+        for cloud, name in cat.instance_types
+        if cloud == "azure"
+        and name.startswith("Standard_ND")
+        and re.fullmatch(r"\d+[a-z]*r[a-z]*", name.split("_")[1][2:])
+    )
+    assert "Standard_ND96isr_H200_v5" in rdma and "Standard_ND96amsr_A100_v4" in rdma
+    for name in rdma:
+        assert "InfiniBand" in sources[f"azure:{name}"] and "Microsoft Learn" in sources[f"azure:{name}"]
+    # 8 GPUs × 400 Gb/s NDR, and 8 × 200 Gb/s HDR, as Azure documents them
+    assert cat.instance("Standard_ND96isr_H200_v5").network_gbps == 3200
+    assert cat.instance("Standard_ND96amsr_A100_v4").network_gbps == 1600
