@@ -77,6 +77,13 @@ def test_every_flag_in_the_catalog_and_every_table_mark_has_an_explanation() -> 
     assert result.returncode == 0, result.stderr
     listed = {row["flag"]: row for row in json.loads(result.stdout)}
     assert used <= set(listed)
+    # machines the rankings leave out are marked in the tables, and the mark is explained too
+    excluded = {key for key, it in cat.instance_types.items() if it.excluded_reason}
+    assert (
+        listed["not-for-training"]["offers"]
+        == sum((o.cloud, o.instance_type) in excluded for o in cat.offers)
+        > 0
+    )
     estimated = listed["spot-price-estimated-from-advisor"]
     assert estimated["mark"] == "est." and estimated["offers"] == sum(
         "spot-price-estimated-from-advisor" in o.flags for o in cat.offers

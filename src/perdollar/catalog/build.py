@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from perdollar.catalog import provenance
+from perdollar.catalog.documented import DOCUMENTED_ACCELERATORS, with_documented_accelerators
 from perdollar.catalog.snapshot_write import write_snapshot
 from perdollar.catalog.spec_fills import SPEC_FILLS, with_spec_fills
 from perdollar.catalog.stacks import software_stack_for
@@ -31,9 +32,6 @@ BUNDLED_DIR = Path(__file__).parent / "data"
 NETWORK_KNOWN = Path(__file__).parent / "network_known.csv"
 # Chips the data folder's table lacks, so that measurements made on them can be read and predicted.
 MORE_SPECS = Path(__file__).parent / "accelerator_specs_more.csv"
-# Accelerator count and memory per VM as the cloud documents them, where the source data has them
-# wrong (fractional GPU slices recorded as whole GPUs), and machines no framework can train on.
-DOCUMENTED_ACCELERATORS = Path(__file__).parent / "documented_accelerators.csv"
 # Names that tools print for a chip and that its key and the data folder's aliases do not cover.
 MORE_ALIASES = Path(__file__).parent / "aliases_more.csv"
 
@@ -189,22 +187,6 @@ def build_frames(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
     instance_types = with_documented_accelerators(instance_types)
     offers = _offer_rows(unified)
     return accelerators, aliases, instance_types, offers
-
-
-def with_documented_accelerators(instance_types: pd.DataFrame) -> pd.DataFrame:
-    """Accelerator count and memory per VM from the cloud's own size tables, and exclusions."""
-    documented = pd.read_csv(DOCUMENTED_ACCELERATORS, keep_default_na=False)
-    frame = instance_types.copy()
-    frame["excluded_reason"] = ""
-    index = {(c, n): i for i, c, n in zip(frame.index, frame["cloud"], frame["name"], strict=True)}
-    for row in documented.itertuples():
-        at = index.get((row.cloud, row.instance_type))
-        if at is None:
-            continue  # a size the source data does not list
-        frame.loc[at, "accelerator_count"] = float(row.accelerator_count)
-        frame.loc[at, "accelerator_memory_gib_total"] = float(row.accelerator_memory_gib_total)
-        frame.loc[at, "excluded_reason"] = row.excluded_reason
-    return frame
 
 
 def _offer_rows(unified: pd.DataFrame) -> pd.DataFrame:

@@ -39,14 +39,16 @@ LISTING_JSON_FIELDS = (
     "cloud", "instance_type", "region", "vcpus", "memory_gib", "arch", "accelerator", "accelerator_key",
     "accelerator_count", "accelerator_memory_gib", "accelerator_memory_gib_total", "network_gbps",
     "efa_interfaces", "price_per_hour", "spot_price_per_hour", "spot_price_max_per_hour", "spot_interruption",
-    "spot_price_basis", "captured_at", "spot_captured_at", "flags",
+    "spot_price_basis", "captured_at", "spot_captured_at", "flags", "excluded_reason",
 )  # fmt: skip
 
 
 @catalog_app.callback()
 def catalog_list(
     ctx: typer.Context,
-    cloud: list[str] = typer.Option([], "--cloud", help="aws, gcp or azure (repeatable)."),
+    cloud: list[str] = typer.Option(
+        [], "--cloud", help="aws, gcp, azure, or a GPU cloud a refresh added (lambda, runpod, …); repeatable."
+    ),
     region: list[str] = typer.Option(
         [], "--region", help="Cloud region, e.g. us-east-1, us-central1, eastus."
     ),
@@ -110,7 +112,7 @@ def catalog_show(
         "tpu-v5litepod-8, Standard_NC24ads_A100_v4.",
     ),
     cloud: str | None = typer.Option(
-        None, "--cloud", help="aws, gcp or azure, when a name exists on several."
+        None, "--cloud", help="The cloud (aws, gcp, azure, runpod, …), when a name exists on several."
     ),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
@@ -132,6 +134,8 @@ def catalog_show(
         notes.append(
             "SageMaker ml. names run the EC2 shape shown; prices are EC2's (SageMaker adds its own fee)."
         )
+    if instance.excluded_reason:
+        notes.append(f"left out of rankings: {instance.excluded_reason}.")
     if instance.accelerator_key and instance.accelerator_key.startswith("TPU"):
         notes.append("TPU slice: accelerator_count is chips; host vCPUs and memory are not in the catalog.")
     count = instance.accelerator_count

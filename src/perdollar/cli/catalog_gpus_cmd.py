@@ -85,13 +85,16 @@ def catalog_flags(
     perdollar catalog flags
     """
     from perdollar.catalog import load
-    from perdollar.catalog.provenance import flag_meanings
+    from perdollar.catalog.provenance import NOT_FOR_TRAINING, flag_meanings
 
     catalog = load()
     counts: dict[str, int] = {}
+    excluded = {key for key, it in catalog.instance_types.items() if it.excluded_reason}
     for offer in catalog.offers:
         for flag in offer.flags:
             counts[flag] = counts.get(flag, 0) + 1
+        if (offer.cloud, offer.instance_type) in excluded:
+            counts[NOT_FOR_TRAINING] = counts.get(NOT_FOR_TRAINING, 0) + 1
     meanings = flag_meanings({str(k): str(v) for k, v in dict(catalog.manifest.get("flags", {})).items()})
     names = sorted(set(meanings) | set(counts))
     rows = [
