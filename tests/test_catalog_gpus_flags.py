@@ -101,3 +101,31 @@ def test_price_age_and_staleness(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "(17 days before this recommendation): stale (older than 10 days)" in age_sentence(
         "2025-12-15", dt.date(2026, 1, 1)
     )
+
+
+def test_the_report_dates_old_prices_and_explains_the_flags_it_shows() -> None:
+    import dataclasses
+
+    from fixtures.store.samples import make_recommendation
+    from perdollar.report.html import render_report
+    from perdollar.select.serialize import recommendation_to_dict
+
+    base = make_recommendation()
+    top = dataclasses.replace(
+        base.estimates[0], captured_at="2025-11-30", flags=("spot-price-estimated-from-advisor",)
+    )
+    recommendation = dataclasses.replace(
+        base,
+        estimates=(top, *base.estimates[1:]),
+        catalog_captured_at="2026-07-20",
+        created_at="2026-11-23T10:00:00+00:00",
+    )
+    page = render_report(recommendation, (), plotly_js="", generated_at="2026-11-23")
+    assert "price 2025-11-30 stale" in page  # 358 days before the recommendation
+    assert "spot-price-estimated-from-advisor</b>: No market spot price" in page
+    record = recommendation_to_dict(recommendation)["estimates"][0]
+    assert (record["price_captured_at"], record["price_age_days"], record["price_stale"]) == (
+        "2025-11-30",
+        358,
+        True,
+    )
