@@ -192,3 +192,15 @@ def test_a_read_only_data_folder_is_one_line(tmp_path: Path) -> None:
         (home / "catalog").chmod(0o755)
     assert result.returncode == 2 and "cannot write the new catalog snapshot" in result.stderr
     assert not list((home / "catalog").iterdir())
+
+
+def test_a_zip_of_provider_catalogs_reads_like_the_folder(tmp_path: Path) -> None:
+    import zipfile
+
+    archive = tmp_path / "catalog.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        for name in ("runpod.csv", "lambdalabs.csv"):
+            out.write(FIXTURE / name, name)
+    from_zip, failed = read_catalog_files(archive, ["runpod", "lambdalabs"], DAY)
+    from_folder, _ = read_catalog_files(FIXTURE, ["runpod", "lambdalabs"], DAY)
+    assert failed == {} and from_zip == from_folder

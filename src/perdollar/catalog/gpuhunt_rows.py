@@ -103,15 +103,15 @@ def parse_rows(text: str, where: str) -> tuple[GpuhuntRow, ...]:
     return tuple(rows)
 
 
-def _texts_at(path: Path) -> dict[str, tuple[str, str]]:
-    """{provider: (CSV text, where)} from a CSV file, a zip of CSVs, or a folder of either."""
+def _texts_at(path: Path) -> dict[str, tuple[str, str, Path]]:
+    """{provider: (CSV text, where, file)} from a CSV file, a zip of CSVs, or a folder of either."""
     if not path.exists():
         raise PerdollarError(f"gpuhunt catalog {path} does not exist", "give a folder, a .zip or a .csv")
     files = sorted(path.iterdir()) if path.is_dir() else [path]
-    texts: dict[str, tuple[str, str]] = {}
+    texts: dict[str, tuple[str, str, Path]] = {}
     for file in files:
         if file.suffix == ".csv" and file.stem in PROVIDERS:
-            texts[file.stem] = (file.read_text(encoding="utf-8", errors="replace"), str(file))
+            texts[file.stem] = (file.read_text(encoding="utf-8", errors="replace"), str(file), file)
         elif file.suffix == ".zip":
             try:
                 with zipfile.ZipFile(file) as archive:
@@ -119,7 +119,7 @@ def _texts_at(path: Path) -> dict[str, tuple[str, str]]:
                         stem = Path(member).stem
                         if member.endswith(".csv") and stem in PROVIDERS:
                             text = archive.read(member).decode("utf-8", "replace")
-                            texts[stem] = (text, f"{file}:{member}")
+                            texts[stem] = (text, f"{file}:{member}", file)
             except zipfile.BadZipFile:
                 raise PerdollarError(f"{file} is not a zip file", "give gpuhunt's catalog.zip") from None
     if not texts:
@@ -143,13 +143,12 @@ def read_catalog_files(
         if provider not in texts:
             failed[provider] = f"no {provider}.csv in {path}"
             continue
-        text, where = texts[provider]
+        text, where, file = texts[provider]
         try:
             rows = parse_rows(text, where)
         except ValueError as error:
             failed[provider] = str(error)
             continue
-        file = Path(where.split(":")[0]) if not path.is_file() else path
         day = captured_at or dt.datetime.fromtimestamp(file.stat().st_mtime, dt.UTC).date()
         offers.append(ProviderOffers(provider, rows, day))
     return offers, failed
