@@ -33,6 +33,15 @@ VERSION = "20261119-1200"
 
 
 class _Recorded(http.server.BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # Vast.ai's marketplace search
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = (FIXTURE / "vastai_bundles.json").read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def do_GET(self) -> None:
         parts = self.path.strip("/").split("/")  # v3/PROVIDER/version | v3/PROVIDER/VERSION/catalog.zip
         csv_file = FIXTURE / f"{parts[1]}.csv" if len(parts) >= 3 else None
@@ -62,6 +71,9 @@ def recorded_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     thread.start()
     url = f"http://127.0.0.1:{server.server_address[1]}/v3"
     monkeypatch.setenv("GPUHUNT_CATALOG_URL", url)
+    import gpuhunt.providers.vastai as vastai
+
+    monkeypatch.setattr(vastai, "bundles_url", f"http://127.0.0.1:{server.server_address[1]}/api/v0/bundles/")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     monkeypatch.setenv("no_proxy", "127.0.0.1")
     try:
@@ -103,3 +115,18 @@ def test_the_cli_refreshes_through_gpuhunt_and_keeps_the_clouds_that_failed(reco
     runpod = [o for o in fresh.offers if o.cloud == "runpod"]
     assert runpod and {o.captured_at for o in runpod} == {dt.date(2026, 11, 19)}
     assert sum(o.cloud == "aws" for o in fresh.offers) > 1000  # not refreshed: carried over
+
+
+def test_vast_ai_offers_come_live_and_are_named_by_their_shape(recorded_server: str) -> None:
+    from perdollar.catalog.refresh_gpuhunt import build_refresh
+
+    sources, failed = fetch_gpuhunt(["vastai"], dt.date(2026, 11, 23))
+    assert failed == {}
+    result = build_refresh(catalog.load(), sources)
+    offers = {(o.instance_type, o.region, o.market): o for o in result.offers if o.cloud == "vastai"}
+    # price = base + disk: 0.32 + 120 GB × $0.15/GB-month / 720 h
+    assert offers[("1x RTX4090", "ca-quebec", "on-demand")].price_per_hour == pytest.approx(0.345)
+    assert offers[("1x RTX4090", "ca-quebec", "spot")].price_per_hour == pytest.approx(0.215)
+    node = result.instance_types[("vastai", "4x H100")]
+    assert (node.accelerator_key, node.accelerator_count) == ("H100-SXM5-80GB", 4)
+    assert {o.captured_at for o in result.offers if o.cloud == "vastai"} == {dt.date(2026, 11, 23)}

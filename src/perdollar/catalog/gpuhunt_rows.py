@@ -30,7 +30,10 @@ PROVIDERS = {
     "oci": "oci",
     "verda": "verda",
     "cloudrift": "cloudrift",
+    "vastai": "vastai",
 }
+# Providers gpuhunt asks live (no published catalog file); each is one public API call.
+ONLINE_PROVIDERS = ("vastai",)
 REQUIRED_COLUMNS = ("instance_name", "location", "price", "cpu", "memory", "gpu_count", "gpu_name",
                     "gpu_memory", "spot")  # fmt: skip
 INSTALL_FIX = "install it with pip install 'perdollar[prices]', or refresh from files with --from PATH"
@@ -169,25 +172,51 @@ def _row_of(item: Any) -> GpuhuntRow:
     )  # fmt: skip
 
 
+def _fetch_online(provider: str, today: dt.date) -> ProviderOffers:
+    from gpuhunt.providers.vastai import VastAIProvider
+
+    items = VastAIProvider().get(balance_resources=False)  # the marketplace's offers right now
+    return ProviderOffers(provider, tuple(_row_of(i) for i in items if float(i.price or 0) > 0), today)
+
+
 def fetch_gpuhunt(providers: list[str], today: dt.date) -> tuple[list[ProviderOffers], dict[str, str]]:
     """Download the current catalogs through gpuhunt (no credentials); {provider: why} for failures."""
     try:
         import gpuhunt
     except ImportError:
         raise PerdollarError("gpuhunt is not installed", INSTALL_FIX) from None
+    offers, failed = [], {}
+    for provider in (p for p in providers if p in ONLINE_PROVIDERS):
+        try:
+            offers.append(_fetch_online(provider, today))
+        except Exception as error:  # requests' errors, an unexpected answer: that provider is down
+            failed[provider] = f"its API did not answer usably ({type(error).__name__})"
+    published = [p for p in providers if p not in ONLINE_PROVIDERS]
+    if not published:
+        return _or_fail(offers, failed)
     catalog = gpuhunt.Catalog(balance_resources=False, auto_reload=False)
     try:
         catalog.load()
     except Exception as error:  # gpuhunt raises its own error, urllib's or a socket's
+        if offers:
+            return offers, failed | {p: "gpuhunt could not download its catalog" for p in published}
         raise PerdollarError(
             f"could not download gpuhunt's catalogs ({error})", "check your network, or use --from PATH"
         ) from None
-    offers, failed = [], {}
-    for provider in providers:
+    for provider in published:
         loaded = catalog.catalog.get(provider)
         if loaded is None:
             failed[provider] = "gpuhunt could not download its catalog"
             continue
         rows = tuple(_row_of(item) for item in loaded.items if float(item.price or 0) > 0)
         offers.append(ProviderOffers(provider, rows, _version_date(str(loaded.version), today)))
+    return offers, failed
+
+
+def _or_fail(
+    offers: list[ProviderOffers], failed: dict[str, str]
+) -> tuple[list[ProviderOffers], dict[str, str]]:
+    if not offers:
+        why = "; ".join(f"{p}: {reason}" for p, reason in failed.items())
+        raise PerdollarError(f"could not fetch any offers ({why})", "check your network, or use --from PATH")
     return offers, failed

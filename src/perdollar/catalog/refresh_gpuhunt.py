@@ -61,6 +61,8 @@ def _region(cloud: str, location: str) -> str:
 
 
 def _instance_name(cloud: str, row: GpuhuntRow, several_counts: bool) -> str:
+    if cloud == "vastai":
+        return f"{row.gpu_count:g}x {row.gpu_name}"  # a marketplace host's id says nothing: name the shape
     if cloud == "gcp" and row.instance_name.startswith("n1-") and row.gpu_count:
         return f"{row.instance_name}+{int(row.gpu_count)}x{row.gpu_name}"  # as the bundled catalog names them
     if cloud == "gcp" and row.gpu_vendor == "google":

@@ -30,7 +30,7 @@ def catalog_refresh(
         [],
         "--provider",
         "--cloud",
-        help="Providers to refresh (repeatable; default all): aws, gcp, azure, lambda, runpod, nebius, "
+        help="Providers to refresh (repeatable; default all): aws, gcp, azure, lambda, runpod, vastai, nebius, "
         "oci, verda, cloudrift. The others keep the current snapshot's offers.",
     ),
     source: str | None = typer.Option(
@@ -54,7 +54,7 @@ def catalog_refresh(
     """Fetch current offers and write a new catalog snapshot that takes precedence.
 
     Through gpuhunt (dstack's maintained offers catalog) for AWS, GCP, Azure and the GPU clouds
-    (Lambda, RunPod, Nebius, OCI, …), each price dated when its provider's catalog was collected.
+    (Lambda, RunPod, Vast.ai, Nebius, OCI, …), each price dated when its provider's catalog was collected.
     A provider whose source fails keeps its previous offers and is named; the previous snapshot is
     never modified.
 
