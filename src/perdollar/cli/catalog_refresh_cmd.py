@@ -30,8 +30,8 @@ def catalog_refresh(
         [],
         "--provider",
         "--cloud",
-        help="Providers to refresh (repeatable; default all): aws, gcp, azure, lambda, runpod, vastai, nebius, "
-        "oci, verda, cloudrift. The others keep the current snapshot's offers.",
+        help="Providers to refresh (repeatable; default all): aws, gcp, azure, lambda, runpod, vastai, "
+        "nebius, oci, verda, cloudrift. The others keep the current snapshot's offers.",
     ),
     source: str | None = typer.Option(
         None,
