@@ -73,6 +73,8 @@ def test_gpu_clouds_get_instance_types_from_the_rows() -> None:
         640.0,
     )
     assert node.vcpus == 208 and node.memory_gib == pytest.approx(1933.2e9 / 2**30)
+    # the form factor in the name picks the board gpuhunt's family name leaves open
+    assert fresh.instance("gpu_1x_h100_pcie", "lambda").accelerator_key == "H100-PCIe-80GB"
     # RunPod rents a GPU type by the GPU: one instance type per count
     assert fresh.instance("NVIDIA H100 80GB HBM3 x2", "runpod").accelerator_count == 2
     assert fresh.instance("NVIDIA GeForce RTX 4090", "runpod").accelerator_key == "RTX-4090"
@@ -124,9 +126,11 @@ def test_refresh_from_files_then_recommend_ranks_the_new_clouds_with_dates() -> 
     assert summary["rows_with_unknown_accelerators"] == {"RTXPRO6000": 1}
     gpus = run("catalog", "gpus", "--accelerator", "H100", "--json")
     assert gpus.returncode == 0, gpus.stderr
-    (h100,) = [r for r in json.loads(gpus.stdout) if r["accelerator_key"] == "H100-SXM5-80GB"]
-    # cheapest H100 hour: Lambda's $2.49 single GPU, under RunPod's $2.69 and 8 × $2.99 on Lambda
-    assert (h100["on_demand_per_gpu_hour"], h100["on_demand_cloud"]) == (2.49, "lambda")
+    rows = {r["accelerator_key"]: r for r in json.loads(gpus.stdout)}
+    h100 = rows["H100-SXM5-80GB"]
+    # cheapest SXM H100 hour: RunPod's $2.69, under Lambda's 8 × $2.99 and AWS's $55.04 / 8
+    assert (h100["on_demand_per_gpu_hour"], h100["on_demand_cloud"]) == (2.69, "runpod")
+    assert rows["H100-PCIe-80GB"]["on_demand_per_gpu_hour"] == 2.49  # Lambda's PCIe board
     assert (
         h100["spot_per_gpu_hour"] == pytest.approx(22.6125 / 8) and h100["spot_captured_at"] == "2026-11-20"
     )

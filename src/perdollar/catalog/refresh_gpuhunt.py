@@ -9,6 +9,7 @@ machines) are made from the gpuhunt rows. Each offer keeps its own capture date.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -30,9 +31,15 @@ class RefreshResult:
     unknown_accelerators: dict[str, int] = field(default_factory=dict)  # gpu name → rows left out
 
 
-def accelerator_key(catalog: Catalog, name: str, memory_gb: float) -> str | None:
-    """The chip a gpuhunt GPU name and per-GPU memory mean ("A100" with 80 GB → A100 80GB), or None."""
-    candidates = [f"{name} {memory_gb:g}GB", f"{name}-{memory_gb:g}GB", name] if memory_gb else [name]
+def accelerator_key(catalog: Catalog, name: str, memory_gb: float, instance_name: str = "") -> str | None:
+    """The chip a gpuhunt GPU name and per-GPU memory mean ("A100" with 80 GB → A100 80GB), or None.
+
+    gpuhunt names the family only; a form factor in the instance's name ("gpu_1x_h100_pcie",
+    "…_sxm4", "H100 NVL") picks the board where the family has several of the same memory.
+    """
+    form = re.search(r"(pcie|sxm\d?|nvl)", instance_name.lower())
+    sized = [f"{name} {memory_gb:g}GB", f"{name}-{memory_gb:g}GB"] if memory_gb else []
+    candidates = ([f"{name} {form[1]} {memory_gb:g}GB"] if form and memory_gb else []) + sized + [name]
     for text in candidates:
         try:
             chip = catalog.accelerator(text)
@@ -116,7 +123,7 @@ def build_refresh(base: Catalog, sources: Iterable[ProviderOffers]) -> RefreshRe
                 continue
             key = None
             if rows[0].gpu_count and rows[0].gpu_name:
-                key = accelerator_key(base, rows[0].gpu_name, rows[0].gpu_memory_gb)
+                key = accelerator_key(base, rows[0].gpu_name, rows[0].gpu_memory_gb, rows[0].instance_name)
                 if key is None:
                     unknown[rows[0].gpu_name] = unknown.get(rows[0].gpu_name, 0) + len(rows)
                     continue
