@@ -1,4 +1,5 @@
-"""The instance catalog: accelerators, instance types and priced offers across AWS, GCP and Azure.
+"""The instance catalog: accelerators, instance types and priced offers across AWS, GCP and Azure,
+and the GPU clouds a refresh brings in (Lambda, RunPod, Vast.ai, Nebius, OCI, …).
 
     >>> from perdollar import catalog
     >>> cat = catalog.load()
