@@ -76,7 +76,7 @@ def test_table_output_shows_the_snapshot_age() -> None:
     (("catalog", "--region", "us-east-9"), "unknown region 'us-east-9'"),
     (("catalog", "--max-price", "-1"), "negative"),
     (("catalog", "show", "g5.2xlarg"), "did you mean g5.2xlarge"),
-    (("catalog", "refresh", "--cloud", "gcp"), "not available yet"),
+    (("catalog", "refresh", "--cloud", "gcp", "--source", "aws-api"), "--source aws-api refreshes AWS only"),
 ])  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
     result = run(*args)
@@ -101,7 +101,7 @@ def test_help_teaches_with_examples() -> None:
     result = run("catalog", "--help")
     assert result.returncode == 0
     assert "perdollar catalog --accelerator a10g --cloud aws" in result.stdout
-    assert "not yet" in run("catalog", "refresh", "--help").stdout
+    assert "perdollar catalog refresh --from" in run("catalog", "refresh", "--help").stdout
 
 
 def test_refresh_without_credentials_fails_cleanly_and_keeps_the_catalog() -> None:
@@ -109,7 +109,7 @@ def test_refresh_without_credentials_fails_cleanly_and_keeps_the_catalog() -> No
     env.update(
         AWS_EC2_METADATA_DISABLED="true", AWS_SHARED_CREDENTIALS_FILE=os.devnull, AWS_CONFIG_FILE=os.devnull
     )
-    result = run("catalog", "refresh", "--cloud", "aws", "--region", "us-east-1", env=env)
+    result = run("catalog", "refresh", "--source", "aws-api", "--region", "us-east-1", env=env)
     assert result.returncode == 2
     assert "no AWS credentials" in result.stderr and "Traceback" not in result.stderr
     assert catalog.load().snapshot_id.startswith("bundled-")

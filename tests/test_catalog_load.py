@@ -238,8 +238,15 @@ def test_non_numeric_and_unknown_values_are_reported(tmp_path: Path) -> None:
     with pytest.raises(PerdollarError, match="market 'reserved' is not one of on-demand, spot"):
         read_snapshot(folder)
     folder = _copy(tmp_path / "again")
+    _rewrite_offers(
+        folder, lambda lines: [lines[0], lines[1].replace("aws,", "Oracle Cloud,", 1), *lines[2:]]
+    )
+    with pytest.raises(PerdollarError, match="cloud 'Oracle Cloud' is not a cloud name"):
+        read_snapshot(folder)
+    # any cloud name is allowed, but an offer needs its instance type
+    folder = _copy(tmp_path / "third")
     _rewrite_offers(folder, lambda lines: [lines[0], lines[1].replace("aws,", "oracle,", 1), *lines[2:]])
-    with pytest.raises(PerdollarError, match="cloud 'oracle'"):
+    with pytest.raises(PerdollarError, match=r"is not in instance_types\.csv\.gz for oracle"):
         read_snapshot(folder)
 
 

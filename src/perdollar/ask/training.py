@@ -29,7 +29,7 @@ from perdollar.select import (
     mark_constraints,
     select_candidates,
 )
-from perdollar.vocabulary import CLOUDS, MARKET_CHOICES, TRAINING_OBJECTIVES
+from perdollar.vocabulary import MARKET_CHOICES, TRAINING_OBJECTIVES
 
 
 def check_question(question: Question, catalog: Catalog) -> None:
@@ -46,7 +46,7 @@ def check_question(question: Question, catalog: Catalog) -> None:
         raise PerdollarError(
             "--deadline and --budget need a target", "add --samples N, or --epochs E --dataset-size N"
         )
-    known = sorted(set(CLOUDS) | set(catalog.regions))
+    known = catalog.clouds
     unknown = [c for c in question.clouds if c.lower() not in known]
     if unknown:
         raise PerdollarError(f"unknown cloud {unknown[0]!r}", f"choose from {', '.join(known)}")

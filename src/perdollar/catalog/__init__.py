@@ -1,4 +1,5 @@
-"""The instance catalog: accelerators, instance types and priced offers across AWS, GCP and Azure.
+"""The instance catalog: accelerators, instance types and priced offers across AWS, GCP and Azure,
+and the GPU clouds a refresh brings in (Lambda, RunPod, Vast.ai, Nebius, OCI, …).
 
     >>> from perdollar import catalog
     >>> cat = catalog.load()
@@ -40,7 +41,10 @@ _cache: dict[tuple[str, float], Catalog] = {}
 
 def user_snapshots() -> list[Path]:
     """Snapshot folders written by ``catalog refresh``, oldest first (names are UTC timestamps)."""
-    root = catalog_snapshot_dir()
+    try:
+        root = catalog_snapshot_dir()
+    except OSError:
+        return []  # an unusable data folder holds no snapshots; the bundled one still works
     return sorted(
         p
         for p in root.iterdir()

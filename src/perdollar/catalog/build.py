@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from perdollar.catalog import provenance
+from perdollar.catalog.documented import DOCUMENTED_ACCELERATORS, with_documented_accelerators
 from perdollar.catalog.snapshot_write import write_snapshot
 from perdollar.catalog.spec_fills import SPEC_FILLS, with_spec_fills
 from perdollar.catalog.stacks import software_stack_for
@@ -183,6 +184,7 @@ def build_frames(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
         )
     ]
     instance_types["network_gbps"] = filled
+    instance_types = with_documented_accelerators(instance_types)
     offers = _offer_rows(unified)
     return accelerators, aliases, instance_types, offers
 
@@ -262,6 +264,7 @@ def build(data_dir: Path, out_dir: Path = BUNDLED_DIR) -> Path:
     sources["accelerator_specs_more.csv (package)"] = {"sha256": _sha256(MORE_SPECS)}
     sources["accelerator_spec_fills.csv (package)"] = {"sha256": _sha256(SPEC_FILLS)}
     sources["aliases_more.csv (package)"] = {"sha256": _sha256(MORE_ALIASES)}
+    sources["documented_accelerators.csv (package)"] = {"sha256": _sha256(DOCUMENTED_ACCELERATORS)}
     manifest = {
         "snapshot_id": "bundled-"
         + hashlib.sha256("".join(s["sha256"] for s in sources.values()).encode()).hexdigest()[:12],
@@ -275,6 +278,10 @@ def build(data_dir: Path, out_dir: Path = BUNDLED_DIR) -> Path:
         "network_gbps_sources": {
             f"{row.cloud}:{row.instance_type}": f"{row.network_gbps:g} Gbps, {row.fabric}; {row.source}"
             for row in pd.read_csv(NETWORK_KNOWN).itertuples()
+        },
+        "accelerator_sources": {
+            f"{row.cloud}:{row.instance_type}": row.source
+            for row in pd.read_csv(DOCUMENTED_ACCELERATORS).itertuples()
         },
         "flags": provenance.FLAG_MEANINGS,
         "counts": {

@@ -17,8 +17,7 @@ import pandas as pd
 from perdollar.catalog.model import Accelerator, InstanceType, Offer
 from perdollar.catalog.names import ec2_name_for_sagemaker, parse_instance_name, suggestion_text
 from perdollar.errors import PerdollarError
-
-CLOUDS = ("aws", "gcp", "azure")
+from perdollar.vocabulary import CLOUDS  # the bundled snapshot's; a refresh may add GPU clouds
 
 # What an instance type contributes to each of its offers' rows.
 HARDWARE_COLUMNS = (
@@ -77,10 +76,10 @@ def _token_fits(wanted: str, token: str) -> bool:
     return wanted == token or (wanted in _FORM_WORDS and token.startswith(wanted))
 
 
-def check_cloud(cloud: str) -> str:
+def check_cloud(cloud: str, known: tuple[str, ...] = CLOUDS) -> str:
     value = cloud.strip().lower()
-    if value not in CLOUDS:
-        raise PerdollarError(f"unknown cloud {cloud!r}", f"use one of {', '.join(CLOUDS)}")
+    if value not in known:
+        raise PerdollarError(f"unknown cloud {cloud!r}", f"use one of {', '.join(known)}")
     return value
 
 
@@ -108,6 +107,12 @@ class Catalog:
             f"{len(self.accelerators)} accelerators, {len(self.instance_types)} instance types, "
             f"{len(self.offers)} offers)"
         )
+
+    @cached_property
+    def clouds(self) -> tuple[str, ...]:
+        """The clouds this snapshot has instance types of: the big three first, then the others."""
+        present = {cloud for cloud, _ in self.instance_types}
+        return tuple(c for c in CLOUDS if c in present) + tuple(sorted(present - set(CLOUDS)))
 
     # ---- dates -------------------------------------------------------------------------------
     @property
@@ -207,7 +212,7 @@ class Catalog:
         """An instance type by name; SageMaker ``ml.`` names give their EC2 shape (prefix kept in
         ``name_parts``). Unknown names raise a one-line error with suggestions."""
         text = name.strip()
-        cloud_filter = check_cloud(cloud) if cloud else None
+        cloud_filter = check_cloud(cloud, self.clouds) if cloud else None
         ec2_name = ec2_name_for_sagemaker(text)
         if ec2_name is not None:
             if cloud_filter not in (None, "aws"):
@@ -281,6 +286,7 @@ class Catalog:
                 "network_gbps": it.network_gbps,
                 "efa_interfaces": it.efa_interfaces,
                 "local_disk_gb": it.local_disk_gb,
+                "excluded_reason": it.excluded_reason,
             }
             for it in self.instance_types.values()
         ]
@@ -307,7 +313,7 @@ class Catalog:
             }
         )
         offers["price_max_per_hour"] = offers["price_max_per_hour"].astype(float)
-        instances = self._instances_frame.drop(columns=["local_disk_gb"])
+        instances = self._instances_frame.drop(columns=["local_disk_gb", "excluded_reason"])
         frame = offers.merge(instances, on=["cloud", "instance_type"], how="left", validate="many_to_one")
         return none_for_missing(
             frame[list(OFFER_FRAME_COLUMNS)], ("interruption_bucket", "accelerator_name", "accelerator_key")

@@ -10,7 +10,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Literal
 
-Cloud = Literal["aws", "gcp", "azure"]
+# "aws", "gcp", "azure" and the GPU clouds a refresh brings in ("lambda", "runpod", "nebius", …).
+Cloud = str
 Market = Literal["on-demand", "spot"]
 SoftwareStack = Literal["cuda", "rocm", "neuron", "xla", "habana", "qaic", "cpu"]
 
@@ -88,6 +89,9 @@ class InstanceType:
     efa_interfaces: int = 0
     local_disk_gb: float | None = None
     name_parts: NameParts | None = None
+    # Why no training framework can use this machine's accelerator (e.g. a virtual-desktop GPU
+    # slice); empty when it is usable. Ranking keeps such machines out with this sentence.
+    excluded_reason: str = ""
 
     @property
     def is_cpu_only(self) -> bool:

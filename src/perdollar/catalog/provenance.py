@@ -43,6 +43,24 @@ FLAG_MEANINGS = {
 }
 
 
+# Flags a refresh adds (not in the bundled manifest's list), and the mark of excluded machines.
+NOT_FOR_TRAINING = "not-for-training"
+REFRESH_FLAG_MEANINGS = {
+    NOT_FOR_TRAINING: (
+        "The machine's accelerator cannot be used by training frameworks (e.g. a virtual-desktop GPU "
+        "slice); rankings leave it out and `perdollar catalog show NAME` says why."
+    ),
+    "interruption-bucket-from-previous-snapshot": (
+        "Spot Advisor bucket carried over from the previous snapshot (no API for it)."
+    ),
+}
+
+
+def flag_meanings(manifest_flags: dict[str, str] | None = None) -> dict[str, str]:
+    """Every data-quality flag an offer can carry → its one-line meaning (a snapshot's own list wins)."""
+    return {**FLAG_MEANINGS, **REFRESH_FLAG_MEANINGS, **(manifest_flags or {})}
+
+
 def data_dates() -> dict[str, str]:
     """Capture date and origin of each input (repositories and commits as the data README gives them)."""
     return {
@@ -80,4 +98,9 @@ def conventions() -> dict[str, str]:
             "in network_gbps_sources; empty = unknown"
         ),
         "accelerator_memory_gib": "vendor-stated memory size per device, as GiB",
+        "accelerator_count": (
+            "devices per VM; a fraction for a GPU slice (e.g. 0.125 = one eighth), whose memory total is "
+            "the slice's; see accelerator_sources"
+        ),
+        "excluded_reason": "why no training framework can use the machine's accelerator; empty = usable",
     }

@@ -103,7 +103,11 @@ def listing_frame(catalog: Catalog | None = None) -> pd.DataFrame:
     frame["price_per_accelerator_hour"] = [
         p / n if n else math.nan for p, n in zip(frame["price_per_hour"], count, strict=True)
     ]
-    frame = frame[[*LISTING_COLUMNS, "price_per_accelerator_hour"]].reset_index(drop=True)
+    excluded = {key: it.excluded_reason for key, it in catalog.instance_types.items() if it.excluded_reason}
+    frame["excluded_reason"] = [
+        excluded.get((c, n), "") for c, n in zip(frame["cloud"], frame["instance_type"], strict=True)
+    ]
+    frame = frame[[*LISTING_COLUMNS, "price_per_accelerator_hour", "excluded_reason"]].reset_index(drop=True)
     return none_for_missing(
         frame, ("accelerator", "accelerator_key", "spot_interruption", "spot_price_basis")
     )
@@ -134,7 +138,7 @@ def find(
     frame = listing_frame(catalog)
     clouds = [cloud] if isinstance(cloud, str) else list(cloud or [])
     if clouds:
-        wanted = {check_cloud(c) for c in clouds}
+        wanted = {check_cloud(c, catalog.clouds) for c in clouds}
         frame = frame[frame["cloud"].isin(wanted)]
     regions = [region] if isinstance(region, str) else list(region or [])
     if regions:

@@ -17,6 +17,7 @@ import datetime as dt
 import functools
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,6 @@ INSTANCE_TYPES = "instance_types.csv.gz"
 OFFERS = "offers.csv.gz"
 FILES = (MANIFEST, ACCELERATORS, ALIASES, INSTANCE_TYPES, OFFERS)
 
-CLOUDS = ("aws", "gcp", "azure")
 STACKS = ("cuda", "rocm", "neuron", "xla", "habana", "qaic", "cpu")
 
 ACCELERATOR_COLUMNS = (
@@ -63,6 +63,9 @@ ACCELERATOR_COLUMNS = (
 )
 ALIAS_COLUMNS = ("alias", "accelerator_key", "kind")
 INSTANCE_COLUMNS = ("cloud", "name", *HARDWARE_COLUMNS, "local_disk_gb")
+# Columns added later: written always, read when present (older snapshots still load).
+INSTANCE_LATER_COLUMNS = ("excluded_reason",)
+CLOUD_NAME = re.compile(r"[a-z][a-z0-9-]*")
 OFFER_COLUMNS = (
     "cloud",
     "instance_type",
@@ -75,6 +78,14 @@ OFFER_COLUMNS = (
     "interruption_bucket",
     "flags",
 )
+
+
+def cloud_cell(rows: Rows, number: int, row: dict[str, str]) -> str:
+    """Any provider name is a cloud (aws, gcp, azure, lambda, runpod, …), spelt in lower case."""
+    value = row["cloud"].strip()
+    if not CLOUD_NAME.fullmatch(value):
+        raise rows.fail(number, "cloud", value, "is not a cloud name (lower-case letters, digits, -)")
+    return value
 
 
 def _read_accelerators(folder: Path) -> dict[str, Accelerator]:
@@ -135,7 +146,7 @@ def _read_instance_types(
     result: dict[tuple[str, str], InstanceType] = {}
     for number, row in rows:
         num = functools.partial(number_cell, rows, number, row)
-        cloud = choice_cell(rows, number, row, "cloud", CLOUDS)
+        cloud = cloud_cell(rows, number, row)
         name = row["name"].strip()
         key = row["accelerator_key"].strip() or None
         if key is not None and key not in accelerators:
@@ -159,6 +170,7 @@ def _read_instance_types(
             efa_interfaces=0 if math.isnan(efa) else int(efa),
             local_disk_gb=optional(num("local_disk_gb", optional=True)),
             name_parts=parts,
+            excluded_reason=row.get("excluded_reason", "").strip(),
         )
     return result
 
@@ -216,7 +228,7 @@ def _read_offers(folder: Path, instance_types: dict[tuple[str, str], InstanceTyp
 def _checked_offer(
     rows: Rows, number: int, row: dict[str, str], instance_types: dict[tuple[str, str], InstanceType]
 ) -> Offer:
-    cloud = choice_cell(rows, number, row, "cloud", CLOUDS)
+    cloud = cloud_cell(rows, number, row)
     name = row["instance_type"].strip()
     if (cloud, name) not in instance_types:
         raise rows.fail(number, "instance_type", name, f"is not in {INSTANCE_TYPES} for {cloud}")

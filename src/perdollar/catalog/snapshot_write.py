@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,13 @@ from perdollar.catalog.snapshot import (
     ALIAS_COLUMNS,
     ALIASES,
     INSTANCE_COLUMNS,
+    INSTANCE_LATER_COLUMNS,
     INSTANCE_TYPES,
     MANIFEST,
     OFFER_COLUMNS,
     OFFERS,
 )
+from perdollar.errors import PerdollarError
 
 
 def write_snapshot(
@@ -51,7 +54,7 @@ def catalog_frames(
     )
     types = pd.DataFrame(
         [
-            {column: getattr(it, column) for column in INSTANCE_COLUMNS}
+            {column: getattr(it, column) for column in (*INSTANCE_COLUMNS, *INSTANCE_LATER_COLUMNS)}
             for it in (instance_types if instance_types is not None else catalog.instance_types).values()
         ]
     ).sort_values(["cloud", "name"])
@@ -71,3 +74,30 @@ def catalog_frames(
         for o in (offers if offers is not None else catalog.offers)
     ]
     return chips, aliases, types, pd.DataFrame(offer_rows, columns=list(OFFER_COLUMNS))
+
+
+def write_new_snapshot(
+    base: Catalog,
+    instance_types: dict[tuple[str, str], InstanceType],
+    offers: list[Offer],
+    manifest: dict[str, Any],
+    out_root: Path,
+    name: str,
+) -> Path:
+    """Write a refreshed snapshot as ``out_root/name``: aside first, then renamed, so that a failure
+    leaves no half-written folder to be taken for the newest snapshot and the previous one intact."""
+    frames = catalog_frames(base, instance_types=instance_types, offers=offers)
+    final = out_root / name
+    partial = out_root / f".{name}.partial"
+    try:
+        out_root.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(partial, ignore_errors=True)
+        write_snapshot(partial, *frames, manifest)
+        partial.rename(final)
+    except OSError as error:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise PerdollarError(
+            f"cannot write the new catalog snapshot in {out_root} ({error.strerror or error})",
+            "make that folder writable, or set PERDOLLAR_HOME to a writable folder",
+        ) from None
+    return final

@@ -1,8 +1,6 @@
-"""`perdollar catalog`: browse instance types, accelerators and prices; refresh them from AWS."""
+"""`perdollar catalog`: browse instance types, accelerators and prices (refresh: catalog_refresh_cmd)."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import typer
 from rich.table import Table
@@ -15,7 +13,7 @@ from perdollar.cli.catalog_render import (
     quantity,
     records,
 )
-from perdollar.cli.common import console, emit_json, err_console, progress
+from perdollar.cli.common import console, emit_json
 
 catalog_app = typer.Typer(
     name="catalog",
@@ -31,7 +29,9 @@ Every price says when it was captured. Without a subcommand, lists offers, one r
   perdollar catalog --min-accelerator-memory 40 --max-price 5 --json
   perdollar catalog show ml.g4dn.12xlarge
   perdollar catalog accelerators
-  perdollar catalog refresh --cloud aws --region us-east-1
+  perdollar catalog gpus --accelerator H100
+  perdollar catalog flags
+  perdollar catalog refresh
 """,
 )
 
@@ -39,14 +39,16 @@ LISTING_JSON_FIELDS = (
     "cloud", "instance_type", "region", "vcpus", "memory_gib", "arch", "accelerator", "accelerator_key",
     "accelerator_count", "accelerator_memory_gib", "accelerator_memory_gib_total", "network_gbps",
     "efa_interfaces", "price_per_hour", "spot_price_per_hour", "spot_price_max_per_hour", "spot_interruption",
-    "spot_price_basis", "captured_at", "spot_captured_at", "flags",
+    "spot_price_basis", "captured_at", "spot_captured_at", "flags", "excluded_reason",
 )  # fmt: skip
 
 
 @catalog_app.callback()
 def catalog_list(
     ctx: typer.Context,
-    cloud: list[str] = typer.Option([], "--cloud", help="aws, gcp or azure (repeatable)."),
+    cloud: list[str] = typer.Option(
+        [], "--cloud", help="aws, gcp, azure, or a GPU cloud a refresh added (lambda, runpod, …); repeatable."
+    ),
     region: list[str] = typer.Option(
         [], "--region", help="Cloud region, e.g. us-east-1, us-central1, eastus."
     ),
@@ -110,7 +112,7 @@ def catalog_show(
         "tpu-v5litepod-8, Standard_NC24ads_A100_v4.",
     ),
     cloud: str | None = typer.Option(
-        None, "--cloud", help="aws, gcp or azure, when a name exists on several."
+        None, "--cloud", help="The cloud (aws, gcp, azure, runpod, …), when a name exists on several."
     ),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
@@ -132,6 +134,8 @@ def catalog_show(
         notes.append(
             "SageMaker ml. names run the EC2 shape shown; prices are EC2's (SageMaker adds its own fee)."
         )
+    if instance.excluded_reason:
+        notes.append(f"left out of rankings: {instance.excluded_reason}.")
     if instance.accelerator_key and instance.accelerator_key.startswith("TPU"):
         notes.append("TPU slice: accelerator_count is chips; host vCPUs and memory are not in the catalog.")
     count = instance.accelerator_count
@@ -196,57 +200,9 @@ def catalog_accelerators(
     print_table(table)
 
 
-@catalog_app.command("refresh")
-def catalog_refresh(
-    cloud: str = typer.Option(
-        "aws", "--cloud", help="Only aws is supported so far (GCP and Azure: not yet)."
-    ),
-    region: list[str] = typer.Option(
-        [],
-        "--region",
-        help="AWS regions to refresh (repeatable; default: the regions already in the catalog).",
-    ),
-    json_output: bool = typer.Option(False, "--json", help="Print a summary of the new snapshot as JSON."),
-) -> None:
-    """Fetch current AWS prices and specs and write a new catalog snapshot that takes precedence.
-
-    Uses your AWS credentials (the usual boto3 chain: environment, ~/.aws, instance role):
-    on-demand prices from the Price List API, current spot prices from DescribeSpotPriceHistory
-    and instance specs from DescribeInstanceTypes. Offers of the other clouds are carried over
-    from the current snapshot. GCP and Azure refresh: not yet.
-
-      perdollar catalog refresh --cloud aws --region us-east-1 --region us-west-2
-    """
-    from perdollar.catalog import load
-    from perdollar.catalog.refresh_aws import refresh_aws
-    from perdollar.errors import PerdollarError
-    from perdollar.paths import catalog_snapshot_dir
-
-    if cloud.lower() != "aws":
-        raise PerdollarError(f"refresh for {cloud!r} is not available yet", "use --cloud aws")
-    base = load()
-    regions = region or sorted(base.regions.get("aws", ()))
-    with progress("refreshing AWS prices", total=len(regions), quiet=json_output) as bar:
-        folder: Path = refresh_aws(base, regions, out_root=catalog_snapshot_dir(), on_region_done=bar.advance)
-    fresh = load(folder)
-    summary = {
-        "snapshot_id": fresh.snapshot_id,
-        "path": folder,
-        "captured_at": fresh.captured_at,
-        "regions": regions,
-        "offers": len(fresh.offers),
-        "aws_offers": sum(1 for o in fresh.offers if o.cloud == "aws"),
-    }
-    if json_output:
-        emit_json(summary)
-        return
-    err_console.print(
-        f"wrote {summary['snapshot_id']} ({summary['aws_offers']} AWS offers in {len(regions)} regions) "
-        f"to {folder}; it is now the catalog perdollar uses.",
-        highlight=False,
-    )
-
-
 def register(app: typer.Typer) -> None:
     """Add this module's commands to ``app``."""
+    import perdollar.cli.catalog_gpus_cmd
+    import perdollar.cli.catalog_refresh_cmd  # noqa: F401 (its commands join catalog_app)
+
     app.add_typer(catalog_app, name="catalog")

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from perdollar.catalog.provenance import NOT_FOR_TRAINING
 from perdollar.cli.common import console
 
 
@@ -32,6 +33,8 @@ def accelerator_cell(row: dict[str, Any]) -> str:
     name = row["accelerator"]
     if not count or not isinstance(name, str):
         return "CPU only"
+    if count < 1:  # a slice of one GPU: its share of the memory
+        return f"{quantity(count)}× {name} ({quantity(row['accelerator_memory_gib_total'])}G slice)"
     return f"{quantity(count)}× {name} {quantity(row['accelerator_memory_gib'])}G"
 
 
@@ -40,7 +43,8 @@ def age_line(catalog: Any) -> str:
     return (
         f"catalog snapshot {catalog.snapshot_id}: prices captured {catalog.oldest_price_date} … "
         f"{catalog.captured_at} (newest is {age} days old); USD per instance-hour, Linux. "
-        "Refresh AWS with `perdollar catalog refresh --cloud aws`. Spot: lowest…highest zone; "
+        "Refresh with `perdollar catalog refresh`; flags: `perdollar catalog flags`. "
+        "Spot: lowest…highest zone; "
         "est. = estimated from the Spot Advisor; interrupt = AWS Spot Advisor monthly bucket, "
         "? = not published (GCP, Azure)."
     )
@@ -74,7 +78,8 @@ def listing_table(rows: list[dict[str, Any]], title: str, *, with_instance: bool
         cells += [
             row["region"], quantity(row["vcpus"]), quantity(row["memory_gib"]), accelerator_cell(row),
             quantity(row["network_gbps"]), format_price(row["price_per_hour"]), spot, interruption,
-            " ".join(FLAG_MARKS.get(f, f) for f in row["flags"]),
+            " ".join([FLAG_MARKS.get(f, f) for f in row["flags"]] + (
+                [NOT_FOR_TRAINING] if row.get("excluded_reason") else [])),
         ]  # fmt: skip
         table.add_row(*cells)
     return table
@@ -89,6 +94,7 @@ FLAG_MARKS = {
     "gcp-host-vm-price-missing": "no-host-price",
     "source-mislabels-trainium-as-inferentia": "relabelled",
     "spot-price-estimated-from-advisor": "",
+    "interruption-bucket-from-previous-snapshot": "old-bucket",
 }
 
 

@@ -129,6 +129,7 @@ def prediction_frame(
             "network_gbps": [i.network_gbps if i.network_gbps is not None else math.nan for i in instances],
             "efa": [i.efa_interfaces for i in instances],
             "cpu_only": [bool(i.is_cpu_only) for i in instances],
+            "instance_excluded": [getattr(i, "excluded_reason", "") or "" for i in instances],
         }
     )
     if per_acc is not None:
@@ -240,7 +241,9 @@ def _cluster(
         reason = np.where(
             no_bf16 & (reason == "") & (stack != "cpu"), "bf16 not supported by this accelerator", reason
         )
-    out["excluded_reason"] = reason
+    # The catalog's own reason (a virtual-desktop GPU slice, …) comes first.
+    instance_reason = out["instance_excluded"].to_numpy(dtype=str)
+    out["excluded_reason"] = np.where(instance_reason != "", instance_reason, reason)
     out["breakdown_s"] = [b if isinstance(b, dict) else {} for b in out["breakdown_s"]]
 
 

@@ -79,7 +79,7 @@ def _to_target(estimate: Estimate, target: float) -> tuple[float | None, float |
     return (figures[0], figures[3]) if figures else (None, None)
 
 
-def _ranked_row(rank: int, estimate: Estimate, tie: bool, target: float) -> list[str]:
+def _ranked_row(rank: int, estimate: Estimate, tie: bool, target: float, dated: str = "") -> list[str]:
     hours, cost = _to_target(estimate, target)
     return [
         f"{rank}{' ≈' if tie else ''}",
@@ -92,7 +92,8 @@ def _ranked_row(rank: int, estimate: Estimate, tie: bool, target: float) -> list
         )
         + f" <span class='note'>{_e(estimate.basis)}</span>",
         _e(estimate.bottleneck),
-        _e(format_money(estimate.price_per_hour)),
+        _e(format_money(estimate.price_per_hour))
+        + (f" <span class='note'>{_e(dated)}</span>" if dated else ""),
         _e(_per_dollar(estimate.effective_samples_per_dollar or estimate.samples_per_dollar)),
         _e(format_hours(hours)),
         _e(format_money(cost)),
@@ -107,13 +108,33 @@ def _ranked_section(recommendation: Recommendation) -> str:
     target, target_text = plots.target_samples(recommendation)
     headers = ["#", "candidate", "accelerators/node", "samples/s (band, basis)", "bottleneck", "USD/h",
                "samples/USD", f"time to {target_text}", "cost", "P(deadline)"]  # fmt: skip
-    rows = [_ranked_row(i + 1, e, i in ties, target) for i, e in enumerate(feasible[:RANKED_ROWS])]
+    from perdollar.catalog.price_age import price_date_note
+
+    rows = [
+        _ranked_row(
+            i + 1, e, i in ties, target,
+            price_date_note(e.captured_at, recommendation.catalog_captured_at, recommendation.created_at),
+        )
+        for i, e in enumerate(feasible[:RANKED_ROWS])
+    ]  # fmt: skip
     parts = [
         f"<h2>Ranked candidates ({len(feasible)} feasible, {len(excluded)} excluded)</h2>",
         _table(headers, rows, numeric={3, 5, 6, 7, 8, 9}),
         "<p class='note'>≈ marks candidates whose prediction band overlaps the top choice's. Spot rows "
-        "show expected time and cost with interruptions, checkpoints and restarts.</p>",
+        "show expected time and cost with interruptions, checkpoints and restarts. A price captured on "
+        "another date than the catalog's shows its date, marked stale when it is too old to trust.</p>",
     ]
+    flags = sorted({flag for e in feasible[:RANKED_ROWS] for flag in e.flags})
+    if flags:
+        from perdollar.catalog.provenance import flag_meanings
+
+        meanings = flag_meanings()
+        items = "".join(
+            f"<li><b>{_e(f)}</b>: {_e(meanings.get(f, 'no explanation recorded'))}</li>" for f in flags
+        )
+        parts.append(
+            f"<p class='note'>Catalog data-quality flags on these rows:</p><ul class='note'>{items}</ul>"
+        )
     if excluded:
         reasons = [[_e(e.label), _e(e.excluded_reason)] for e in excluded[:EXCLUDED_ROWS]]
         more = f" (first {EXCLUDED_ROWS})" if len(excluded) > EXCLUDED_ROWS else ""

@@ -82,8 +82,13 @@ def recommendation_table(recommendation: Recommendation, *, top: int, unit: str 
     ties = set(recommendation.ties)
     pareto = set(recommendation.pareto)
     feasible = [e for e in recommendation.estimates if e.feasible]
+    from perdollar.catalog.price_age import price_date_note
+
     for index, estimate in enumerate(feasible[:top]):
         mark = f"{index + 1}" + ("≈" if index in ties else "") + ("*" if index in pareto else "")
+        dated = price_date_note(
+            estimate.captured_at, recommendation.catalog_captured_at, recommendation.created_at
+        )
         rate = compact_band(estimate)
         per_dollar = estimate.effective_samples_per_dollar or estimate.samples_per_dollar
         row = [
@@ -92,7 +97,7 @@ def recommendation_table(recommendation: Recommendation, *, top: int, unit: str 
             shape(estimate),
             f"{rate} {BASIS_MARK.get(estimate.basis, estimate.basis)}",
             estimate.bottleneck,
-            format_money(estimate.price_per_hour),
+            format_money(estimate.price_per_hour) + (f"\n{dated}" if dated else ""),
             format_number(per_dollar),
         ]
         if has_target:
@@ -118,17 +123,21 @@ def print_recommendation(
     console: Console, recommendation: Recommendation, *, top: int, show_excluded: bool, unit: str = "samples"
 ) -> None:
     """Table, legend, explanation, notes and the catalog date."""
+    from perdollar.catalog.price_age import stale_after_days
+
     console.print(recommendation_table(recommendation, top=top, unit=unit))
     console.print(
         f"[dim]{unit}/$ and E (expected) time/cost include spot losses (checkpoints, lost work, "
         f"restarts); ≈ ties with #1 within the prediction bands; * on the time/cost Pareto front; "
-        f"basis: measured > calibrated > spec; ⚠ catalog data-quality flag.[/]",
+        f"basis: measured > calibrated > spec; ⚠ catalog data-quality flag; a price dated apart from "
+        f"the catalog shows its date, 'stale' past {stale_after_days()} days.[/]",
         highlight=False,
     )
     flags = sorted({flag for e in recommendation.estimates[:top] if e.feasible for flag in e.flags})
     if flags:
         console.print(
-            f"[dim]⚠ flags shown: {', '.join(flags)} (perdollar catalog explains them).[/]", highlight=False
+            f"[dim]⚠ flags shown: {', '.join(flags)} (`perdollar catalog flags` explains them).[/]",
+            highlight=False,
         )
     if show_excluded:
         console.print(excluded_table(recommendation, limit=max(top, 20)))

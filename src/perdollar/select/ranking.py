@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from perdollar.catalog.price_age import age_sentence
 from perdollar.price.frame import target_of
 from perdollar.question import Question
 from perdollar.select import constraints as cand
@@ -184,14 +185,19 @@ def build_recommendation(
     excluded = estimates_from_frame(
         selection.excluded, target, reasons=selection.excluded["excluded_text"].tolist()
     )
+    created_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    explanation = selection.explanation
+    if feasible and feasible[0].captured_at:
+        # A snapshot mixes prices of different ages: say how old the top choice's is.
+        explanation = f"{explanation}\n{age_sentence(feasible[0].captured_at, created_at)}".strip()
     return Recommendation(
         question=question,
         estimates=tuple(feasible) + tuple(excluded),
         pareto=selection.pareto,
-        explanation=selection.explanation,
+        explanation=explanation,
         catalog_captured_at=catalog_captured_at,
         catalog_snapshot_id=catalog_snapshot_id,
-        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        created_at=created_at,
         ties=tuple(int(i) for i in np.flatnonzero(selection.ties)),
         notes=notes,
         sample_unit=selection.sample_unit,

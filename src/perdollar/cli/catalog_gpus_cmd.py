@@ -1,0 +1,113 @@
+"""`perdollar catalog gpus` (cheapest GPU-hour per accelerator) and `perdollar catalog flags`."""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from perdollar.cli.catalog_cmd import catalog_app
+from perdollar.cli.catalog_render import FLAG_MARKS, format_price, print_table, quantity
+from perdollar.cli.common import console, emit_json
+
+
+def _where(row: dict[str, Any], prefix: str) -> str:
+    if row[f"{prefix}_cloud"] is None:
+        return ""
+    return f"{row[f'{prefix}_instance_type']} ({row[f'{prefix}_cloud']} {row[f'{prefix}_region']})"
+
+
+@catalog_app.command("gpus")
+def catalog_gpus(
+    cloud: list[str] = typer.Option([], "--cloud", help="Only these clouds (repeatable)."),
+    region: list[str] = typer.Option([], "--region", help="Only these regions (repeatable)."),
+    accelerator: str | None = typer.Option(
+        None, "--accelerator", "-a", help="Chip or family: H100, A100, l4."
+    ),
+    min_memory: float | None = typer.Option(None, "--min-memory", help="Minimum memory per GPU, GiB."),
+    json_output: bool = typer.Option(False, "--json", help="Print a JSON list on stdout."),
+    csv_output: bool = typer.Option(False, "--csv", help="Print CSV on stdout."),
+) -> None:
+    """One row per accelerator: the cheapest on-demand and spot price per GPU-hour over every cloud
+    and region, where it is, and when that price was captured.
+
+      perdollar catalog gpus --accelerator H100
+      perdollar catalog gpus --min-memory 40 --cloud aws --cloud runpod --csv
+    """
+    from perdollar.catalog import load
+    from perdollar.catalog.gpu_prices import gpu_prices
+
+    catalog = load()
+    frame = gpu_prices(
+        catalog,
+        cloud=cloud or None,
+        region=region or None,
+        accelerator=accelerator,
+        min_memory_gib=min_memory,
+    )
+    if csv_output:
+        frame.to_csv(sys.stdout, index=False)
+        return
+    rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+            for r in frame.to_dict("records")]  # fmt: skip
+    if json_output:
+        emit_json(rows)
+        return
+    table = Table(title=f"{len(rows)} accelerators: cheapest USD per GPU-hour", title_justify="left")
+    for header in ("accelerator", "GiB", "on-demand $/GPU-h", "where", "captured", "spot $/GPU-h", "where",
+                   "captured"):  # fmt: skip
+        table.add_column(header, no_wrap=True)
+    for row in rows:
+        table.add_row(
+            row["accelerator_key"], quantity(row["memory_gib"]),
+            format_price(row["on_demand_per_gpu_hour"]), _where(row, "on_demand"),
+            row["on_demand_captured_at"] or "",
+            format_price(row["spot_per_gpu_hour"]), _where(row, "spot"), row["spot_captured_at"] or "",
+        )  # fmt: skip
+    print_table(table)
+    console.print(
+        f"[dim]catalog snapshot {catalog.snapshot_id}; a machine's price ÷ its GPUs (a 1/2 slice: ×2); "
+        "virtual-desktop slices left out. Spot: lowest zone.[/]",
+        soft_wrap=True,
+        highlight=False,
+    )
+
+
+@catalog_app.command("flags")
+def catalog_flags(
+    json_output: bool = typer.Option(False, "--json", help="Print a JSON list on stdout."),
+) -> None:
+    """Explain every data-quality flag (⚠) the tables print, with how many offers carry it.
+
+    perdollar catalog flags
+    """
+    from perdollar.catalog import load
+    from perdollar.catalog.provenance import NOT_FOR_TRAINING, flag_meanings
+
+    catalog = load()
+    counts: dict[str, int] = {}
+    excluded = {key for key, it in catalog.instance_types.items() if it.excluded_reason}
+    for offer in catalog.offers:
+        for flag in offer.flags:
+            counts[flag] = counts.get(flag, 0) + 1
+        if (offer.cloud, offer.instance_type) in excluded:
+            counts[NOT_FOR_TRAINING] = counts.get(NOT_FOR_TRAINING, 0) + 1
+    meanings = flag_meanings({str(k): str(v) for k, v in dict(catalog.manifest.get("flags", {})).items()})
+    names = sorted(set(meanings) | set(counts))
+    rows = [
+        {"flag": name, "mark": FLAG_MARKS.get(name, name) or "est.", "offers": counts.get(name, 0),
+         "meaning": meanings.get(name, "no explanation recorded in this snapshot")}
+        for name in names
+    ]  # fmt: skip
+    if json_output:
+        emit_json(rows)
+        return
+    table = Table(title=f"{len(rows)} data-quality flags", title_justify="left")
+    for header in ("flag", "table mark", "offers", "meaning"):
+        table.add_column(header, no_wrap=header != "meaning")
+    for row in rows:
+        table.add_row(row["flag"], row["mark"], f"{row['offers']:,}", row["meaning"])
+    print_table(table)

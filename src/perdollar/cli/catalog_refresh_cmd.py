@@ -1,0 +1,159 @@
+"""`perdollar catalog refresh`: current offers through gpuhunt (all clouds) or AWS's own APIs."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+
+import typer
+
+from perdollar.cli.catalog_cmd import catalog_app
+from perdollar.cli.common import emit_json, err_console, progress
+from perdollar.errors import PerdollarError
+
+SOURCES = ("gpuhunt", "aws-api")
+
+
+def _day(text: str | None) -> dt.date | None:
+    if text is None:
+        return None
+    try:
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise PerdollarError(f"--captured-at {text!r} is not a date", "give YYYY-MM-DD") from None
+
+
+@catalog_app.command("refresh")
+def catalog_refresh(
+    provider: list[str] = typer.Option(
+        [],
+        "--provider",
+        "--cloud",
+        help="Providers to refresh (repeatable; default all): aws, gcp, azure, lambda, runpod, vastai, "
+        "nebius, oci, verda, cloudrift. The others keep the current snapshot's offers.",
+    ),
+    source: str | None = typer.Option(
+        None,
+        "--source",
+        help="gpuhunt (default): every provider, no credentials (needs pip install 'perdollar[prices]' "
+        "unless --from); aws-api (default with --region): AWS's own APIs with your credentials (spot "
+        "price per zone now, specs).",
+    ),
+    from_path: Path | None = typer.Option(
+        None, "--from", help="Read a gpuhunt catalog from files: a folder of provider CSVs, or a zip of them."
+    ),
+    captured_at: str | None = typer.Option(
+        None,
+        "--captured-at",
+        help="With --from: the date the files' prices were observed (default: file dates).",
+    ),
+    region: list[str] = typer.Option([], "--region", help="--source aws-api: AWS regions (repeatable)."),
+    json_output: bool = typer.Option(False, "--json", help="Print a summary of the new snapshot as JSON."),
+) -> None:
+    """Fetch current offers and write a new catalog snapshot that takes precedence.
+
+    Through gpuhunt (dstack's maintained offers catalog) for AWS, GCP, Azure and the GPU clouds
+    (Lambda, RunPod, Vast.ai, Nebius, OCI, …), each price dated when its provider's catalog was collected.
+    A provider whose source fails keeps its previous offers and is named; the previous snapshot is
+    never modified.
+
+      perdollar catalog refresh
+      perdollar catalog refresh --provider runpod --provider lambda
+      perdollar catalog refresh --from ./gpuhunt-catalog --captured-at 2026-11-20
+      perdollar catalog refresh --source aws-api --region us-east-1 --region us-west-2
+    """  # fmt: skip
+    from perdollar.catalog import load
+    from perdollar.paths import catalog_snapshot_dir
+
+    source = source or ("aws-api" if region else "gpuhunt")
+    if source not in SOURCES:
+        raise PerdollarError(f"unknown source {source!r}", f"use one of {', '.join(SOURCES)}")
+    if source == "aws-api":
+        _refresh_aws_api(provider, region, json_output)
+        return
+    from perdollar.catalog.gpuhunt_rows import PROVIDERS, fetch_gpuhunt, provider_name, read_catalog_files
+    from perdollar.catalog.refresh_gpuhunt import build_refresh, refresh_manifest
+    from perdollar.catalog.snapshot_write import write_new_snapshot
+
+    wanted = list(dict.fromkeys(provider_name(p) for p in provider))
+    day = _day(captured_at)
+    stamp = dt.datetime.now(dt.UTC)
+    base = load()
+    with progress("reading gpuhunt's offers", quiet=json_output):
+        if from_path is not None:
+            sources, failed = read_catalog_files(from_path, wanted, day)
+        else:
+            sources, failed = fetch_gpuhunt(wanted or list(PROVIDERS), stamp.date())
+    if not sources:
+        why = "; ".join(f"{p}: {reason}" for p, reason in failed.items()) or "no offers"
+        raise PerdollarError(f"no provider could be refreshed ({why})", "the current catalog is unchanged")
+    result = build_refresh(base, sources)
+    origin = str(from_path) if from_path is not None else "gpuhunt's published catalogs"
+    manifest = refresh_manifest(base, result, stamp, origin=origin, failed=failed)
+    folder = write_new_snapshot(
+        base, result.instance_types, result.offers, manifest, _snapshot_root(catalog_snapshot_dir),
+        f"{stamp:%Y%m%dT%H%M%SZ}-gpuhunt",
+    )  # fmt: skip
+    fresh = load(folder)
+    summary = {
+        "snapshot_id": fresh.snapshot_id,
+        "path": folder,
+        "captured_at": fresh.captured_at,
+        "offers_by_cloud": result.refreshed,
+        "captured_at_by_cloud": {PROVIDERS[s.provider]: s.captured_at.isoformat() for s in sources},
+        "failed": failed,
+        "rows_with_unknown_accelerators": result.unknown_accelerators,
+        "offers": len(fresh.offers),
+    }
+    if json_output:
+        emit_json(summary)
+        return
+    clouds = ", ".join(f"{cloud} {count:,}" for cloud, count in result.refreshed.items())
+    err_console.print(
+        f"wrote {fresh.snapshot_id} ({clouds} offers) to {folder}; it is now the catalog perdollar uses.",
+        highlight=False,
+    )
+    for name, reason in failed.items():
+        err_console.print(f"not refreshed: {name} ({reason}); its previous offers are kept.", highlight=False)
+    if result.unknown_accelerators:
+        names = ", ".join(sorted(result.unknown_accelerators))
+        err_console.print(f"left out (accelerator not in the catalog): {names}", highlight=False)
+
+
+def _snapshot_root(make: Callable[[], Path]) -> Path:
+    try:
+        return make()
+    except OSError as error:
+        raise PerdollarError(
+            f"cannot use the data folder for catalog snapshots ({error.strerror or error}: {error.filename})",
+            "make it writable, or set PERDOLLAR_HOME to a writable folder",
+        ) from None
+
+
+def _refresh_aws_api(provider: list[str], region: list[str], json_output: bool) -> None:
+    from perdollar.catalog import load
+    from perdollar.catalog.refresh_aws import refresh_aws
+    from perdollar.paths import catalog_snapshot_dir
+
+    if any(p.lower() != "aws" for p in provider):
+        raise PerdollarError(
+            "--source aws-api refreshes AWS only", "drop --provider, or use --source gpuhunt"
+        )
+    base = load()
+    regions = region or sorted(base.regions.get("aws", ()))
+    with progress("refreshing AWS prices", total=len(regions), quiet=json_output) as bar:
+        out_root = _snapshot_root(catalog_snapshot_dir)
+        folder: Path = refresh_aws(base, regions, out_root=out_root, on_region_done=bar.advance)
+    fresh = load(folder)
+    aws_offers = sum(1 for o in fresh.offers if o.cloud == "aws")
+    summary = {"snapshot_id": fresh.snapshot_id, "path": folder, "captured_at": fresh.captured_at,
+               "regions": regions, "offers": len(fresh.offers), "aws_offers": aws_offers}  # fmt: skip
+    if json_output:
+        emit_json(summary)
+        return
+    err_console.print(
+        f"wrote {fresh.snapshot_id} ({aws_offers} AWS offers in {len(regions)} regions) "
+        f"to {folder}; it is now the catalog perdollar uses.",
+        highlight=False,
+    )
