@@ -18,7 +18,7 @@ from perdollar.select.model import Recommendation
 
 @pytest.fixture(scope="module")
 def recommendation() -> Recommendation:
-    from perdollar.select import recommend
+    from perdollar.ask import recommend
 
     return recommend("mlp", samples=1e6, max_nodes=2, market="any")
 
