@@ -1,0 +1,38 @@
+"""Time the LLM training planner over the whole bundled catalog (every instance type × node counts).
+
+    python benchmarks/llm_planner_speed.py [MODEL ...]
+
+Prints, per model, the seconds of a cold search (traces included) and of a warm one, the rows,
+how many fit, and the three fastest clusters with their plans.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from perdollar import catalog
+from perdollar.predict.llm.frame import llm_prediction_frame
+from perdollar.workload.llm import load_llm_workload
+
+NODE_COUNTS = (1, 2, 4)
+
+
+def main(models: list[str]) -> None:
+    cat = catalog.load()
+    for name in models:
+        workload = load_llm_workload(name)
+        for label in ("cold", "warm"):
+            start = time.perf_counter()
+            frame = llm_prediction_frame(workload, cat, NODE_COUNTS)
+            seconds = time.perf_counter() - start
+            print(f"{name}: {label} {seconds:.2f} s for {len(frame)} rows, {int(frame['fits'].sum())} fit")
+        best = frame[frame["fits"]].sort_values("tokens_per_second", ascending=False).head(3)
+        for row in best.itertuples():
+            print(
+                f"  {row.nodes} × {row.instance_type}: {row.tokens_per_second:,.0f} tokens/s — {row.plan_text}"
+            )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or ["llama-3.1-8b", "llama-3.1-70b"])
