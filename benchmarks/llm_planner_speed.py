@@ -29,9 +29,8 @@ def main(models: list[str]) -> None:
             print(f"{name}: {label} {seconds:.2f} s for {len(frame)} rows, {int(frame['fits'].sum())} fit")
         best = frame[frame["fits"]].sort_values("tokens_per_second", ascending=False).head(3)
         for row in best.itertuples():
-            print(
-                f"  {row.nodes} × {row.instance_type}: {row.tokens_per_second:,.0f} tokens/s — {row.plan_text}"
-            )
+            rate = f"{row.tokens_per_second:,.0f} tokens/s"
+            print(f"  {row.nodes} × {row.instance_type}: {rate} — {row.plan_text}")
 
 
 if __name__ == "__main__":

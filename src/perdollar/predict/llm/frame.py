@@ -152,7 +152,7 @@ def llm_prediction_frame(
     plan: TrainingPlan | None = None,
     efficiency: LLMEfficiency | None = None,
 ) -> pd.DataFrame:
-    """One row per (instance type, node count), each with its best plan (or ``plan``); tokens/s as samples/s."""
+    """One row per (instance type, node count), each with its best plan (or ``plan``); samples are tokens."""
     counts = sorted({int(n) for n in node_counts if int(n) >= 1}) or [1]
     accelerators = dict(catalog.accelerators)
     searched: dict[tuple[Any, ...], PlanSearch] = {}
