@@ -15,6 +15,7 @@ double-quantised constants (4.127 bits per weight, Dettmers et al. 2023), embedd
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -55,6 +56,17 @@ def adapted_params(arch: DecoderArchitecture) -> int:
     return arch.num_layers * (arch.attention_params_per_layer + arch.num_experts * arch.expert_params)
 
 
+@functools.lru_cache(maxsize=256)
+def _counts(arch: DecoderArchitecture, rank: int) -> tuple[float, float, float, float]:
+    """(all parameters, one layer's, LoRA adapter parameters, adapted base parameters), computed once."""
+    return (
+        float(arch.total_params),
+        float(arch.params_per_layer),
+        float(lora_params(arch, rank)),
+        float(adapted_params(arch)),
+    )
+
+
 def sharding_degrees(
     plan: TrainingPlan, data_parallel: int, data_parallel_in_node: int
 ) -> tuple[int, int, int]:
@@ -93,17 +105,16 @@ def model_states(
     weight_b, grad_b, optim_b = state_bytes_per_param(precision)
     model_split = plan.tensor_parallel * plan.pipeline_parallel
     shard_w, shard_g, shard_o = sharding_degrees(plan, data_parallel, data_parallel_in_node)
-    total = float(arch.total_params)
+    total, per_layer, adapters, adapted = _counts(arch, plan.lora_rank)
     if plan.finetune == "full":
         trained, frozen_bytes = total, 0.0
     else:
-        trained = float(lora_params(arch, plan.lora_rank))
+        trained = adapters
         frozen_b = weight_b if precision in ("fp32", "tf32") else 2.0
-        adapted = float(adapted_params(arch))
         per_adapted = NF4_BYTES_PER_WEIGHT if plan.finetune == "qlora" else frozen_b
         frozen_bytes = adapted * per_adapted + (total - adapted) * frozen_b
     optimizer = 0.0 if plan.cpu_offload else trained * optim_b / model_split / shard_o
-    layer_share = arch.params_per_layer / max(total, 1.0)
+    layer_share = per_layer / max(total, 1.0)
     layer_weights = (frozen_bytes + trained * weight_b) * layer_share / plan.tensor_parallel
     return ModelStates(
         weights=(frozen_bytes + trained * weight_b) / model_split / shard_w,

@@ -103,20 +103,30 @@ def search_plans(
     feasible: list[LLMTrainingPrediction] = []
     misses: list[tuple[float, TrainingPlan]] = []
     evaluated = 0
+    # Checkpointing only adds work at a given micro-batch: with it, only the micro-batches that
+    # do not fit without it are worth pricing.
+    largest_without: dict[TrainingPlan, int] = {}
     for shape in candidates:
         sizes = (micro_batch,) if micro_batch else MICRO_BATCHES
         first = replace(shape, micro_batch=sizes[0])
         if plan_problem(first, arch, gpus_per_node, nodes, global_batch):
             continue
-        memory, _ = plan_memory(arch, accelerator, first, precision=precision, **context, efficiency=eff)
+        memory, _, _ = plan_memory(arch, accelerator, first, precision=precision, **context, efficiency=eff)
         if not memory.fits:
             misses.append((memory.total - memory.capacity, first))
             continue
         data_parallel = first.data_parallel_size(gpus_per_node * nodes)
         largest = micro_batch if micro_batch else memory.largest_micro_batch
+        plain = replace(first, activation_checkpointing=False)
+        if not shape.activation_checkpointing:
+            largest_without[plain] = largest
+        recomputes = shape.activation_checkpointing and not micro_batch
+        smallest = largest_without.get(plain, 0) + 1 if recomputes else 1
         for size in sizes:
             if size > largest or size * data_parallel > global_batch:
                 break
+            if size < smallest:
+                continue
             plan = replace(shape, micro_batch=size)
             prediction = predict_llm_training(
                 arch, accelerator, plan=plan, precision=precision, **context, **link

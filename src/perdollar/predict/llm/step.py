@@ -21,6 +21,7 @@ from perdollar.predict.llm.device import micro_batch_times, optimizer_seconds
 from perdollar.predict.llm.memory import (
     GIB,
     MemoryPerGPU,
+    ModelStates,
     memory_per_gpu,
     model_states,
     state_bytes_per_param,
@@ -126,8 +127,8 @@ def plan_memory(
     global_batch: int,
     precision: str,
     efficiency: LLMEfficiency,
-) -> tuple[MemoryPerGPU, int]:
-    """Memory per GPU of ``plan`` and the micro-batches per optimizer step it runs."""
+) -> tuple[MemoryPerGPU, int, ModelStates]:
+    """Memory per GPU of ``plan``, the micro-batches per optimizer step it runs, and its model states."""
     gpus = gpus_per_node * nodes
     data_parallel = plan.data_parallel_size(gpus)
     micro_batches = max(math.ceil(global_batch / (plan.micro_batch * data_parallel)), 1)
@@ -150,7 +151,7 @@ def plan_memory(
         accelerator_memory_gib=accelerator.memory_gib,
         headroom=efficiency.memory_headroom,
     )
-    return memory, micro_batches
+    return memory, micro_batches, states
 
 
 def _data_parallel_seconds(
@@ -217,7 +218,7 @@ def predict_llm_training(
     tp, pp = plan.tensor_parallel, plan.pipeline_parallel
     dp = plan.data_parallel_size(gpus)
     dp_in_node = min(dp, max(gpus_per_node // tp, 1))
-    memory, micro_batches = plan_memory(
+    memory, micro_batches, states = plan_memory(
         arch,
         accelerator,
         plan,
@@ -264,7 +265,6 @@ def predict_llm_training(
     stage = forward + backward + recompute + tp_seconds + p2p + overhead
 
     weight_b, grad_b, _ = state_bytes_per_param(precision)
-    states = model_states(arch, plan, data_parallel=dp, data_parallel_in_node=dp_in_node, precision=precision)
     model_split = tp * pp
     trained = states.trainable_params_per_gpu * (
         dp if plan.strategy in ("zero1", "zero2", "fsdp") else dp_in_node if plan.strategy == "hsdp" else 1
