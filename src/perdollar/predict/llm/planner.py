@@ -5,10 +5,12 @@ The search space, for G GPUs per host and H hosts: strategy ∈ {ddp, zero1, zer
 × tensor parallel ∈ divisors of G up to 8 × pipeline parallel ∈ divisors of H (at most the
 number of layers) × activation checkpointing off/on × micro-batch ∈ {1, 2, 4, …, 64} up to the
 largest that fits and the global batch allows: at most 5 × 4 × d(H) × 2 × 7 plans, each priced
-by arithmetic on cached traces. Price is fixed per cluster, so the fastest feasible plan is
-best for every objective; among plans within ``SIMPLER_PLAN_MARGIN`` of the fastest, the
-simplest wins (DDP before ZeRO before FSDP, no model parallelism, no checkpointing), so a small
-model keeps plain data parallelism. When nothing fits, the nearest miss is reported.
+by arithmetic on cached traces. A plan whose throughput before data-parallel communication and
+the optimizer (an upper bound) cannot come within the margin of the best found so far is skipped.
+Price is fixed per cluster, so the fastest feasible plan is best for every objective; among
+plans within ``SIMPLER_PLAN_MARGIN`` of the fastest, the simplest wins (no model parallelism,
+DDP before ZeRO before FSDP, no checkpointing), so a small model keeps plain data parallelism.
+When nothing fits, the nearest miss (fewest bytes over) is reported.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from perdollar.predict.llm.step import (
     plan_memory,
     plan_problem,
     predict_llm_training,
+    throughput_ceiling,
 )
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
@@ -106,6 +109,7 @@ def search_plans(
     # Checkpointing only adds work at a given micro-batch: with it, only the micro-batches that
     # do not fit without it are worth pricing.
     largest_without: dict[TrainingPlan, int] = {}
+    fastest = 0.0
     for shape in candidates:
         sizes = (micro_batch,) if micro_batch else MICRO_BATCHES
         first = replace(shape, micro_batch=sizes[0])
@@ -122,20 +126,23 @@ def search_plans(
             largest_without[plain] = largest
         recomputes = shape.activation_checkpointing and not micro_batch
         smallest = largest_without.get(plain, 0) + 1 if recomputes else 1
-        for size in sizes:
-            if size > largest or size * data_parallel > global_batch:
-                break
-            if size < smallest:
-                continue
+        allowed = [s for s in sizes if smallest <= s <= largest and s * data_parallel <= global_batch]
+        for size in reversed(allowed):  # large micro-batches first: a fast plan early prunes the rest
             plan = replace(shape, micro_batch=size)
+            if (
+                fastest
+                and throughput_ceiling(arch, accelerator, plan, precision=precision, **context, **link)
+                < (1 - SIMPLER_PLAN_MARGIN) * fastest
+            ):
+                continue  # cannot come within the margin of a plan already found
             prediction = predict_llm_training(
                 arch, accelerator, plan=plan, precision=precision, **context, **link
             )
             evaluated += 1
             if prediction.fits:
                 feasible.append(prediction)
+                fastest = max(fastest, prediction.tokens_per_second)
     if feasible:
-        fastest = max(p.tokens_per_second for p in feasible)
         close = [p for p in feasible if p.tokens_per_second >= (1 - SIMPLER_PLAN_MARGIN) * fastest]
         return PlanSearch(min(close, key=lambda p: _complexity(p.plan)), None, evaluated)
     if not misses:

@@ -192,6 +192,95 @@ def _data_parallel_seconds(
     return per_step, per_micro
 
 
+@dataclass(frozen=True, slots=True)
+class StageTimes:
+    """Seconds of one micro-batch on the busiest pipeline stage, by part."""
+
+    forward: float
+    backward: float
+    recompute: float
+    tensor_parallel: float
+    p2p: float
+    overhead: float
+    memory_bound_share: float
+    intra: cx.Link
+    inter: cx.Link
+
+    @property
+    def total(self) -> float:
+        return self.forward + self.backward + self.recompute + self.tensor_parallel + self.p2p + self.overhead
+
+
+def _stage_times(
+    arch: DecoderArchitecture,
+    accelerator: Accelerator,
+    plan: TrainingPlan,
+    seq_len: int,
+    precision: str,
+    eff: LLMEfficiency,
+    network_gbps: float | None,
+    efa_interfaces: int | None,
+    interconnect: str | None,
+) -> StageTimes:
+    tp, pp = plan.tensor_parallel, plan.pipeline_parallel
+    times = micro_batch_times(
+        arch,
+        accelerator,
+        micro_batch=plan.micro_batch,
+        seq_len=seq_len,
+        precision=precision,
+        tensor_parallel=tp,
+        finetune=plan.finetune,
+        gemm_efficiency=eff.gemm_efficiency,
+    )
+    layers = math.ceil(arch.num_layers / pp)
+    intra = cx.intra_host_link(
+        interconnect or accelerator.interconnect,
+        accelerator.interconnect_bandwidth_gbps,
+        eff.intra_link_efficiency,
+    )
+    inter = cx.inter_host_link(
+        network_gbps, efa_interfaces, rdma_efficiency=eff.rdma_efficiency, tcp_efficiency=eff.tcp_efficiency
+    )
+    activation_message = plan.micro_batch * seq_len * arch.hidden_size * 2.0  # bf16 hidden states
+    all_reduces = 4 + (2 if plan.activation_checkpointing else 0)
+    tp_seconds = layers * cx.all_reduce_seconds(activation_message, tp, intra) * all_reduces
+    return StageTimes(
+        forward=layers * times.layer_forward + times.other_forward,
+        backward=layers * times.layer_backward + times.other_backward,
+        recompute=layers * times.layer_forward if plan.activation_checkpointing else 0.0,
+        tensor_parallel=tp_seconds * (1 - eff.tensor_parallel_overlap),
+        p2p=2 * cx.point_to_point_seconds(activation_message / tp, inter) if pp > 1 else 0.0,
+        overhead=shipped_model().params.step_overhead_s,
+        memory_bound_share=times.memory_bound_share,
+        intra=intra,
+        inter=inter,
+    )
+
+
+def throughput_ceiling(
+    arch: DecoderArchitecture,
+    accelerator: Accelerator,
+    plan: TrainingPlan,
+    *,
+    gpus_per_node: int,
+    nodes: int,
+    seq_len: int,
+    global_batch: int,
+    precision: str = "amp-bf16",
+    network_gbps: float | None = None,
+    efa_interfaces: int | None = None,
+    efficiency: LLMEfficiency | None = None,
+) -> float:
+    """Tokens/s of ``plan`` before data-parallel collectives and the optimizer: never below the prediction."""
+    eff = efficiency or LLMEfficiency()
+    stage = _stage_times(arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, None)
+    dp = plan.data_parallel_size(gpus_per_node * nodes)
+    micro_batches = max(math.ceil(global_batch / (plan.micro_batch * dp)), 1)
+    step = (micro_batches + plan.pipeline_parallel - 1) * stage.total
+    return micro_batches * plan.micro_batch * dp * seq_len / step
+
+
 def predict_llm_training(
     arch: DecoderArchitecture,
     accelerator: Accelerator,
@@ -230,39 +319,17 @@ def predict_llm_training(
         efficiency=eff,
     )
     plan = replace(plan, gradient_accumulation=micro_batches)
-    times = micro_batch_times(
-        arch,
-        accelerator,
-        micro_batch=plan.micro_batch,
-        seq_len=seq_len,
-        precision=precision,
-        tensor_parallel=tp,
-        finetune=plan.finetune,
-        gemm_efficiency=eff.gemm_efficiency,
+    stage_times = _stage_times(
+        arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, interconnect
     )
-    layers = math.ceil(arch.num_layers / pp)
-    forward = layers * times.layer_forward + times.other_forward
-    backward = layers * times.layer_backward + times.other_backward
-    recompute = layers * times.layer_forward if plan.activation_checkpointing else 0.0
-    overhead = shipped_model().params.step_overhead_s
-    intra = cx.intra_host_link(
-        interconnect or accelerator.interconnect,
-        accelerator.interconnect_bandwidth_gbps,
-        eff.intra_link_efficiency,
+    forward, backward, recompute = stage_times.forward, stage_times.backward, stage_times.recompute
+    tp_seconds, p2p, overhead, stage = (
+        stage_times.tensor_parallel,
+        stage_times.p2p,
+        stage_times.overhead,
+        stage_times.total,
     )
-    inter = cx.inter_host_link(
-        network_gbps, efa_interfaces, rdma_efficiency=eff.rdma_efficiency, tcp_efficiency=eff.tcp_efficiency
-    )
-    activation_message = plan.micro_batch * seq_len * arch.hidden_size * 2.0  # bf16 hidden states
-    tp_per_layer = cx.all_reduce_seconds(activation_message, tp, intra)
-    tp_seconds = (
-        layers
-        * tp_per_layer
-        * (4 + (2 if plan.activation_checkpointing else 0))
-        * (1 - eff.tensor_parallel_overlap)
-    )
-    p2p = 2 * cx.point_to_point_seconds(activation_message / tp, inter) if pp > 1 else 0.0
-    stage = forward + backward + recompute + tp_seconds + p2p + overhead
+    intra, inter = stage_times.intra, stage_times.inter
 
     weight_b, grad_b, _ = state_bytes_per_param(precision)
     model_split = tp * pp
@@ -299,8 +366,8 @@ def predict_llm_training(
     compute_total = micro_batches * (forward + backward + recompute + overhead)
     bubble = (pp - 1) * stage
     breakdown = {
-        "compute": compute_total * (1 - times.memory_bound_share),
-        "memory-bound kernels": compute_total * times.memory_bound_share,
+        "compute": compute_total * (1 - stage_times.memory_bound_share),
+        "memory-bound kernels": compute_total * stage_times.memory_bound_share,
         "tensor-parallel all-reduce": micro_batches * tp_seconds,
         "pipeline send/receive": micro_batches * p2p,
         "pipeline bubble": bubble,
