@@ -6,11 +6,13 @@ difference is one layer, and the rest is the embedding, final norm, LM head and 
 traced at micro-batch 1 and 2 and extended linearly to any micro-batch (every operator's work
 and every saved tensor grows linearly with the number of sequences at a fixed sequence length),
 so four small traces serve every plan; results are cached per (architecture, sequence length,
-precision, whether the base weights train).
+precision, whether the base weights train), in memory and on disk (``llm_trace_store``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 from dataclasses import dataclass, replace
 
@@ -119,6 +121,21 @@ def _trace_model(
 
 @functools.lru_cache(maxsize=64)
 def _traced(
+    arch: DecoderArchitecture, micro_batch: int, seq_len: int, precision: str, train_base: bool
+) -> LayerTrace:
+    from perdollar.profile import llm_trace_store
+
+    key = llm_trace_store.trace_key(arch, micro_batch, seq_len, precision, train_base)
+    stored = llm_trace_store.load(key)
+    if stored is not None:
+        with contextlib.suppress(TypeError):
+            return LayerTrace(**stored)
+    traced = _trace_layers(arch, micro_batch, seq_len, precision, train_base)
+    llm_trace_store.save(key, {f.name: getattr(traced, f.name) for f in dataclasses.fields(traced)})
+    return traced
+
+
+def _trace_layers(
     arch: DecoderArchitecture, micro_batch: int, seq_len: int, precision: str, train_base: bool
 ) -> LayerTrace:
     try:
