@@ -7,9 +7,9 @@
 """
 
 from perdollar.predict.llm.plan import FINETUNE_MODES, STRATEGIES, TrainingPlan, parse_plan
+from perdollar.predict.llm.stage import LLMEfficiency
 from perdollar.predict.llm.step import (
     MFU_CONVENTION,
-    LLMEfficiency,
     LLMTrainingPrediction,
     model_flops_per_token,
     predict_llm_training,

@@ -17,12 +17,8 @@ import pandas as pd
 from perdollar.predict.frame import PREDICTION_COLUMNS, SUPPORTED_STACKS
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.llm.planner import PlanSearch, search_plans
-from perdollar.predict.llm.step import (
-    LLMEfficiency,
-    LLMTrainingPrediction,
-    plan_problem,
-    predict_llm_training,
-)
+from perdollar.predict.llm.stage import LLMEfficiency
+from perdollar.predict.llm.step import LLMTrainingPrediction, plan_problem, predict_llm_training
 from perdollar.workload.llm.workload import LLMWorkload
 
 LLM_COLUMNS = (

@@ -19,14 +19,8 @@ from dataclasses import dataclass, replace
 
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm.plan import STRATEGIES, TrainingPlan
-from perdollar.predict.llm.step import (
-    LLMEfficiency,
-    LLMTrainingPrediction,
-    plan_memory,
-    plan_problem,
-    predict_llm_training,
-    throughput_ceiling,
-)
+from perdollar.predict.llm.stage import LLMEfficiency, throughput_ceiling
+from perdollar.predict.llm.step import LLMTrainingPrediction, plan_memory, plan_problem, predict_llm_training
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
-from perdollar.predict.llm import collectives as cx
-from perdollar.predict.llm.device import micro_batch_times, optimizer_seconds
+from perdollar.predict.llm.device import optimizer_seconds
 from perdollar.predict.llm.memory import (
     GIB,
     MemoryPerGPU,
@@ -27,6 +26,7 @@ from perdollar.predict.llm.memory import (
     state_bytes_per_param,
 )
 from perdollar.predict.llm.plan import TrainingPlan
+from perdollar.predict.llm.stage import LLMEfficiency, data_parallel_seconds, stage_times
 from perdollar.predict.params import shipped_model
 from perdollar.profile.llm_trace import layer_trace
 from perdollar.workload.llm.architecture import DecoderArchitecture
@@ -35,20 +35,6 @@ from perdollar.workload.llm.architecture import DecoderArchitecture
 # order ZeRO-Offload reports for its vectorised CPU Adam), and PCIe at an achievable 20 GB/s.
 CPU_ADAM_PARAMS_PER_S = 1.0e9
 OFFLOAD_PCIE_BYTES_PER_S = 20e9
-
-
-@dataclass(frozen=True, slots=True)
-class LLMEfficiency:
-    """Fitted or calibrated parameters of the training model, with shipped defaults."""
-
-    gemm_efficiency: float = 1.0  # multiplies the roofline's GEMM/attention rate
-    communication_overlap: float = 0.8  # share of the overlapping compute that hides DP/FSDP collectives
-    tensor_parallel_overlap: float = 0.0  # share of TP all-reduces hidden (0: on the critical path)
-    intra_link_efficiency: float = 0.7  # NCCL bus bandwidth over the link's line rate
-    rdma_efficiency: float = 0.9
-    tcp_efficiency: float = 0.6
-    memory_headroom: float = 0.10
-    basis: str = "spec"  # spec until fitted on measurements (then calibrated)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,133 +140,6 @@ def plan_memory(
     return memory, micro_batches, states
 
 
-def _data_parallel_seconds(
-    plan: TrainingPlan,
-    grad_bytes: float,
-    weight_bytes: float,
-    dp: int,
-    dp_in_node: int,
-    spans: bool,
-    intra: cx.Link,
-    inter: cx.Link,
-    micro_batches: int,
-) -> tuple[dict[str, float], dict[str, float]]:
-    """(per optimizer step, per micro-batch) seconds of each data-parallel collective, before overlap."""
-    link = cx.group_link(spans, intra, inter)
-    if plan.strategy == "ddp":
-        return {"gradient all-reduce": cx.all_reduce_seconds(grad_bytes, dp, link)}, {}
-    if plan.strategy == "zero1":
-        return {
-            "gradient reduce-scatter": cx.all_gather_seconds(grad_bytes, dp, link),
-            "weight all-gather": cx.all_gather_seconds(weight_bytes, dp, link),
-        }, {}
-    if plan.strategy == "zero2":
-        return {"weight all-gather": cx.all_gather_seconds(weight_bytes, dp, link)}, {
-            "gradient reduce-scatter": cx.all_gather_seconds(grad_bytes, dp, link)
-        }
-    shard, shard_link = (dp, link) if plan.strategy == "fsdp" else (dp_in_node, intra)
-    per_micro = {
-        "weight all-gather": 2 * cx.all_gather_seconds(weight_bytes, shard, shard_link),
-        "gradient reduce-scatter": cx.all_gather_seconds(grad_bytes, shard, shard_link),
-    }
-    per_step = {}
-    if plan.strategy == "hsdp":
-        replicas = max(dp // max(dp_in_node, 1), 1)
-        per_step["cross-host gradient all-reduce"] = cx.all_reduce_seconds(
-            grad_bytes / max(dp_in_node, 1), replicas, inter
-        )
-    return per_step, per_micro
-
-
-@dataclass(frozen=True, slots=True)
-class StageTimes:
-    """Seconds of one micro-batch on the busiest pipeline stage, by part."""
-
-    forward: float
-    backward: float
-    recompute: float
-    tensor_parallel: float
-    p2p: float
-    overhead: float
-    memory_bound_share: float
-    intra: cx.Link
-    inter: cx.Link
-
-    @property
-    def total(self) -> float:
-        return self.forward + self.backward + self.recompute + self.tensor_parallel + self.p2p + self.overhead
-
-
-def _stage_times(
-    arch: DecoderArchitecture,
-    accelerator: Accelerator,
-    plan: TrainingPlan,
-    seq_len: int,
-    precision: str,
-    eff: LLMEfficiency,
-    network_gbps: float | None,
-    efa_interfaces: int | None,
-    interconnect: str | None,
-) -> StageTimes:
-    tp, pp = plan.tensor_parallel, plan.pipeline_parallel
-    times = micro_batch_times(
-        arch,
-        accelerator,
-        micro_batch=plan.micro_batch,
-        seq_len=seq_len,
-        precision=precision,
-        tensor_parallel=tp,
-        finetune=plan.finetune,
-        gemm_efficiency=eff.gemm_efficiency,
-    )
-    layers = math.ceil(arch.num_layers / pp)
-    intra = cx.intra_host_link(
-        interconnect or accelerator.interconnect,
-        accelerator.interconnect_bandwidth_gbps,
-        eff.intra_link_efficiency,
-    )
-    inter = cx.inter_host_link(
-        network_gbps, efa_interfaces, rdma_efficiency=eff.rdma_efficiency, tcp_efficiency=eff.tcp_efficiency
-    )
-    activation_message = plan.micro_batch * seq_len * arch.hidden_size * 2.0  # bf16 hidden states
-    all_reduces = 4 + (2 if plan.activation_checkpointing else 0)
-    tp_seconds = layers * cx.all_reduce_seconds(activation_message, tp, intra) * all_reduces
-    return StageTimes(
-        forward=layers * times.layer_forward + times.other_forward,
-        backward=layers * times.layer_backward + times.other_backward,
-        recompute=layers * times.layer_forward if plan.activation_checkpointing else 0.0,
-        tensor_parallel=tp_seconds * (1 - eff.tensor_parallel_overlap),
-        p2p=2 * cx.point_to_point_seconds(activation_message / tp, inter) if pp > 1 else 0.0,
-        overhead=shipped_model().params.step_overhead_s,
-        memory_bound_share=times.memory_bound_share,
-        intra=intra,
-        inter=inter,
-    )
-
-
-def throughput_ceiling(
-    arch: DecoderArchitecture,
-    accelerator: Accelerator,
-    plan: TrainingPlan,
-    *,
-    gpus_per_node: int,
-    nodes: int,
-    seq_len: int,
-    global_batch: int,
-    precision: str = "amp-bf16",
-    network_gbps: float | None = None,
-    efa_interfaces: int | None = None,
-    efficiency: LLMEfficiency | None = None,
-) -> float:
-    """Tokens/s of ``plan`` before data-parallel collectives and the optimizer: never below the prediction."""
-    eff = efficiency or LLMEfficiency()
-    stage = _stage_times(arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, None)
-    dp = plan.data_parallel_size(gpus_per_node * nodes)
-    micro_batches = max(math.ceil(global_batch / (plan.micro_batch * dp)), 1)
-    step = (micro_batches + plan.pipeline_parallel - 1) * stage.total
-    return micro_batches * plan.micro_batch * dp * seq_len / step
-
-
 def predict_llm_training(
     arch: DecoderArchitecture,
     accelerator: Accelerator,
@@ -319,20 +178,13 @@ def predict_llm_training(
         efficiency=eff,
     )
     plan = replace(plan, gradient_accumulation=micro_batches)
-    stage_times = _stage_times(
+    times = stage_times(
         arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, interconnect
     )
-    forward, backward, recompute = stage_times.forward, stage_times.backward, stage_times.recompute
-    tp_seconds, p2p, overhead, stage = (
-        stage_times.tensor_parallel,
-        stage_times.p2p,
-        stage_times.overhead,
-        stage_times.total,
-    )
-    intra, inter = stage_times.intra, stage_times.inter
+    forward, backward, recompute = times.forward, times.backward, times.recompute
+    tp_seconds, p2p, overhead, stage = times.tensor_parallel, times.p2p, times.overhead, times.total
 
     weight_b, grad_b, _ = state_bytes_per_param(precision)
-    model_split = tp * pp
     trained = states.trainable_params_per_gpu * (
         dp if plan.strategy in ("zero1", "zero2", "fsdp") else dp_in_node if plan.strategy == "hsdp" else 1
     )
@@ -342,9 +194,16 @@ def predict_llm_training(
     )
     if plan.strategy in ("zero1", "zero2"):
         weight_bytes = trained * weight_b
-    del model_split
-    per_step, per_micro = _data_parallel_seconds(
-        plan, grad_bytes, weight_bytes, dp, dp_in_node, nodes // pp > 1, intra, inter, micro_batches
+    per_step, per_micro = data_parallel_seconds(
+        plan,
+        grad_bytes,
+        weight_bytes,
+        dp,
+        dp_in_node,
+        nodes // pp > 1,
+        times.intra,
+        times.inter,
+        micro_batches,
     )
     hide = eff.communication_overlap
     exposed: dict[str, float] = {}
@@ -366,8 +225,8 @@ def predict_llm_training(
     compute_total = micro_batches * (forward + backward + recompute + overhead)
     bubble = (pp - 1) * stage
     breakdown = {
-        "compute": compute_total * (1 - stage_times.memory_bound_share),
-        "memory-bound kernels": compute_total * stage_times.memory_bound_share,
+        "compute": compute_total * (1 - times.memory_bound_share),
+        "memory-bound kernels": compute_total * times.memory_bound_share,
         "tensor-parallel all-reduce": micro_batches * tp_seconds,
         "pipeline send/receive": micro_batches * p2p,
         "pipeline bubble": bubble,
