@@ -74,8 +74,9 @@ def _search(
             micro_batch=workload.micro_batch,
             **common,
         )
-    if plan_problem(plan, arch, gpus, nodes, workload.global_batch):
-        return PlanSearch(None, None, 0)
+    problem = plan_problem(plan, arch, gpus, nodes, workload.global_batch)
+    if problem:
+        return PlanSearch(None, None, 0, problem)
     prediction = predict_llm_training(arch, accelerator, plan=plan, **common)
     return PlanSearch(prediction if prediction.fits else None, None if prediction.fits else prediction, 1)
 
@@ -170,11 +171,6 @@ def llm_prediction_frame(
             chosen = found.best or found.nearest_miss
             problem = ""
             if chosen is None:
-                problem = (
-                    plan_problem(plan, workload.architecture, gpus, nodes, workload.global_batch)
-                    if plan
-                    else ""
-                )
-                problem = problem or "no training plan can run on this cluster"
+                problem = found.problem or "no training plan can run on this cluster"
             rows.append(_row(instance, nodes, chosen, "", problem))
     return pd.DataFrame(rows, columns=list(LLM_COLUMNS))

@@ -35,6 +35,7 @@ class PlanSearch:
     best: LLMTrainingPrediction | None
     nearest_miss: LLMTrainingPrediction | None
     evaluated: int
+    problem: str = ""  # why no plan could run at all (when neither a best nor a miss exists)
 
 
 def _divisors(n: int, limit: int) -> list[int]:
@@ -104,10 +105,13 @@ def search_plans(
     # do not fit without it are worth pricing.
     largest_without: dict[TrainingPlan, int] = {}
     fastest = 0.0
+    problems: list[str] = []
     for shape in candidates:
         sizes = (micro_batch,) if micro_batch else MICRO_BATCHES
         first = replace(shape, micro_batch=sizes[0])
-        if plan_problem(first, arch, gpus_per_node, nodes, global_batch):
+        problem = plan_problem(first, arch, gpus_per_node, nodes, global_batch)
+        if problem:
+            problems.append(problem)
             continue
         memory, _, _ = plan_memory(arch, accelerator, first, precision=precision, **context, efficiency=eff)
         if not memory.fits:
@@ -140,7 +144,7 @@ def search_plans(
         close = [p for p in feasible if p.tokens_per_second >= (1 - SIMPLER_PLAN_MARGIN) * fastest]
         return PlanSearch(min(close, key=lambda p: _complexity(p.plan)), None, evaluated)
     if not misses:
-        return PlanSearch(None, None, evaluated)
+        return PlanSearch(None, None, evaluated, problems[-1] if problems else "no plan in the search space")
     _, nearest = min(misses, key=lambda item: item[0])
     miss = predict_llm_training(arch, accelerator, plan=nearest, precision=precision, **context, **link)
     return PlanSearch(None, miss, evaluated + 1)
