@@ -79,6 +79,18 @@ def test_fsdp_gathers_weights_twice_and_scatters_gradients_every_micro_batch(sma
     assert got.breakdown_s["exposed gradient reduce-scatter"] == pytest.approx(micro_batches * one_gather)
 
 
+def test_hsdp_all_reduces_the_whole_gradient_across_hosts_through_the_network(small) -> None:
+    arch, h100 = small
+    eff = LLMEfficiency(communication_overlap=0.0)
+    got = predict_llm_training(
+        arch, h100, gpus_per_node=8, nodes=2, plan=TrainingPlan("hsdp", micro_batch=2), seq_len=512,
+        global_batch=64, network_gbps=100.0, efa_interfaces=0, efficiency=eff,
+    )  # fmt: skip
+    tcp = 100.0 / 8 * 1e9 * 0.6
+    expected = 2 * 1 / 2 * 2.0 * arch.total_params / tcp + 2 * 1 * cx.TCP_LATENCY_S
+    assert got.breakdown_s["exposed cross-host gradient all-reduce"] == pytest.approx(expected)
+
+
 def test_tensor_parallel_all_reduces_two_forward_two_backward_per_layer(small) -> None:
     arch, h100 = small
     got = predict_llm_training(

@@ -153,8 +153,8 @@ def data_parallel_seconds(
     }
     per_step = {}
     if plan.strategy == "hsdp":
+        # Each local shard all-reduces with its peers on the other hosts; the host's GPUs do so at
+        # once through the same NICs, so the host moves the whole gradient's ring volume.
         replicas = max(dp // max(dp_in_node, 1), 1)
-        per_step["cross-host gradient all-reduce"] = cx.all_reduce_seconds(
-            grad_bytes / max(dp_in_node, 1), replicas, inter
-        )
+        per_step["cross-host gradient all-reduce"] = cx.all_reduce_seconds(grad_bytes, replicas, inter)
     return per_step, per_micro
