@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perdollar.errors import PerdollarError
-from perdollar.workload.llm import from_hf_config, llm_reference_names, load_llm_workload
+from perdollar.workload.llm import from_hf_config, llm_reference_names, load_llm_workload, looks_like_llm
 from perdollar.workload.llm.meta_model import meta_parameter_count
 
 SMALL_CONFIGS = {
@@ -99,6 +99,11 @@ def test_config_file_and_folder(tmp_path: Path) -> None:
     assert from_folder.fingerprint == from_file.fingerprint
     assert load_llm_workload(str(folder), seq_len=1024).fingerprint != from_folder.fingerprint
     assert load_llm_workload(str(folder), finetune="qlora").fingerprint != from_folder.fingerprint
+
+
+def test_other_references_stay_on_their_own_path() -> None:
+    assert looks_like_llm("llama-3.1-8b") and looks_like_llm("some/config.json")
+    assert not looks_like_llm("llama-8b") and not looks_like_llm("vit-b16")
 
 
 def test_unknown_name_suggests_close_matches() -> None:

@@ -74,7 +74,9 @@ def _bar(value: float | None) -> str:
 def register(app: typer.Typer) -> None:
     @app.command("predict", help=_reflow(PREDICT_HELP))
     def predict_command(
-        workload: str = typer.Argument(..., help="Built-in workload name or path/to/file.py:function."),
+        workload: str = typer.Argument(
+            ..., help="Built-in workload name, path/to/file.py:function, or an LLM config.json."
+        ),
         instance: str = typer.Option(..., "--instance", "-i", help="Instance type, e.g. g5.2xlarge."),
         nodes: int = typer.Option(1, "--nodes", "-n", min=1, help="Number of instances (data parallel)."),
         cloud: str = typer.Option(None, "--cloud", help="aws, gcp or azure, when the name is ambiguous."),

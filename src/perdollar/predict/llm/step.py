@@ -48,7 +48,7 @@ class LLMTrainingPrediction:
     memory_per_gpu_gib: float
     fits: bool
     fit_reason: str
-    bottleneck: str  # compute | memory-bandwidth | communication | pipeline-bubble | optimizer
+    bottleneck: str  # compute | memory-bandwidth (kernels and optimizer) | communication | pipeline-bubble
     basis: str  # spec | calibrated | measured
     breakdown_s: dict[str, float]
     plan: TrainingPlan
