@@ -11,6 +11,7 @@ from perdollar.ask.inputs import (
     stored_measurements,
     with_stored_measurements,
 )
+from perdollar.ask.language_model import answer_language_model
 from perdollar.ask.serving import ServingAnswer, answer_serving
 from perdollar.ask.training import answer_training
 from perdollar.catalog import Catalog
@@ -20,6 +21,7 @@ from perdollar.measure.result import Measurement
 from perdollar.question import Question, SpotSettings
 from perdollar.select.model import Recommendation
 from perdollar.workload import Workload, load_workload
+from perdollar.workload.llm import looks_like_llm
 
 
 def answer(
@@ -37,6 +39,13 @@ def answer(
     With ``use_store`` the measurements stored for this workload calibrate the answer too.
     """
     catalog = catalog if catalog is not None else load_catalog()
+    if is_language_model(question):
+        if question.kind == "inference":
+            raise PerdollarError(
+                f"serving {question.workload_name!r} is priced per request, not per token yet",
+                "rank its training with perdollar recommend (without --inference)",
+            )
+        return answer_language_model(question, catalog=catalog, progress=progress)
     if question.kind == "inference":
         return ask_serving(
             question,
@@ -53,6 +62,11 @@ def answer(
     if use_store:
         inputs = with_stored_measurements(inputs, store_url)
     return answer_training(question, inputs, progress)
+
+
+def is_language_model(question: Question) -> bool:
+    """A built-in language model or a config.json: planned, and counted in tokens."""
+    return question.language_model is not None or looks_like_llm(question.workload_name)
 
 
 def ask_serving(

@@ -44,6 +44,13 @@ class Estimate:
     interruptions_per_hour: float | None = None  # all nodes together (N × per-node hazard)
     flags: tuple[str, ...] = ()  # catalog data-quality flags of the offer
 
+    # Language models: the training plan this configuration runs (token and sentence), its model
+    # FLOPs utilisation and the memory it holds per GPU; samples are then tokens.
+    plan: str = ""
+    plan_text: str = ""
+    mfu: float | None = None
+    memory_per_gpu_gib: float | None = None
+
     # Written into every JSON form of an estimate (``--json``, the store) beside the fields.
     json_properties: ClassVar[tuple[str, ...]] = ("label",)
 
@@ -59,6 +66,7 @@ class Estimate:
             market=self.market or None,
             cloud=self.cloud or None,
             region=self.region or None,
+            plan=self.plan or None,
         )
 
     @property

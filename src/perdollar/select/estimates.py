@@ -69,6 +69,20 @@ def estimates_from_frame(
                 if row["market"] == "spot"
                 else None,
                 flags=flags,
+                **_plan_fields(row),
             )
         )
     return estimates
+
+
+def _plan_fields(row: dict[str, object]) -> dict[str, object]:
+    """A language model's plan columns (absent from other workloads' tables)."""
+    plan = row.get("plan")
+    if plan is None or not hasattr(plan, "token"):
+        return {}
+    return {
+        "plan": plan.token(),  # type: ignore[attr-defined]
+        "plan_text": _text(row.get("plan_text")),
+        "mfu": _number(row.get("mfu")),
+        "memory_per_gpu_gib": _number(row.get("memory_per_gpu_gib")),
+    }

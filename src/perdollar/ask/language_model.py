@@ -1,0 +1,122 @@
+"""A language-model training question, answered: the planner's best plan on every instance and node
+count, priced and ranked like any other training question, in tokens.
+
+The planner (:func:`perdollar.predict.llm.frame.llm_prediction_frame`) keeps the fastest feasible
+plan of each cluster, which is the best plan for every objective, since a cluster's price does not
+depend on its plan; the rest of the walk is the training walk's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from perdollar.ask.inputs import Progress, quiet
+from perdollar.ask.training import check_question
+from perdollar.catalog import Catalog
+from perdollar.catalog.filters import allowed_offers
+from perdollar.errors import PerdollarError
+from perdollar.predict.frame import node_counts
+from perdollar.predict.llm import TrainingPlan, parse_plan
+from perdollar.predict.llm.frame import llm_prediction_frame
+from perdollar.price.frame import assumptions_for, describe_assumptions, target_of
+from perdollar.price.table import price_table
+from perdollar.question import LanguageModelSettings, Question
+from perdollar.select import (
+    DEFAULT_KEEP,
+    Recommendation,
+    build_recommendation,
+    mark_constraints,
+    select_candidates,
+)
+from perdollar.workload.llm import LLMWorkload, load_llm_workload
+
+# What a checkpoint of full training writes per parameter: bf16 weights, fp32 master weights and
+# Adam's two moments (the ZeRO paper's 2 + 12 bytes).
+CHECKPOINT_BYTES_PER_PARAMETER = 14.0
+
+
+def load_language_model(question: Question) -> LLMWorkload:
+    settings = question.language_model or LanguageModelSettings()
+    return load_llm_workload(
+        question.workload_name,
+        seq_len=settings.seq_len,
+        micro_batch=settings.micro_batch,
+        global_batch=settings.global_batch,
+        precision=question.precision,
+        finetune=settings.finetune,
+        lora_rank=settings.lora_rank,
+    )
+
+
+def fixed_plan(settings: LanguageModelSettings, workload: LLMWorkload) -> TrainingPlan | None:
+    """The plan the user fixed, with the workload's fine-tuning mode; None lets the planner search."""
+    if not settings.plan:
+        return None
+    plan = parse_plan(settings.plan)
+    if settings.finetune:
+        plan = replace(plan, finetune=workload.finetune, lora_rank=workload.lora_rank)
+    if workload.micro_batch:
+        plan = replace(plan, micro_batch=workload.micro_batch)
+    return plan
+
+
+def checkpoint_bytes(workload: LLMWorkload) -> float:
+    """A checkpoint: the trained state (adapters only when fine-tuning with LoRA or QLoRA)."""
+    params = float(workload.architecture.total_params)
+    if workload.finetune != "full":
+        return params * 0.01 * CHECKPOINT_BYTES_PER_PARAMETER  # adapters are about 1% of the model
+    return params * CHECKPOINT_BYTES_PER_PARAMETER
+
+
+def answer_language_model(
+    question: Question,
+    *,
+    catalog: Catalog,
+    workload: LLMWorkload | None = None,
+    progress: Progress = quiet,
+) -> Recommendation:
+    """The ranked recommendation, in tokens, with the plan of every estimate."""
+    check_question(question, catalog)
+    workload = workload if workload is not None else load_language_model(question)
+    question = replace(question, workload_fingerprint=workload.fingerprint, kind="train")
+    offers = allowed_offers(
+        catalog.offers_frame(), clouds=question.clouds, regions=question.regions, market=question.market
+    )
+    if offers.empty:
+        raise PerdollarError(
+            "no offer in the allowed clouds, regions and market",
+            "widen --cloud/--region (regions accept patterns like us-*) or use --market any",
+            exit_code=3,
+        )
+    counts = node_counts(question.max_nodes)
+    plan = fixed_plan(question.language_model or LanguageModelSettings(), workload)
+    progress(f"planning {workload.name} on every instance type × {len(counts)} node counts")
+    predictions = llm_prediction_frame(workload, catalog, counts, plan=plan)
+    progress(f"pricing {len(offers):,} offers")
+    target = target_of(question)
+    assumptions = assumptions_for(question.spot, checkpoint_bytes(workload))
+    stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()}
+    priced = mark_constraints(
+        price_table(offers, predictions, target, assumptions),
+        target,
+        confidence=question.confidence,
+        stacks=stacks,
+    )
+    selection = select_candidates(
+        priced, question, sample_unit="tokens", keep=max(DEFAULT_KEEP, question.top)
+    )
+    feasible_count = int((priced["reason"] == "").sum())
+    counts_note = (
+        f"{len(priced):,} candidates priced; {feasible_count:,} feasible; "
+        f"{len(selection.ranked)} kept (best region per instance, market and node count)"
+    )
+    planner_note = (
+        f"plans: {plan.token()} fixed" if plan else "plans: the fastest feasible plan per cluster"
+    ) + f"; sequence {workload.seq_len} tokens, global batch {workload.global_batch} sequences"
+    return build_recommendation(
+        question,
+        selection,
+        catalog_captured_at=str(catalog.captured_at),
+        catalog_snapshot_id=str(catalog.snapshot_id),
+        notes=(describe_assumptions(assumptions), counts_note, planner_note),
+    )
