@@ -1,6 +1,7 @@
 """Serving a decoder LLM: prefill, decode, KV cache, continuous batching, and the deployments it allows."""
 
 from perdollar.predict.llm_serving.formats import FORMATS, ServingFormat, serving_format, unsupported_reason
+from perdollar.predict.llm_serving.frame import ReplicaRate, llm_serving_frame, replica_rate
 from perdollar.predict.llm_serving.load import (
     LLMServingPrediction,
     LoadPoint,
@@ -25,6 +26,7 @@ __all__ = [
     "GroupShape",
     "LLMServingPrediction",
     "LoadPoint",
+    "ReplicaRate",
     "ServingEfficiency",
     "ServingFormat",
     "Workload",
@@ -32,9 +34,11 @@ __all__ = [
     "decode_step_time",
     "kv_bytes_per_token",
     "kv_bytes_per_token_per_gpu",
+    "llm_serving_frame",
     "max_concurrent_sequences",
     "predict_llm_serving",
     "prefill_time",
+    "replica_rate",
     "serving_format",
     "unsupported_reason",
 ]
