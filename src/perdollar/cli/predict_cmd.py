@@ -67,11 +67,15 @@ def _bar(value: float | None) -> str:
 def register(app: typer.Typer) -> None:
     @app.command("predict", help=_reflow(PREDICT_HELP))
     def predict_command(
-        workload: str = typer.Argument(..., help="Built-in workload name or path/to/file.py:function."),
-        instance: str = typer.Option(..., "--instance", "-i", help="Instance type, e.g. g5.2xlarge."),
+        workload: str = typer.Argument(
+            ..., help="Built-in workload name, path/to/file.py:function, or an LLM's config.json."
+        ),
+        instance: str = typer.Option(None, "--instance", "-i", help="Instance type, e.g. g5.2xlarge."),
         nodes: int = typer.Option(1, "--nodes", "-n", min=1, help="Number of instances (data parallel)."),
         cloud: str = typer.Option(None, "--cloud", help="aws, gcp or azure, when the name is ambiguous."),
-        batch_size: int = typer.Option(None, "--batch-size", "-b", min=1, help="Per-device batch size."),
+        batch_size: int = typer.Option(
+            None, "--batch-size", "--batch", "-b", min=1, help="Per-device batch (LLM: a static batch)."
+        ),
         precision: str = typer.Option(
             None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16."
         ),
@@ -86,9 +90,30 @@ def register(app: typer.Typer) -> None:
         ),
         store: str = typer.Option(None, "--store", help="Store URL to read earlier measurements from."),
         json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
+        inference: bool = typer.Option(False, "--inference", help="Serve an LLM config: prefill and decode."),
+        accelerator: str = typer.Option(None, "--accelerator", help="LLM: accelerator name or alias."),
+        gpus: int = typer.Option(1, "--gpus", min=1, help="LLM: GPUs in all (replicas × TP × PP)."),
+        tensor_parallel: int = typer.Option(None, "--tensor-parallel", min=1, help="LLM: TP size."),
+        pipeline_parallel: int = typer.Option(1, "--pipeline-parallel", min=1, help="LLM: pipeline stages."),
+        input_tokens: int = typer.Option(None, "--input-tokens", help="LLM: prompt tokens a request."),
+        output_tokens: int = typer.Option(None, "--output-tokens", help="LLM: tokens generated a request."),
     ) -> None:
         from perdollar import catalog as catalog_mod
         from perdollar.predict import Calibration, predict
+
+        if inference:
+            from perdollar.cli.llm_serving_cmd import is_llm_config, predict_llm_inference
+
+            if is_llm_config(workload):
+                predict_llm_inference(
+                    workload, accelerator=accelerator, gpus=gpus, tensor_parallel=tensor_parallel,
+                    pipeline_parallel=pipeline_parallel, input_tokens=input_tokens,
+                    output_tokens=output_tokens, precision=precision, batch=batch_size,
+                    json_output=json_output,
+                )  # fmt: skip
+                return
+        if instance is None:
+            raise PerdollarError("predict needs --instance", "add e.g. --instance g5.2xlarge")
         from perdollar.profile import profile_workload
         from perdollar.workload import load_workload
 
