@@ -27,6 +27,7 @@ class ServingFormat:
     compute_dtype: str  # the catalog dtype whose peak the matrix products run at
     weight_only: bool  # weights dequantised to 16 bits before multiplying
     description: str
+    quantised_embeddings: bool = False  # GGUF quantises the embedding and output matrices too
 
 
 FORMATS: dict[str, ServingFormat] = {
@@ -40,7 +41,9 @@ FORMATS: dict[str, ServingFormat] = {
         # GPTQ/AWQ with groups of 128: 4 bits plus a 16-bit scale and zero per group ≈ 4.25 bits.
         ServingFormat("int4", 4.25 / 8, 2.0, "fp16", True, "int4 weight-only (GPTQ/AWQ), 16-bit KV cache"),
         # llama.cpp's Q4_K_M averages about 4.85 bits a weight on Llama 3 8B (4.92 GB file / 8.03 B).
-        ServingFormat("q4_k_m", 4.85 / 8, 2.0, "fp16", True, "GGUF Q4_K_M weight-only, 16-bit KV cache"),
+        ServingFormat(
+            "q4_k_m", 4.85 / 8, 2.0, "fp16", True, "GGUF Q4_K_M weight-only, 16-bit KV cache", True
+        ),
         ServingFormat("fp4", 4.5 / 8, 1.0, "fp4", False, "fp4 (block-scaled) weights, fp8 KV cache"),
     )
 }
