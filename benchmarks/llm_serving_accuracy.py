@@ -26,6 +26,7 @@ from perdollar.predict.llm_serving.published import (
     ServingCase,
     errors,
     fit_efficiency,
+    held_out_errors,
     load_cases,
 )
 from perdollar.predict.llm_serving.timing import ENGINE_EFFICIENCY
@@ -64,22 +65,18 @@ def main() -> None:
     catalog = catalog_mod.load()
     cases, left = load_cases(csv, catalog)
     chips = {key: catalog.accelerator(key) for key in {case.gpu for case in cases}}
-    held_out: dict[str, list[float]] = {kind: [] for kind in KINDS}
     fits: list[str] = []
     for engine in sorted({case.engine for case in cases}):
         rows = [case for case in cases if case.engine == engine]
         for gpu in sorted({case.gpu for case in rows}):
-            train = [case for case in rows if case.gpu != gpu]
-            test = [case for case in rows if case.gpu == gpu]
-            fitted = fit_efficiency(train, chips, ENGINE_EFFICIENCY[engine])
+            fitted = fit_efficiency([c for c in rows if c.gpu != gpu], chips, ENGINE_EFFICIENCY[engine])
             fits.append(
                 f"  {engine:<13} without {gpu:<16} bandwidth {fitted.bandwidth:.3f}  weight-only "
                 f"{fitted.weight_only_bandwidth:.3f}  compute {fitted.compute:.3f}  "
                 f"KV {fitted.kv_bandwidth:.2f}  "
                 f"overhead {1e6 * fitted.step_overhead_s_per_layer:.0f} µs/layer"
             )
-            for kind in KINDS:
-                held_out[kind] += errors([c for c in test if c.kind == kind], chips, fitted)
+    held_out = held_out_errors(cases, chips)
     print(
         f"{len(cases)} LLM rows of {csv.name} "
         f"({', '.join(f'{n} {k}' for k, n in left.items() if n)} left out)"

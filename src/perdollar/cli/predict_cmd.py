@@ -247,6 +247,8 @@ def _print_validation(result: dict) -> None:
         f"coverage: {_bar(cov['fraction'])} ({cov['predicted_rows']}/{cov['candidate_rows']} rows) · "
         f"{result['seconds']} s"
     )
+    if "llm_serving" in result:
+        _print_llm_serving(result["llm_serving"])
     left = result.get("left_out", {})
     if any(left.values()):
         console.print(
@@ -254,3 +256,20 @@ def _print_validation(result: dict) -> None:
             + ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in left.items() if n)
             + "[/]"
         )
+
+
+def _print_llm_serving(section: dict) -> None:
+    table = Table(
+        title=f"LLM serving rows ({section['rows']}): held out (GPU left out of the fit) vs plain roofline",
+        title_justify="left",
+    )
+    for column in ("kind", "n", "median", "mean", "≤10%", "roofline median"):
+        table.add_column(column, justify="left" if column == "kind" else "right")
+    for kind, s in section["held_out"].items():
+        if s["n"]:
+            roof = section["plain_roofline"][kind]
+            table.add_row(
+                kind, str(s["n"]), _bar(s["median_ape"]), _bar(s["mean_ape"]), _bar(s["within_10pct"]),
+                _bar(roof["median_ape"]),
+            )  # fmt: skip
+    console.print(table)

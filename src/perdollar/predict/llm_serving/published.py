@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,6 +25,7 @@ from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm_serving.formats import ServingFormat, serving_format, unsupported_reason
 from perdollar.predict.llm_serving.load import Workload, predict_llm_serving
 from perdollar.predict.llm_serving.timing import (
+    ENGINE_EFFICIENCY,
     GroupShape,
     ServingEfficiency,
     decode_step_time,
@@ -229,3 +231,62 @@ def fit_efficiency(
             if score < current - 1e-9:  # a parameter no row depends on keeps its starting value
                 best = replace(best, **{name: value})
     return best
+
+
+def held_out_errors(
+    cases: list[ServingCase], chips: Mapping[str, Accelerator], targets: Iterable[str] | None = None
+) -> dict[str, list[float]]:
+    """Errors of each target GPU's cases (every GPU by default) under parameters fitted without it,
+    on the other GPUs' cases of the same engine, by kind of case."""
+    out: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    wanted = set(targets) if targets is not None else {case.gpu for case in cases}
+    for engine in sorted({case.engine for case in cases}):
+        rows = [case for case in cases if case.engine == engine]
+        for gpu in sorted(wanted & {case.gpu for case in rows}):
+            fitted = fit_efficiency([c for c in rows if c.gpu != gpu], chips, ENGINE_EFFICIENCY[engine])
+            for kind in KINDS:
+                out[kind] += errors([c for c in rows if c.gpu == gpu and c.kind == kind], chips, fitted)
+    return out
+
+
+def _summary(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0, "median_ape": None, "mean_ape": None, "within_10pct": None, "within_25pct": None}
+    return {
+        "n": len(values),
+        "median_ape": statistics.median(values),
+        "mean_ape": statistics.fmean(values),
+        "within_10pct": sum(v <= 0.10 for v in values) / len(values),
+        "within_25pct": sum(v <= 0.25 for v in values) / len(values),
+    }
+
+
+def validation_section(
+    path: Path, catalog: Catalog, target_gpus: Iterable[str] | None
+) -> dict[str, Any] | None:
+    """`perdollar validate`'s LLM serving section: held-out errors by kind beside the plain roofline;
+    None when the file has no LLM serving rows."""
+    try:
+        cases, left = load_cases(path, catalog)
+    except (KeyError, ValueError):
+        return None
+    if not cases:
+        return None
+    chips = {key: catalog.accelerator(key) for key in {case.gpu for case in cases}}
+    targets = None
+    if target_gpus:
+        targets = {catalog.accelerator(name).key for name in target_gpus}
+        cases_scored = [case for case in cases if case.gpu in targets]
+    else:
+        cases_scored = cases
+    held_out = held_out_errors(cases, chips, targets)
+    return {
+        "note": "LLM serving model; each target GPU predicted with parameters fitted without it",
+        "rows": len(cases_scored),
+        "left_out": left,
+        "held_out": {kind: _summary(values) for kind, values in held_out.items()},
+        "plain_roofline": {
+            kind: _summary(errors([c for c in cases_scored if c.kind == kind], chips, PLAIN_ROOFLINE))
+            for kind in KINDS
+        },
+    }
