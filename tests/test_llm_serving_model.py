@@ -162,3 +162,19 @@ def test_static_batch_is_limited_by_the_kv_cache(catalog: catalog_mod.Catalog) -
     ok = predict_llm_serving(arch, chip, FP16, Workload(2048, 2048), batch=max(limit, 1))
     assert ok.fits and ok.mode == "static-batch"
     assert ok.batch == max(limit, 1)
+
+
+def test_pipeline_stages_work_on_micro_batches_at_the_same_time(catalog: catalog_mod.Catalog) -> None:
+    arch, chip, work = _arch("llama-3.1-8b"), catalog.accelerator("H100-SXM5-80GB"), Workload(1000, 300)
+    one = predict_llm_serving(arch, chip, FP16, work)
+    staged = predict_llm_serving(arch, chip, FP16, work, shape=GroupShape(pipeline_parallel=2))
+    # Two GPUs, each with half the layers and twice the room for KV cache, both busy: more than
+    # one GPU's throughput; a sequence's token still passes both stages, so TPOT does not halve.
+    assert staged.max_concurrent_sequences > one.max_concurrent_sequences
+    assert staged.output_tokens_per_second > 1.5 * one.output_tokens_per_second
+    # Alone, a token walks both stages: batch-1 decode is no faster than on one GPU.
+    single = predict_llm_serving(arch, chip, FP16, work, batch=1)
+    staged_single = predict_llm_serving(
+        arch, chip, FP16, work, shape=GroupShape(pipeline_parallel=2), batch=1
+    )
+    assert staged_single.tpot_ms >= 0.95 * single.tpot_ms

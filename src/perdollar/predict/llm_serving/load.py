@@ -85,13 +85,18 @@ def mixed_iteration(
     work: Workload,
     eff: ServingEfficiency = DEFAULT_EFFICIENCY,
 ) -> StepTime:
-    """One continuous-batching iteration: ``running`` decode tokens plus their share of new prompts."""
-    prompt_tokens = running * work.input_tokens / work.output_tokens
+    """One continuous-batching iteration: ``running`` decode tokens plus their share of new prompts.
+
+    With P pipeline stages the running sequences move as P micro-batches, one in each stage at a
+    time: a sequence waits P stage times for its next token while the stages stay busy.
+    """
+    micro = running / shape.pipeline_parallel
+    prompt_tokens = micro * work.input_tokens / work.output_tokens
     q_width = arch.num_attention_heads * arch.head_dim
-    attention = 4.0 * arch.num_layers * q_width * work.mean_context * running
+    attention = 4.0 * arch.num_layers * q_width * work.mean_context * micro
     attention += 2.0 * arch.num_layers * q_width * work.input_tokens * prompt_tokens
-    kv = running * work.mean_context * kv_bytes_per_token_per_gpu(arch, fmt, shape)
-    tokens = running + prompt_tokens
+    kv = micro * work.mean_context * kv_bytes_per_token_per_gpu(arch, fmt, shape)
+    tokens = micro + prompt_tokens
     bytes_read = _weights_read_per_gpu(arch, fmt, shape, tokens)
     return _stage_time(
         arch,
