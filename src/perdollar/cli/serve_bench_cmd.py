@@ -149,8 +149,8 @@ def register(app: typer.Typer) -> None:
         stall_seconds: float = typer.Option(30.0, "--stall-seconds", help="With --url: stall limit (s)."),
         accelerator: str | None = typer.Option(None, "--accelerator", help="With --url: the server's GPU."),
         gpus: int = typer.Option(1, "--gpus", min=1, help="With --url: GPUs behind the endpoint."),
-        store: bool = typer.Option(True, "--store/--no-store", help="With --url: keep the result."),
-        store_url: str | None = typer.Option(None, "--store-url", help="Store URL (default: local SQLite)."),
+        store_url: str | None = typer.Option(None, "--store", help="With --url: SQLAlchemy store URL."),
+        no_store: bool = typer.Option(False, "--no-store", help="With --url: do not store the result."),
     ) -> int:
         if url is not None:
             from perdollar.cli.serve_bench_url import run_url_bench
@@ -165,7 +165,7 @@ def register(app: typer.Typer) -> None:
             )  # fmt: skip
             return run_url_bench(
                 settings, rates=_parse_rates(rates), accelerator=accelerator, gpus=gpus, precision=precision,
-                store=store, store_url=store_url, json_output=json_output,
+                store=not no_store, store_url=store_url, json_output=json_output,
             )  # fmt: skip
         if workload is None:
             raise PerdollarError("serve-bench needs a WORKLOAD or --url", "e.g. perdollar serve-bench mlp")
