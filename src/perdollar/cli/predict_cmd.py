@@ -75,12 +75,14 @@ def register(app: typer.Typer) -> None:
     @app.command("predict", help=_reflow(PREDICT_HELP))
     def predict_command(
         workload: str = typer.Argument(
-            ..., help="Built-in workload name, path/to/file.py:function, or an LLM config.json."
+            ..., help="Built-in workload name, path/to/file.py:function, or an LLM's config.json."
         ),
-        instance: str = typer.Option(..., "--instance", "-i", help="Instance type, e.g. g5.2xlarge."),
+        instance: str = typer.Option(None, "--instance", "-i", help="Instance type, e.g. g5.2xlarge."),
         nodes: int = typer.Option(1, "--nodes", "-n", min=1, help="Number of instances (data parallel)."),
         cloud: str = typer.Option(None, "--cloud", help="aws, gcp or azure, when the name is ambiguous."),
-        batch_size: int = typer.Option(None, "--batch-size", "-b", min=1, help="Per-device batch size."),
+        batch_size: int = typer.Option(
+            None, "--batch-size", "--batch", "-b", min=1, help="Per-device batch (LLM: a static batch)."
+        ),
         precision: str = typer.Option(
             None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16."
         ),
@@ -107,6 +109,11 @@ def register(app: typer.Typer) -> None:
         finetune: str = typer.Option(None, "--finetune", help="LLM: full, lora or qlora."),
         lora_rank: int = typer.Option(None, "--lora-rank", min=1, help="LLM: LoRA rank (default 16)."),
         cpu_offload: bool = typer.Option(False, "--cpu-offload", help="LLM: optimizer on CPU."),
+        inference: bool = typer.Option(False, "--inference", help="Serve an LLM config: prefill and decode."),
+        accelerator: str = typer.Option(None, "--accelerator", help="LLM: accelerator name or alias."),
+        gpus: int = typer.Option(1, "--gpus", min=1, help="LLM: GPUs in all (replicas × TP × PP)."),
+        input_tokens: int = typer.Option(None, "--input-tokens", help="LLM: prompt tokens a request."),
+        output_tokens: int = typer.Option(None, "--output-tokens", help="LLM: tokens generated a request."),
     ) -> None:
         from perdollar.cli.llm_predict import LLMOptions
         from perdollar.workload.llm import looks_like_llm
@@ -115,6 +122,18 @@ def register(app: typer.Typer) -> None:
             seq_len, micro_batch, global_batch, plan, activation_checkpointing, tensor_parallel,
             pipeline_parallel, finetune, lora_rank, cpu_offload,
         )  # fmt: skip
+        if inference and looks_like_llm(workload):
+            from perdollar.cli.llm_serving_cmd import predict_llm_inference
+
+            predict_llm_inference(
+                workload, accelerator=accelerator, gpus=gpus, tensor_parallel=tensor_parallel,
+                pipeline_parallel=pipeline_parallel or 1, input_tokens=input_tokens,
+                output_tokens=output_tokens, precision=precision, batch=batch_size,
+                json_output=json_output,
+            )  # fmt: skip
+            return
+        if instance is None:
+            raise PerdollarError("predict needs --instance", "add e.g. --instance g5.2xlarge")
         if looks_like_llm(workload):
             from perdollar.cli.llm_predict import predict_llm
             from perdollar.cli.llm_render import print_llm_prediction
@@ -266,6 +285,8 @@ def _print_validation(result: dict) -> None:
         f"coverage: {_bar(cov['fraction'])} ({cov['predicted_rows']}/{cov['candidate_rows']} rows) · "
         f"{result['seconds']} s"
     )
+    if "llm_serving" in result:
+        _print_llm_serving(result["llm_serving"])
     left = result.get("left_out", {})
     if any(left.values()):
         console.print(
@@ -273,3 +294,20 @@ def _print_validation(result: dict) -> None:
             + ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in left.items() if n)
             + "[/]"
         )
+
+
+def _print_llm_serving(section: dict) -> None:
+    table = Table(
+        title=f"LLM serving rows ({section['rows']}): held out (GPU left out of the fit) vs plain roofline",
+        title_justify="left",
+    )
+    for column in ("kind", "n", "median", "mean", "≤10%", "roofline median"):
+        table.add_column(column, justify="left" if column == "kind" else "right")
+    for kind, s in section["held_out"].items():
+        if s["n"]:
+            roof = section["plain_roofline"][kind]
+            table.add_row(
+                kind, str(s["n"]), _bar(s["median_ape"]), _bar(s["mean_ape"]), _bar(s["within_10pct"]),
+                _bar(roof["median_ape"]),
+            )  # fmt: skip
+    console.print(table)

@@ -19,7 +19,13 @@ SERVE_BENCH_HELP = (
     "offered), requests fail, P99 crosses --p99-ceiling-ms, or --max-rps is reached.\n\n"
     "  perdollar serve-bench mlp\n\n"
     "  perdollar serve-bench bert-base --rates 2,5,10 --step-seconds 3\n\n"
-    "  perdollar serve-bench mlp --noop --start-rps 500 --max-rps 8000   (the HTTP path alone)"
+    "  perdollar serve-bench mlp --noop --start-rps 500 --max-rps 8000   (the HTTP path alone)\n\n"
+    "With --url, no server is started: the running OpenAI-compatible LLM server there (vLLM, TGI, "
+    "SGLang, llama.cpp) gets streaming completions at rising Poisson rates (--rates, default "
+    "0.5 to 64 requests/s), each step bounded by --max-requests and --step-seconds. TTFT, TPOT and "
+    "end-to-end percentiles, output tokens/s, errors, stalls and dropped connections are reported "
+    "and stored as a measurement of that model.\n\n"
+    "  perdollar serve-bench --url http://127.0.0.1:8000/v1 --model meta-llama/Llama-3.1-8B-Instruct"
 )
 
 MAX_RATE_STEPS = 30
@@ -115,7 +121,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("serve-bench", help=SERVE_BENCH_HELP, no_args_is_help=True)
     def serve_bench_command(
-        workload: str = typer.Argument(..., help="Built-in name (mlp, bert-base, …) or file.py:function."),
+        workload: str = typer.Argument(None, help="Built-in name (mlp, bert-base, …) or file.py:function."),
         batch_size: int | None = typer.Option(None, "--batch-size", help="Samples per request (default: 1)."),
         precision: str | None = typer.Option(None, "--precision", help="fp32, bf16, amp-bf16, …"),
         rates: str | None = typer.Option(
@@ -124,7 +130,9 @@ def register(app: typer.Typer) -> None:
         start_rps: float = typer.Option(5.0, "--start-rps", help="First offered rate (requests/s)."),
         max_rps: float = typer.Option(5000.0, "--max-rps", help="Last offered rate (requests/s)."),
         growth: float = typer.Option(2.0, "--growth", help="Each step offers this many times the last rate."),
-        step_seconds: float = typer.Option(2.0, "--step-seconds", help="Seconds of traffic per rate (≤ 60)."),
+        step_seconds: float = typer.Option(
+            None, "--step-seconds", help="Seconds of traffic per rate (default 2; with --url 30; ≤ 60)."
+        ),
         p99_ceiling_ms: float | None = typer.Option(
             None, "--p99-ceiling-ms", help="Stop once P99 exceeds this (ms)."
         ),
@@ -132,7 +140,36 @@ def register(app: typer.Typer) -> None:
         noop: bool = typer.Option(False, "--noop", help="Load the server's no-op endpoint (no model)."),
         device: str = typer.Option("cpu", "--device", help="cpu, cuda, auto."),
         json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
+        url: str | None = typer.Option(None, "--url", help="An OpenAI-compatible server's base URL (…/v1)."),
+        model: str = typer.Option("", "--model", help="With --url: the model name the server serves."),
+        input_tokens: int = typer.Option(512, "--input-tokens", min=1, help="With --url: prompt tokens."),
+        output_tokens: int = typer.Option(128, "--output-tokens", min=1, help="With --url: tokens out."),
+        chat: bool = typer.Option(False, "--chat", help="With --url: use /chat/completions."),
+        max_requests: int = typer.Option(100, "--max-requests", min=1, help="With --url: requests per rate."),
+        stall_seconds: float = typer.Option(30.0, "--stall-seconds", help="With --url: stall limit (s)."),
+        accelerator: str | None = typer.Option(None, "--accelerator", help="With --url: the server's GPU."),
+        gpus: int = typer.Option(1, "--gpus", min=1, help="With --url: GPUs behind the endpoint."),
+        store_url: str | None = typer.Option(None, "--store", help="With --url: SQLAlchemy store URL."),
+        no_store: bool = typer.Option(False, "--no-store", help="With --url: do not store the result."),
     ) -> int:
+        if url is not None:
+            from perdollar.cli.serve_bench_url import run_url_bench
+            from perdollar.measure.serving.openai_load import LoadSettings
+
+            seconds = 30.0 if step_seconds is None else step_seconds
+            if not 0 < seconds <= 600 or stall_seconds <= 0:
+                raise PerdollarError("--step-seconds must be in (0, 600], --stall-seconds > 0", "e.g. 30")
+            settings = LoadSettings(
+                url, model, input_tokens, output_tokens, chat, seconds, max_requests, stall_seconds,
+                request_timeout_s=max(300.0, 4 * stall_seconds),
+            )  # fmt: skip
+            return run_url_bench(
+                settings, rates=_parse_rates(rates), accelerator=accelerator, gpus=gpus, precision=precision,
+                store=not no_store, store_url=store_url, json_output=json_output,
+            )  # fmt: skip
+        if workload is None:
+            raise PerdollarError("serve-bench needs a WORKLOAD or --url", "e.g. perdollar serve-bench mlp")
+        step_seconds = 2.0 if step_seconds is None else step_seconds
         if not 0 < step_seconds <= 60:
             raise PerdollarError(
                 f"--step-seconds must be in (0, 60], got {step_seconds:g}", "e.g. --step-seconds 2"

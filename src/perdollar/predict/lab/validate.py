@@ -23,6 +23,7 @@ import pandas as pd
 from perdollar.errors import PerdollarError
 from perdollar.predict.lab.evaluation import ape_summary, build_cases, pair_indices, spearman
 from perdollar.predict.lab.fit import FitResult, held_out_fit, model_step_times, predict_pairs
+from perdollar.predict.llm_serving.published import validation_section
 from perdollar.predict.params import ShippedModel, shipped_model
 from perdollar.predict.published import normalise, read_published_csv
 from perdollar.predict.references import published_profile_provider
@@ -125,6 +126,9 @@ def run_validation(
         "per_gpu": _per_gpu(preds),
         "baselines": baselines(preds, cases.rows, accelerators) if len(preds) else {},
     }
+    llm_serving = validation_section(Path(path), catalog, targets)
+    if llm_serving is not None:
+        result["llm_serving"] = llm_serving
     result["seconds"] = round(time.perf_counter() - started, 2)
     return result
 

@@ -1,0 +1,81 @@
+"""`perdollar predict CONFIG.json --inference`: an LLM served on N GPUs of one accelerator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perdollar.cli.common import console, emit_json
+from perdollar.cli.llm_serving_render import prediction_document, print_prediction
+from perdollar.errors import PerdollarError
+from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_config, load_config_file
+
+BUNDLED_CONFIGS = Path(__file__).resolve().parents[1] / "workload" / "llm" / "configs"
+# Training precisions the predict command also takes, as the serving format they mean.
+_TRAINING_PRECISIONS = {"amp-bf16": "bf16", "amp-fp16": "fp16", "amp": "fp16"}
+
+
+def is_llm_config(workload: str) -> bool:
+    """A config.json path (or folder holding one), or the name of a bundled decoder config."""
+    path = Path(workload)
+    return workload.endswith(".json") or (path / "config.json").is_file() or _bundled(workload) is not None
+
+
+def _bundled(name: str) -> Path | None:
+    candidate = BUNDLED_CONFIGS / f"{name.lower().removesuffix('.json')}.json"
+    return candidate if candidate.is_file() else None
+
+
+def load_architecture(workload: str) -> DecoderArchitecture:
+    path = Path(workload)
+    if not path.exists() and (bundled := _bundled(workload)) is not None:
+        path = bundled
+    name = path.parent.name if path.name == "config.json" else path.stem
+    return from_hf_config(load_config_file(path), name=name)
+
+
+def predict_llm_inference(
+    workload: str,
+    *,
+    accelerator: str | None,
+    gpus: int,
+    tensor_parallel: int | None,
+    pipeline_parallel: int,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    precision: str | None,
+    batch: int | None,
+    json_output: bool,
+) -> None:
+    from perdollar import catalog as catalog_mod
+    from perdollar.predict.llm_serving import GroupShape, Workload, predict_llm_serving, serving_format
+
+    if not accelerator:
+        raise PerdollarError(
+            "--inference of a language model needs --accelerator", "add e.g. --accelerator H100 --gpus 1"
+        )
+    if input_tokens is None or output_tokens is None:
+        raise PerdollarError(
+            "--inference needs --input-tokens and --output-tokens",
+            "add e.g. --input-tokens 1000 --output-tokens 300",
+        )
+    if input_tokens < 1 or output_tokens < 1:
+        raise PerdollarError("--input-tokens and --output-tokens must be at least 1", "give token counts ≥ 1")
+    degree = tensor_parallel or max(gpus // pipeline_parallel, 1)
+    group = degree * pipeline_parallel
+    if gpus % group:
+        raise PerdollarError(
+            f"{gpus} GPUs do not divide into replicas of tensor parallel {degree} × pipeline parallel "
+            f"{pipeline_parallel} = {group} GPUs",
+            "make --gpus a multiple of --tensor-parallel × --pipeline-parallel",
+        )
+    fmt = serving_format(_TRAINING_PRECISIONS.get((precision or "fp16").lower(), precision or "fp16"))
+    arch = load_architecture(workload)
+    chip = catalog_mod.load().accelerator(accelerator)
+    work = Workload(input_tokens, output_tokens)
+    shape = GroupShape(tensor_parallel=degree, pipeline_parallel=pipeline_parallel)
+    result = predict_llm_serving(arch, chip, fmt, work, shape=shape, batch=batch)
+    replicas = gpus // group
+    if json_output:
+        emit_json(prediction_document(arch, chip.key, gpus, replicas, work, result))
+        return
+    print_prediction(console, arch, chip.key, gpus, replicas, work, result)

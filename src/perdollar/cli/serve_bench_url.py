@@ -1,0 +1,112 @@
+"""``perdollar serve-bench --url``: load-test a running OpenAI-compatible LLM server and store the result."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from rich.table import Table
+
+from perdollar.cli import common
+from perdollar.errors import PerdollarError
+from perdollar.measure.serving.openai_load import (
+    LoadRun,
+    LoadSettings,
+    RateStep,
+    rising_load,
+    run_measurement,
+)
+
+DEFAULT_LLM_RATES = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
+
+
+def run_url_bench(
+    settings: LoadSettings,
+    *,
+    rates: list[float] | None,
+    accelerator: str | None,
+    gpus: int,
+    precision: str | None,
+    store: bool,
+    store_url: str | None,
+    json_output: bool,
+) -> int:
+    """Exit 0 when requests succeeded, 1 when the server ran and failed them all (still recorded)."""
+    from perdollar.cli.persist import check_store, save_measurement
+
+    if not settings.model.strip():
+        raise PerdollarError("serve-bench --url needs --model", "give the model name the server serves")
+    accelerator_key = None
+    if accelerator:
+        from perdollar import catalog as catalog_mod
+
+        accelerator_key = catalog_mod.load().accelerator(accelerator).key
+    check_store(store_url, enabled=store)
+    started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    offered = rates or list(DEFAULT_LLM_RATES)
+    with common.progress("serve-bench", total=1.0, quiet=json_output) as bar:
+        run = rising_load(
+            settings,
+            offered,
+            report=lambda phase, fraction: bar.update(description=f"offering {phase}", completed=fraction),
+        )
+    measurement = run_measurement(
+        run,
+        started_at=started,
+        accelerator_key=accelerator_key,
+        accelerator_count=gpus if accelerator_key else 0,
+        precision=precision or "unknown",
+    )
+    stored = save_measurement(measurement, store_url=store_url, enabled=store, source="serve-bench")
+    if json_output:
+        common.emit_json(
+            {"endpoint": settings.endpoint, "model": settings.model, "status": measurement.status,
+             "steps": list(run.steps), "stop_reason": run.stop_reason, "best": run.best,
+             "measurement_id": stored}
+        )  # fmt: skip
+    else:
+        _print_run(run, stored)
+    return 0 if measurement.status == "ok" else 1
+
+
+def _cell(figures: dict[str, float], quantile: str) -> str:
+    value = figures.get(quantile)
+    return "–" if value is None else f"{value:,.4g}"
+
+
+def _print_run(run: LoadRun, stored: str | None) -> None:
+    settings = run.settings
+    table = Table(
+        title=(
+            f"{settings.model} at {settings.endpoint}: {settings.input_tokens} prompt → "
+            f"{settings.output_tokens} output tokens, Poisson arrivals (latency in ms)"
+        ),
+        title_justify="left",
+    )
+    for column in ("offered req/s", "sent", "ok", "failed", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99"):
+        table.add_column(column, justify="right")
+    table.add_column("E2E p99", justify="right")
+    table.add_column("output tok/s", justify="right")
+    for step in run.steps:
+        table.add_row(*_row(step))
+    common.console.print(table)
+    common.console.print(f"Stopped: {run.stop_reason}.", highlight=False)
+    if any(step.failures for step in run.steps):
+        first = next(f for step in run.steps for f in step.failures)
+        common.console.print(f"[yellow]first failure:[/] {first}", highlight=False)
+    if stored:
+        common.console.print(f"[dim]stored as measurement {stored}[/]")
+
+
+def _row(step: RateStep) -> list[str]:
+    return [
+        f"{step.offered_rps:g}",
+        str(step.sent),
+        str(step.ok),
+        f"{step.sent - step.ok} ({step.errors} err, {step.timeouts} t/o, {step.dropped} drop)",
+        _cell(step.ttft_ms, "p50"),
+        _cell(step.ttft_ms, "p99"),
+        _cell(step.tpot_ms, "p50"),
+        _cell(step.tpot_ms, "p99"),
+        _cell(step.end_to_end_ms, "p99"),
+        f"{step.output_tokens_per_second:,.4g}",
+    ]

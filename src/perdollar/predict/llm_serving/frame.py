@@ -1,0 +1,170 @@
+"""Every way to serve one LLM at a request rate on the catalog's instance types, ready to price.
+
+One row per (instance type × tensor-parallel degree × format): how many replicas an instance
+holds, the request rate each can take within the TTFT and TPOT SLOs (p99), how many replicas
+the rate needs, and why a combination is out. Prices are left to the selection stage, which
+joins these rows to offers on (cloud, instance_type).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from perdollar.catalog.catalog import Catalog
+from perdollar.catalog.model import Accelerator
+from perdollar.predict.llm_serving.formats import serving_format
+from perdollar.predict.llm_serving.load import LoadPoint, Workload, at_rate, predict_llm_serving
+from perdollar.predict.llm_serving.timing import DEFAULT_EFFICIENCY, GroupShape, ServingEfficiency
+from perdollar.workload.llm.architecture import DecoderArchitecture
+
+# A replica is loaded to at most this share of its ceiling: beyond it the running batch hits the
+# engine's cap and queues grow without bound on any burst.
+MAX_UTILISATION = 0.90
+_BISECTIONS = 24
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaRate:
+    """The busiest load one replica takes within the SLOs, or why it cannot take any."""
+
+    rate: float
+    point: LoadPoint | None
+    capacity: float
+    max_output_tokens_per_second: float
+    max_concurrent_sequences: int
+    kv_cache_gib: float
+    bottleneck: str
+    excluded_reason: str
+
+
+def replica_rate(
+    arch: DecoderArchitecture,
+    accelerator: Accelerator,
+    precision: str,
+    work: Workload,
+    shape: GroupShape,
+    *,
+    ttft_p99_ms: float | None,
+    tpot_p99_ms: float | None,
+    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+) -> ReplicaRate:
+    fmt = serving_format(precision)
+    top = predict_llm_serving(arch, accelerator, fmt, work, shape=shape, efficiency=efficiency)
+    facts = (
+        top.requests_per_second,
+        top.output_tokens_per_second,
+        top.max_concurrent_sequences,
+        top.kv_cache_gib,
+    )
+    if not top.fits:
+        return ReplicaRate(0.0, None, *facts, top.bottleneck, top.fit_reason)
+
+    def meets(point: LoadPoint) -> bool:
+        return (
+            point.stable
+            and (ttft_p99_ms is None or point.ttft_ms <= ttft_p99_ms)
+            and (tpot_p99_ms is None or point.tpot_ms <= tpot_p99_ms)
+        )
+
+    def point_at(rate: float) -> LoadPoint:
+        return at_rate(arch, accelerator, fmt, work, rate, shape=shape, efficiency=efficiency, ceiling=top)
+
+    high = MAX_UTILISATION * top.requests_per_second
+    best = point_at(high)
+    if not meets(best):
+        floor = point_at(1e-3 * top.requests_per_second)
+        if not meets(floor):
+            return ReplicaRate(
+                0.0, floor, *facts, top.bottleneck, _slo_reason(floor, ttft_p99_ms, tpot_p99_ms)
+            )
+        low, best = floor.requests_per_second, floor
+        for _ in range(_BISECTIONS):
+            middle = (low + high) / 2
+            point = point_at(middle)
+            if meets(point):
+                low, best = middle, point
+            else:
+                high = middle
+    return ReplicaRate(best.requests_per_second, best, *facts, top.bottleneck, "")
+
+
+def _slo_reason(point: LoadPoint, ttft_p99_ms: float | None, tpot_p99_ms: float | None) -> str:
+    if ttft_p99_ms is not None and point.ttft_ms > ttft_p99_ms:
+        return f"TTFT p99 {point.ttft_ms:.0f} ms even unloaded > the {ttft_p99_ms:g} ms SLO"
+    return f"TPOT p99 {point.tpot_ms:.1f} ms even unloaded > the {tpot_p99_ms:g} ms SLO"
+
+
+def llm_serving_frame(
+    arch: DecoderArchitecture,
+    catalog: Catalog,
+    *,
+    input_tokens: int,
+    output_tokens: int,
+    rps: float,
+    ttft_p99_ms: float | None = None,
+    tpot_p99_ms: float | None = None,
+    precisions: Iterable[str] = ("fp16", "fp8", "int4"),
+    tensor_parallel_options: Iterable[int] = (1, 2, 4, 8),
+    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+) -> pd.DataFrame:
+    """One row per (instance type × TP × precision) with at least one whole accelerator per replica."""
+    work = Workload(input_tokens, output_tokens)
+    instances = catalog.instances_frame()
+    instances = instances[instances["accelerator_key"].notna() & (instances["accelerator_count"] >= 1)]
+    cache: dict[tuple[str, int, str], ReplicaRate] = {}
+    rows = []
+    for record in instances.itertuples(index=False):
+        count = int(record.accelerator_count)
+        accelerator = catalog.accelerator(str(record.accelerator_key))
+        for degree in tensor_parallel_options:
+            if degree > count:
+                continue
+            for precision in precisions:
+                key = (accelerator.key, degree, precision)
+                if key not in cache:
+                    cache[key] = replica_rate(
+                        arch, accelerator, precision, work, GroupShape(tensor_parallel=degree),
+                        ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, efficiency=efficiency,
+                    )  # fmt: skip
+                rows.append(_row(record, count, degree, precision, cache[key], rps, work))
+    return pd.DataFrame(rows)
+
+
+def _row(
+    record: object, count: int, degree: int, precision: str, rate: ReplicaRate, rps: float, work: Workload
+) -> dict:
+    feasible = not rate.excluded_reason and rate.rate > 0
+    replicas = math.ceil(rps / rate.rate) if feasible else 0
+    per_instance = count // degree
+    point = rate.point
+    return {
+        "cloud": record.cloud,  # type: ignore[attr-defined]
+        "instance_type": record.instance_type,  # type: ignore[attr-defined]
+        "accelerator_key": record.accelerator_key,  # type: ignore[attr-defined]
+        "accelerator_count": count,
+        "tensor_parallel": degree,
+        "precision": precision,
+        "replicas_per_instance": per_instance,
+        "replicas": replicas,
+        "instances": math.ceil(replicas / per_instance) if feasible else 0,
+        "batch": point.batch if point and feasible else math.nan,
+        "ttft_p99_ms": point.ttft_ms if point else math.nan,
+        "tpot_p99_ms": point.tpot_ms if point else math.nan,
+        "capacity_per_replica": rate.capacity,  # requests/s at the ceiling
+        "rate_per_replica": rps / replicas if feasible else math.nan,
+        "utilisation": rps / replicas / rate.capacity if feasible else math.nan,
+        "output_tokens_per_second_per_replica": rps / replicas * work.output_tokens if feasible else math.nan,
+        "max_output_tokens_per_second_per_replica": rate.max_output_tokens_per_second,
+        "output_tokens_per_second": rps * work.output_tokens,
+        "input_tokens_per_second": rps * work.input_tokens,
+        "max_concurrent_sequences": rate.max_concurrent_sequences,
+        "kv_cache_gib": rate.kv_cache_gib,
+        "basis": "spec",
+        "bottleneck": rate.bottleneck,
+        "feasible": feasible,
+        "excluded_reason": rate.excluded_reason,
+    }

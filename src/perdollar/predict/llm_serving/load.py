@@ -1,0 +1,251 @@
+"""An LLM replica under load: static batches, continuous batching at a request rate, and its ceiling.
+
+Continuous (in-flight) batching runs one mixed iteration after another: a decode token for each
+of the N running sequences plus a slice of new prompts. In steady state each iteration finishes
+N/O requests, so it also carries N·I/O prompt tokens (chunked prefill). Output tokens/s is then
+N / iteration time, and by Little's law N = rate · (time to first token + O · iteration time).
+The most a replica sustains is at the largest N the KV cache and the engine allow.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from perdollar.catalog.model import Accelerator
+from perdollar.predict.llm_serving.formats import ServingFormat, unsupported_reason
+from perdollar.predict.llm_serving.timing import (
+    DEFAULT_EFFICIENCY,
+    GIB,
+    GroupShape,
+    ServingEfficiency,
+    StepTime,
+    _stage_time,
+    _weights_read_per_gpu,
+    decode_step_time,
+    kv_bytes_per_token_per_gpu,
+    kv_cache_bytes_per_gpu,
+    max_concurrent_sequences,
+    prefill_time,
+    weight_bytes_per_gpu,
+)
+from perdollar.workload.llm.architecture import DecoderArchitecture
+
+# 80% band: the 80th percentile of held-out errors of max-throughput output tokens/s in
+# benchmarks/llm_serving_accuracy.py (38%), taken on both sides.
+THROUGHPUT_BAND = (0.62, 1.38)
+_Z99 = 2.326  # standard normal quantile at 0.99
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    input_tokens: int
+    output_tokens: int
+
+    @property
+    def tokens_per_sequence(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def mean_context(self) -> float:
+        return self.input_tokens + self.output_tokens / 2
+
+
+@dataclass(frozen=True, slots=True)
+class LLMServingPrediction:
+    """One replica (T × P GPUs) of one model in one format; rates total over its GPUs."""
+
+    precision: str
+    tensor_parallel: int
+    pipeline_parallel: int
+    output_tokens_per_second: float
+    output_tokens_per_second_low: float
+    output_tokens_per_second_high: float
+    requests_per_second: float
+    ttft_ms: float  # unqueued prefill of one request (plus the running iteration under load)
+    tpot_ms: float  # time per output token of one sequence
+    batch: float  # running sequences
+    max_concurrent_sequences: int
+    kv_cache_gib: float  # per GPU, left for the cache beside the weights
+    weights_gib_per_gpu: float
+    fits: bool
+    fit_reason: str
+    bottleneck: str
+    basis: str = "spec"
+    mode: str = "max-load"  # max-load | static-batch | rate
+    breakdown_ms: dict[str, float] = field(default_factory=dict)
+
+
+def mixed_iteration(
+    arch: DecoderArchitecture,
+    fmt: ServingFormat,
+    accelerator: Accelerator,
+    shape: GroupShape,
+    running: float,
+    work: Workload,
+    eff: ServingEfficiency = DEFAULT_EFFICIENCY,
+) -> StepTime:
+    """One continuous-batching iteration: ``running`` decode tokens plus their share of new prompts.
+
+    With P pipeline stages the running sequences move as P micro-batches, one in each stage at a
+    time: a sequence waits P stage times for its next token while the stages stay busy.
+    """
+    micro = running / shape.pipeline_parallel
+    prompt_tokens = micro * work.input_tokens / work.output_tokens
+    q_width = arch.num_attention_heads * arch.head_dim
+    attention = 4.0 * arch.num_layers * q_width * work.mean_context * micro
+    attention += 2.0 * arch.num_layers * q_width * work.input_tokens * prompt_tokens
+    kv = micro * work.mean_context * kv_bytes_per_token_per_gpu(arch, fmt, shape)
+    tokens = micro + prompt_tokens
+    bytes_read = _weights_read_per_gpu(arch, fmt, shape, tokens)
+    return _stage_time(
+        arch,
+        fmt,
+        accelerator,
+        shape,
+        eff,
+        tokens=tokens,
+        bytes_read=bytes_read,
+        attention_flops=attention,
+        kv_bytes=kv,
+    )
+
+
+def _breakdown(step: StepTime) -> dict[str, float]:
+    return {
+        "memory": step.memory_s * 1e3,
+        "compute": step.compute_s * 1e3,
+        "communication": step.communication_s * 1e3,
+        "overhead": step.overhead_s * 1e3,
+    }
+
+
+def predict_llm_serving(
+    arch: DecoderArchitecture,
+    accelerator: Accelerator,
+    fmt: ServingFormat,
+    work: Workload,
+    *,
+    shape: GroupShape = GroupShape(),
+    batch: int | None = None,
+    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+) -> LLMServingPrediction:
+    """At maximum sustainable load (continuous batching), or for a static ``batch`` when given."""
+    weights_gib = weight_bytes_per_gpu(arch, fmt, shape) / GIB
+    kv_gib = kv_cache_bytes_per_gpu(arch, fmt, accelerator, shape, efficiency) / GIB
+    limit = max_concurrent_sequences(arch, fmt, accelerator, shape, work.tokens_per_sequence, efficiency)
+    base = {
+        "precision": fmt.name,
+        "tensor_parallel": shape.tensor_parallel,
+        "pipeline_parallel": shape.pipeline_parallel,
+        "max_concurrent_sequences": limit,
+        "kv_cache_gib": max(kv_gib, 0.0),
+        "weights_gib_per_gpu": weights_gib,
+    }
+    unsupported = unsupported_reason(accelerator, fmt)
+    reason = unsupported or _fit_reason(accelerator, shape, weights_gib, kv_gib, limit)
+    if batch is not None and not reason and batch > limit:
+        reason = f"a batch of {batch} needs the KV cache of {batch} sequences; {limit} fit"
+    if reason:
+        return LLMServingPrediction(
+            **base, output_tokens_per_second=0.0, output_tokens_per_second_low=0.0,
+            output_tokens_per_second_high=0.0, requests_per_second=0.0, ttft_ms=math.nan, tpot_ms=math.nan,
+            batch=0, fits=False, fit_reason=reason,
+            bottleneck="unsupported-format" if unsupported else "memory-capacity",
+        )  # fmt: skip
+    first = prefill_time(arch, fmt, accelerator, shape, work.input_tokens, efficiency)
+    if batch is not None:
+        # A static batch: every prompt prefilled together, then O decode steps of the whole batch.
+        prompt = prefill_time(arch, fmt, accelerator, shape, work.input_tokens * batch, efficiency)
+        prompt_s = max(prompt.seconds, first.seconds)
+        step = decode_step_time(arch, fmt, accelerator, shape, batch, work.mean_context, efficiency)
+        total_s = prompt_s + work.output_tokens * step.seconds
+        rate, running, ttft_s, mode = batch / total_s, float(batch), prompt_s, "static-batch"
+    else:
+        running = float(min(limit, efficiency.max_batch))
+        step = mixed_iteration(arch, fmt, accelerator, shape, running, work, efficiency)
+        rate = running / (work.output_tokens * step.seconds)
+        ttft_s, mode = first.seconds, "max-load"
+    tokens = rate * work.output_tokens
+    return LLMServingPrediction(
+        **base,
+        output_tokens_per_second=tokens,
+        output_tokens_per_second_low=tokens * THROUGHPUT_BAND[0],
+        output_tokens_per_second_high=tokens * THROUGHPUT_BAND[1],
+        requests_per_second=rate,
+        ttft_ms=ttft_s * 1e3,
+        tpot_ms=step.seconds * 1e3,
+        batch=running,
+        fits=True,
+        fit_reason="",
+        bottleneck=step.bottleneck,
+        mode=mode,
+        breakdown_ms=_breakdown(step),
+    )
+
+
+def _fit_reason(
+    accelerator: Accelerator, shape: GroupShape, weights_gib: float, kv_gib: float, limit: int
+) -> str:
+    if kv_gib <= 0:
+        return (
+            f"{weights_gib:.1f} GiB of weights per GPU do not fit in {accelerator.key}'s "
+            f"{accelerator.memory_gib:g} GiB with room for activations"
+            f" (tensor parallel {shape.tensor_parallel})"
+        )
+    if limit < 1:
+        return f"no room for one sequence's KV cache ({kv_gib:.2f} GiB left per GPU)"
+    return ""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadPoint:
+    """A replica at a request rate: running batch and latency quantiles."""
+
+    requests_per_second: float
+    batch: float
+    ttft_ms: float  # at the quantile
+    tpot_ms: float  # at the quantile
+    tpot_mean_ms: float
+    utilisation: float  # of the replica's maximum sustainable rate
+    stable: bool
+
+
+def at_rate(
+    arch: DecoderArchitecture,
+    accelerator: Accelerator,
+    fmt: ServingFormat,
+    work: Workload,
+    rate: float,
+    *,
+    shape: GroupShape = GroupShape(),
+    quantile: float = 0.99,
+    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+    ceiling: LLMServingPrediction | None = None,
+) -> LoadPoint:
+    """Continuous batching at ``rate`` requests/s with Poisson arrivals."""
+    top = ceiling or predict_llm_serving(arch, accelerator, fmt, work, shape=shape, efficiency=efficiency)
+    if not top.fits or rate >= top.requests_per_second:
+        return LoadPoint(
+            rate, top.batch, math.inf, math.inf, math.inf, rate / max(top.requests_per_second, 1e-12), False
+        )
+    first = prefill_time(arch, fmt, accelerator, shape, work.input_tokens, efficiency).seconds
+    running = 1.0
+    for _ in range(60):  # Little's law, iterated to its fixed point (a contraction below the ceiling)
+        step = mixed_iteration(arch, fmt, accelerator, shape, running, work, efficiency).seconds
+        updated = min(rate * (first + work.output_tokens * step), top.batch)
+        if abs(updated - running) < 1e-3 * running:
+            break
+        running = max(updated, 1.0)
+    step = mixed_iteration(arch, fmt, accelerator, shape, running, work, efficiency).seconds
+    # Prompts queue for prefill (M/D/1; its wait tail approximated as ρ·exp(−t/θ) with the
+    # Pollaczek–Khinchine mean), then wait for the running iteration to end.
+    rho = min(rate * first, 0.999)
+    theta = first / (2.0 * (1.0 - rho))
+    wait = theta * math.log(rho / (1.0 - quantile)) if rho > 1.0 - quantile else 0.0
+    ttft = wait + first + step
+    # The prompts that arrive during a request's decode (Poisson) slow each of its tokens.
+    arrivals = rate * work.output_tokens * step
+    tpot_tail = step + _Z99 * math.sqrt(arrivals) * first / work.output_tokens
+    utilisation = rate / top.requests_per_second
+    return LoadPoint(rate, running, ttft * 1e3, tpot_tail * 1e3, step * 1e3, utilisation, True)

@@ -1,0 +1,275 @@
+"""Time of one prefill and one decode step of a decoder LLM on a group of GPUs, and its memory.
+
+Prefill of I prompt tokens multiplies every weight with I tokens at once: compute-heavy.
+A decode step produces one token for each of B running sequences: it reads every weight once
+(the experts the batch routes to, for MoE) and each sequence's whole KV cache, and does
+2 · active parameters FLOPs per token. At batch 1 the reads dominate; at large batch the
+multiplies do. Tensor parallelism (T GPUs) splits weights, KV heads and FLOPs T ways and adds
+two all-reduces of the activations per layer; pipeline parallelism (P stages) splits the
+layers, and a token passes the P stages one after another.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from perdollar.catalog.model import Accelerator
+from perdollar.predict.llm_serving.formats import ServingFormat, peak_tflops
+from perdollar.workload.llm.architecture import DecoderArchitecture
+
+GIB = 1024**3
+# vLLM and TensorRT-LLM page the KV cache in blocks (vLLM's default is 16 tokens): a sequence
+# holds whole blocks.
+KV_BLOCK_TOKENS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class ServingEfficiency:
+    """The few fitted parameters of the serving model (shipped defaults: benchmarks/llm_serving_accuracy.py).
+
+    bandwidth: achieved fraction of the datasheet memory bandwidth when streaming 16-bit or fp8
+    weights and KV; weight_only_bandwidth: the same for weight-only quantised formats, whose
+    kernels dequantise while reading; compute: achieved fraction of the dense tensor peak in
+    large matrix products (prefill, decode at large batch); kv_bandwidth: achieved fraction of the
+    bandwidth in attention's reads of the paged KV cache; step_overhead_s_per_layer: launch
+    and synchronisation time per layer and step that no roofline sees.
+    """
+
+    bandwidth: float = 0.80
+    weight_only_bandwidth: float = 0.60
+    compute: float = 0.55
+    kv_bandwidth: float = 0.80  # attention's reads of the (paged) KV cache
+    step_overhead_s_per_layer: float = 8e-6
+    allreduce_latency_nvlink_s: float = 8e-6
+    allreduce_latency_pcie_s: float = 25e-6
+    memory_utilisation: float = 0.90  # vLLM's default gpu_memory_utilization
+    reserve_gib: float = 1.0  # activations, CUDA graphs and workspace beside weights and KV
+    max_batch: int = 256  # the engine's cap on running sequences (vLLM's default max_num_seqs)
+
+
+# Fitted on every row of each engine in the development set (benchmarks/llm_serving_accuracy.py
+# prints the same fit with each GPU held out). Serving engines with in-flight batching (vLLM,
+# SGLang, TensorRT-LLM) take TensorRT-LLM's; llama.cpp's own kernels and launch costs differ.
+ENGINE_EFFICIENCY = {
+    "tensorrt-llm": ServingEfficiency(
+        bandwidth=1.0,
+        # TensorRT-LLM's tables hold no int4 rows: weight-only kernels are taken to stream at 75%
+        # of the datasheet (an assumption, not a fit).
+        weight_only_bandwidth=0.75,
+        compute=0.525,
+        kv_bandwidth=0.80,
+        # At the edge of the fitted range: a per-step cost the roofline terms do not explain.
+        step_overhead_s_per_layer=300e-6,
+    ),
+    "llama.cpp": ServingEfficiency(
+        bandwidth=0.925,
+        weight_only_bandwidth=0.95,
+        compute=0.50,
+        kv_bandwidth=1.0,
+        step_overhead_s_per_layer=160e-6,
+    ),
+}
+DEFAULT_EFFICIENCY = ENGINE_EFFICIENCY["tensorrt-llm"]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupShape:
+    """How one replica is laid over GPUs: T-way tensor and P-way pipeline parallel."""
+
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel * self.pipeline_parallel
+
+
+@dataclass(frozen=True, slots=True)
+class StepTime:
+    seconds: float
+    memory_s: float
+    compute_s: float
+    communication_s: float
+    overhead_s: float
+
+    @property
+    def bottleneck(self) -> str:
+        if self.communication_s > max(self.memory_s, self.compute_s):
+            return "communication"
+        return "memory-bandwidth" if self.memory_s >= self.compute_s else "compute"
+
+
+def kv_bytes_per_token(arch: DecoderArchitecture, fmt: ServingFormat) -> float:
+    """Bytes one token leaves in the KV cache, over all layers and KV heads."""
+    return arch.kv_elements_per_token * fmt.kv_bytes
+
+
+def kv_bytes_per_token_per_gpu(arch: DecoderArchitecture, fmt: ServingFormat, shape: GroupShape) -> float:
+    # KV heads split over tensor-parallel ranks; with more ranks than KV heads each rank keeps one.
+    heads_per_rank = math.ceil(arch.num_key_value_heads / shape.tensor_parallel)
+    layers_per_stage = math.ceil(arch.num_layers / shape.pipeline_parallel)
+    return 2 * layers_per_stage * heads_per_rank * arch.head_dim * fmt.kv_bytes
+
+
+def _embedding_bytes(fmt: ServingFormat) -> float:
+    # Embeddings and the LM head stay 16-bit in every quantised format but GGUF's.
+    return fmt.weight_bytes if fmt.quantised_embeddings else 2.0
+
+
+def weight_bytes_per_gpu(arch: DecoderArchitecture, fmt: ServingFormat, shape: GroupShape) -> float:
+    """Weights held by each GPU of the group."""
+    outer = arch.embedding_params + arch.lm_head_params
+    body = (arch.total_params - outer) * fmt.weight_bytes
+    return (body + outer * _embedding_bytes(fmt)) / shape.gpus
+
+
+def kv_cache_bytes_per_gpu(
+    arch: DecoderArchitecture,
+    fmt: ServingFormat,
+    accelerator: Accelerator,
+    shape: GroupShape,
+    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+) -> float:
+    """Memory left for the KV cache on each GPU (negative: the weights do not fit)."""
+    usable = accelerator.memory_gib * GIB * efficiency.memory_utilisation - efficiency.reserve_gib * GIB
+    return usable - weight_bytes_per_gpu(arch, fmt, shape)
+
+
+def max_concurrent_sequences(
+    arch: DecoderArchitecture,
+    fmt: ServingFormat,
+    accelerator: Accelerator,
+    shape: GroupShape,
+    tokens_per_sequence: int,
+    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+) -> int:
+    """Sequences of ``tokens_per_sequence`` (prompt + output) whose KV cache fits beside the weights."""
+    free = kv_cache_bytes_per_gpu(arch, fmt, accelerator, shape, efficiency)
+    blocks = math.ceil(tokens_per_sequence / KV_BLOCK_TOKENS)
+    per_sequence = blocks * KV_BLOCK_TOKENS * kv_bytes_per_token_per_gpu(arch, fmt, shape)
+    return max(0, int(free // per_sequence)) if free > 0 else 0
+
+
+def _expected_experts(arch: DecoderArchitecture, tokens: float) -> float:
+    """Experts a layer routes ``tokens`` tokens to, on average (uniform routing)."""
+    if not arch.is_moe:
+        return 1.0
+    share = arch.experts_per_token / arch.num_experts
+    return arch.num_experts * (1.0 - (1.0 - share) ** max(tokens, 1.0))
+
+
+def _weights_read_per_gpu(
+    arch: DecoderArchitecture, fmt: ServingFormat, shape: GroupShape, tokens: float
+) -> float:
+    held = weight_bytes_per_gpu(arch, fmt, shape)
+    if not arch.tie_word_embeddings:  # the input embedding is gathered a row a token, not streamed
+        held -= arch.embedding_params * _embedding_bytes(fmt) / shape.gpus
+    if not arch.is_moe:
+        return held
+    idle = arch.num_experts - _expected_experts(arch, tokens)
+    return held - arch.num_layers * idle * arch.expert_params * fmt.weight_bytes / shape.gpus
+
+
+def _allreduce_per_layer_s(
+    accelerator: Accelerator, shape: GroupShape, tokens: float, hidden: int, eff: ServingEfficiency
+) -> float:
+    """Two all-reduces per layer (after attention and after the MLP) of 16-bit activations, ring."""
+    ranks = shape.tensor_parallel
+    if ranks <= 1:
+        return 0.0
+    link_name = accelerator.interconnect.lower()
+    fast = "nvlink" in link_name or "infinity" in link_name or "ici" in link_name
+    latency = eff.allreduce_latency_nvlink_s if fast else eff.allreduce_latency_pcie_s
+    link = (accelerator.interconnect_bandwidth_gbps or 32.0) * 1e9 / 2  # one direction
+    message = tokens * hidden * 2.0
+    return 2 * (latency + 2 * (ranks - 1) / ranks * message / link)
+
+
+def _bandwidth(accelerator: Accelerator, fmt: ServingFormat, eff: ServingEfficiency) -> float:
+    share = eff.weight_only_bandwidth if fmt.weight_only else eff.bandwidth
+    return accelerator.memory_bandwidth_gbps * 1e9 * share
+
+
+def _flops_rate(accelerator: Accelerator, fmt: ServingFormat, eff: ServingEfficiency) -> float:
+    peak = peak_tflops(accelerator, fmt)
+    if not peak:
+        raise ValueError(f"{accelerator.key} cannot run {fmt.name}")
+    return peak * 1e12 * eff.compute
+
+
+def _stage_time(
+    arch: DecoderArchitecture,
+    fmt: ServingFormat,
+    accelerator: Accelerator,
+    shape: GroupShape,
+    eff: ServingEfficiency,
+    *,
+    tokens: float,
+    bytes_read: float,
+    attention_flops: float,
+    kv_bytes: float = 0.0,
+) -> StepTime:
+    """One pass of ``tokens`` tokens through one pipeline stage, times the P stages in turn."""
+    stages = shape.pipeline_parallel
+    layers = math.ceil(arch.num_layers / stages)
+    kv_rate = accelerator.memory_bandwidth_gbps * 1e9 * eff.kv_bandwidth
+    memory = bytes_read / _bandwidth(accelerator, fmt, eff) + kv_bytes / kv_rate
+    flops = (2.0 * arch.active_params * tokens + attention_flops) / shape.gpus
+    compute = flops / _flops_rate(accelerator, fmt, eff)
+    communication = layers * _allreduce_per_layer_s(accelerator, shape, tokens, arch.hidden_size, eff)
+    overhead = layers * eff.step_overhead_s_per_layer
+    stage = max(memory, compute) + communication + overhead
+    return StepTime(
+        stage * stages, memory * stages, compute * stages, communication * stages, overhead * stages
+    )
+
+
+def prefill_time(
+    arch: DecoderArchitecture,
+    fmt: ServingFormat,
+    accelerator: Accelerator,
+    shape: GroupShape,
+    prompt_tokens: int,
+    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+) -> StepTime:
+    """One request's prompt, alone: the time to its first token."""
+    # Causal attention: each of I tokens attends to the ones before it, 2·2·d FLOPs per pair and layer.
+    attention = 2.0 * arch.num_layers * arch.num_attention_heads * arch.head_dim * prompt_tokens**2
+    bytes_read = _weights_read_per_gpu(arch, fmt, shape, prompt_tokens)
+    return _stage_time(
+        arch,
+        fmt,
+        accelerator,
+        shape,
+        efficiency,
+        tokens=prompt_tokens,
+        bytes_read=bytes_read,
+        attention_flops=attention,
+    )
+
+
+def decode_step_time(
+    arch: DecoderArchitecture,
+    fmt: ServingFormat,
+    accelerator: Accelerator,
+    shape: GroupShape,
+    batch: float,
+    context_tokens: float,
+    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+) -> StepTime:
+    """One token for each of ``batch`` sequences holding ``context_tokens`` tokens each on average."""
+    kv = batch * context_tokens * kv_bytes_per_token_per_gpu(arch, fmt, shape)
+    bytes_read = _weights_read_per_gpu(arch, fmt, shape, batch)
+    attention = 4.0 * arch.num_layers * arch.num_attention_heads * arch.head_dim * context_tokens * batch
+    return _stage_time(
+        arch,
+        fmt,
+        accelerator,
+        shape,
+        efficiency,
+        tokens=batch,
+        bytes_read=bytes_read,
+        kv_bytes=kv,
+        attention_flops=attention,
+    )

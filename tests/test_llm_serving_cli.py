@@ -1,0 +1,102 @@
+"""`perdollar predict CONFIG.json --inference` through the real command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from perdollar.predict.llm_serving import DEFAULT_EFFICIENCY
+
+CONFIGS = Path(__file__).resolve().parents[1] / "src" / "perdollar" / "workload" / "llm" / "configs"
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "perdollar", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def _predict(*args: str) -> dict:
+    done = run_cli("predict", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_contract_fields_from_a_config_file() -> None:
+    out = _predict(
+        str(CONFIGS / "llama-3.1-8b.json"), "--inference", "--accelerator", "h100", "--gpus", "2",
+        "--tensor-parallel", "1", "--input-tokens", "1000", "--output-tokens", "300", "--precision", "fp8",
+    )  # fmt: skip
+    for key in ("output_tokens_per_second", "ttft_ms", "tpot_ms", "max_concurrent_sequences", "kv_cache_gib"):
+        assert out[key] > 0, key
+    assert out["fits"] is True and out["basis"] == "spec" and out["bottleneck"]
+    assert out["accelerator"] == "H100-SXM5-80GB" and out["replicas"] == 2
+    assert out["band"]["low"] < out["output_tokens_per_second"] < out["band"]["high"]
+    # KV cache per token in fp8: 32 layers × 8 heads × 128 × 2 × 1 byte = 64 KiB.
+    per_sequence_gib = 1312 * 65_536 / 1024**3  # 1,300 tokens in 82 blocks of 16
+    assert out["max_concurrent_sequences"] == 2 * int(out["kv_cache_gib"] // per_sequence_gib)
+    alone = _predict(
+        "llama-3.1-8b", "--inference", "--accelerator", "h100", "--gpus", "1",
+        "--input-tokens", "1000", "--output-tokens", "300", "--precision", "fp8",
+    )  # fmt: skip
+    assert out["output_tokens_per_second"] == 2 * alone["output_tokens_per_second"]
+
+
+def test_batch_one_decode_is_the_weights_read_at_the_bandwidth() -> None:
+    out = _predict(
+        "llama-3.1-8b", "--inference", "--accelerator", "L4", "--gpus", "1", "--input-tokens", "128",
+        "--output-tokens", "128", "--precision", "fp16", "--batch", "1",
+    )  # fmt: skip
+    assert out["mode"] == "static-batch" and out["bottleneck"] == "memory-bandwidth"
+    # (8,030,261,248 − 128,256 × 4,096 embedding) × 2 bytes read at the shipped share of the L4's
+    # 300 GB/s, plus the per-layer step overhead of its 32 layers; the KV cache adds about 0.2%.
+    eff = DEFAULT_EFFICIENCY
+    expected_ms = 1e3 * (15_009_849_344 / (300e9 * eff.bandwidth) + 32 * eff.step_overhead_s_per_layer)
+    assert expected_ms < out["tpot_ms"] < expected_ms * 1.01
+
+
+def test_70b_on_one_80gb_gpu_does_not_fit_and_says_why() -> None:
+    out = _predict(
+        "llama-3.1-70b", "--inference", "--accelerator", "H100-SXM5-80GB", "--gpus", "1",
+        "--input-tokens", "1000", "--output-tokens", "300", "--precision", "fp16",
+    )  # fmt: skip
+    assert out["fits"] is False and "do not fit" in out["fit_reason"]
+    two = _predict(
+        "llama-3.1-70b", "--inference", "--accelerator", "H100-SXM5-80GB", "--gpus", "2",
+        "--tensor-parallel", "2", "--input-tokens", "1000", "--output-tokens", "300", "--precision", "fp16",
+    )  # fmt: skip
+    assert two["fits"] is True and two["breakdown_ms"]["communication"] > 0
+
+
+def test_bad_input_is_one_line_and_exit_two(tmp_path: Path) -> None:
+    odd = run_cli(
+        "predict", "llama-3.1-8b", "--inference", "--accelerator", "a100", "--gpus", "3",
+        "--tensor-parallel", "2", "--input-tokens", "10", "--output-tokens", "10",
+    )  # fmt: skip
+    assert odd.returncode == 2 and odd.stderr.count("\n") == 1 and "do not divide" in odd.stderr
+    unknown = run_cli(
+        "predict", "llama-3.1-8b", "--inference", "--accelerator", "nosuchgpu", "--input-tokens", "10",
+        "--output-tokens", "10",
+    )  # fmt: skip
+    assert unknown.returncode == 2 and "unknown accelerator" in unknown.stderr
+    broken = tmp_path / "config.json"
+    broken.write_text("{not json")
+    bad = run_cli(
+        "predict",
+        str(broken),
+        "--inference",
+        "--accelerator",
+        "L4",
+        "--input-tokens",
+        "1",
+        "--output-tokens",
+        "1",
+    )
+    assert bad.returncode == 2 and "is not JSON" in bad.stderr and "Traceback" not in bad.stderr
