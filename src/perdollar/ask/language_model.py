@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pandas as pd
+
 from perdollar.ask.inputs import Progress, quiet
 from perdollar.ask.training import check_question
 from perdollar.catalog import Catalog
@@ -113,10 +115,40 @@ def answer_language_model(
     planner_note = (
         f"plans: {plan.token()} fixed" if plan else "plans: the fastest feasible plan per cluster"
     ) + f"; sequence {workload.seq_len} tokens, global batch {workload.global_batch} sequences"
-    return build_recommendation(
+    recommendation = build_recommendation(
         question,
         selection,
         catalog_captured_at=str(catalog.captured_at),
         catalog_snapshot_id=str(catalog.snapshot_id),
         notes=(describe_assumptions(assumptions), counts_note, planner_note),
     )
+    alone = one_gpu_sentence(priced, workload)
+    if not alone:
+        return recommendation
+    return replace(recommendation, explanation=f"{recommendation.explanation}\n{alone}")
+
+
+def one_gpu_sentence(priced: pd.DataFrame, workload: LLMWorkload) -> str:
+    """Whether one GPU can hold the training at all, and on which, since that is the first question."""
+    single = priced[(priced["nodes"] == 1) & (priced["accelerators_per_node"] == 1)]
+    memory = single["accelerator_memory_gib_total"].astype(float)
+    too_small = single[(single["reason"] == "fit") & memory.notna()]
+    if too_small.empty:
+        return ""
+    mode = {"full": "full training", "lora": "LoRA fine-tuning", "qlora": "QLoRA fine-tuning"}[
+        workload.finetune
+    ]
+    largest = too_small.loc[too_small["accelerator_memory_gib_total"].astype(float).idxmax()]
+    sentence = (
+        f"One GPU of {float(largest['accelerator_memory_gib_total']):.0f} GiB or less cannot hold {mode} of "
+        f"{workload.name}: {largest['fit_reason']}."
+    )
+    fitting = single[~single["reason"].isin(["fit", "stack", "no-price"]) & memory.notna()]
+    if not fitting.empty:
+        smallest = fitting.loc[fitting["accelerator_memory_gib_total"].astype(float).idxmin()]
+        return sentence + (
+            f" The smallest single GPU it fits is {smallest['accelerator_key']} "
+            f"({float(smallest['accelerator_memory_gib_total']):.0f} GiB)."
+        )
+    hint = " or fine-tune with --finetune lora or qlora" if workload.finetune == "full" else ""
+    return sentence + f" Shard it across GPUs (the plans above){hint}."

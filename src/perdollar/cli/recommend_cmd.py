@@ -98,6 +98,28 @@ def recommend(
     max_wait_ms: float | None = typer.Option(
         None, "--max-wait-ms", help="--inference: batching wait cap (ms)."
     ),
+    tokens: str | None = typer.Option(None, "--tokens", help="Language model: target tokens, e.g. 2e10."),
+    seq_len: int | None = typer.Option(None, "--seq-len", min=1, help="Language model: tokens per sequence."),
+    micro_batch: int | None = typer.Option(
+        None, "--micro-batch", min=1, help="Language model: sequences per GPU per micro-step."
+    ),
+    global_batch: int | None = typer.Option(
+        None, "--global-batch", min=1, help="Language model: sequences per optimizer step."
+    ),
+    plan: str | None = typer.Option(
+        None, "--plan", help="Language model: fix the plan (ddp, zero1, zero2, fsdp, hsdp, or fsdp+ac,tp2)."
+    ),
+    activation_checkpointing: bool = typer.Option(
+        False, "--activation-checkpointing", help="With --plan: recompute activations in the backward."
+    ),
+    tensor_parallel: int | None = typer.Option(
+        None, "--tensor-parallel", min=1, help="With --plan: TP size."
+    ),
+    pipeline_parallel: int | None = typer.Option(
+        None, "--pipeline-parallel", min=1, help="With --plan: pipeline stages across hosts."
+    ),
+    finetune: str | None = typer.Option(None, "--finetune", help="Language model: full, lora or qlora."),
+    lora_rank: int | None = typer.Option(None, "--lora-rank", min=1, help="Language model: LoRA rank."),
 ) -> int:
     check_store(store_url, enabled=not no_store)
     if top < 1:
@@ -129,10 +151,25 @@ def recommend(
             store=not no_store,
             report_path=report,
         )
+    token_target, language_model = recommend_inputs.language_model_settings(
+        workload,
+        tokens=tokens,
+        samples=samples,
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        global_batch=global_batch,
+        plan=plan,
+        activation_checkpointing=activation_checkpointing,
+        tensor_parallel=tensor_parallel,
+        pipeline_parallel=pipeline_parallel,
+        finetune=finetune,
+        lora_rank=lora_rank,
+    )
     question = Question(
         workload_name=workload,
         objective=objective,
-        target_samples=recommend_inputs.target_samples(samples, epochs, dataset_size),
+        target_samples=token_target or recommend_inputs.target_samples(samples, epochs, dataset_size),
+        language_model=language_model,
         deadline_hours=common.parse_duration_hours(deadline, "--deadline") if deadline else None,
         budget_usd=budget,
         weights=weights,

@@ -3,6 +3,7 @@ rate, measurement files and an optional local measurement."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from perdollar.ask import measurements_from_file
 from perdollar.cli import common
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
+from perdollar.question import LanguageModelSettings
 
 
 def target_samples(samples: str | None, epochs: float | None, dataset_size: str | None) -> float | None:
@@ -59,3 +61,80 @@ def measure_here(spec: Any, json_output: bool, store_url: str | None, store: boo
             highlight=False,
         )
     return [measurement]
+
+
+def language_model_settings(
+    workload: str,
+    *,
+    tokens: str | None,
+    samples: str | None,
+    seq_len: int | None,
+    micro_batch: int | None,
+    global_batch: int | None,
+    plan: str | None,
+    activation_checkpointing: bool,
+    tensor_parallel: int | None,
+    pipeline_parallel: int | None,
+    finetune: str | None,
+    lora_rank: int | None,
+) -> tuple[float | None, LanguageModelSettings | None]:
+    """A language model's target in tokens and its settings; (None, None) for other workloads."""
+    from perdollar.workload.llm import looks_like_llm
+
+    plan_flags = {
+        "--activation-checkpointing": activation_checkpointing or None,
+        "--tensor-parallel": tensor_parallel,
+        "--pipeline-parallel": pipeline_parallel,
+    }
+    given = [flag for flag, value in plan_flags.items() if value] + [
+        flag
+        for flag, value in (
+            ("--tokens", tokens),
+            ("--seq-len", seq_len),
+            ("--micro-batch", micro_batch),
+            ("--global-batch", global_batch),
+            ("--plan", plan),
+            ("--finetune", finetune),
+            ("--lora-rank", lora_rank),
+        )
+        if value is not None
+    ]
+    if not looks_like_llm(workload):
+        if given:
+            raise PerdollarError(
+                f"{', '.join(given)} apply to language models only",
+                "give a language model (llama-3.1-8b, a config.json …) or drop them",
+            )
+        return None, None
+    if samples:
+        raise PerdollarError(
+            "a language model's target is counted in tokens", f"write --tokens {samples} instead of --samples"
+        )
+    token = None
+    if plan is not None:
+        from perdollar.predict.llm import parse_plan
+
+        fixed = parse_plan(plan)
+        fixed = replace(
+            fixed,
+            activation_checkpointing=fixed.activation_checkpointing or activation_checkpointing,
+            tensor_parallel=tensor_parallel or fixed.tensor_parallel,
+            pipeline_parallel=pipeline_parallel or fixed.pipeline_parallel,
+        )
+        token = fixed.token()
+    elif any(plan_flags.values()):
+        flags = ", ".join(f for f, v in plan_flags.items() if v)
+        raise PerdollarError(
+            f"{flags} fix part of a plan, and recommend searches every plan unless one is given",
+            "give the whole plan, e.g. --plan fsdp --tensor-parallel 2 (or drop them)",
+        )
+    target = common.parse_count(tokens, "--tokens") if tokens else None
+    settings = LanguageModelSettings(
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        global_batch=global_batch,
+        finetune=finetune,
+        lora_rank=lora_rank,
+        plan=token,
+    )
+    return target, settings

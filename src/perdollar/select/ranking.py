@@ -96,7 +96,9 @@ def select_candidates(
     )
     explanation = explain(ranked, ties, question.objective, target, sample_unit, values, pool=ranked_all)
 
-    excluded_rows = _representative_exclusions(priced, excluded_order, shape_code)[:keep_excluded]
+    excluded_rows = _shown_exclusions(
+        priced, _representative_exclusions(priced, excluded_order, shape_code), keep_excluded
+    )
     excluded = scored.iloc[excluded_rows].reset_index(drop=True)
     excluded = excluded.assign(
         excluded_text=[cand.reason_text(row, target, confidence) for _, row in excluded.iterrows()]
@@ -143,6 +145,20 @@ def _representative_exclusions(priced: pd.DataFrame, rows: np.ndarray, shape_cod
         ),
     )
     return chosen[np.lexsort((closeness, group))]
+
+
+# Hard reasons (does not fit, cannot run) keep this many rows of the shown exclusions, so that a long
+# list of near-misses never hides why whole kinds of machine are out.
+_HARD_EXCLUSIONS_KEPT = 15
+
+
+def _shown_exclusions(priced: pd.DataFrame, rows: np.ndarray, keep: int) -> np.ndarray:
+    """The first ``keep`` of ``rows`` (near-misses first), keeping room for the hard reasons."""
+    reasons = priced["reason"].to_numpy()[rows]
+    soft = np.isin(reasons, [cand.REASON_DEADLINE, cand.REASON_BUDGET])
+    hard_rows = rows[~soft][: min(_HARD_EXCLUSIONS_KEPT, keep)]
+    soft_rows = rows[soft][: keep - len(hard_rows)]
+    return np.concatenate([soft_rows, hard_rows])
 
 
 def _codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:

@@ -1,0 +1,100 @@
+"""`recommend` for language models: sharded plans ranked in tokens, through the real command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from perdollar import catalog as catalog_mod
+from perdollar.predict.frame import usable_memory_bytes
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from perdollar.cli import main; main()", "recommend", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def answer(*args: str) -> dict:
+    completed = run_cli(*args, "--no-store", "--json")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return json.loads(completed.stdout)
+
+
+def test_an_8b_model_is_sharded_on_eight_gpu_hosts_and_one_24_gb_gpu_is_explained() -> None:
+    result = answer("llama-3.1-8b", "--tokens", "2e10", "--deadline", "7d")
+    feasible = [e for e in result["estimates"] if not e["excluded_reason"]]
+    top = feasible[:5]
+    assert all(e["accelerators_per_node"] == 8 for e in top)
+    assert {e["accelerator"] for e in top} <= {"A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200"}
+    assert all(e["plan"] and e["plan_text"] and 0 < e["mfu"] < 1 for e in feasible)
+    assert all(e["label"].endswith(f" with {e['plan']}") for e in feasible)
+    # Full training of 8B parameters cannot sit on one 24 GB board: said with the bytes.
+    a10g = [
+        e
+        for e in result["estimates"]
+        if e["accelerator"] == "A10G" and e["nodes"] == 1 and e["accelerators_per_node"] == 1
+    ]
+    assert a10g and all(e["excluded_reason"].startswith("needs ") for e in a10g)
+    assert "has 21.6 GiB" in a10g[0]["excluded_reason"]
+    assert "cannot hold full training of llama-3.1-8b" in result["explanation"]
+    assert result["question"]["target_samples"] == 2e10
+
+
+def test_qlora_puts_the_8b_model_on_one_24_gb_gpu() -> None:
+    result = answer("llama-3.1-8b", "--tokens", "2e8", "--finetune", "qlora", "--max-nodes", "1")
+    one_a10g = [
+        e
+        for e in result["estimates"]
+        if e["accelerator"] == "A10G" and e["accelerators_per_node"] == 1 and not e["excluded_reason"]
+    ]
+    assert one_a10g, "QLoRA should fit one A10G"
+    best = one_a10g[0]
+    assert "qlora" in best["plan"] and best["memory_per_gpu_gib"] < 21.6
+    assert best["samples_per_dollar"] > 0  # tokens per dollar
+
+
+def test_a_70b_model_never_gets_a_plan_that_does_not_fit_and_spans_hosts() -> None:
+    cat = catalog_mod.load()
+    result = answer("llama-3.1-70b", "--tokens", "1e9")
+    feasible = [e for e in result["estimates"] if not e["excluded_reason"]]
+    assert feasible
+    for estimate in feasible:
+        capacity = usable_memory_bytes(cat.accelerators[estimate["accelerator"]].memory_gib) / 2**30
+        assert estimate["memory_per_gpu_gib"] <= capacity + 1e-6, estimate["label"]
+    multi_node = [e for e in feasible if e["nodes"] > 1]
+    assert multi_node
+    assert any(e["plan"].split(",")[0].split("+")[0] in ("fsdp", "hsdp") for e in multi_node)
+    assert any(",tp" in e["plan"] for e in multi_node)
+
+
+def test_a_fixed_plan_is_the_plan_of_every_estimate() -> None:
+    result = answer(
+        "gpt-125m", "--tokens", "1e8", "--plan", "fsdp", "--tensor-parallel", "2", "--max-nodes", "1"
+    )
+    # Micro-batch and accumulation follow each cluster's size; strategy and parallelism are fixed.
+    plans = {tuple(e["plan"].split(",")[:2]) for e in result["estimates"] if not e["excluded_reason"]}
+    assert plans == {("fsdp", "tp2")}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("mlp", "--tokens", "1e9"), "--tokens apply to language models only"),
+        (("llama-3.1-8b", "--samples", "1e9"), "counted in tokens"),
+        (("llama-3.1-8b", "--tensor-parallel", "2"), "fix part of a plan"),
+        (("llama-3.1-8b", "--plan", "banana"), "plan"),
+    ],
+)
+def test_language_model_options_misused_are_one_line_errors(args: tuple[str, ...], message: str) -> None:
+    completed = run_cli(*args, "--no-store")
+    assert completed.returncode == 2, completed.stderr[-1000:]
+    assert message in completed.stderr and "Traceback" not in completed.stderr
