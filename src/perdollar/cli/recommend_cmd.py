@@ -174,10 +174,12 @@ def register(app: typer.Typer) -> None:
                 precision=precision,
                 top=top,
             )
-        from perdollar.cli.persist import save_recommendation
+        from perdollar.cli.persist import attempt_store, save_recommendation
 
-        stored = save_recommendation(
-            recommendation, store_url=store_url, enabled=not no_store, catalog=catalog
+        stored, store_failure = attempt_store(
+            lambda: save_recommendation(
+                recommendation, store_url=store_url, enabled=not no_store, catalog=catalog
+            )
         )
         if report is not None:
             from perdollar.report.html import write_report
@@ -192,6 +194,8 @@ def register(app: typer.Typer) -> None:
             show_excluded=show_excluded,
             unit=profile.sample_unit,
         )
+        if store_failure is not None:
+            raise store_failure
         return EXIT_OK
 
     @app.command("compare", help=COMPARE_HELP, no_args_is_help=True)
