@@ -127,14 +127,20 @@ def run_modes(workload: str, *, modes: list[str], duration_s: float, nproc: int,
 
 def run_command_cli(argv: list[str], *, pattern: str | None, duration_s: float | None,
                     timeout_s: float | None, json_output: bool, store_url: str | None, store: bool) -> int:
+    import time
+
     from perdollar.measure.command import run_command
 
     with common.progress(f"running {argv[0]}", quiet=json_output) as handle:
-        seen: list[float] = []
+        seen = [0, 0.0]  # readings so far, when the line was last redrawn
 
         def on_reading(value: float) -> None:
-            seen.append(value)
-            handle.update(description=f"running {argv[0]}: {len(seen)} readings, last {value:,.4g} samples/s")
+            seen[0] += 1
+            now = time.monotonic()
+            if now - seen[1] >= 0.1:  # a redraw per reading would slow reading a fast printer down
+                seen[1] = now
+                handle.update(
+                    description=f"running {argv[0]}: {seen[0]} readings, last {value:,.4g} samples/s")
 
         measurement = run_command(argv, pattern=pattern, duration_s=duration_s,
                                   timeout_s=timeout_s or 24 * 3600.0, on_reading=on_reading)

@@ -67,10 +67,36 @@ def steady_readings(readings: Sequence[float]) -> tuple[list[float], bool]:
     return list(readings[1:] or readings), False
 
 
+# Readings kept for the summary. A command printing a line per step for hours (or `yes`, a
+# million lines a second) would otherwise grow without bound: past this many, every other
+# reading is dropped and from then on only every second one kept (then every fourth…), so the
+# kept readings stay evenly spread over the whole run.
+MAX_READINGS = 100_000
+# Readings written into the stored result (evenly spaced over those kept).
+MAX_STORED_READINGS = 1_000
+
+
 @dataclass
 class _Capture:
     readings: list[float]
     tail: list[str]
+    seen: int = 0  # readings the command printed, kept or not
+    stride: int = 1  # keep one reading in this many
+
+    def add(self, value: float) -> None:
+        if self.seen % self.stride == 0:
+            self.readings.append(value)
+            if len(self.readings) >= MAX_READINGS:
+                del self.readings[1::2]
+                self.stride *= 2
+        self.seen += 1
+
+
+def evenly_spaced(values: Sequence[float], most: int) -> list[float]:
+    """At most ``most`` of ``values``, the first included, spread evenly over them all."""
+    if len(values) <= most:
+        return list(values)
+    return [values[i * len(values) // most] for i in range(most)]
 
 
 def _pump(stream: object, pattern: re.Pattern[str], capture: _Capture,
@@ -78,7 +104,7 @@ def _pump(stream: object, pattern: re.Pattern[str], capture: _Capture,
     for line in iter(stream.readline, ""):  # type: ignore[attr-defined]
         value = parse_throughput(line, pattern)
         if value is not None:
-            capture.readings.append(value)
+            capture.add(value)
             if on_reading:
                 on_reading(value)
         capture.tail.append(line.rstrip("\n"))
@@ -166,6 +192,8 @@ def _measurement(argv: Sequence[str], pattern: str, capture: _Capture, status: s
         warnings=warnings,
         message=message[:800],
         duration_s=round(wall, 2),
-        extra={"command": command_line, "pattern": pattern, "readings": capture.readings,
-               "readings_used": len(values), "output_tail": capture.tail[-10:]},
+        extra={"command": command_line, "pattern": pattern,
+               "readings": evenly_spaced(capture.readings, MAX_STORED_READINGS),
+               "readings_seen": capture.seen, "readings_used": len(values),
+               "output_tail": capture.tail[-10:]},
     )
