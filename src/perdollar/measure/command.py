@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from perdollar.errors import PerdollarError
 from perdollar.measure import steady
 from perdollar.measure.host import host_fingerprint
+from perdollar.measure.lifeline import child_preexec, termination_raises
 from perdollar.measure.result import Measurement
 from perdollar.measure.worker import classify_failure
 
@@ -121,7 +122,7 @@ def run_command(argv: Sequence[str], *, pattern: str | None = None, duration_s: 
     clock = time.monotonic()
     try:
         process = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   errors="replace", start_new_session=True)
+                                   errors="replace", start_new_session=True, preexec_fn=child_preexec())
     except OSError as error:
         raise PerdollarError(f"cannot start {argv[0]!r}: {error.strerror}",
                              "check the command name and that it is executable") from error
@@ -131,7 +132,8 @@ def run_command(argv: Sequence[str], *, pattern: str | None = None, duration_s: 
     limit = min(duration_s, timeout_s) if duration_s else timeout_s
     stopped_by_us = False
     try:
-        process.wait(timeout=limit)
+        with termination_raises():  # SIGTERM/SIGHUP stop the command too, as Ctrl-C does
+            process.wait(timeout=limit)
     except subprocess.TimeoutExpired:
         stopped_by_us = True
         _stop(process)
