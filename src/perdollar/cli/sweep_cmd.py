@@ -14,7 +14,7 @@ from perdollar.cli import common
 from perdollar.cli.output_files import ensure_folder, write_text_file
 from perdollar.cli.persist import check_store
 from perdollar.cli.sweep_render import outcome_row, print_event, print_export, print_plan, print_result
-from perdollar.errors import PerdollarError
+from perdollar.errors import EXIT_FAILURE, PerdollarError
 
 SWEEP_HELP = (
     "Benchmark the workload on the best candidates for real, store the results, recalibrate and "
@@ -266,7 +266,8 @@ def sweep(
         common.emit_json(document)
     else:
         print_result(result, saved, out_dir)
-    return 0
+    # Every job failed: nothing was measured, which a script calling the sweep must see.
+    return EXIT_FAILURE if result.outcomes and not any(o.ok for o in result.outcomes) else 0
 
 
 def export(

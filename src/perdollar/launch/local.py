@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -36,6 +37,20 @@ def _perdollar_wrapper(folder: Path) -> Path:
     return wrapper
 
 
+def _job_script(folder: Path, job: BenchmarkJob) -> str:
+    """Setup, then run, each in a bash of its own as SkyPilot runs them: the setup's ``set -e``
+    must not reach the run script, whose failing benchmark still has to print its framed result
+    and exit with its own status."""
+    setup, run = folder / "setup.sh", folder / "run.sh"
+    setup.write_text(job.setup)
+    run.write_text(job.run)
+    return (
+        f"bash {shlex.quote(str(setup))} || "
+        '{ status=$?; echo "setup failed (exit $status)"; exit $status; }\n'
+        f"exec bash {shlex.quote(str(run))}\n"
+    )
+
+
 class LocalExecutor:
     name = "local"
 
@@ -55,7 +70,7 @@ class LocalExecutor:
                 "SKYPILOT_NODE_IPS": "127.0.0.1",
             }
             cwd = job.workdir or scratch
-            script = f"{job.setup}\n( {job.run.strip()}\n)\n"
+            script = _job_script(scratch_path, job)
             log_text, returncode = self._run_script(
                 script, env, cwd, job.caps.max_seconds + _KILL_GRACE_S, on_line
             )
