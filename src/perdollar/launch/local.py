@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from perdollar.launch.outcome import JobOutcome, outcome_from_log
-from perdollar.launch.spec import BenchmarkJob
+from perdollar.launch.spec import STORE_SECRET, BenchmarkJob
 
 # Beyond the run script's own `timeout`, the grace the subprocess gets before it is killed.
 _KILL_GRACE_S = 45.0
@@ -69,6 +69,8 @@ class LocalExecutor:
                 "SKYPILOT_NUM_NODES": "1",
                 "SKYPILOT_NODE_IPS": "127.0.0.1",
             }
+            if job.store_url:  # a secret on a cluster; here, this process's environment
+                env[STORE_SECRET] = job.store_url
             cwd = job.workdir or scratch
             script = _job_script(scratch_path, job)
             log_text, returncode = self._run_script(

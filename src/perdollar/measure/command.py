@@ -23,6 +23,7 @@ from perdollar.errors import PerdollarError
 from perdollar.measure import steady
 from perdollar.measure.host import host_fingerprint
 from perdollar.measure.lifeline import child_preexec, termination_raises
+from perdollar.measure.redact import redact_arguments, redact_text
 from perdollar.measure.result import Measurement
 from perdollar.measure.worker import classify_failure
 
@@ -173,7 +174,8 @@ def _stop(process: subprocess.Popen[str]) -> None:
 
 def _measurement(argv: Sequence[str], pattern: str, capture: _Capture, status: str, message: str,
                  started_at: str, wall: float) -> Measurement:
-    command_line = shlex.join(argv)
+    # What is stored and shown is redacted: the same command with another token is the same workload.
+    command_line = shlex.join(redact_arguments(argv))
     values, reached = steady_readings(capture.readings)
     rate = cv = None
     warnings: tuple[str, ...] = ()
@@ -192,10 +194,10 @@ def _measurement(argv: Sequence[str], pattern: str, capture: _Capture, status: s
         samples_per_second=rate,
         cv=cv if cv is not None and cv == cv else None,
         warnings=warnings,
-        message=message[:800],
+        message=redact_text(message)[:800],
         duration_s=round(wall, 2),
         extra={"command": command_line, "pattern": pattern,
                "readings": evenly_spaced(capture.readings, MAX_STORED_READINGS),
                "readings_seen": capture.seen, "readings_used": len(values),
-               "output_tail": capture.tail[-10:]},
+               "output_tail": [redact_text(line) for line in capture.tail[-10:]]},
     )
