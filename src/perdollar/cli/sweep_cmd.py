@@ -15,6 +15,7 @@ from perdollar.cli.output_files import ensure_folder, write_text_file
 from perdollar.cli.persist import check_store
 from perdollar.cli.sweep_render import outcome_row, print_event, print_export, print_plan, print_result
 from perdollar.errors import EXIT_FAILURE, PerdollarError
+from perdollar.files import write_file_safely
 
 SWEEP_HELP = (
     "Benchmark the workload on the best candidates for real, store the results, recalibrate and "
@@ -261,7 +262,8 @@ def sweep(
         "out_dir": str(out_dir),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "sweep.json").write_text(json.dumps(common.to_jsonable(document), indent=2))
+    summary = json.dumps(common.to_jsonable(document), indent=2)
+    write_file_safely(out_dir / "sweep.json", summary, overwrite=True)
     if json_output:
         common.emit_json(document)
     else:
@@ -279,6 +281,7 @@ def export(
     as_yaml: bool = typer.Option(False, "--yaml", help="Print YAML instead of JSON."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Also write the description to this file."),
     json_output: bool = typer.Option(False, "--json", help="Print the description as JSON on stdout."),
+    force: bool = typer.Option(False, "--force", help="Replace the --out file if it exists."),
 ) -> int:
     import yaml
 
@@ -300,6 +303,7 @@ def export(
             if as_yaml or out.suffix in (".yaml", ".yml")
             else json.dumps(description, indent=2),
             "--out",
+            overwrite=force,
         )
     if json_output:
         common.emit_json(description)

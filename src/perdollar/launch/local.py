@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from perdollar.files import write_file_safely
 from perdollar.launch.outcome import JobOutcome, outcome_from_log
 from perdollar.launch.spec import STORE_SECRET, BenchmarkJob
 
@@ -80,7 +81,7 @@ class LocalExecutor:
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             log_file = self.log_dir / f"{job.name}.log"
-            log_file.write_text(log_text)
+            write_file_safely(log_file, log_text, overwrite=True)
             log_path = str(log_file)
         if returncode is None:
             log_text += f"\n(killed by the local executor after {job.caps.max_seconds + _KILL_GRACE_S:.0f} s)"

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from perdollar.errors import PerdollarError
+from perdollar.files import write_file_safely
 from perdollar.launch.outcome import JobOutcome, outcome_from_log
 from perdollar.launch.spec import STORE_SECRET, BenchmarkJob
 
@@ -134,7 +135,7 @@ def task_yaml(job: BenchmarkJob) -> str:
 def write_task_yaml(job: BenchmarkJob, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{job.name}.yaml"
-    path.write_text(task_yaml(job))
+    write_file_safely(path, task_yaml(job), overwrite=True)  # never through a link planted there
     return path
 
 
@@ -245,7 +246,7 @@ class SkyPilotExecutor:
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             path = self.log_dir / f"{job.name}.log"
-            path.write_text(sink.getvalue())
+            write_file_safely(path, sink.getvalue(), overwrite=True)
             log_path = str(path)
         return outcome_from_log(
             job,
