@@ -160,7 +160,9 @@ def sweep(
     workdir: Path | None = typer.Option(None, "--workdir", help="Folder synced to the node (your workload)."),
     install: str = typer.Option("", "--install", help="pip requirement that installs perdollar on the node."),
     remote_store: str | None = typer.Option(
-        None, "--remote-store", help="Shared store URL the nodes write to directly."
+        None,
+        "--remote-store",
+        help="Shared store URL the nodes write to directly (sent as the secret PERDOLLAR_STORE).",
     ),
     store_url: str | None = typer.Option(None, "--store", help="Store results in this SQLAlchemy URL."),
     no_store: bool = typer.Option(False, "--no-store", help="Do not store results."),
