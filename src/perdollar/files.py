@@ -1,6 +1,14 @@
-"""Words for the operating system's refusals to write a file, for one-line error messages."""
+"""Writing the files a user names, and words for the operating system's refusals to write them,
+for one-line error messages."""
 
 from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+from perdollar.errors import PerdollarError
 
 
 def why_not_writable(error: OSError) -> str:
@@ -8,3 +16,33 @@ def why_not_writable(error: OSError) -> str:
     if isinstance(error, FileExistsError | NotADirectoryError):
         return "part of the path is a file, not a folder"
     return str(error.strerror or error)
+
+
+def write_file_safely(path: Path, text: str, *, overwrite: bool, option: str = "--out") -> None:
+    """Write ``text`` to ``path`` without following a link and, unless ``overwrite``, without
+    replacing a file that is there.
+
+    The text goes to a new file beside the target (created exclusively, so a planted link is
+    never followed) and is renamed over it, which replaces a name, never what a link points to:
+    a link in the target folder cannot make perdollar write outside it.
+    """
+    if path.is_symlink():
+        raise PerdollarError(
+            f"{option} {path} is a symbolic link; perdollar does not write through links",
+            "remove the link or give a path that is not one",
+        )
+    if path.exists() and not overwrite:
+        raise PerdollarError(
+            f"{option} {path} already exists", "pass --force to replace it, or give a new path"
+        )
+    if path.exists() and not path.is_file():
+        raise PerdollarError(f"{option} {path} is not a file", "give the path of a file to write")
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

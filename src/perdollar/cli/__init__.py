@@ -7,6 +7,7 @@ and an exit code.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
 import sys
@@ -112,8 +113,13 @@ def _format_help(command: click.Command) -> None:
 def main(argv: list[str] | None = None) -> None:
     command = typer.main.get_command(app)
     _format_help(command)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    # Only perdollar's own --json: one after `--` belongs to the command being measured.
+    own = arguments[: arguments.index("--")] if "--" in arguments else arguments
+    keep_stdout = common.stdout_kept_for_json() if "--json" in own else contextlib.nullcontext()
     try:
-        result = command.main(args=argv, prog_name="perdollar", standalone_mode=False)
+        with keep_stdout:
+            result = command.main(args=argv, prog_name="perdollar", standalone_mode=False)
     except PerdollarError as error:
         if common.STATE.debug:
             traceback.print_exc()

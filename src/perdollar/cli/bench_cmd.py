@@ -77,11 +77,17 @@ def _command_mode(target: list[str]) -> bool:
 def _finish(measurements: list[Any], *, json_output: bool, store_url: str | None, store: bool,
             verdict: str | None = None) -> int:
     """Print, store, and turn the statuses into the exit code."""
-    from perdollar.cli.persist import save_measurement
+    from perdollar.cli.persist import attempt_store, save_measurement
     from perdollar.measure.serialize import measurement_to_dict
     from perdollar.measure.text import lines
 
-    stored = [save_measurement(m, store_url=store_url, enabled=store) for m in measurements]
+    stored: list[str | None] = []
+    failure: PerdollarError | None = None
+    for measurement in measurements:
+        key, error = attempt_store(lambda m=measurement: save_measurement(m, store_url=store_url,
+                                                                          enabled=store))
+        stored.append(key)
+        failure = failure or error
     if json_output:
         documents = [{**measurement_to_dict(m), "id": key}
                      for m, key in zip(measurements, stored, strict=True)]
@@ -97,6 +103,8 @@ def _finish(measurements: list[Any], *, json_output: bool, store_url: str | None
                 common.console.print(f"  stored as {key}", highlight=False, markup=False)
         if verdict:
             common.console.print(f"verdict: {verdict}", highlight=False, markup=False, soft_wrap=True)
+    if failure is not None:
+        raise failure
     return EXIT_OK if all(m.ok for m in measurements) else EXIT_FAILURE
 
 
@@ -119,14 +127,20 @@ def run_modes(workload: str, *, modes: list[str], duration_s: float, nproc: int,
 
 def run_command_cli(argv: list[str], *, pattern: str | None, duration_s: float | None,
                     timeout_s: float | None, json_output: bool, store_url: str | None, store: bool) -> int:
+    import time
+
     from perdollar.measure.command import run_command
 
     with common.progress(f"running {argv[0]}", quiet=json_output) as handle:
-        seen: list[float] = []
+        seen = [0, 0.0]  # readings so far, when the line was last redrawn
 
         def on_reading(value: float) -> None:
-            seen.append(value)
-            handle.update(description=f"running {argv[0]}: {len(seen)} readings, last {value:,.4g} samples/s")
+            seen[0] += 1
+            now = time.monotonic()
+            if now - seen[1] >= 0.1:  # a redraw per reading would slow reading a fast printer down
+                seen[1] = now
+                handle.update(
+                    description=f"running {argv[0]}: {seen[0]} readings, last {value:,.4g} samples/s")
 
         measurement = run_command(argv, pattern=pattern, duration_s=duration_s,
                                   timeout_s=timeout_s or 24 * 3600.0, on_reading=on_reading)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -20,6 +21,7 @@ from perdollar.jsonable import to_jsonable
 
 class _State:
     debug: bool = False
+    json_out: TextIO | None = None  # the real stdout while it is kept for the JSON document
 
 
 STATE = _State()
@@ -44,8 +46,44 @@ def print_error(message: str) -> None:
 
 
 def emit_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(to_jsonable(value), indent=2, allow_nan=False) + "\n")
-    sys.stdout.flush()
+    out = STATE.json_out or sys.stdout
+    out.write(json.dumps(to_jsonable(value), indent=2, allow_nan=False) + "\n")
+    out.flush()
+
+
+@contextmanager
+def stdout_kept_for_json() -> Iterator[None]:
+    """While a ``--json`` command works, everything else written to stdout goes to stderr.
+
+    A workload that prints while it is imported or built, a forked child that inherits the
+    descriptor, a C library's message: none of it may land before the JSON document. Both
+    Python's ``sys.stdout`` and, where it is the process's, descriptor 1 are pointed at stderr;
+    :func:`emit_json` alone writes to the real stdout.
+    """
+    real = sys.stdout
+    saved_fd: int | None = None
+    try:
+        if real.fileno() == 1:
+            real.flush()
+            saved_fd = os.dup(1)
+            os.dup2(2, 1)
+    except (AttributeError, OSError, ValueError):  # a captured or replaced stdout: no descriptor
+        saved_fd = None
+    json_out = os.fdopen(os.dup(saved_fd), "w", encoding="utf-8") if saved_fd is not None else real
+    STATE.json_out = json_out
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        sys.stdout = real
+        STATE.json_out = None
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
+            if saved_fd is not None:
+                json_out.close()
+        if saved_fd is not None:
+            os.dup2(saved_fd, 1)
+            os.close(saved_fd)
 
 
 @contextmanager

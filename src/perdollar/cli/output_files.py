@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perdollar.errors import PerdollarError
-from perdollar.files import why_not_writable
+from perdollar.files import why_not_writable, write_file_safely
 
 
 def _cannot_write(place: Path, option: str, error: OSError) -> PerdollarError:
@@ -24,9 +24,10 @@ def ensure_folder(folder: Path, option: str) -> Path:
     return folder
 
 
-def write_text_file(path: Path, text: str, option: str) -> None:
+def write_text_file(path: Path, text: str, option: str, *, overwrite: bool = False) -> None:
+    """Write a new file (an existing one only with ``overwrite``), never through a link."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_file_safely(path, text, overwrite=overwrite, option=option)
     except OSError as error:
         raise _cannot_write(path, option, error) from None

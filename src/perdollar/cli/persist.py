@@ -6,9 +6,13 @@ module never opens a database itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from perdollar.cli.common import err_console
+from perdollar.errors import PerdollarError
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:  # types only: importing them would load pandas or the database driver at start-up
     from perdollar.catalog import Catalog
@@ -18,14 +22,30 @@ if TYPE_CHECKING:  # types only: importing them would load pandas or the databas
 
 
 def check_store(store_url: str | None, *, enabled: bool = True) -> None:
-    """Open (and so create or migrate) the store before minutes of work whose result it must keep:
-    a wrong URL is reported first, not after the measurement it would have lost."""
+    """Open (and so create or migrate) the store and probe a write before minutes of work whose
+    result it must keep: a wrong URL or a read-only file is reported first, not after the
+    measurement it would have lost."""
     if not enabled:
         return
     from perdollar.store import open_store
 
-    with open_store(store_url):
-        pass
+    with open_store(store_url) as store:
+        store.check_writable()
+
+
+def attempt_store(save: Callable[[], T]) -> tuple[T | None, PerdollarError | None]:
+    """Run ``save``; a failure comes back (as a one-line error) instead of being raised, so that
+    the command prints its result first and reports the lost write after it."""
+    try:
+        return save(), None
+    except PerdollarError as error:
+        return None, PerdollarError(f"the result above was not stored: {error.problem}", error.fix)
+    except Exception as error:  # a database error after the work: never a traceback over the result
+        reason = " ".join(str(getattr(error, "orig", error)).split())
+        return None, PerdollarError(
+            f"the result above was not stored ({type(error).__name__}: {reason})",
+            "check that the store can be written, or pass --no-store",
+        )
 
 
 def save_measurement(

@@ -201,9 +201,11 @@ def recommend(
             use_store=not no_store,
             progress=say,
         )
-    from perdollar.cli.persist import save_recommendation
+    from perdollar.cli.persist import attempt_store, save_recommendation
 
-    stored = save_recommendation(recommendation, store_url=store_url, enabled=not no_store)
+    stored, store_failure = attempt_store(
+        lambda: save_recommendation(recommendation, store_url=store_url, enabled=not no_store)
+    )
     if report is not None:
         from perdollar.report.html import write_report
 
@@ -217,6 +219,8 @@ def recommend(
         show_excluded=show_excluded,
         unit=recommendation.sample_unit,
     )
+    if store_failure is not None:
+        raise store_failure
     return EXIT_OK
 
 

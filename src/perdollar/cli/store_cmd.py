@@ -39,15 +39,23 @@ def history(
     if ctx.invoked_subcommand:
         return
     from perdollar.errors import PerdollarError
+    from perdollar.paths import default_store_url
     from perdollar.store import open_store
 
     if kind not in (None, "measurement", "recommendation"):
         raise PerdollarError(
             f"--kind {kind!r} is not a kind of stored result", "use measurement or recommendation"
         )
-    with open_store(store_url) as store:
-        entries = store.list_history(workload=workload, kind=kind, limit=limit)
-        where = store.display_url
+    from perdollar.store.store import StoreMissingError
+
+    try:
+        with open_store(store_url, create=False) as store:
+            entries = store.list_history(workload=workload, kind=kind, limit=limit)
+            where = store.display_url
+    except StoreMissingError:
+        if store_url:  # a path the user typed: say it is not there rather than make it
+            raise
+        entries, where = [], default_store_url()
     if json_output:
         emit_json({"store": where, "entries": entries})
         return
@@ -94,7 +102,7 @@ def reevaluate(
     from perdollar.store import open_store
     from perdollar.store.snapshots import price_index
 
-    with open_store(store_url) as store:
+    with open_store(store_url, create=store_url is None) as store:  # never a new file at a typo
         stored = store.get_stored_recommendation(recommendation_id)
         old = stored.recommendation
         snapshot = store.catalog_snapshot(old.catalog_snapshot_id)
@@ -154,7 +162,7 @@ def report(
 
     if last and recommendation_id:
         raise PerdollarError("give a recommendation id or --last, not both", "drop one of them")
-    with open_store(store_url) as store:
+    with open_store(store_url, create=store_url is None) as store:  # never a new file at a typo
         stored = store.get_stored_recommendation(recommendation_id, workload=workload)
         measurements = store.measurements_for(stored.recommendation.question.workload_fingerprint)
     path = write_report(

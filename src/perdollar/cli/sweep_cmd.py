@@ -16,7 +16,8 @@ from perdollar.cli.output_files import ensure_folder, write_text_file
 from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_inputs import target_samples
 from perdollar.cli.sweep_render import outcome_row, print_event, print_export, print_plan, print_result
-from perdollar.errors import PerdollarError
+from perdollar.errors import EXIT_FAILURE, PerdollarError
+from perdollar.files import write_file_safely
 from perdollar.question import Question
 
 if TYPE_CHECKING:  # types only: importing them would load pandas or the database driver at start-up
@@ -198,7 +199,9 @@ def sweep(
     workdir: Path | None = typer.Option(None, "--workdir", help="Folder synced to the node (your workload)."),
     install: str = typer.Option("", "--install", help="pip requirement that installs perdollar on the node."),
     remote_store: str | None = typer.Option(
-        None, "--remote-store", help="Shared store URL the nodes write to directly."
+        None,
+        "--remote-store",
+        help="Shared store URL the nodes write to directly (sent as the secret PERDOLLAR_STORE).",
     ),
     store_url: str | None = typer.Option(None, "--store", help="Store results in this SQLAlchemy URL."),
     no_store: bool = typer.Option(False, "--no-store", help="Do not store results."),
@@ -319,12 +322,14 @@ def sweep(
         "out_dir": str(out_dir),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "sweep.json").write_text(json.dumps(common.to_jsonable(document), indent=2))
+    summary = json.dumps(common.to_jsonable(document), indent=2)
+    write_file_safely(out_dir / "sweep.json", summary, overwrite=True)
     if json_output:
         common.emit_json(document)
     else:
         print_result(result, saved, out_dir)
-    return 0
+    # Every job failed: nothing was measured, which a script calling the sweep must see.
+    return EXIT_FAILURE if result.outcomes and not any(o.ok for o in result.outcomes) else 0
 
 
 def export(
@@ -336,6 +341,7 @@ def export(
     as_yaml: bool = typer.Option(False, "--yaml", help="Print YAML instead of JSON."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Also write the description to this file."),
     json_output: bool = typer.Option(False, "--json", help="Print the description as JSON on stdout."),
+    force: bool = typer.Option(False, "--force", help="Replace the --out file if it exists."),
 ) -> int:
     import yaml
 
@@ -357,6 +363,7 @@ def export(
             if as_yaml or out.suffix in (".yaml", ".yml")
             else json.dumps(description, indent=2),
             "--out",
+            overwrite=force,
         )
     if json_output:
         common.emit_json(description)

@@ -71,7 +71,10 @@ def bench_arguments(options: JobOptions, duration_s: float, resources: JobResour
         args += ["--precision", options.precision]
     if resources.accelerators_per_node > 1 or resources.num_nodes > 1:
         args += ["--nproc", str(max(1, resources.accelerators_per_node))]
-    args += ["--store", options.remote_store_url] if options.remote_store_url else ["--no-store"]
+    # A shared store's URL carries its password: it reaches the node as the secret spec.STORE_SECRET
+    # (which `perdollar bench` reads as its store), never as text in the task file or a command line.
+    if not options.remote_store_url:
+        args.append("--no-store")
     return args
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -17,8 +18,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from perdollar.files import write_file_safely
 from perdollar.launch.outcome import JobOutcome, outcome_from_log
-from perdollar.launch.spec import BenchmarkJob
+from perdollar.launch.spec import STORE_SECRET, BenchmarkJob
 
 # Beyond the run script's own `timeout`, the grace the subprocess gets before it is killed.
 _KILL_GRACE_S = 45.0
@@ -34,6 +36,20 @@ def _perdollar_wrapper(folder: Path) -> Path:
     )
     wrapper.chmod(0o755)
     return wrapper
+
+
+def _job_script(folder: Path, job: BenchmarkJob) -> str:
+    """Setup, then run, each in a bash of its own as SkyPilot runs them: the setup's ``set -e``
+    must not reach the run script, whose failing benchmark still has to print its framed result
+    and exit with its own status."""
+    setup, run = folder / "setup.sh", folder / "run.sh"
+    setup.write_text(job.setup)
+    run.write_text(job.run)
+    return (
+        f"bash {shlex.quote(str(setup))} || "
+        '{ status=$?; echo "setup failed (exit $status)"; exit $status; }\n'
+        f"exec bash {shlex.quote(str(run))}\n"
+    )
 
 
 class LocalExecutor:
@@ -54,8 +70,10 @@ class LocalExecutor:
                 "SKYPILOT_NUM_NODES": "1",
                 "SKYPILOT_NODE_IPS": "127.0.0.1",
             }
+            if job.store_url:  # a secret on a cluster; here, this process's environment
+                env[STORE_SECRET] = job.store_url
             cwd = job.workdir or scratch
-            script = f"{job.setup}\n( {job.run.strip()}\n)\n"
+            script = _job_script(scratch_path, job)
             log_text, returncode = self._run_script(
                 script, env, cwd, job.caps.max_seconds + _KILL_GRACE_S, on_line
             )
@@ -63,7 +81,7 @@ class LocalExecutor:
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             log_file = self.log_dir / f"{job.name}.log"
-            log_file.write_text(log_text)
+            write_file_safely(log_file, log_text, overwrite=True)
             log_path = str(log_file)
         if returncode is None:
             log_text += f"\n(killed by the local executor after {job.caps.max_seconds + _KILL_GRACE_S:.0f} s)"

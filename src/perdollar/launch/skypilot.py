@@ -7,6 +7,7 @@ when a job is really launched or a task object is built, never to write a YAML f
 from __future__ import annotations
 
 import io
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,8 +16,9 @@ from typing import Any
 import yaml
 
 from perdollar.errors import PerdollarError
+from perdollar.files import write_file_safely
 from perdollar.launch.outcome import JobOutcome, outcome_from_log
-from perdollar.launch.spec import BenchmarkJob
+from perdollar.launch.spec import STORE_SECRET, BenchmarkJob
 
 
 def import_sky() -> Any:
@@ -78,6 +80,10 @@ def task_config(job: BenchmarkJob) -> dict[str, Any]:
         "setup": job.setup,
         "run": job.run,
     }
+    if job.store_url:
+        # Named, not given: its value comes from the launching shell (`--secret`), so the
+        # store's password is never written into the file.
+        config["secrets"] = {STORE_SECRET: None}
     if job.workdir:
         config["workdir"] = job.workdir
     return config
@@ -95,22 +101,41 @@ def _literal_scripts(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
 _ScriptDumper.add_representer(str, _literal_scripts)
 
 
+def _comment(text: str) -> str:
+    """A value as it may appear in a comment line: one line, whatever it holds (a newline in a
+    file name would otherwise end the comment and start YAML of its own)."""
+    return json.dumps(text, ensure_ascii=False)[1:-1]
+
+
 def task_yaml(job: BenchmarkJob) -> str:
-    header = (
-        f"# perdollar benchmark job for {job.candidate}\n"
-        f"# workload {job.workload}; measures {job.duration_s:.0f} s ({job.mode}), "
-        f"killed after {job.caps.max_seconds:.0f} s\n"
-        f"# cost cap ${job.caps.max_dollars:.3g}: ${job.caps.price_per_hour:.4g}/h x "
-        f"({job.caps.overhead_seconds:.0f} s provisioning + {job.caps.max_seconds:.0f} s run)\n"
-        f"# launch: sky {'jobs launch' if job.resources.use_spot else 'launch --down'} <this file>\n"
+    launch = "jobs launch" if job.resources.use_spot else "launch --down"
+    secret = f"--secret {STORE_SECRET} " if job.store_url else ""
+    lines = [
+        f"perdollar benchmark job for {_comment(job.candidate)}",
+        f"workload {_comment(job.workload)}; measures {job.duration_s:.0f} s ({_comment(job.mode)}), "
+        f"killed after {job.caps.max_seconds:.0f} s",
+        f"cost cap ${job.caps.max_dollars:.3g}: ${job.caps.price_per_hour:.4g}/h x "
+        f"({job.caps.overhead_seconds:.0f} s provisioning + {job.caps.max_seconds:.0f} s run)",
+        f"launch: sky {launch} {secret}<this file>",
+    ]
+    if job.store_url:
+        lines.append(f"with {STORE_SECRET} set to the shared store's URL in the launching shell")
+    config = task_config(job)
+    text = "".join(f"# {line}\n" for line in lines) + yaml.dump(
+        config, Dumper=_ScriptDumper, sort_keys=False, width=110
     )
-    return header + yaml.dump(task_config(job), Dumper=_ScriptDumper, sort_keys=False, width=110)
+    if yaml.safe_load(text) != config:  # the file must hold exactly the data, nothing a value added
+        raise PerdollarError(
+            f"the task file of {job.name} does not read back as written",
+            "rename the workload file to one without control characters",
+        )
+    return text
 
 
 def write_task_yaml(job: BenchmarkJob, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{job.name}.yaml"
-    path.write_text(task_yaml(job))
+    write_file_safely(path, task_yaml(job), overwrite=True)  # never through a link planted there
     return path
 
 
@@ -133,6 +158,7 @@ def build_task(job: BenchmarkJob, sky: Any | None = None) -> Any:
         setup=job.setup,
         run=job.run,
         envs=full["envs"],
+        secrets={STORE_SECRET: job.store_url} if job.store_url else None,
         workdir=job.workdir,
         num_nodes=job.resources.num_nodes,
         resources=resources,
@@ -220,7 +246,7 @@ class SkyPilotExecutor:
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             path = self.log_dir / f"{job.name}.log"
-            path.write_text(sink.getvalue())
+            write_file_safely(path, sink.getvalue(), overwrite=True)
             log_path = str(path)
         return outcome_from_log(
             job,

@@ -23,6 +23,9 @@ DEFAULT_OVERHEAD_SECONDS = 600.0
 STARTUP_ALLOWANCE_SECONDS = 180.0
 DEFAULT_BENCH_DURATION_S = 60.0
 MIN_BENCH_DURATION_S = 5.0
+# The environment variable through which a job gets the shared store's URL (a secret: it may
+# hold a password); `perdollar bench` stores its result there when it is set.
+STORE_SECRET = "PERDOLLAR_STORE"
 RESULT_BEGIN = "::perdollar-result-begin::"
 RESULT_END = "::perdollar-result-end::"
 

@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from perdollar.errors import PerdollarError
+from perdollar.measure.lifeline import child_preexec, scratch_folder, termination_raises
 from perdollar.measure.worker import PROGRESS_PREFIX, classify_failure
 
 ProgressCallback = Callable[[str, float], None]
@@ -36,13 +36,34 @@ class _ChildWatcher:
         self.thread.start()
 
     def _run(self) -> None:
+        # This thread must drain the pipe until the child closes it, whatever a line holds: if it
+        # stopped, the pipe would fill, the child block on its next print, and a healthy run be
+        # recorded as a timeout.
         for line in iter(self._stream.readline, ""):
-            if line.startswith(PROGRESS_PREFIX):
-                parts = line.split()
-                if self._progress and len(parts) == 3:
-                    self._progress(parts[1], float(parts[2]))
-            else:
+            progress = parse_progress(line)
+            if progress is None:
                 self.tail.append(line.rstrip("\n"))
+            elif self._progress is not None:
+                try:
+                    self._progress(*progress)
+                except Exception:  # a progress bar that fails must not stop the reading
+                    self._progress = None
+
+
+def parse_progress(line: str) -> tuple[str, float] | None:
+    """(phase, fraction) of a well-formed progress line, else None (the line is plain output)."""
+    if not line.startswith(PROGRESS_PREFIX):
+        return None
+    parts = line.split()
+    if len(parts) != 3 or parts[0] != PROGRESS_PREFIX:
+        return None
+    try:
+        fraction = float(parts[2])
+    except ValueError:
+        return None
+    if not 0.0 <= fraction <= 1.0:  # also rejects nan
+        return None
+    return parts[1], fraction
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:
@@ -56,7 +77,7 @@ def _kill_group(process: subprocess.Popen[str]) -> None:
 def run_child(payload: dict[str, Any], *, timeout_s: float,
               progress: ProgressCallback | None = None) -> dict[str, Any]:
     """Run the worker on ``payload``; return its result, or a failure the parent observed."""
-    with tempfile.TemporaryDirectory(prefix="perdollar-bench-") as scratch:
+    with termination_raises(), scratch_folder("perdollar-bench-") as scratch:
         spec_path, result_path = Path(scratch, "spec.json"), Path(scratch, "result.json")
         spec_path.write_text(json.dumps(payload), encoding="utf-8")
         stderr_path = Path(scratch, "stderr.txt")
@@ -65,6 +86,7 @@ def run_child(payload: dict[str, Any], *, timeout_s: float,
                 [sys.executable, "-m", "perdollar.measure.worker", str(spec_path), str(result_path)],
                 stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace",
                 start_new_session=True,  # its own process group: a timeout kills DDP ranks too
+                preexec_fn=child_preexec(),  # and it dies with us, even when we are SIGKILLed
             )
             watcher = _ChildWatcher(process.stdout, progress)
             try:
@@ -104,16 +126,19 @@ def run_forked(workload: Any, payload: dict[str, Any], *, timeout_s: float) -> d
             f"workload {workload.name!r} is an in-memory object and CUDA is already initialised here",
             "pass it as 'path/file.py:function' so a fresh process can load it",
         )
-    with tempfile.TemporaryDirectory(prefix="perdollar-bench-") as scratch:
+    with termination_raises(), scratch_folder("perdollar-bench-") as scratch:
         result_path = Path(scratch, "result.json")
         process = multiprocessing.get_context("fork").Process(
-            target=forked_main, args=(payload, str(result_path), workload), daemon=False)
+            target=forked_main, args=({**payload, "parent_pid": os.getpid()}, str(result_path), workload),
+            daemon=False)
         process.start()
-        process.join(timeout_s)
-        timed_out = process.is_alive()
-        if timed_out:
-            process.kill()
-            process.join()
+        try:
+            process.join(timeout_s)
+        finally:
+            timed_out = process.is_alive()
+            if timed_out:
+                process.kill()
+                process.join()
         if result_path.exists():
             return _read_result(result_path)
     if timed_out:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from perdollar.errors import PerdollarError
 from perdollar.measure import steady
 from perdollar.measure.host import host_fingerprint
+from perdollar.measure.lifeline import child_preexec, termination_raises
+from perdollar.measure.redact import redact_arguments, redact_text
 from perdollar.measure.result import Measurement
 from perdollar.measure.worker import classify_failure
 
@@ -67,10 +69,36 @@ def steady_readings(readings: Sequence[float]) -> tuple[list[float], bool]:
     return list(readings[1:] or readings), False
 
 
+# Readings kept for the summary. A command printing a line per step for hours (or `yes`, a
+# million lines a second) would otherwise grow without bound: past this many, every other
+# reading is dropped and from then on only every second one kept (then every fourth…), so the
+# kept readings stay evenly spread over the whole run.
+MAX_READINGS = 100_000
+# Readings written into the stored result (evenly spaced over those kept).
+MAX_STORED_READINGS = 1_000
+
+
 @dataclass
 class _Capture:
     readings: list[float]
     tail: list[str]
+    seen: int = 0  # readings the command printed, kept or not
+    stride: int = 1  # keep one reading in this many
+
+    def add(self, value: float) -> None:
+        if self.seen % self.stride == 0:
+            self.readings.append(value)
+            if len(self.readings) >= MAX_READINGS:
+                del self.readings[1::2]
+                self.stride *= 2
+        self.seen += 1
+
+
+def evenly_spaced(values: Sequence[float], most: int) -> list[float]:
+    """At most ``most`` of ``values``, the first included, spread evenly over them all."""
+    if len(values) <= most:
+        return list(values)
+    return [values[i * len(values) // most] for i in range(most)]
 
 
 def _pump(stream: object, pattern: re.Pattern[str], capture: _Capture,
@@ -78,7 +106,7 @@ def _pump(stream: object, pattern: re.Pattern[str], capture: _Capture,
     for line in iter(stream.readline, ""):  # type: ignore[attr-defined]
         value = parse_throughput(line, pattern)
         if value is not None:
-            capture.readings.append(value)
+            capture.add(value)
             if on_reading:
                 on_reading(value)
         capture.tail.append(line.rstrip("\n"))
@@ -95,7 +123,7 @@ def run_command(argv: Sequence[str], *, pattern: str | None = None, duration_s: 
     clock = time.monotonic()
     try:
         process = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   errors="replace", start_new_session=True)
+                                   errors="replace", start_new_session=True, preexec_fn=child_preexec())
     except OSError as error:
         raise PerdollarError(f"cannot start {argv[0]!r}: {error.strerror}",
                              "check the command name and that it is executable") from error
@@ -105,7 +133,8 @@ def run_command(argv: Sequence[str], *, pattern: str | None = None, duration_s: 
     limit = min(duration_s, timeout_s) if duration_s else timeout_s
     stopped_by_us = False
     try:
-        process.wait(timeout=limit)
+        with termination_raises():  # SIGTERM/SIGHUP stop the command too, as Ctrl-C does
+            process.wait(timeout=limit)
     except subprocess.TimeoutExpired:
         stopped_by_us = True
         _stop(process)
@@ -145,7 +174,8 @@ def _stop(process: subprocess.Popen[str]) -> None:
 
 def _measurement(argv: Sequence[str], pattern: str, capture: _Capture, status: str, message: str,
                  started_at: str, wall: float) -> Measurement:
-    command_line = shlex.join(argv)
+    # What is stored and shown is redacted: the same command with another token is the same workload.
+    command_line = shlex.join(redact_arguments(argv))
     values, reached = steady_readings(capture.readings)
     rate = cv = None
     warnings: tuple[str, ...] = ()
@@ -164,8 +194,10 @@ def _measurement(argv: Sequence[str], pattern: str, capture: _Capture, status: s
         samples_per_second=rate,
         cv=cv if cv is not None and cv == cv else None,
         warnings=warnings,
-        message=message[:800],
+        message=redact_text(message)[:800],
         duration_s=round(wall, 2),
-        extra={"command": command_line, "pattern": pattern, "readings": capture.readings,
-               "readings_used": len(values), "output_tail": capture.tail[-10:]},
+        extra={"command": command_line, "pattern": pattern,
+               "readings": evenly_spaced(capture.readings, MAX_STORED_READINGS),
+               "readings_seen": capture.seen, "readings_used": len(values),
+               "output_tail": [redact_text(line) for line in capture.tail[-10:]]},
     )

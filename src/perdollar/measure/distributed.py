@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +53,11 @@ def _rank_main(rank: int, spec: dict[str, Any], init_file: str, out_dir: str, gi
     import torch
     import torch.distributed as dist
 
+    from perdollar.measure.lifeline import die_with_parent
     from perdollar.measure.modes import build_runner, prepare, resolve_device
     from perdollar.measure.worker import load_spec_workload, measure_prepared
 
+    die_with_parent(spec.get("rank_parent_pid"))  # a rank outliving its worker would hold the GPU
     world = int(spec["nproc"])
     use_cuda = resolve_device(spec.get("device", "auto")).startswith("cuda")
     device = f"cuda:{rank}" if use_cuda else "cpu"
@@ -96,8 +97,11 @@ def run_ranks(spec: dict[str, Any], workload: Any | None = None) -> dict[str, An
     """
     import torch.multiprocessing as mp
 
+    from perdollar.measure.lifeline import scratch_folder
+
     world = int(spec["nproc"])
-    with tempfile.TemporaryDirectory(prefix="perdollar-ddp-") as scratch:
+    spec = {**spec, "rank_parent_pid": os.getpid()}
+    with scratch_folder("perdollar-ddp-") as scratch:
         init_file = str(Path(scratch, "rendezvous"))
         mp.start_processes(_rank_main, args=(spec, init_file, scratch, workload), nprocs=world, join=True,
                            start_method="spawn" if workload is None else "fork")

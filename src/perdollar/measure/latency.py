@@ -18,7 +18,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perdollar.measure.lifeline import child_preexec, scratch_folder, termination_raises
 from perdollar.measure.steady import find_steady_start, percentile
 
 PROGRESS_PREFIX = "PERDOLLAR-LATENCY"
@@ -335,22 +335,27 @@ def measure_latency_curve(
         "p99_ceiling_ms": p99_ceiling_ms,
         "device": device,
     }
-    with tempfile.TemporaryDirectory(prefix="perdollar-latency-") as folder:
+    with termination_raises(), scratch_folder("perdollar-latency-") as folder:
         spec_path, result_path = Path(folder) / "spec.json", Path(folder) / "result.json"
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
         command = [sys.executable, "-m", "perdollar.measure.latency", str(spec_path), str(result_path)]
         stderr_path = Path(folder) / "stderr.txt"
         stderr_file = stderr_path.open("w", encoding="utf-8")
         # stderr goes to a file: a chatty workload must not fill a pipe nobody reads.
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr_file, text=True)
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr_file, text=True,
+                                 preexec_fn=child_preexec())
         timer = threading.Timer(timeout_s, child.kill)
         timer.start()
         try:
             assert child.stdout is not None
             for line in child.stdout:
-                if line.startswith(PROGRESS_PREFIX):
-                    _, fraction, phase = line.rstrip("\n").split(" ", 2)
-                    progress(phase, float(fraction))
+                parts = line.rstrip("\n").split(" ", 2)
+                if len(parts) == 3 and parts[0] == PROGRESS_PREFIX:
+                    try:  # a line the workload printed that merely looks like ours is not fatal
+                        fraction = float(parts[1])
+                    except ValueError:
+                        continue
+                    progress(parts[2], fraction)
             child.wait()
         finally:
             stderr_file.close()

@@ -243,6 +243,9 @@ def forked_main(spec: dict[str, Any], result_path: str, workload: Any) -> None:
     """
     import torch
 
+    from perdollar.measure.lifeline import die_with_parent
+
+    die_with_parent(spec.get("parent_pid"))
     torch.set_num_threads(1)
     code = run_and_write({**spec, "extra_warnings": [FORK_THREAD_WARNING]}, Path(result_path), workload)
     sys.stdout.flush()

@@ -62,6 +62,10 @@ def ensure_schema(engine: Engine, sqlite_file: Path | None) -> None:
     current = current_revision(engine)
     if current == HEAD:
         return
+    from perdollar.store.guard import refuse_foreign_tables
+
+    with engine.connect() as connection:  # another application's tables (its alembic_version too)
+        refuse_foreign_tables(sa.inspect(connection).get_table_names(), _display(engine))
     if current is not None and current not in known_revisions():
         raise PerdollarError(
             f"the store was written by a newer perdollar (schema {current}, this one knows up to {HEAD})",
@@ -76,6 +80,10 @@ def ensure_schema(engine: Engine, sqlite_file: Path | None) -> None:
             config = alembic_config()
             config.attributes["connection"] = connection
             upgrade(config, "head")
+
+
+def _display(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)
 
 
 @contextmanager

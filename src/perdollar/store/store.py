@@ -17,6 +17,7 @@ from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.store import codec, schema
 from perdollar.store.engine import make_engine, parse_url, sqlite_path, with_retry
+from perdollar.store.guard import probe_write, refuse_foreign_sqlite
 from perdollar.store.history import HistoryEntry, measurement_entry, recommendation_entry
 from perdollar.store.migrate import ensure_schema
 
@@ -58,6 +59,10 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def check_writable(self) -> None:
+        """Raise a one-line error now if a result could not be written later."""
+        probe_write(self.engine, self.display_url)
 
     def __enter__(self) -> Store:
         return self
@@ -247,11 +252,24 @@ class Store:
         return query.limit(limit) if limit else query
 
 
-def open_store(url: str | None = None) -> Store:
-    """Open (creating and migrating as needed) the store at ``url``, ``PERDOLLAR_STORE`` or the default."""
+def open_store(url: str | None = None, *, create: bool = True) -> Store:
+    """Open (creating and migrating as needed) the store at ``url``, ``PERDOLLAR_STORE`` or the default.
+
+    With ``create=False`` a SQLite file that does not exist is an error, not a new empty store (a
+    command that only reads must not leave a file at a mistyped path).
+    """
     from perdollar.paths import default_store_url
 
     parsed = parse_url(url or default_store_url())
+    display = parsed.render_as_string(hide_password=True)
+    path = sqlite_path(parsed)
+    if path is not None:
+        if not create and not path.exists():
+            raise StoreMissingError(
+                f"there is no store at {path}",
+                "check the path; `perdollar bench` and `perdollar recommend` create the store",
+            )
+        refuse_foreign_sqlite(path, display)
     engine = make_engine(parsed)
     try:
         ensure_schema(engine, sqlite_path(parsed))
@@ -272,6 +290,10 @@ def open_store(url: str | None = None) -> Store:
             "point --store or PERDOLLAR_STORE at another file; this one was left untouched",
         ) from error
     return Store(parsed, engine)
+
+
+class StoreMissingError(PerdollarError):
+    """A command that only reads was pointed at a SQLite file that does not exist."""
 
 
 def _one_line(message: object) -> str:

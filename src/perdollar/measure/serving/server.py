@@ -17,7 +17,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -132,7 +131,9 @@ def running_server(
     max_seconds: float = DEFAULT_MAX_SECONDS,
 ) -> Iterator[RunningServer]:
     """Start the server process, wait until it listens, yield where; always stop it after."""
-    with tempfile.TemporaryDirectory(prefix="perdollar-serve-") as folder:
+    from perdollar.measure.lifeline import child_preexec, scratch_folder
+
+    with scratch_folder("perdollar-serve-") as folder:
         ready = Path(folder) / "ready.json"
         log_path = Path(folder) / "server.log"
         command = [
@@ -152,7 +153,9 @@ def running_server(
         if precision is not None:
             command += ["--precision", precision]
         with log_path.open("w", encoding="utf-8") as log:
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=child_preexec()
+            )
         try:
             deadline = time.monotonic() + start_timeout_s
             while not ready.exists():
