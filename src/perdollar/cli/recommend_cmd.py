@@ -16,6 +16,7 @@ from perdollar.errors import EXIT_OK, PerdollarError
 from perdollar.price.frame import assumptions_for
 from perdollar.question import Question, SpotSettings
 from perdollar.workload import load_workload
+from perdollar.workload.llm import looks_like_llm
 
 RECOMMEND_HELP = (
     "Which machine should this workload train on? Profile it, predict it on every instance of "
@@ -120,6 +121,24 @@ def recommend(
     ),
     finetune: str | None = typer.Option(None, "--finetune", help="Language model: full, lora or qlora."),
     lora_rank: int | None = typer.Option(None, "--lora-rank", min=1, help="Language model: LoRA rank."),
+    rps: float | None = typer.Option(None, "--rps", help="Language model --inference: requests per second."),
+    tokens_per_day: str | None = typer.Option(
+        None, "--tokens-per-day", help="Language model --inference: output tokens a day (instead of --rps)."
+    ),
+    input_tokens: int | None = typer.Option(
+        None, "--input-tokens", help="Language model --inference: prompt tokens per request (default 1000)."
+    ),
+    output_tokens: int | None = typer.Option(
+        None,
+        "--output-tokens",
+        help="Language model --inference: tokens generated per request (default 300).",
+    ),
+    ttft_p99_ms: float | None = typer.Option(
+        None, "--ttft-p99-ms", help="Language model: time to first token SLO."
+    ),
+    tpot_p99_ms: float | None = typer.Option(
+        None, "--tpot-p99-ms", help="Language model: time per output token SLO."
+    ),
 ) -> int:
     check_store(store_url, enabled=not no_store)
     if top < 1:
@@ -129,6 +148,29 @@ def recommend(
         restart_minutes=restart_minutes,
         interruption_rate=recommend_inputs.interruption_rate_from_text(interruption_rate),
     )
+    if inference and looks_like_llm(workload):
+        from perdollar.cli.llm_inference_cmd import llm_serving_question, recommend_llm_inference
+
+        return recommend_llm_inference(
+            llm_serving_question(
+                workload,
+                rps=rps,
+                tokens_per_day=tokens_per_day,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                ttft_p99_ms=ttft_p99_ms,
+                tpot_p99_ms=tpot_p99_ms,
+                precision=precision,
+                market=market,
+                clouds=cloud,
+                regions=region,
+            ),
+            top=top,
+            json_output=json_output,
+            store_url=store_url,
+            store=not no_store,
+            report_path=report,
+        )
     if inference:
         from perdollar.cli.inference_cmd import recommend_inference
 

@@ -1,0 +1,113 @@
+"""A language model's serving question, answered: per instance type, tensor-parallel degree and
+format, the replicas that serve the rate within TTFT and TPOT, priced per million tokens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pandas as pd
+
+from perdollar.ask.inputs import Progress, quiet
+from perdollar.catalog import Catalog
+from perdollar.catalog.filters import allowed_offers
+from perdollar.errors import PerdollarError
+from perdollar.predict.frame import SUPPORTED_STACKS
+from perdollar.predict.llm_serving.frame import llm_serving_frame
+from perdollar.price.llm_serving import price_llm_deployments
+from perdollar.question import LanguageModelSettings, Question
+from perdollar.select.llm_serving import explain_llm_serving, llm_deployment_estimates
+from perdollar.select.model import Recommendation
+from perdollar.workload.llm import load_llm_workload
+
+DEFAULT_INPUT_TOKENS = 1000
+DEFAULT_OUTPUT_TOKENS = 300
+FORMATS = ("fp16", "fp8", "int4")
+
+
+@dataclass(frozen=True)
+class LanguageModelServingAnswer:
+    recommendation: Recommendation
+    frame: pd.DataFrame  # every offer × degree × format, ranked, with its plan or exclusion
+    slo_label: str
+
+
+def slo_label(settings: LanguageModelSettings) -> str:
+    parts = []
+    if settings.ttft_p99_ms is not None:
+        parts.append(f"TTFT p99 ≤ {settings.ttft_p99_ms:g} ms")
+    if settings.tpot_p99_ms is not None:
+        parts.append(f"TPOT p99 ≤ {settings.tpot_p99_ms:g} ms")
+    return ", ".join(parts) or "no latency objective"
+
+
+def answer_language_model_serving(
+    question: Question, *, catalog: Catalog, progress: Progress = quiet
+) -> LanguageModelServingAnswer:
+    settings = question.language_model or LanguageModelSettings()
+    if question.serving is None or not question.serving.qps > 0:
+        raise PerdollarError(
+            "serving a language model needs a request rate", "add --rps 20 (or --tokens-per-day)"
+        )
+    workload = load_llm_workload(question.workload_name, kind="inference")
+    question = replace(question, workload_fingerprint=workload.fingerprint, kind="inference")
+    rps = question.serving.qps
+    input_tokens = settings.input_tokens or DEFAULT_INPUT_TOKENS
+    output_tokens = settings.output_tokens or DEFAULT_OUTPUT_TOKENS
+    offers = allowed_offers(
+        catalog.offers_frame(),
+        clouds=question.clouds,
+        regions=question.regions,
+        market=question.market,
+        priced_only=True,
+    )
+    formats = (question.precision,) if question.precision else FORMATS
+    progress(f"sizing {workload.name} replicas on every instance type, tensor-parallel degree and format")
+    deployments = llm_serving_frame(
+        workload.architecture,
+        catalog,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        rps=rps,
+        ttft_p99_ms=settings.ttft_p99_ms,
+        tpot_p99_ms=settings.tpot_p99_ms,
+        precisions=formats,
+    )
+    deployments = _foreign_stacks_excluded(deployments, catalog)
+    frame = price_llm_deployments(
+        deployments,
+        offers,
+        output_tokens_per_second=rps * output_tokens,
+        input_tokens_per_second=rps * input_tokens,
+        spot_overprovision=question.serving.spot_overprovision,
+    )
+    label = slo_label(settings)
+    estimates = llm_deployment_estimates(frame)
+    recommendation = Recommendation(
+        question=question,
+        estimates=estimates,
+        pareto=tuple(range(min(sum(1 for e in estimates if e.feasible), 1))),
+        explanation=explain_llm_serving(frame, rps, label),
+        catalog_captured_at=str(catalog.captured_at),
+        catalog_snapshot_id=str(catalog.snapshot_id),
+        created_at=pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
+        notes=(
+            f"{input_tokens} tokens in, {output_tokens} out per request; replicas loaded to at most 90% "
+            "of their ceiling; continuous batching (prefill and decode in one iteration)",
+        ),
+        sample_unit="output tokens",
+    )
+    return LanguageModelServingAnswer(recommendation, frame, label)
+
+
+def _foreign_stacks_excluded(deployments: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:
+    """Chips whose serving stack the model was not fitted on (Neuron, XLA …) are out, with the reason."""
+    stacks = deployments["accelerator_key"].map(lambda key: catalog.accelerators[key].software_stack)
+    foreign = ~stacks.isin(SUPPORTED_STACKS) & deployments["feasible"]
+    if not foreign.any():
+        return deployments
+    out = deployments.copy()
+    out.loc[foreign, "feasible"] = False
+    out.loc[foreign, "excluded_reason"] = stacks[foreign].map(
+        lambda stack: f"needs a {stack} serving stack; perdollar models CUDA and ROCm serving engines"
+    )
+    return out

@@ -1,0 +1,130 @@
+"""``recommend LLM --inference``: the cheapest deployments of a language model within TTFT and TPOT."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from perdollar.cli import common
+from perdollar.errors import NothingFeasibleError, PerdollarError
+from perdollar.question import LanguageModelSettings, Question, ServingGoal
+from perdollar.vocabulary import MARKET_CHOICES, SERVING_OBJECTIVE
+
+SECONDS_PER_DAY = 86_400.0
+
+
+def llm_serving_question(
+    workload: str,
+    *,
+    rps: float | None,
+    tokens_per_day: str | None,
+    input_tokens: int | None,
+    output_tokens: int | None,
+    ttft_p99_ms: float | None,
+    tpot_p99_ms: float | None,
+    precision: str | None,
+    market: str,
+    clouds: Sequence[str],
+    regions: Sequence[str],
+) -> Question:
+    """The question from the options, checked: a rate (requests/s or output tokens a day) and SLOs."""
+    if market not in MARKET_CHOICES:
+        raise PerdollarError(f"--market {market!r} is not a market", "use on-demand, spot or any")
+    for flag, value in (("--input-tokens", input_tokens), ("--output-tokens", output_tokens)):
+        if value is not None and value < 1:
+            raise PerdollarError(f"{flag} must be at least 1, got {value}", f"give e.g. {flag} 500")
+    for flag, value in (("--ttft-p99-ms", ttft_p99_ms), ("--tpot-p99-ms", tpot_p99_ms)):
+        if value is not None and not value > 0:
+            raise PerdollarError(f"{flag} must be positive, got {value:g}", f"give e.g. {flag} 50")
+    if (rps is None) == (tokens_per_day is None):
+        raise PerdollarError(
+            "serving a language model needs one rate: --rps or --tokens-per-day",
+            "e.g. --rps 20 --input-tokens 1000 --output-tokens 300",
+        )
+    out = output_tokens or 300
+    rate = (
+        rps
+        if rps is not None
+        else common.parse_count(tokens_per_day, "--tokens-per-day") / SECONDS_PER_DAY / out
+    )
+    if not rate > 0:
+        raise PerdollarError(f"the request rate must be positive, got {rate:g}", "give e.g. --rps 20")
+    return Question(
+        workload_name=workload,
+        kind="inference",
+        objective=SERVING_OBJECTIVE,
+        market=market,
+        clouds=tuple(c.lower() for c in clouds),
+        regions=tuple(regions),
+        precision=precision,
+        serving=ServingGoal(qps=rate, slo_ms=()),
+        language_model=LanguageModelSettings(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            ttft_p99_ms=ttft_p99_ms,
+            tpot_p99_ms=tpot_p99_ms,
+        ),
+    )
+
+
+def recommend_llm_inference(
+    question: Question,
+    *,
+    top: int,
+    json_output: bool,
+    store_url: str | None,
+    store: bool,
+    report_path: Path | None,
+) -> int:
+    from perdollar.ask.language_model_serving import answer_language_model_serving
+    from perdollar.catalog import load as load_catalog
+    from perdollar.cli.llm_deployment_render import (
+        llm_deployment_rows,
+        llm_deployment_table,
+        llm_excluded_rows,
+    )
+    from perdollar.cli.persist import attempt_store, save_recommendation
+
+    with common.progress("recommend --inference", quiet=json_output) as bar:
+        answer = answer_language_model_serving(
+            question, catalog=load_catalog(), progress=lambda message: bar.update(description=message)
+        )
+    recommendation = answer.recommendation
+    stored_id, store_failure = attempt_store(
+        lambda: save_recommendation(recommendation, store_url=store_url, enabled=store)
+    )
+    if report_path is not None:
+        from perdollar.report.html import write_report
+
+        write_report(recommendation, report_path)
+    rows = llm_deployment_rows(answer.frame, top)
+    excluded = llm_excluded_rows(answer.frame)
+    rps = question.serving.qps if question.serving else 0.0
+    if json_output:
+        common.emit_json(
+            {
+                "question": recommendation.question,
+                "deployments": rows,
+                "excluded": excluded,
+                "explanation": recommendation.explanation,
+                "catalog_captured_at": recommendation.catalog_captured_at,
+                "recommendation_id": stored_id,
+            }
+        )
+    else:
+        if rows:
+            common.console.print(llm_deployment_table(rows, answer.slo_label, rps))
+        common.console.print(recommendation.explanation, highlight=False, markup=False)
+        for note in recommendation.notes:
+            common.console.print(note, highlight=False, markup=False)
+        if stored_id:
+            common.console.print(f"Stored as recommendation {stored_id}.", highlight=False)
+    if not rows:
+        reasons = "; ".join(f"{row['accelerator']}: {row['reason']}" for row in excluded[:3])
+        raise NothingFeasibleError(
+            f"no deployment serves {rps:g} requests/s within {answer.slo_label} ({reasons})",
+            "relax the SLOs, lower the rate, or allow more clouds and markets",
+        )
+    if store_failure is not None:
+        raise store_failure
+    return 0

@@ -1,0 +1,119 @@
+"""Ranking a language model's priced deployments: the estimates kept and the explanation."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from perdollar.configuration import Configuration
+from perdollar.price.model import Estimate
+
+MAX_FEASIBLE_ESTIMATES = 200
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def llm_deployment_label(row: pd.Series | dict[str, Any]) -> str:
+    plan = f"tp{int(row['tensor_parallel'])}+{row['precision']}"
+    return Configuration(
+        int(row["instances"]) or 1, str(row["instance_type"]), str(row["market"]), str(row["cloud"]),
+        str(row["region"]), plan,
+    ).label  # fmt: skip
+
+
+def llm_deployment_estimates(frame: pd.DataFrame) -> tuple[Estimate, ...]:
+    """The feasible deployments (best region per machine, degree and format), then one row per reason."""
+    shape = ["cloud", "instance_type", "market", "tensor_parallel", "precision"]
+    feasible = frame[frame["feasible"]].drop_duplicates(shape)
+    excluded = frame[~frame["feasible"]].drop_duplicates(["accelerator_key", "excluded_reason"])
+    estimates = []
+    for row in pd.concat([feasible.head(MAX_FEASIBLE_ESTIMATES), excluded]).to_dict("records"):
+        ok = bool(row["feasible"])
+        price = _number(row["deployment_price_per_hour"]) if ok else _number(row["price_per_hour"])
+        tokens = _number(row["output_tokens_per_second"])
+        serving: dict[str, float | int | str] = {
+            key: row[key] if isinstance(row[key], str) else _number(row[key])
+            for key in (
+                "tensor_parallel",
+                "precision",
+                "replicas",
+                "replicas_per_instance",
+                "spot_extra_instances",
+                "batch",
+                "ttft_p99_ms",
+                "tpot_p99_ms",
+                "max_concurrent_sequences",
+                "kv_cache_gib",
+                "utilisation",
+                "usd_per_million_output_tokens",
+                "usd_per_million_tokens",
+            )
+        }
+        estimates.append(
+            Estimate(
+                cloud=str(row["cloud"]),
+                instance_type=str(row["instance_type"]),
+                region=str(row["region"]),
+                market=str(row["market"]),
+                nodes=int(row["instances"]),
+                accelerator=str(row["accelerator_key"]),
+                accelerators_per_node=float(row["accelerator_count"]),
+                samples_per_second=tokens,
+                samples_per_second_low=tokens,
+                samples_per_second_high=tokens,
+                basis=row["basis"],
+                bottleneck=str(row["bottleneck"]),
+                price_per_hour=price,
+                samples_per_dollar=tokens * 3600.0 / price if ok and price > 0 else 0.0,
+                time_to_target_hours=None,
+                cost_to_target_usd=None,
+                expected_time_hours=None,
+                expected_cost_usd=None,
+                p_meet_deadline=None,
+                fits=not str(row["excluded_reason"]).startswith(("needs", "weights")),
+                excluded_reason=str(row["excluded_reason"]),
+                interruption_bucket=row.get("interruption_bucket") or None,
+                captured_at=str(row.get("captured_at") or ""),
+                serving=serving,
+                plan=f"tp{int(row['tensor_parallel'])}+{row['precision']}",
+                plan_text=f"tensor parallel {int(row['tensor_parallel'])}, {row['precision']}",
+            )
+        )
+    return tuple(estimates)
+
+
+def explain_llm_serving(frame: pd.DataFrame, rps: float, slo_label: str) -> str:
+    """Why the top deployment wins, the runner-up on another machine, and what kept others out."""
+    feasible = frame[frame["feasible"]]
+    if feasible.empty:
+        return f"Nothing serves {rps:g} requests/s within {slo_label}."
+    top = feasible.iloc[0]
+    lines = [
+        f"Cheapest: {llm_deployment_label(top)}: {int(top['replicas'])} replica(s) of tensor parallel "
+        f"{int(top['tensor_parallel'])} in {top['precision']}, TTFT p99 {top['ttft_p99_ms']:.0f} ms and "
+        f"TPOT p99 {top['tpot_p99_ms']:.0f} ms at {rps:g} requests/s ({top['basis']}), "
+        f"${top['usd_per_million_output_tokens']:.3g} per million output tokens "
+        f"(${top['usd_per_million_tokens']:.3g} per million tokens in and out)."
+    ]
+    others = feasible[feasible["accelerator_key"] != top["accelerator_key"]]
+    if not others.empty:
+        runner = others.iloc[0]
+        ratio = runner["usd_per_million_output_tokens"] / top["usd_per_million_output_tokens"]
+        lines.append(
+            f"Runner-up on another chip: {llm_deployment_label(runner)}, {ratio:.2g}× the cost per token."
+        )
+    best_format = feasible.groupby("precision")["usd_per_million_output_tokens"].min().sort_values()
+    if len(best_format) > 1:
+        lines.append(
+            "Best cost per million output tokens by format: "
+            + ", ".join(f"{name} ${value:.3g}" for name, value in best_format.items())
+            + "."
+        )
+    return "\n".join(lines)
