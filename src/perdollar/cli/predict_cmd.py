@@ -71,155 +71,153 @@ def _bar(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("predict", help=_reflow(PREDICT_HELP))
-    def predict_command(
-        workload: str = typer.Argument(
-            ..., help="Built-in workload name, path/to/file.py:function, or an LLM's config.json."
-        ),
-        instance: str = typer.Option(None, "--instance", "-i", help="Instance type, e.g. g5.2xlarge."),
-        nodes: int = typer.Option(1, "--nodes", "-n", min=1, help="Number of instances (data parallel)."),
-        cloud: str = typer.Option(None, "--cloud", help="aws, gcp or azure, when the name is ambiguous."),
-        batch_size: int = typer.Option(
-            None, "--batch-size", "--batch", "-b", min=1, help="Per-device batch (LLM: a static batch)."
-        ),
-        precision: str = typer.Option(
-            None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16."
-        ),
-        measurements: Path = typer.Option(
-            None, "--measurements", help="Bench JSON or published-schema CSV to calibrate from."
-        ),
-        data_bytes_per_sample: float = typer.Option(
-            None, "--data-bytes-per-sample", help="Bytes streamed from object storage per sample."
-        ),
-        input_rate_per_core: float = typer.Option(
-            None, "--input-rate-per-core", help="Data-only samples/s per host core (input-pipeline cap)."
-        ),
-        store: str = typer.Option(None, "--store", help="Store URL to read earlier measurements from."),
-        json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
-        seq_len: int = typer.Option(None, "--seq-len", min=1, help="LLM: tokens per sequence."),
-        micro_batch: int = typer.Option(None, "--micro-batch", min=1, help="LLM: sequences per GPU."),
-        global_batch: int = typer.Option(None, "--global-batch", min=1, help="LLM: sequences per step."),
-        plan: str = typer.Option(None, "--plan", help="LLM: ddp|zero1|zero2|fsdp|hsdp."),
-        activation_checkpointing: bool = typer.Option(
-            False, "--activation-checkpointing", help="LLM: recompute activations in the backward pass."
-        ),
-        tensor_parallel: int = typer.Option(None, "--tensor-parallel", min=1, help="LLM: TP in a host."),
-        pipeline_parallel: int = typer.Option(None, "--pipeline-parallel", min=1, help="LLM: PP over hosts."),
-        finetune: str = typer.Option(None, "--finetune", help="LLM: full, lora or qlora."),
-        lora_rank: int = typer.Option(None, "--lora-rank", min=1, help="LLM: LoRA rank (default 16)."),
-        cpu_offload: bool = typer.Option(False, "--cpu-offload", help="LLM: optimizer on CPU."),
-        inference: bool = typer.Option(False, "--inference", help="Serve an LLM config: prefill and decode."),
-        accelerator: str = typer.Option(None, "--accelerator", help="LLM: accelerator name or alias."),
-        gpus: int = typer.Option(1, "--gpus", min=1, help="LLM: GPUs in all (replicas × TP × PP)."),
-        input_tokens: int = typer.Option(None, "--input-tokens", help="LLM: prompt tokens a request."),
-        output_tokens: int = typer.Option(None, "--output-tokens", help="LLM: tokens generated a request."),
-    ) -> None:
-        from perdollar.cli.llm_predict import LLMOptions
-        from perdollar.workload.llm import looks_like_llm
+def predict_command(
+    workload: str = typer.Argument(
+        ..., help="Built-in workload name, path/to/file.py:function, or an LLM's config.json."
+    ),
+    instance: str = typer.Option(None, "--instance", "-i", help="Instance type, e.g. g5.2xlarge."),
+    nodes: int = typer.Option(1, "--nodes", "-n", min=1, help="Number of instances (data parallel)."),
+    cloud: str = typer.Option(None, "--cloud", help="aws, gcp or azure, when the name is ambiguous."),
+    batch_size: int = typer.Option(
+        None, "--batch-size", "--batch", "-b", min=1, help="Per-device batch (LLM: a static batch)."
+    ),
+    precision: str = typer.Option(
+        None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16."
+    ),
+    measurements: Path = typer.Option(
+        None, "--measurements", help="Bench JSON or published-schema CSV to calibrate from."
+    ),
+    data_bytes_per_sample: float = typer.Option(
+        None, "--data-bytes-per-sample", help="Bytes streamed from object storage per sample."
+    ),
+    input_rate_per_core: float = typer.Option(
+        None, "--input-rate-per-core", help="Data-only samples/s per host core (input-pipeline cap)."
+    ),
+    store: str = typer.Option(None, "--store", help="Store URL to read earlier measurements from."),
+    json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
+    seq_len: int = typer.Option(None, "--seq-len", min=1, help="LLM: tokens per sequence."),
+    micro_batch: int = typer.Option(None, "--micro-batch", min=1, help="LLM: sequences per GPU."),
+    global_batch: int = typer.Option(None, "--global-batch", min=1, help="LLM: sequences per step."),
+    plan: str = typer.Option(None, "--plan", help="LLM: ddp|zero1|zero2|fsdp|hsdp."),
+    activation_checkpointing: bool = typer.Option(
+        False, "--activation-checkpointing", help="LLM: recompute activations in the backward pass."
+    ),
+    tensor_parallel: int = typer.Option(None, "--tensor-parallel", min=1, help="LLM: TP in a host."),
+    pipeline_parallel: int = typer.Option(None, "--pipeline-parallel", min=1, help="LLM: PP over hosts."),
+    finetune: str = typer.Option(None, "--finetune", help="LLM: full, lora or qlora."),
+    lora_rank: int = typer.Option(None, "--lora-rank", min=1, help="LLM: LoRA rank (default 16)."),
+    cpu_offload: bool = typer.Option(False, "--cpu-offload", help="LLM: optimizer on CPU."),
+    inference: bool = typer.Option(False, "--inference", help="Serve an LLM config: prefill and decode."),
+    accelerator: str = typer.Option(None, "--accelerator", help="LLM: accelerator name or alias."),
+    gpus: int = typer.Option(1, "--gpus", min=1, help="LLM: GPUs in all (replicas × TP × PP)."),
+    input_tokens: int = typer.Option(None, "--input-tokens", help="LLM: prompt tokens a request."),
+    output_tokens: int = typer.Option(None, "--output-tokens", help="LLM: tokens generated a request."),
+) -> None:
+    from perdollar.cli.llm_predict import LLMOptions
+    from perdollar.workload.llm import looks_like_llm
 
-        llm = LLMOptions(
-            seq_len, micro_batch, global_batch, plan, activation_checkpointing, tensor_parallel,
-            pipeline_parallel, finetune, lora_rank, cpu_offload,
+    llm = LLMOptions(
+        seq_len, micro_batch, global_batch, plan, activation_checkpointing, tensor_parallel,
+        pipeline_parallel, finetune, lora_rank, cpu_offload,
+    )  # fmt: skip
+    if inference and looks_like_llm(workload):
+        from perdollar.cli.llm_serving_cmd import predict_llm_inference
+
+        predict_llm_inference(
+            workload, accelerator=accelerator, gpus=gpus, tensor_parallel=tensor_parallel,
+            pipeline_parallel=pipeline_parallel or 1, input_tokens=input_tokens,
+            output_tokens=output_tokens, precision=precision, batch=batch_size,
+            json_output=json_output,
         )  # fmt: skip
-        if inference and looks_like_llm(workload):
-            from perdollar.cli.llm_serving_cmd import predict_llm_inference
+        return
+    if instance is None:
+        raise PerdollarError("predict needs --instance", "add e.g. --instance g5.2xlarge")
+    if looks_like_llm(workload):
+        from perdollar.cli.llm_predict import predict_llm
+        from perdollar.cli.llm_render import print_llm_prediction
 
-            predict_llm_inference(
-                workload, accelerator=accelerator, gpus=gpus, tensor_parallel=tensor_parallel,
-                pipeline_parallel=pipeline_parallel or 1, input_tokens=input_tokens,
-                output_tokens=output_tokens, precision=precision, batch=batch_size,
-                json_output=json_output,
-            )  # fmt: skip
-            return
-        if instance is None:
-            raise PerdollarError("predict needs --instance", "add e.g. --instance g5.2xlarge")
-        if looks_like_llm(workload):
-            from perdollar.cli.llm_predict import predict_llm
-            from perdollar.cli.llm_render import print_llm_prediction
-
-            with progress(f"planning {workload}", quiet=json_output):
-                result = predict_llm(workload, instance, cloud, nodes, precision, llm)
-            if json_output:
-                emit_json(result)
-            else:
-                print_llm_prediction(result)
-            return
-        if llm.given():
-            raise PerdollarError(
-                f"{', '.join(llm.given())} apply to language models only",
-                "give a language model (e.g. llama-3.1-8b or a config.json) or drop them",
-            )
-        from perdollar import catalog as catalog_mod
-        from perdollar.predict import Calibration, predict
-        from perdollar.profile import profile_workload
-        from perdollar.workload import load_workload
-
-        cat = catalog_mod.load()
-        target = cat.instance(instance, cloud=cloud)
-        spec = load_workload(workload, batch_size=batch_size, precision=precision)
-        with progress(f"tracing {spec.name}", quiet=json_output):
-            profile = profile_workload(spec)
-        found = []
-        if measurements is not None:
-            from perdollar.predict.imports import load_measurements_file
-
-            found.extend(load_measurements_file(measurements))
-        try:
-            from perdollar.cli.persist import stored_measurements
-
-            found.extend(stored_measurements(profile.workload_fingerprint, store_url=store))
-        except PerdollarError:
-            raise
-        except Exception as exc:  # an unreachable store only loses calibration, not the prediction
-            err_console.print(f"note: stored measurements unavailable ({exc})")
-        calibration = Calibration.from_measurements(profile, found, cat) if found else None
-        result = predict(
-            profile,
-            target,
-            cat,
-            nodes=nodes,
-            calibration=calibration,
-            data_bytes_per_sample=data_bytes_per_sample,
-            input_rate_per_core=input_rate_per_core,
-        )
-        if json_output:
-            emit_json(
-                {
-                    "workload": spec.name,
-                    "fingerprint": profile.workload_fingerprint,
-                    "batch_size_per_device": profile.batch_size,
-                    "precision": profile.precision,
-                    "sample_unit": profile.sample_unit,
-                    "cloud": target.cloud,
-                    "prediction": result,
-                    "calibration_anchors": list(calibration.anchors) if calibration else [],
-                }
-            )
-            return
-        _print_prediction(spec.name, profile, target, result)
-
-    @app.command("validate", help=_reflow(VALIDATE_HELP))
-    def validate_command(
-        file: Path = typer.Argument(..., help="CSV in the published_dev.csv schema."),
-        target_gpus: str = typer.Option(None, "--target-gpus", help="Comma-separated gpu values to predict."),
-        refit: bool = typer.Option(
-            True,
-            "--refit/--no-refit",
-            help="Refit without the target GPUs first where the shipped fit saw their rows.",
-        ),
-        json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
-    ) -> None:
-        from perdollar import catalog as catalog_mod
-        from perdollar.predict.lab.validate import run_validation
-
-        targets = [g.strip() for g in target_gpus.split(",") if g.strip()] if target_gpus else None
-        with progress("pairing, fitting and predicting", quiet=json_output):
-            result = run_validation(file, catalog_mod.load(), targets, refit=refit)
+        with progress(f"planning {workload}", quiet=json_output):
+            result = predict_llm(workload, instance, cloud, nodes, precision, llm)
         if json_output:
             emit_json(result)
-            return
-        _print_validation(result)
+        else:
+            print_llm_prediction(result)
+        return
+    if llm.given():
+        raise PerdollarError(
+            f"{', '.join(llm.given())} apply to language models only",
+            "give a language model (e.g. llama-3.1-8b or a config.json) or drop them",
+        )
+    from perdollar import catalog as catalog_mod
+    from perdollar.predict import Calibration, predict
+    from perdollar.profile import profile_workload
+    from perdollar.workload import load_workload
+
+    cat = catalog_mod.load()
+    target = cat.instance(instance, cloud=cloud)
+    spec = load_workload(workload, batch_size=batch_size, precision=precision)
+    with progress(f"tracing {spec.name}", quiet=json_output):
+        profile = profile_workload(spec)
+    found = []
+    if measurements is not None:
+        from perdollar.predict.imports import load_measurements_file
+
+        found.extend(load_measurements_file(measurements))
+    try:
+        from perdollar.cli.persist import stored_measurements
+
+        found.extend(stored_measurements(profile.workload_fingerprint, store_url=store))
+    except PerdollarError:
+        raise
+    except Exception as exc:  # an unreachable store only loses calibration, not the prediction
+        err_console.print(f"note: stored measurements unavailable ({exc})")
+    calibration = Calibration.from_measurements(profile, found, cat) if found else None
+    result = predict(
+        profile,
+        target,
+        cat,
+        nodes=nodes,
+        calibration=calibration,
+        data_bytes_per_sample=data_bytes_per_sample,
+        input_rate_per_core=input_rate_per_core,
+    )
+    if json_output:
+        emit_json(
+            {
+                "workload": spec.name,
+                "fingerprint": profile.workload_fingerprint,
+                "batch_size_per_device": profile.batch_size,
+                "precision": profile.precision,
+                "sample_unit": profile.sample_unit,
+                "cloud": target.cloud,
+                "prediction": result,
+                "calibration_anchors": list(calibration.anchors) if calibration else [],
+            }
+        )
+        return
+    _print_prediction(spec.name, profile, target, result)
+
+
+def validate_command(
+    file: Path = typer.Argument(..., help="CSV in the published_dev.csv schema."),
+    target_gpus: str = typer.Option(None, "--target-gpus", help="Comma-separated gpu values to predict."),
+    refit: bool = typer.Option(
+        True,
+        "--refit/--no-refit",
+        help="Refit without the target GPUs first where the shipped fit saw their rows.",
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
+) -> None:
+    from perdollar import catalog as catalog_mod
+    from perdollar.predict.lab.validate import run_validation
+
+    targets = [g.strip() for g in target_gpus.split(",") if g.strip()] if target_gpus else None
+    with progress("pairing, fitting and predicting", quiet=json_output):
+        result = run_validation(file, catalog_mod.load(), targets, refit=refit)
+    if json_output:
+        emit_json(result)
+        return
+    _print_validation(result)
 
 
 def _print_prediction(name: str, profile: Profile, instance: InstanceType, p: Prediction) -> None:
@@ -311,3 +309,9 @@ def _print_llm_serving(section: dict) -> None:
                 _bar(roof["median_ape"]),
             )  # fmt: skip
     console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``predict`` and ``validate`` to ``app``."""
+    app.command("predict", help=_reflow(PREDICT_HELP))(predict_command)
+    app.command("validate", help=_reflow(VALIDATE_HELP))(validate_command)

@@ -116,120 +116,117 @@ def run_serve_bench(
     return server, results, reason
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``serve-bench``."""
+def serve_bench_command(
+    workload: str = typer.Argument(None, help="Built-in name (mlp, bert-base, …) or file.py:function."),
+    batch_size: int | None = typer.Option(None, "--batch-size", help="Samples per request (default: 1)."),
+    precision: str | None = typer.Option(None, "--precision", help="fp32, bf16, amp-bf16, …"),
+    rates: str | None = typer.Option(None, "--rates", help="Exact rates to offer, e.g. 10,50,100 (req/s)."),
+    start_rps: float = typer.Option(5.0, "--start-rps", help="First offered rate (requests/s)."),
+    max_rps: float = typer.Option(5000.0, "--max-rps", help="Last offered rate (requests/s)."),
+    growth: float = typer.Option(2.0, "--growth", help="Each step offers this many times the last rate."),
+    step_seconds: float = typer.Option(
+        None, "--step-seconds", help="Seconds of traffic per rate (default 2; with --url 30; ≤ 60)."
+    ),
+    p99_ceiling_ms: float | None = typer.Option(
+        None, "--p99-ceiling-ms", help="Stop once P99 exceeds this (ms)."
+    ),
+    connections: int = typer.Option(64, "--connections", help="Keep-alive connections of the client."),
+    noop: bool = typer.Option(False, "--noop", help="Load the server's no-op endpoint (no model)."),
+    device: str = typer.Option("cpu", "--device", help="cpu, cuda, auto."),
+    json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
+    url: str | None = typer.Option(None, "--url", help="An OpenAI-compatible server's base URL (…/v1)."),
+    model: str = typer.Option("", "--model", help="With --url: the model name the server serves."),
+    input_tokens: int = typer.Option(512, "--input-tokens", min=1, help="With --url: prompt tokens."),
+    output_tokens: int = typer.Option(128, "--output-tokens", min=1, help="With --url: tokens out."),
+    chat: bool = typer.Option(False, "--chat", help="With --url: use /chat/completions."),
+    max_requests: int = typer.Option(100, "--max-requests", min=1, help="With --url: requests per rate."),
+    stall_seconds: float = typer.Option(30.0, "--stall-seconds", help="With --url: stall limit (s)."),
+    accelerator: str | None = typer.Option(None, "--accelerator", help="With --url: the server's GPU."),
+    gpus: int = typer.Option(1, "--gpus", min=1, help="With --url: GPUs behind the endpoint."),
+    store_url: str | None = typer.Option(None, "--store", help="With --url: SQLAlchemy store URL."),
+    no_store: bool = typer.Option(False, "--no-store", help="With --url: do not store the result."),
+) -> int:
+    if url is not None:
+        from perdollar.cli.serve_bench_url import run_url_bench
+        from perdollar.measure.serving.openai_load import LoadSettings
 
-    @app.command("serve-bench", help=SERVE_BENCH_HELP, no_args_is_help=True)
-    def serve_bench_command(
-        workload: str = typer.Argument(None, help="Built-in name (mlp, bert-base, …) or file.py:function."),
-        batch_size: int | None = typer.Option(None, "--batch-size", help="Samples per request (default: 1)."),
-        precision: str | None = typer.Option(None, "--precision", help="fp32, bf16, amp-bf16, …"),
-        rates: str | None = typer.Option(
-            None, "--rates", help="Exact rates to offer, e.g. 10,50,100 (req/s)."
-        ),
-        start_rps: float = typer.Option(5.0, "--start-rps", help="First offered rate (requests/s)."),
-        max_rps: float = typer.Option(5000.0, "--max-rps", help="Last offered rate (requests/s)."),
-        growth: float = typer.Option(2.0, "--growth", help="Each step offers this many times the last rate."),
-        step_seconds: float = typer.Option(
-            None, "--step-seconds", help="Seconds of traffic per rate (default 2; with --url 30; ≤ 60)."
-        ),
-        p99_ceiling_ms: float | None = typer.Option(
-            None, "--p99-ceiling-ms", help="Stop once P99 exceeds this (ms)."
-        ),
-        connections: int = typer.Option(64, "--connections", help="Keep-alive connections of the client."),
-        noop: bool = typer.Option(False, "--noop", help="Load the server's no-op endpoint (no model)."),
-        device: str = typer.Option("cpu", "--device", help="cpu, cuda, auto."),
-        json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
-        url: str | None = typer.Option(None, "--url", help="An OpenAI-compatible server's base URL (…/v1)."),
-        model: str = typer.Option("", "--model", help="With --url: the model name the server serves."),
-        input_tokens: int = typer.Option(512, "--input-tokens", min=1, help="With --url: prompt tokens."),
-        output_tokens: int = typer.Option(128, "--output-tokens", min=1, help="With --url: tokens out."),
-        chat: bool = typer.Option(False, "--chat", help="With --url: use /chat/completions."),
-        max_requests: int = typer.Option(100, "--max-requests", min=1, help="With --url: requests per rate."),
-        stall_seconds: float = typer.Option(30.0, "--stall-seconds", help="With --url: stall limit (s)."),
-        accelerator: str | None = typer.Option(None, "--accelerator", help="With --url: the server's GPU."),
-        gpus: int = typer.Option(1, "--gpus", min=1, help="With --url: GPUs behind the endpoint."),
-        store_url: str | None = typer.Option(None, "--store", help="With --url: SQLAlchemy store URL."),
-        no_store: bool = typer.Option(False, "--no-store", help="With --url: do not store the result."),
-    ) -> int:
-        if url is not None:
-            from perdollar.cli.serve_bench_url import run_url_bench
-            from perdollar.measure.serving.openai_load import LoadSettings
-
-            seconds = 30.0 if step_seconds is None else step_seconds
-            if not 0 < seconds <= 600 or stall_seconds <= 0:
-                raise PerdollarError("--step-seconds must be in (0, 600], --stall-seconds > 0", "e.g. 30")
-            settings = LoadSettings(
-                url, model, input_tokens, output_tokens, chat, seconds, max_requests, stall_seconds,
-                request_timeout_s=max(300.0, 4 * stall_seconds),
-            )  # fmt: skip
-            return run_url_bench(
-                settings, rates=_parse_rates(rates), accelerator=accelerator, gpus=gpus, precision=precision,
-                store=not no_store, store_url=store_url, json_output=json_output,
-            )  # fmt: skip
-        if workload is None:
-            raise PerdollarError("serve-bench needs a WORKLOAD or --url", "e.g. perdollar serve-bench mlp")
-        step_seconds = 2.0 if step_seconds is None else step_seconds
-        if not 0 < step_seconds <= 60:
-            raise PerdollarError(
-                f"--step-seconds must be in (0, 60], got {step_seconds:g}", "e.g. --step-seconds 2"
-            )
-        if not 1 <= connections <= 1024:
-            raise PerdollarError(f"--connections must be 1–1024, got {connections}", "e.g. --connections 64")
-        offered = _parse_rates(rates) or rate_ladder(start_rps, max_rps, growth)
-        from perdollar.workload.step import resolve_device
-
-        resolve_device(device)
-        if not noop:
-            from perdollar.workload import load_workload
-
-            # Checked here: inside the server process a bad name would only say the server did not start.
-            load_workload(workload, batch_size=batch_size, precision=precision, kind="inference")
-        with common.progress("serve-bench", total=1.0, quiet=json_output) as bar:
-            bar.update(description=f"starting the server for {workload}")
-            server, results, reason = run_serve_bench(
-                None if noop else workload,
-                rates=offered,
-                step_seconds=step_seconds,
-                batch_size=1 if batch_size is None and not noop else batch_size,
-                precision=precision,
-                device=device,
-                connections=connections,
-                p99_ceiling_ms=p99_ceiling_ms,
-                report=lambda phase, fraction: bar.update(
-                    description=f"offering {phase}", completed=fraction
-                ),
-            )
-        target = "no-op endpoint" if noop else f"{workload} at batch {server.batch_size} per request"
-        if json_output:
-            common.emit_json(
-                {
-                    "workload": None if noop else workload,
-                    "in_process_forward_ms": None if noop else server.forward_ms,
-                    "batch_size": server.batch_size,
-                    "endpoint": "/noop" if noop else "/predict",
-                    "steps": results,
-                    "stop_reason": reason,
-                }
-            )
-            return 0
-        common.console.print(
-            load_table(
-                f"HTTP serving check: {target}, uvicorn on 127.0.0.1, latency in ms, "
-                f"{step_seconds:g} s of Poisson traffic per rate",
-                results,
-            )
+        seconds = 30.0 if step_seconds is None else step_seconds
+        if not 0 < seconds <= 600 or stall_seconds <= 0:
+            raise PerdollarError("--step-seconds must be in (0, 600], --stall-seconds > 0", "e.g. 30")
+        settings = LoadSettings(
+            url, model, input_tokens, output_tokens, chat, seconds, max_requests, stall_seconds,
+            request_timeout_s=max(300.0, 4 * stall_seconds),
+        )  # fmt: skip
+        return run_url_bench(
+            settings, rates=_parse_rates(rates), accelerator=accelerator, gpus=gpus, precision=precision,
+            store=not no_store, store_url=store_url, json_output=json_output,
+        )  # fmt: skip
+    if workload is None:
+        raise PerdollarError("serve-bench needs a WORKLOAD or --url", "e.g. perdollar serve-bench mlp")
+    step_seconds = 2.0 if step_seconds is None else step_seconds
+    if not 0 < step_seconds <= 60:
+        raise PerdollarError(
+            f"--step-seconds must be in (0, 60], got {step_seconds:g}", "e.g. --step-seconds 2"
         )
+    if not 1 <= connections <= 1024:
+        raise PerdollarError(f"--connections must be 1–1024, got {connections}", "e.g. --connections 64")
+    offered = _parse_rates(rates) or rate_ladder(start_rps, max_rps, growth)
+    from perdollar.workload.step import resolve_device
+
+    resolve_device(device)
+    if not noop:
+        from perdollar.workload import load_workload
+
+        # Checked here: inside the server process a bad name would only say the server did not start.
+        load_workload(workload, batch_size=batch_size, precision=precision, kind="inference")
+    with common.progress("serve-bench", total=1.0, quiet=json_output) as bar:
+        bar.update(description=f"starting the server for {workload}")
+        server, results, reason = run_serve_bench(
+            None if noop else workload,
+            rates=offered,
+            step_seconds=step_seconds,
+            batch_size=1 if batch_size is None and not noop else batch_size,
+            precision=precision,
+            device=device,
+            connections=connections,
+            p99_ceiling_ms=p99_ceiling_ms,
+            report=lambda phase, fraction: bar.update(description=f"offering {phase}", completed=fraction),
+        )
+    target = "no-op endpoint" if noop else f"{workload} at batch {server.batch_size} per request"
+    if json_output:
+        common.emit_json(
+            {
+                "workload": None if noop else workload,
+                "in_process_forward_ms": None if noop else server.forward_ms,
+                "batch_size": server.batch_size,
+                "endpoint": "/noop" if noop else "/predict",
+                "steps": results,
+                "stop_reason": reason,
+            }
+        )
+        return 0
+    common.console.print(
+        load_table(
+            f"HTTP serving check: {target}, uvicorn on 127.0.0.1, latency in ms, "
+            f"{step_seconds:g} s of Poisson traffic per rate",
+            results,
+        )
+    )
+    common.console.print(
+        f"Stopped: {reason}. Latency counts from each request's scheduled send time.",
+        highlight=False,
+    )
+    if not noop and results and server.forward_ms > 0:
+        overhead = results[0].p50_ms - server.forward_ms
         common.console.print(
-            f"Stopped: {reason}. Latency counts from each request's scheduled send time.",
+            f"In-process forward pass at batch {server.batch_size}: {server.forward_ms:.3g} ms (median "
+            f"of warm-up); at {results[0].offered_rps:g} requests/s the HTTP client's P50 is "
+            f"{results[0].p50_ms:.3g} ms, so HTTP and queueing add about {overhead:.2g} ms.",
             highlight=False,
         )
-        if not noop and results and server.forward_ms > 0:
-            overhead = results[0].p50_ms - server.forward_ms
-            common.console.print(
-                f"In-process forward pass at batch {server.batch_size}: {server.forward_ms:.3g} ms (median "
-                f"of warm-up); at {results[0].offered_rps:g} requests/s the HTTP client's P50 is "
-                f"{results[0].p50_ms:.3g} ms, so HTTP and queueing add about {overhead:.2g} ms.",
-                highlight=False,
-            )
-        return 0
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to ``app``."""
+    app.command("serve-bench", help=SERVE_BENCH_HELP, no_args_is_help=True)(serve_bench_command)
