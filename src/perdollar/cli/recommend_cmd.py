@@ -207,23 +207,26 @@ def recommend(
         finetune=finetune,
         lora_rank=lora_rank,
     )
-    question = Question(
-        workload_name=workload,
+    question = recommend_inputs.training_question(
+        workload,
+        samples=samples,
+        epochs=epochs,
+        dataset_size=dataset_size,
+        deadline=deadline,
+        budget=budget,
         objective=objective,
-        target_samples=token_target or recommend_inputs.target_samples(samples, epochs, dataset_size),
-        language_model=language_model,
-        deadline_hours=common.parse_duration_hours(deadline, "--deadline") if deadline else None,
-        budget_usd=budget,
         weights=weights,
         confidence=confidence,
         market=market,
-        clouds=tuple(cloud),
-        regions=tuple(region),
+        clouds=cloud,
+        regions=region,
         max_nodes=max_nodes,
         batch_size=batch_size,
         precision=precision,
         spot=spot,
         top=top,
+        token_target=token_target,
+        language_model=language_model,
     )
     with common.progress("recommend", quiet=json_output) as handle:
 

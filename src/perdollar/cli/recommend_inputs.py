@@ -3,6 +3,7 @@ rate, measurement files and an optional local measurement."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from perdollar.ask import measurements_from_file
 from perdollar.cli import common
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
-from perdollar.question import LanguageModelSettings
+from perdollar.question import LanguageModelSettings, Question, SpotSettings
 
 
 def target_samples(samples: str | None, epochs: float | None, dataset_size: str | None) -> float | None:
@@ -138,3 +139,46 @@ def language_model_settings(
         plan=token,
     )
     return target, settings
+
+
+def training_question(
+    workload: str,
+    *,
+    samples: str | None,
+    epochs: float | None,
+    dataset_size: str | None,
+    deadline: str | None,
+    budget: float | None,
+    objective: str,
+    weights: str | None,
+    confidence: float,
+    market: str,
+    clouds: Sequence[str],
+    regions: Sequence[str],
+    max_nodes: int,
+    batch_size: int | None,
+    precision: str | None,
+    spot: SpotSettings | None = None,
+    top: int = 0,
+    token_target: float | None = None,
+    language_model: LanguageModelSettings | None = None,
+) -> Question:
+    """The training question ``recommend`` and ``sweep`` both ask, from their shared options."""
+    return Question(
+        workload_name=workload,
+        objective=objective,
+        target_samples=token_target or target_samples(samples, epochs, dataset_size),
+        deadline_hours=common.parse_duration_hours(deadline, "--deadline") if deadline else None,
+        budget_usd=budget,
+        weights=weights,
+        confidence=confidence,
+        market=market,
+        clouds=tuple(clouds),
+        regions=tuple(regions),
+        max_nodes=max_nodes,
+        batch_size=batch_size,
+        precision=precision,
+        spot=spot or SpotSettings(),
+        top=top,
+        language_model=language_model,
+    )

@@ -11,14 +11,12 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from perdollar.cli import common
-from perdollar.cli.common import parse_duration_hours
 from perdollar.cli.output_files import ensure_folder, write_text_file
 from perdollar.cli.persist import check_store
-from perdollar.cli.recommend_inputs import target_samples
+from perdollar.cli.recommend_inputs import training_question
 from perdollar.cli.sweep_render import outcome_row, print_event, print_export, print_plan, print_result
 from perdollar.errors import EXIT_FAILURE, PerdollarError
 from perdollar.files import write_file_safely
-from perdollar.question import Question
 
 if TYPE_CHECKING:  # types only: importing them would load pandas or the database driver at start-up
     from perdollar.launch.jobs import JobOptions
@@ -257,17 +255,19 @@ def sweep(
     # Made first: a missing SkyPilot or a wrong store URL is reported before minutes of profiling.
     executor = None if dry_run else _make_executor(via, out_dir / "logs")
     check_store(store_url, enabled=not no_store)
-    question = Question(
-        workload_name=workload,
+    question = training_question(
+        workload,
+        samples=samples,
+        epochs=epochs,
+        dataset_size=dataset_size,
+        deadline=deadline,
+        budget=job_budget,
         objective=objective,
-        target_samples=target_samples(samples, epochs, dataset_size),
-        deadline_hours=parse_duration_hours(deadline, "--deadline") if deadline else None,
-        budget_usd=job_budget,
         weights=weights,
         confidence=deadline_confidence,
         market=market,
-        clouds=tuple(cloud),
-        regions=tuple(region),
+        clouds=cloud,
+        regions=region,
         max_nodes=max_nodes,
         batch_size=batch_size,
         precision=precision,
