@@ -8,29 +8,103 @@ stage's hyperfine-style ratios against the cheapest per sample.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from perdollar.ask.inputs import Inputs
+from perdollar.ask.inputs import Inputs, Progress, load_inputs, quiet, with_stored_measurements
+from perdollar.ask.language_model import checkpoint_bytes, fixed_plan, load_language_model
+from perdollar.catalog import Catalog
+from perdollar.catalog import load as load_catalog
 from perdollar.catalog.model import InstanceType
 from perdollar.configuration import Configuration
 from perdollar.errors import PerdollarError
+from perdollar.measure.result import Measurement
 from perdollar.predict import Calibration, predict_frame
+from perdollar.predict.llm import parse_plan
+from perdollar.predict.llm.frame import llm_prediction_frame
 from perdollar.predict.measured import apply_measured
-from perdollar.price.frame import assumptions_for, target_of
+from perdollar.price.frame import SpotAssumptions, assumptions_for, target_of
 from perdollar.price.table import price_table
-from perdollar.question import Question
+from perdollar.question import LanguageModelSettings, Question
 from perdollar.select import mark_constraints
 from perdollar.select.compare import Comparison, compare_priced, configuration_for_comparison
+from perdollar.workload.llm import LLMWorkload, looks_like_llm
 
 
-def compare(question: Question, configurations: Sequence[str], inputs: Inputs) -> Comparison:
-    """Side by side: each configuration priced for ``question`` and compared with the best."""
+@dataclass(frozen=True)
+class ComparisonAnswer:
+    """The comparison and what it was priced under, for the renderers."""
+
+    comparison: Comparison
+    assumptions: SpotAssumptions
+    sample_unit: str
+    catalog_captured_at: str
+
+
+def compare_question(
+    question: Question,
+    configurations: Sequence[str],
+    *,
+    measurements: Sequence[Measurement] = (),
+    store_url: str | None = None,
+    use_store: bool = False,
+    progress: Progress = quiet,
+) -> ComparisonAnswer:
+    """``perdollar compare``: load what the question needs once, price the shortlist, compare."""
+    _check_count(configurations)
+    catalog = load_catalog()
+    if looks_like_llm(question.workload_name):
+        workload = load_language_model(question)
+        assumptions = assumptions_for(question.spot, checkpoint_bytes(workload))
+        progress("planning and pricing")
+        comparison = compare_language_model(question, configurations, catalog, workload, assumptions)
+        return ComparisonAnswer(comparison, assumptions, "tokens", str(catalog.captured_at))
+    inputs = load_inputs(question, catalog=catalog, measurements=measurements, progress=progress)
+    if use_store:
+        inputs = with_stored_measurements(inputs, store_url)
+    progress("predicting and pricing")
+    profile = inputs.profile
+    assumptions = assumptions_for(question.spot, profile.memory.weights + profile.memory.optimizer_state)
+    comparison = compare(question, configurations, inputs)
+    return ComparisonAnswer(comparison, assumptions, profile.sample_unit, str(catalog.captured_at))
+
+
+def _check_count(configurations: Sequence[str]) -> None:
     if len(configurations) < 2:
         raise PerdollarError(
             "compare needs at least two configurations",
             'e.g. perdollar compare vit-b16 "4x g5.2xlarge spot" "1x g5.12xlarge on-demand"',
         )
+
+
+def compare_language_model(
+    question: Question,
+    configurations: Sequence[str],
+    catalog: Catalog,
+    workload: LLMWorkload,
+    assumptions: SpotAssumptions,
+) -> Comparison:
+    """Each configuration under the plan its label names (else the user's, else the planner's best)."""
+    texts, specs = zip(*(configuration_for_comparison(t, plans=True) for t in configurations), strict=True)
+    settings = question.language_model or LanguageModelSettings()
+    target = target_of(question)
+    stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()}
+    offers = catalog.offers_frame()
+    rows = []
+    for spec in specs:
+        instance = catalog.instance(spec.instance_type, spec.cloud)
+        only = replace(catalog, instance_types={(instance.cloud, instance.name): instance})
+        plan = parse_plan(spec.plan) if spec.plan else fixed_plan(settings, workload)
+        predictions = llm_prediction_frame(workload, only, (spec.nodes,), plan=plan)
+        priced = price_table(_offer_for(offers, spec, instance), predictions, target, assumptions)
+        rows.append(mark_constraints(priced, target, confidence=question.confidence, stacks=stacks))
+    return compare_priced(pd.concat(rows, ignore_index=True), texts, target, assumptions)
+
+
+def compare(question: Question, configurations: Sequence[str], inputs: Inputs) -> Comparison:
+    """Side by side: each configuration priced for ``question`` and compared with the best."""
+    _check_count(configurations)
     texts, specs = zip(*(configuration_for_comparison(text) for text in configurations), strict=True)
     frame = priced_configurations(question, specs, inputs)
     profile = inputs.profile
@@ -38,9 +112,7 @@ def compare(question: Question, configurations: Sequence[str], inputs: Inputs) -
     return compare_priced(frame, texts, target_of(question), assumptions)
 
 
-def priced_configurations(
-    question: Question, specs: Sequence[Configuration], inputs: Inputs
-) -> pd.DataFrame:
+def priced_configurations(question: Question, specs: Sequence[Configuration], inputs: Inputs) -> pd.DataFrame:
     """One priced, constraint-marked row per configuration, in the order given."""
     catalog, profile = inputs.catalog, inputs.profile
     offers = catalog.offers_frame()

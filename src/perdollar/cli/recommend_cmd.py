@@ -6,14 +6,13 @@ from pathlib import Path
 
 import typer
 
-from perdollar.ask import answer, compare, load_inputs
-from perdollar.ask.inputs import with_stored_measurements
+from perdollar.ask import answer
+from perdollar.ask.compare import compare_question
 from perdollar.cli import common, recommend_inputs
 from perdollar.cli.inference_cmd import serving_question
 from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
-from perdollar.price.frame import assumptions_for
 from perdollar.question import Question, SpotSettings
 from perdollar.workload import load_workload
 from perdollar.workload.llm import looks_like_llm
@@ -295,11 +294,26 @@ def compare_command(
         None, "--store", help="Calibrate from the measurements stored at this SQLAlchemy URL."
     ),
     no_store: bool = typer.Option(False, "--no-store", help="Ignore stored measurements."),
+    tokens: str | None = typer.Option(None, "--tokens", help="Language model: target tokens, e.g. 2e10."),
 ) -> int:
-    target_samples = recommend_inputs.target_samples(samples, None, None)
+    token_target, _ = recommend_inputs.language_model_settings(
+        workload,
+        tokens=tokens,
+        samples=samples,
+        seq_len=None,
+        micro_batch=None,
+        global_batch=None,
+        plan=None,
+        activation_checkpointing=False,
+        tensor_parallel=None,
+        pipeline_parallel=None,
+        finetune=None,
+        lora_rank=None,
+    )
+    target_samples = token_target or recommend_inputs.target_samples(samples, None, None)
     deadline_hours = common.parse_duration_hours(deadline, "--deadline") if deadline else None
     if deadline_hours and not target_samples:
-        raise PerdollarError("--deadline needs --samples", "add --samples N")
+        raise PerdollarError("--deadline needs a target", "add --samples N (--tokens N for a language model)")
     question = Question(
         workload_name=workload,
         target_samples=target_samples,
@@ -317,20 +331,20 @@ def compare_command(
         def say(message: str) -> None:
             handle.update(description=message)
 
-        inputs = load_inputs(
-            question, measurements=recommend_inputs.load_measurements(measurements), progress=say
+        answer = compare_question(
+            question,
+            configs,
+            measurements=recommend_inputs.load_measurements(measurements),
+            store_url=store_url,
+            use_store=not no_store,
+            progress=say,
         )
-        if not no_store:
-            inputs = with_stored_measurements(inputs, store_url)
-        say("predicting and pricing")
-        comparison = compare(question, configs, inputs)
-    profile = inputs.profile
     show_comparison(
-        comparison,
+        answer.comparison,
         workload=workload,
-        catalog_captured_at=str(inputs.catalog.captured_at),
-        assumptions=assumptions_for(question.spot, profile.memory.weights + profile.memory.optimizer_state),
-        unit=profile.sample_unit,
+        catalog_captured_at=answer.catalog_captured_at,
+        assumptions=answer.assumptions,
+        unit=answer.sample_unit,
         has_target=bool(target_samples),
         deadline_hours=deadline_hours,
         json_output=json_output,

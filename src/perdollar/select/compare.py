@@ -51,12 +51,15 @@ class Comparison:
     summary: str
 
 
-def configuration_for_comparison(text: str) -> tuple[str, Configuration]:
-    """The text as written (what the table shows) and its configuration, on-demand unless named."""
+def configuration_for_comparison(text: str, *, plans: bool = False) -> tuple[str, Configuration]:
+    """The text as written (what the table shows) and its configuration, on-demand unless named.
+
+    ``plans``: the workload runs under a plan (a language model), so a label may name one.
+    """
     configuration = parse_configuration(text)
-    if configuration.plan:
+    if configuration.plan and not plans:
         raise PerdollarError(
-            f"{configuration.label!r}: compare prices machines, it does not apply a plan",
+            f"{configuration.label!r}: this workload has no plans to apply (only language models do)",
             f"drop ' with {configuration.plan}'",
         )
     market = configuration.market or "on-demand"
