@@ -98,3 +98,28 @@ def test_language_model_options_misused_are_one_line_errors(args: tuple[str, ...
     completed = run_cli(*args, "--no-store")
     assert completed.returncode == 2, completed.stderr[-1000:]
     assert message in completed.stderr and "Traceback" not in completed.stderr
+
+
+def test_compare_and_export_accept_the_labels_recommend_prints_for_a_language_model() -> None:
+    result = answer("gpt-125m", "--tokens", "1e9", "--max-nodes", "2", "--cloud", "aws")
+    labels = [e["label"] for e in result["estimates"] if not e["excluded_reason"]][:2]
+    assert all(" with " in label for label in labels)
+    completed = subprocess.run(
+        [sys.executable, "-c", "from perdollar.cli import main; main()", "compare", "gpt-125m", *labels,
+         "--tokens", "1e9", "--no-store", "--json"],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    compared = json.loads(completed.stdout)["comparison"]
+    by_label = {e["instance_type"]: e for e in result["estimates"][:2]}
+    for estimate in compared["estimates"]:
+        ranked = by_label.get(estimate["instance_type"])
+        if ranked and ranked["region"] == estimate["region"] and ranked["nodes"] == estimate["nodes"]:
+            assert estimate["samples_per_second"] == pytest.approx(ranked["samples_per_second"], rel=1e-9)
+    exported = subprocess.run(
+        [sys.executable, "-c", "from perdollar.cli import main; main()", "export", labels[0],
+         "--format", "ec2", "--json"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr[-1000:]
+    assert json.loads(exported.stdout)["configuration"] == labels[0]
