@@ -3,12 +3,13 @@
     python benchmarks/llm_training_accuracy.py [--csv FILE] [--fit] [--save FILE] [--worst N]
 
 Every row of ``published_llm_training.csv`` (LLM Foundry's MPT tables, Megatron-LM's and
-Megatron-Core's weak-scaling tables, torchtitan's Llama 3.1 tables) is predicted at its own plan
-(strategy, tensor/pipeline parallel, micro-batch, activation checkpointing), GPU, node count and
-network, with the shipped efficiencies: nothing is fitted to these rows first. Prints the absolute
-percentage error of tokens/s (median, mean, max) overall, by collection, by model size and by GPU
-count, the worst rows, and, on the same rows, a naive baseline: every GPU at 40% of its peak on
-6·N + 12·layers·width·sequence FLOPs per token (PaLM's MFU count).
+Megatron-Core's weak-scaling tables, NeMo's performance summary, torchtitan's Llama 3.1 tables) is
+predicted at its own plan (strategy, tensor/pipeline parallel, micro-batch, activation
+checkpointing, LoRA), GPU, node count and network, with the shipped efficiencies: nothing is
+fitted to these rows first. Prints the absolute percentage error of tokens/s (median, mean, max)
+overall, by collection, by model size, by GPU count and by GPU, the worst rows, the rows the
+memory model says would not fit, and, on the same rows, a naive baseline: every GPU at 40% of
+its peak on 6·N + 12·layers·width·sequence FLOPs per token (PaLM's MFU count).
 
 ``--fit`` then fits the ``LLMEfficiency`` parameters leave-one-collection-out: each collection is
 predicted by a fit on the others (never on itself), and the collection marked ``holdout`` in the
@@ -32,6 +33,8 @@ from llm_training_rows import PublishedRun, load_runs  # this folder
 CSV = Path(__file__).with_name("published_llm_training.csv")
 BASELINE_MFU = 0.40
 Predictor = Callable[[PublishedRun, Any], float]
+# Rows the model says would not fit in GPU memory, though the source ran them (index → reason).
+PREDICTED_NOT_TO_FIT: dict[int, str] = {}
 
 
 def baseline_tokens_per_second(run: PublishedRun, _efficiency: Any = None) -> float:
@@ -56,6 +59,7 @@ def model_predictor() -> tuple[Predictor, type] | None:
             activation_checkpointing=run.activation_checkpointing,
             micro_batch=run.micro_batch,
             gradient_accumulation=run.gradient_accumulation,
+            finetune=run.finetune,
         )
         prediction = predict_llm_training(
             run.architecture,
@@ -69,6 +73,8 @@ def model_predictor() -> tuple[Predictor, type] | None:
             network_gbps=run.network_gbps_per_node,
             efficiency=efficiency,
         )
+        if not prediction.fits:
+            PREDICTED_NOT_TO_FIT[run.index] = prediction.fit_reason
         return float(prediction.tokens_per_second)
 
     return predict, LLMEfficiency
@@ -156,12 +162,18 @@ def predict_all(
 
 
 def fitted_fields(efficiency: Any) -> list[str]:
-    return [f.name for f in dataclasses.fields(efficiency) if isinstance(getattr(efficiency, f.name), float)]
+    """The parameters that move tokens/s: shares and efficiencies in [0, 1] (memory headroom only
+    decides what fits)."""
+    return [
+        f.name
+        for f in dataclasses.fields(efficiency)
+        if isinstance(getattr(efficiency, f.name), float) and f.name != "memory_headroom"
+    ]
 
 
 def fit(runs: list[PublishedRun], predict: Predictor, start: Any) -> Any:
-    """Coordinate search over multiplicative steps of each float parameter, minimising the mean
-    absolute log error (a multiplicative error, as the targets span four orders of magnitude)."""
+    """Coordinate search in shrinking steps over each parameter, kept in [0.05, 1], minimising the
+    mean absolute log error (the error of a ratio: the targets span four orders of magnitude)."""
 
     def loss(candidate: Any) -> float:
         predicted = predict_all(runs, predict, candidate)
@@ -172,16 +184,15 @@ def fit(runs: list[PublishedRun], predict: Predictor, start: Any) -> Any:
         )
 
     best, best_loss = start, loss(start)
-    for step in (1.5, 1.2, 1.07):
+    for step in (0.2, 0.1, 0.05, 0.02):
         for name in fitted_fields(start):
-            for factor in (step, 1 / step):
+            for sign in (1, -1):
                 while True:
-                    value = getattr(best, name) * factor
-                    try:
-                        candidate = dataclasses.replace(best, **{name: value})
-                        candidate_loss = loss(candidate)
-                    except (ValueError, TypeError):
+                    value = getattr(best, name) + sign * step
+                    if not 0.05 <= value <= 1.0:
                         break
+                    candidate = dataclasses.replace(best, **{name: round(value, 4)})
+                    candidate_loss = loss(candidate)
                     if candidate_loss >= best_loss - 1e-6:
                         break
                     best, best_loss = candidate, candidate_loss
@@ -214,6 +225,10 @@ def main() -> None:
     for reason, count in sorted(skipped.items()):
         print(f"  model refused ({count}): {reason}")
     report("perdollar, shipped efficiencies, before any fit:", runs, before, args.worst)
+    print(f" rows the source ran that the model says do not fit in memory: {len(PREDICTED_NOT_TO_FIT)}")
+    for index, reason in sorted(PREDICTED_NOT_TO_FIT.items())[: args.worst]:
+        run = next(r for r in runs if r.index == index)
+        print(f"  {run.describe()}: {reason[:120]}")
     if not args.fit:
         return
     collections = sorted({r.collection for r in runs})

@@ -5,7 +5,8 @@ GPT-style one inline (``gpt2:n_embd=2048,n_layer=24,…``) for the sizes papers 
 go through the catalog's aliases. A blank micro-batch (the source does not state it) is one
 sequence per step under pipeline parallelism and the whole local batch otherwise, with the
 accumulation that makes up the global batch. Rows whose plan the model cannot express (context
-parallelism) are counted, not predicted.
+parallelism) are counted, not predicted; interleaved pipelines (virtual stages) are predicted as
+plain 1F1B, whose bubble is larger.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class PublishedRun:
     micro_batch: int
     gradient_accumulation: int
     activation_checkpointing: bool
+    finetune: str  # full | lora
+    virtual_pipeline: int  # interleaved 1F1B stages per GPU; the model runs plain 1F1B
     tokens_per_second: float  # published, total over all GPUs
     notes: str
 
@@ -119,6 +122,8 @@ def load_runs(path: Path) -> tuple[list[PublishedRun], dict[str, int]]:
                     micro_batch=micro,
                     gradient_accumulation=accumulation,
                     activation_checkpointing=row["activation_checkpointing"] == "1",
+                    finetune=row["finetune"] or "full",
+                    virtual_pipeline=_int(row["virtual_pipeline"], 1),
                     tokens_per_second=float(row["throughput"]) * (gpus if per_gpu else 1),
                     notes=row["notes"],
                 )
