@@ -17,6 +17,8 @@ import pytest
 
 from perdollar.errors import PerdollarError
 from perdollar.measure.fsdp import BenchPlan, parse_bench_plan
+from perdollar.measure.serialize import measurement_from_dict
+from perdollar.measure.text import lines
 
 SEQ_LEN = 32
 
@@ -90,6 +92,8 @@ def test_two_gloo_processes_measure_an_fsdp_plan_and_record_it(tmp_path: Path) -
     samples_per_second = document["samples_per_second"]["median"]
     assert samples_per_second > 0
     assert extra["tokens_per_second"] == pytest.approx(samples_per_second * SEQ_LEN)
+    text = "\n".join(lines(measurement_from_dict(document)))
+    assert "plan fsdp+ac,mb2" in text and "tokens/s" in text
     # Stored as measured: the plan travels with the row in the real SQLite file.
     with sqlite3.connect(store) as connection:
         tables = [row[0] for row in connection.execute("select name from sqlite_master where type='table'")]
