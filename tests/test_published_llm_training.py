@@ -75,6 +75,8 @@ def test_plans_add_up_to_the_gpus_and_the_global_batch() -> None:
         data_parallel = int(row["data_parallel"])
         assert parallel[0] * parallel[1] * parallel[2] * data_parallel == int(row["gpu_count"]), row["model"]
         assert int(row["nodes"]) * int(row["gpus_per_node"]) == int(row["gpu_count"])
+        # Only full checkpointing recomputes the whole forward; selective runs count as without.
+        assert (row["activation_checkpointing"] == "1") == (row["activation_checkpointing_kind"] == "full")
         if row["micro_batch"] and row["gradient_accumulation"]:
             product = int(row["micro_batch"]) * int(row["gradient_accumulation"]) * data_parallel
             assert product == int(row["global_batch"]), row["model"]
