@@ -3,8 +3,8 @@
     python benchmarks/llm_training_accuracy.py [--csv FILE] [--fit] [--save FILE] [--worst N]
 
 Every row of ``published_llm_training.csv`` (LLM Foundry's MPT tables, Megatron-LM's and
-Megatron-Core's weak-scaling tables, NeMo's performance summary, torchtitan's Llama 3.1 tables) is
-predicted at its own plan (strategy, tensor/pipeline parallel, micro-batch, activation
+Megatron-Core's weak-scaling tables, NeMo's performance summary, fms-fsdp's and torchtitan's
+tables) is predicted at its own plan (strategy, tensor/pipeline parallel, micro-batch, activation
 checkpointing, LoRA), GPU, node count and network, with the shipped efficiencies: nothing is
 fitted to these rows first. Prints the absolute percentage error of tokens/s (median, mean, max)
 overall, by collection, by model size, by GPU count and by GPU, the worst rows, the rows the
@@ -249,6 +249,8 @@ def main() -> None:
     )
     if args.save:
         final = fit(trainable, predict, shipped)
+        if hasattr(final, "basis"):
+            final = dataclasses.replace(final, basis="calibrated")
         document = {
             "fitted_on": sorted({r.collection for r in trainable}),
             "rows": len(trainable),

@@ -114,6 +114,7 @@ def test_two_gloo_processes_measure_an_fsdp_plan_and_record_it(tmp_path: Path) -
         (["--plan", "zero1"], "cannot be measured by bench"),
         (["--plan", "fsdp,pp2"], "data parallelism only"),
         (["--plan", "fsdp,mb2", "--batch-size", "4"], "per-process batch once"),
+        (["--plan", "fsdp", "--inference"], "shards the training"),
     ],
 )
 def test_plans_bench_cannot_run_are_one_line_errors(tmp_path: Path, args: list[str], fragment: str) -> None:

@@ -203,6 +203,9 @@ def register(app: typer.Typer) -> None:
         target = list(target or [])
         duration_s = _duration_seconds(duration) if duration else None
         check_store(store_url, enabled=not no_store)
+        if plan is not None and (inference or find_max_batch or _command_mode(target)):
+            raise PerdollarError("--plan shards the training of a workload",
+                                 "drop --plan, or --inference, --find-max-batch and the command")
         if _command_mode(target):
             return run_command_cli(target, pattern=pattern, duration_s=duration_s,
                                    timeout_s=timeout, json_output=json_output, store_url=store_url,
