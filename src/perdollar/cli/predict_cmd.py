@@ -26,6 +26,13 @@ of the fit, and the bottleneck.
   perdollar predict vit-b16 --instance g5.2xlarge
   perdollar predict vit-b16 --instance p4d.24xlarge --nodes 2 --json
   perdollar predict resnet50 --instance g5.12xlarge --measurements bench.json
+
+A language model (a built-in name such as llama-3.1-8b, or a Hugging Face config.json) is
+predicted in tokens: the best training plan is searched (sharding strategy, tensor and pipeline
+parallelism, activation checkpointing, micro-batch) unless --plan fixes it.
+
+  perdollar predict llama-3.1-8b --instance p5.48xlarge --seq-len 4096 --global-batch 256
+  perdollar predict config.json --instance p4d.24xlarge --nodes 2 --plan fsdp --micro-batch 2 --json
 """
 
 VALIDATE_HELP = """Check perdollar's predictions against published measurements made by others.
@@ -67,7 +74,9 @@ def _bar(value: float | None) -> str:
 def register(app: typer.Typer) -> None:
     @app.command("predict", help=_reflow(PREDICT_HELP))
     def predict_command(
-        workload: str = typer.Argument(..., help="Built-in workload name or path/to/file.py:function."),
+        workload: str = typer.Argument(
+            ..., help="Built-in workload name, path/to/file.py:function, or an LLM config.json."
+        ),
         instance: str = typer.Option(..., "--instance", "-i", help="Instance type, e.g. g5.2xlarge."),
         nodes: int = typer.Option(1, "--nodes", "-n", min=1, help="Number of instances (data parallel)."),
         cloud: str = typer.Option(None, "--cloud", help="aws, gcp or azure, when the name is ambiguous."),
@@ -86,7 +95,42 @@ def register(app: typer.Typer) -> None:
         ),
         store: str = typer.Option(None, "--store", help="Store URL to read earlier measurements from."),
         json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
+        seq_len: int = typer.Option(None, "--seq-len", min=1, help="LLM: tokens per sequence."),
+        micro_batch: int = typer.Option(None, "--micro-batch", min=1, help="LLM: sequences per GPU."),
+        global_batch: int = typer.Option(None, "--global-batch", min=1, help="LLM: sequences per step."),
+        plan: str = typer.Option(None, "--plan", help="LLM: ddp|zero1|zero2|fsdp|hsdp."),
+        activation_checkpointing: bool = typer.Option(
+            False, "--activation-checkpointing", help="LLM: recompute activations in the backward pass."
+        ),
+        tensor_parallel: int = typer.Option(None, "--tensor-parallel", min=1, help="LLM: TP in a host."),
+        pipeline_parallel: int = typer.Option(None, "--pipeline-parallel", min=1, help="LLM: PP over hosts."),
+        finetune: str = typer.Option(None, "--finetune", help="LLM: full, lora or qlora."),
+        lora_rank: int = typer.Option(None, "--lora-rank", min=1, help="LLM: LoRA rank (default 16)."),
+        cpu_offload: bool = typer.Option(False, "--cpu-offload", help="LLM: optimizer on CPU."),
     ) -> None:
+        from perdollar.cli.llm_predict import LLMOptions
+        from perdollar.workload.llm import looks_like_llm
+
+        llm = LLMOptions(
+            seq_len, micro_batch, global_batch, plan, activation_checkpointing, tensor_parallel,
+            pipeline_parallel, finetune, lora_rank, cpu_offload,
+        )  # fmt: skip
+        if looks_like_llm(workload):
+            from perdollar.cli.llm_predict import predict_llm
+            from perdollar.cli.llm_render import print_llm_prediction
+
+            with progress(f"planning {workload}", quiet=json_output):
+                result = predict_llm(workload, instance, cloud, nodes, precision, llm)
+            if json_output:
+                emit_json(result)
+            else:
+                print_llm_prediction(result)
+            return
+        if llm.given():
+            raise PerdollarError(
+                f"{', '.join(llm.given())} apply to language models only",
+                "give a language model (e.g. llama-3.1-8b or a config.json) or drop them",
+            )
         from perdollar import catalog as catalog_mod
         from perdollar.predict import Calibration, predict
         from perdollar.profile import profile_workload

@@ -17,6 +17,10 @@ from perdollar.errors import PerdollarError
 
 # Model families whose MLP is gated (SwiGLU/GeGLU: three matrices of hidden × intermediate).
 GATED_MLP_TYPES = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "gemma", "gemma2"})
+# Families with learned absolute position embeddings (a table of max_positions × hidden).
+LEARNED_POSITION_TYPES = frozenset({"gpt2", "gpt_neo", "gpt_bigcode", "opt"})
+# Families whose configs tie the LM head to the embedding unless they say otherwise.
+TIED_BY_DEFAULT_TYPES = frozenset({"gpt2", "gpt_neo", "gpt_bigcode", "falcon", "gemma", "gemma2", "opt"})
 # Families whose config names differ from Llama's (key in config → our field).
 _KEY_ALIASES: dict[str, tuple[str, ...]] = {
     "hidden_size": ("hidden_size", "n_embd", "d_model"),
@@ -48,6 +52,7 @@ class DecoderArchitecture:
     num_experts: int = 1  # 1: dense
     experts_per_token: int = 1
     attention_bias: bool = False  # q/k/v projections carry a bias (Qwen2, GPT-2)
+    learned_positions: bool = False  # a learned position-embedding table (GPT-2 style), not rotary
 
     @property
     def is_moe(self) -> bool:
@@ -84,6 +89,10 @@ class DecoderArchitecture:
         return self.vocab_size * self.hidden_size
 
     @property
+    def position_embedding_params(self) -> int:
+        return self.max_position_embeddings * self.hidden_size if self.learned_positions else 0
+
+    @property
     def lm_head_params(self) -> int:
         return 0 if self.tie_word_embeddings else self.vocab_size * self.hidden_size
 
@@ -97,6 +106,7 @@ class DecoderArchitecture:
         return (
             self.num_layers * self.params_per_layer
             + self.embedding_params
+            + self.position_embedding_params
             + self.lm_head_params
             + self.hidden_size  # final norm
         )
@@ -168,10 +178,11 @@ def from_hf_config(config: Mapping[str, Any], *, name: str | None = None) -> Dec
         vocab_size=vocab,
         max_position_embeddings=int(first("max_position_embeddings", 2048) or 2048),
         gated_mlp=gated,
-        tie_word_embeddings=bool(config.get("tie_word_embeddings", model_type == "gpt2")),
+        tie_word_embeddings=bool(config.get("tie_word_embeddings", model_type in TIED_BY_DEFAULT_TYPES)),
         num_experts=experts,
         experts_per_token=int(first("experts_per_token", 1) or 1) if experts > 1 else 1,
         attention_bias=bool(config.get("attention_bias", model_type in ("qwen2", "gpt2"))),
+        learned_positions=model_type in LEARNED_POSITION_TYPES,
     )
 
 

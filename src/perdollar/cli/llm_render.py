@@ -1,0 +1,57 @@
+"""The readable form of a language-model training prediction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from perdollar.cli.common import console
+from perdollar.fmt import format_band, format_number
+
+
+def print_llm_prediction(result: dict[str, Any]) -> None:
+    console.print(
+        f"[bold]{result['workload']}[/] on {result['nodes']} × {result['cloud']} {result['instance_type']} "
+        f"({result['accelerator']}, {result['gpus']} GPU(s), seq {result['seq_len']}, global batch "
+        f"{result['global_batch']} sequences, {result['precision']}, {result['finetune']} fine-tuning)"
+    )
+    console.print(
+        f"plan: {result['plan_text']}  [dim]({result['plan']['token']}; {result['plan_source']})[/]"
+    )
+    band = format_band(
+        result["tokens_per_second"],
+        result["tokens_per_second_low"],
+        result["tokens_per_second_high"],
+        "tokens/s",
+    )
+    console.print(f"throughput: {band}  [dim](80% band; basis: {result['basis']})[/]")
+    console.print(
+        f"            {format_number(result['samples_per_second'])} sequences/s · step "
+        f"{format_number(result['step_time_s'])} s · MFU {100 * result['mfu']:.1f}%  "
+        "[dim](6·N + attention FLOPs per token over the dense peak)[/]"
+    )
+    console.print(f"bottleneck: {result['bottleneck']}")
+    memory = result["memory_gib"]
+    parts = ", ".join(
+        f"{name.replace('_', ' ')} {memory[name]:.1f}"
+        for name in ("weights", "gradients", "optimizer_states", "activations", "buffers")
+        if memory.get(name)
+    )
+    fit = "fits" if result["fits"] else f"does NOT fit: {result['fit_reason']}"
+    console.print(
+        f"memory per GPU: {result['memory_per_gpu_gib']:.1f} GiB of {memory.get('capacity', 0):.1f} usable "
+        f"({parts}) — {fit}"
+    )
+    if result["largest_micro_batch"]:
+        console.print(f"largest micro-batch that fits with this plan: {result['largest_micro_batch']}")
+    breakdown = result["breakdown_s"]
+    if breakdown:
+        table = Table(title="One optimizer step (s)", title_justify="left")
+        table.add_column("part")
+        table.add_column("seconds", justify="right")
+        table.add_column("share", justify="right")
+        total = sum(breakdown.values()) or 1.0
+        for name, seconds in sorted(breakdown.items(), key=lambda kv: -kv[1]):
+            table.add_row(name, format_number(seconds), f"{100 * seconds / total:.0f}%")
+        console.print(table)

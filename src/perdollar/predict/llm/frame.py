@@ -1,0 +1,176 @@
+"""Every instance type × node count of a catalog, each with its best training plan: one frame.
+
+The rows carry :data:`perdollar.predict.frame.PREDICTION_COLUMNS`, so pricing and selection rank
+them unchanged; a language model's sample is the token, so ``samples_per_second`` and its band
+are tokens per second. Instances with the same accelerator, GPU count and network share one
+search.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+
+from perdollar.predict.frame import PREDICTION_COLUMNS, SUPPORTED_STACKS
+from perdollar.predict.llm.plan import TrainingPlan
+from perdollar.predict.llm.planner import PlanSearch, search_plans
+from perdollar.predict.llm.stage import LLMEfficiency
+from perdollar.predict.llm.step import LLMTrainingPrediction, plan_problem, predict_llm_training
+from perdollar.workload.llm.workload import LLMWorkload
+
+LLM_COLUMNS = (
+    *PREDICTION_COLUMNS,
+    "tokens_per_second",
+    "sequences_per_second",
+    "mfu",
+    "plan",
+    "plan_text",
+    "memory_per_gpu_gib",
+)
+
+
+def _excluded(instance: Any, accelerator: Any, workload: LLMWorkload) -> str:
+    if accelerator is None:
+        return "no GPU" if instance.is_cpu_only else "accelerator not in the accelerator table"
+    if accelerator.software_stack not in SUPPORTED_STACKS:
+        stack = accelerator.software_stack
+        return f"PyTorch eager on a {stack} stack needs a compiler path perdollar does not model"
+    if workload.precision in ("amp-bf16", "bf16") and not accelerator.supports_bf16:
+        return "bf16 not supported by this accelerator"
+    if (instance.accelerator_count or 0) < 1:
+        return "a fraction of a GPU cannot train a language model"
+    return ""
+
+
+def _search(
+    workload: LLMWorkload,
+    accelerator: Any,
+    gpus: int,
+    nodes: int,
+    instance: Any,
+    plan: TrainingPlan | None,
+    efficiency: LLMEfficiency | None,
+) -> PlanSearch:
+    arch = workload.architecture
+    common = {
+        "gpus_per_node": gpus,
+        "nodes": nodes,
+        "seq_len": workload.seq_len,
+        "global_batch": workload.global_batch,
+        "precision": workload.precision,
+        "network_gbps": instance.network_gbps,
+        "efa_interfaces": instance.efa_interfaces,
+        "efficiency": efficiency,
+    }
+    if plan is None:
+        return search_plans(
+            arch,
+            accelerator,
+            finetune=workload.finetune,
+            lora_rank=workload.lora_rank,
+            micro_batch=workload.micro_batch,
+            **common,
+        )
+    problem = plan_problem(plan, arch, gpus, nodes, workload.global_batch)
+    if problem:
+        return PlanSearch(None, None, 0, problem)
+    prediction = predict_llm_training(arch, accelerator, plan=plan, **common)
+    return PlanSearch(prediction if prediction.fits else None, None if prediction.fits else prediction, 1)
+
+
+def _row(
+    instance: Any, nodes: int, prediction: LLMTrainingPrediction | None, excluded: str, problem: str
+) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "cloud": instance.cloud,
+        "instance_type": instance.name,
+        "accelerator_key": instance.accelerator_key,
+        "nodes": nodes,
+        "accelerators_per_node": float(instance.accelerator_count or 0.0),
+        "excluded_reason": excluded,
+    }
+    if prediction is None:
+        nan = math.nan
+        row.update(
+            samples_per_second=nan,
+            samples_per_second_low=nan,
+            samples_per_second_high=nan,
+            basis="spec",
+            bottleneck="",
+            step_time_s=nan,
+            compute_time_s=nan,
+            communication_time_s=nan,
+            fits=False,
+            fit_reason=problem or excluded,
+            max_batch_that_fits=None,
+            breakdown_s={},
+            tokens_per_second=nan,
+            sequences_per_second=nan,
+            mfu=nan,
+            plan=None,
+            plan_text="",
+            memory_per_gpu_gib=nan,
+        )
+        return row
+    p = prediction
+    communication = sum(v for k, v in p.breakdown_s.items() if "all-" in k or "reduce" in k or "send" in k)
+    compute = sum(v for k, v in p.breakdown_s.items() if k in ("compute", "memory-bound kernels"))
+    row.update(
+        samples_per_second=p.tokens_per_second,
+        samples_per_second_low=p.tokens_per_second_low,
+        samples_per_second_high=p.tokens_per_second_high,
+        basis=p.basis,
+        bottleneck=p.bottleneck,
+        step_time_s=p.step_time_s,
+        compute_time_s=compute,
+        communication_time_s=communication,
+        fits=p.fits,
+        fit_reason=p.fit_reason,
+        max_batch_that_fits=p.largest_micro_batch,
+        breakdown_s=p.breakdown_s,
+        tokens_per_second=p.tokens_per_second,
+        sequences_per_second=p.samples_per_second,
+        mfu=p.mfu,
+        plan=p.plan,
+        plan_text=p.plan.text(p.gpus),
+        memory_per_gpu_gib=p.memory_per_gpu_gib,
+    )
+    return row
+
+
+def llm_prediction_frame(
+    workload: LLMWorkload,
+    catalog: Any,
+    node_counts: Iterable[int] = (1,),
+    *,
+    plan: TrainingPlan | None = None,
+    efficiency: LLMEfficiency | None = None,
+) -> pd.DataFrame:
+    """One row per (instance type, node count), each with its best plan (or ``plan``); samples are tokens."""
+    counts = sorted({int(n) for n in node_counts if int(n) >= 1}) or [1]
+    accelerators = dict(catalog.accelerators)
+    searched: dict[tuple[Any, ...], PlanSearch] = {}
+    rows = []
+    for instance in catalog.instance_types.values():
+        accelerator = accelerators.get(instance.accelerator_key or "")
+        excluded = _excluded(instance, accelerator, workload)
+        for nodes in counts:
+            if excluded:
+                rows.append(_row(instance, nodes, None, excluded, ""))
+                continue
+            gpus = int(instance.accelerator_count)
+            # One host never uses its network: instances differing only there share a search.
+            network = (instance.network_gbps, instance.efa_interfaces) if nodes > 1 else None
+            key = (accelerator.key, gpus, nodes, network)
+            if key not in searched:
+                searched[key] = _search(workload, accelerator, gpus, nodes, instance, plan, efficiency)
+            found = searched[key]
+            chosen = found.best or found.nearest_miss
+            problem = ""
+            if chosen is None:
+                problem = found.problem or "no training plan can run on this cluster"
+            rows.append(_row(instance, nodes, chosen, "", problem))
+    return pd.DataFrame(rows, columns=list(LLM_COLUMNS))

@@ -1,0 +1,231 @@
+"""Accelerator memory per GPU of a training plan: model states as the plan shards them, activations,
+FSDP's unsharded layer buffers and the framework's reserve.
+
+Model states follow the ZeRO paper's accounting (Rajbhandari et al. 2020): mixed precision keeps
+2-byte weights and gradients and 12 bytes of fp32 master weights and Adam moments per trained
+parameter (16 bytes in all); pure bf16/fp16 keeps 2 + 2 + 4 (moments in half precision); fp32
+4 + 4 + 8. ZeRO-1 shards the optimizer states over the data-parallel group, ZeRO-2 also the
+gradients, FSDP full-shard also the weights; HSDP shards inside a node only. Tensor and pipeline
+parallelism split every state by their degrees first.
+
+LoRA freezes the base weights (half precision, no gradient, no optimizer state) and trains
+rank-r adapters on every attention and MLP matrix; QLoRA stores those matrices in 4-bit NF4 with
+double-quantised constants (4.127 bits per weight, Dettmers et al. 2023), embeddings and head in bf16.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from perdollar.predict.llm.plan import TrainingPlan
+from perdollar.workload.llm.architecture import DecoderArchitecture
+
+GIB = 2**30
+DEFAULT_MEMORY_HEADROOM = 0.10  # allocator fragmentation, CUDA context, NCCL buffers
+NF4_BYTES_PER_WEIGHT = 4.127 / 8
+DDP_BUCKET_BYTES = 2 * 25 * 2**20  # two 25 MiB gradient buckets in flight
+
+# (weight, gradient, optimizer state) bytes per trained parameter.
+_STATE_BYTES = {
+    "amp-bf16": (2.0, 2.0, 12.0),
+    "amp-fp16": (2.0, 2.0, 12.0),
+    "bf16": (2.0, 2.0, 4.0),
+    "fp16": (2.0, 2.0, 4.0),
+    "fp32": (4.0, 4.0, 8.0),
+    "tf32": (4.0, 4.0, 8.0),
+}
+
+
+def state_bytes_per_param(precision: str) -> tuple[float, float, float]:
+    return _STATE_BYTES.get(precision, _STATE_BYTES["amp-bf16"])
+
+
+def lora_params(arch: DecoderArchitecture, rank: int) -> int:
+    """Adapter parameters: r × (fan-in + fan-out) for every attention and MLP matrix of every layer."""
+    hidden, q_out, kv = arch.hidden_size, arch.num_attention_heads * arch.head_dim, arch.kv_dim
+    attention = (hidden + q_out) + 2 * (hidden + kv) + (q_out + hidden)
+    matrices = 3 if arch.gated_mlp else 2
+    mlp = arch.num_experts * matrices * (hidden + arch.intermediate_size)
+    return rank * arch.num_layers * (attention + mlp)
+
+
+def adapted_params(arch: DecoderArchitecture) -> int:
+    """The base parameters LoRA adapts (and QLoRA quantises): attention and MLP matrices."""
+    return arch.num_layers * (arch.attention_params_per_layer + arch.num_experts * arch.expert_params)
+
+
+@functools.lru_cache(maxsize=256)
+def _counts(arch: DecoderArchitecture, rank: int) -> tuple[float, float, float, float]:
+    """(all parameters, one layer's, LoRA adapter parameters, adapted base parameters), computed once."""
+    return (
+        float(arch.total_params),
+        float(arch.params_per_layer),
+        float(lora_params(arch, rank)),
+        float(adapted_params(arch)),
+    )
+
+
+def sharding_degrees(
+    plan: TrainingPlan, data_parallel: int, data_parallel_in_node: int
+) -> tuple[int, int, int]:
+    """Over how many GPUs (weights, gradients, optimizer states) are sharded."""
+    shard = {"ddp": 1, "zero1": 1, "zero2": 1, "fsdp": data_parallel, "hsdp": data_parallel_in_node}
+    weights = shard[plan.strategy]
+    gradients = data_parallel if plan.strategy in ("zero2", "fsdp") else weights
+    optimizer = data_parallel if plan.strategy in ("zero1", "zero2", "fsdp") else weights
+    return weights, gradients, optimizer
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStates:
+    """Bytes per GPU of weights, gradients and optimizer states, before activations."""
+
+    weights: float
+    gradients: float
+    optimizer_states: float
+    trainable_params_per_gpu: float  # what the optimizer steps on one GPU
+    layer_weight_bytes: float  # one layer's weights on one GPU, unsharded (for FSDP's buffers)
+    layer_gradient_bytes: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer_states
+
+
+def model_states(
+    arch: DecoderArchitecture,
+    plan: TrainingPlan,
+    *,
+    data_parallel: int,
+    data_parallel_in_node: int,
+    precision: str = "amp-bf16",
+) -> ModelStates:
+    weight_b, grad_b, optim_b = state_bytes_per_param(precision)
+    model_split = plan.tensor_parallel * plan.pipeline_parallel
+    shard_w, shard_g, shard_o = sharding_degrees(plan, data_parallel, data_parallel_in_node)
+    total, per_layer, adapters, adapted = _counts(arch, plan.lora_rank)
+    if plan.finetune == "full":
+        trained, frozen_bytes = total, 0.0
+    else:
+        trained = adapters
+        frozen_b = weight_b if precision in ("fp32", "tf32") else 2.0
+        per_adapted = NF4_BYTES_PER_WEIGHT if plan.finetune == "qlora" else frozen_b
+        frozen_bytes = adapted * per_adapted + (total - adapted) * frozen_b
+    optimizer = 0.0 if plan.cpu_offload else trained * optim_b / model_split / shard_o
+    layer_share = per_layer / max(total, 1.0)
+    layer_weights = (frozen_bytes + trained * weight_b) * layer_share / plan.tensor_parallel
+    return ModelStates(
+        weights=(frozen_bytes + trained * weight_b) / model_split / shard_w,
+        gradients=trained * grad_b / model_split / shard_g,
+        optimizer_states=optimizer,
+        trainable_params_per_gpu=trained / model_split / shard_o,
+        layer_weight_bytes=layer_weights,
+        layer_gradient_bytes=trained * grad_b * layer_share / plan.tensor_parallel,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPerGPU:
+    """What one GPU holds at the peak of a step, in bytes, and what it has."""
+
+    weights: float
+    gradients: float
+    optimizer_states: float
+    activations: float
+    buffers: float  # FSDP's unsharded layers, DDP's gradient buckets
+    capacity: float  # usable bytes after the reserve
+    fixed: float  # everything that does not grow with the micro-batch
+    per_sequence: float  # activation bytes per sequence of micro-batch
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer_states + self.activations + self.buffers
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.capacity
+
+    @property
+    def largest_micro_batch(self) -> int:
+        if self.per_sequence <= 0:
+            return 0
+        return max(math.floor((self.capacity - self.fixed) / self.per_sequence), 0)
+
+    def to_gib(self) -> dict[str, float]:
+        return {
+            "weights": self.weights / GIB,
+            "gradients": self.gradients / GIB,
+            "optimizer_states": self.optimizer_states / GIB,
+            "activations": self.activations / GIB,
+            "buffers": self.buffers / GIB,
+            "total": self.total / GIB,
+            "capacity": self.capacity / GIB,
+        }
+
+
+def activation_bytes(
+    arch: DecoderArchitecture,
+    plan: TrainingPlan,
+    *,
+    layer_saved: float,
+    other_saved: float,
+    hidden_state: float,
+    micro_batches: int,
+) -> float:
+    """Saved activations on the busiest pipeline stage, at the plan's micro-batch.
+
+    1F1B keeps up to ``pipeline_parallel`` micro-batches in flight on the first stage; the last
+    stage holds one, plus the logits and loss. With checkpointing each layer keeps its input and
+    one layer at a time is recomputed in full. Tensor parallelism splits what it saves.
+    """
+    tp, pp = plan.tensor_parallel, plan.pipeline_parallel
+    layers = math.ceil(arch.num_layers / pp)
+    in_flight = min(pp, max(micro_batches, 1))
+    per_layer = hidden_state / tp if plan.activation_checkpointing else layer_saved / tp
+    recompute = layer_saved / tp if plan.activation_checkpointing else 0.0
+    first_stage = layers * in_flight * per_layer + recompute
+    last_stage = layers * per_layer + recompute + other_saved / tp
+    return max(first_stage, last_stage) if pp > 1 else last_stage
+
+
+def memory_per_gpu(
+    arch: DecoderArchitecture,
+    plan: TrainingPlan,
+    *,
+    states: ModelStates,
+    layer_saved_per_sequence: float,
+    other_saved_per_sequence: float,
+    hidden_state_per_sequence: float,
+    micro_batches: int,
+    accelerator_memory_gib: float,
+    headroom: float = DEFAULT_MEMORY_HEADROOM,
+) -> MemoryPerGPU:
+    """Peak bytes per GPU of ``plan`` (its micro-batch) and the usable capacity after ``headroom``."""
+    per_sequence = activation_bytes(
+        arch,
+        plan,
+        layer_saved=layer_saved_per_sequence,
+        other_saved=other_saved_per_sequence,
+        hidden_state=hidden_state_per_sequence,
+        micro_batches=micro_batches,
+    )
+    if plan.strategy in ("fsdp", "hsdp"):
+        # The layer being computed and the one prefetched, gathered whole, and one layer's full gradient.
+        buffers = 2 * states.layer_weight_bytes + states.layer_gradient_bytes
+    elif plan.strategy == "zero2":
+        buffers = states.layer_gradient_bytes
+    else:
+        buffers = DDP_BUCKET_BYTES if states.gradients else 0.0
+    fixed = states.total + buffers
+    return MemoryPerGPU(
+        weights=states.weights,
+        gradients=states.gradients,
+        optimizer_states=states.optimizer_states,
+        activations=per_sequence * plan.micro_batch,
+        buffers=buffers,
+        capacity=accelerator_memory_gib * GIB * (1 - headroom),
+        fixed=fixed,
+        per_sequence=per_sequence,
+    )

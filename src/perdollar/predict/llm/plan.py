@@ -1,0 +1,157 @@
+"""How a language model's training step is spread over GPUs: a training plan, its text and token.
+
+A plan names the data-parallel strategy (how weights, gradients and optimizer states are
+sharded), tensor parallelism inside a host, pipeline parallelism across hosts, activation
+checkpointing, the micro-batch and gradient accumulation, and the fine-tuning mode. Its token
+(``fsdp+ac,mb4,ga8``, ``hsdp,tp8,pp2``, ``ddp,lora16``) is compact and parses back.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from perdollar.errors import PerdollarError
+
+STRATEGIES = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
+FINETUNE_MODES = ("full", "lora", "qlora")
+_STRATEGY_TEXT = {
+    "ddp": "DDP (replicated)",
+    "zero1": "ZeRO-1 (optimizer states sharded)",
+    "zero2": "ZeRO-2 / FSDP shard-grad-op",
+    "fsdp": "FSDP full-shard",
+    "hsdp": "HSDP (shard in a node, replicate across nodes)",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingPlan:
+    """One way of running a training step over a cluster."""
+
+    strategy: str  # ddp | zero1 | zero2 | fsdp | hsdp
+    tensor_parallel: int = 1  # inside a host's NVLink domain
+    pipeline_parallel: int = 1  # across hosts, 1F1B
+    activation_checkpointing: bool = False
+    micro_batch: int = 1  # sequences per GPU per micro-step
+    gradient_accumulation: int = 1  # = global_batch / (micro_batch × data_parallel_size)
+    cpu_offload: bool = False  # optimizer states (and master weights) in host memory
+    finetune: str = "full"  # full | lora | qlora
+    lora_rank: int = 16
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise PerdollarError(
+                f"unknown training strategy {self.strategy!r}", f"use one of {', '.join(STRATEGIES)}"
+            )
+        if self.finetune not in FINETUNE_MODES:
+            raise PerdollarError(
+                f"unknown fine-tuning mode {self.finetune!r}", f"use one of {', '.join(FINETUNE_MODES)}"
+            )
+        for name in (
+            "tensor_parallel",
+            "pipeline_parallel",
+            "micro_batch",
+            "gradient_accumulation",
+            "lora_rank",
+        ):
+            if getattr(self, name) < 1:
+                raise PerdollarError(
+                    f"{name.replace('_', ' ')} must be at least 1", "give a positive integer"
+                )
+
+    def data_parallel_size(self, gpus: int) -> int:
+        """Replicas (or shards) of the model over ``gpus`` GPUs."""
+        return max(gpus // (self.tensor_parallel * self.pipeline_parallel), 1)
+
+    def text(self, gpus: int | None = None) -> str:
+        """Readable: "FSDP full-shard over 16 GPUs, activation checkpointing, micro-batch 4, …"."""
+        head = _STRATEGY_TEXT[self.strategy]
+        if gpus is not None:
+            head += f" over {gpus} GPU{'s' if gpus != 1 else ''}"
+        parts = [head]
+        if self.tensor_parallel > 1:
+            parts.append(f"tensor parallel {self.tensor_parallel}")
+        if self.pipeline_parallel > 1:
+            parts.append(f"pipeline parallel {self.pipeline_parallel} (1F1B)")
+        if self.finetune == "lora":
+            parts.append(f"LoRA rank {self.lora_rank}")
+        elif self.finetune == "qlora":
+            parts.append(f"QLoRA rank {self.lora_rank} (4-bit base weights)")
+        if self.activation_checkpointing:
+            parts.append("activation checkpointing")
+        if self.cpu_offload:
+            parts.append("optimizer offloaded to CPU")
+        parts.append(f"micro-batch {self.micro_batch}")
+        parts.append(f"accumulation {self.gradient_accumulation}")
+        return ", ".join(parts)
+
+    def token(self) -> str:
+        """Compact and parseable back by :func:`parse_plan`: "fsdp+ac,mb4,ga8", "hsdp,tp8,pp2"."""
+        head = (
+            self.strategy
+            + ("+ac" if self.activation_checkpointing else "")
+            + ("+offload" if self.cpu_offload else "")
+        )
+        parts = [head]
+        if self.tensor_parallel > 1:
+            parts.append(f"tp{self.tensor_parallel}")
+        if self.pipeline_parallel > 1:
+            parts.append(f"pp{self.pipeline_parallel}")
+        if self.finetune != "full":
+            parts.append(f"{self.finetune}{self.lora_rank}")
+        if self.micro_batch != 1:
+            parts.append(f"mb{self.micro_batch}")
+        if self.gradient_accumulation != 1:
+            parts.append(f"ga{self.gradient_accumulation}")
+        return ",".join(parts)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "strategy": self.strategy,
+            "tensor_parallel": self.tensor_parallel,
+            "pipeline_parallel": self.pipeline_parallel,
+            "activation_checkpointing": self.activation_checkpointing,
+            "micro_batch": self.micro_batch,
+            "gradient_accumulation": self.gradient_accumulation,
+            "cpu_offload": self.cpu_offload,
+            "finetune": self.finetune,
+            "lora_rank": self.lora_rank,
+            "token": self.token(),
+        }
+
+
+_PART = re.compile(r"^(tp|pp|mb|ga|lora|qlora)(\d+)$")
+
+
+def parse_plan(token: str) -> TrainingPlan:
+    """The plan a :meth:`TrainingPlan.token` names; one-line error for anything else."""
+    fix = "write it as STRATEGY[+ac][+offload][,tpN][,ppN][,loraR|qloraR][,mbN][,gaN], e.g. fsdp+ac,mb4"
+    parts = [p.strip().lower() for p in token.replace(" ", "").split(",") if p.strip()]
+    if not parts:
+        raise PerdollarError("empty training plan", fix)
+    head = parts[0].split("+")
+    flags = set(head[1:])
+    unknown = flags - {"ac", "offload"}
+    if head[0] not in STRATEGIES or unknown:
+        raise PerdollarError(f"cannot read the training plan {token!r}", fix)
+    values: dict[str, object] = {
+        "strategy": head[0],
+        "activation_checkpointing": "ac" in flags,
+        "cpu_offload": "offload" in flags,
+    }
+    names = {
+        "tp": "tensor_parallel",
+        "pp": "pipeline_parallel",
+        "mb": "micro_batch",
+        "ga": "gradient_accumulation",
+    }
+    for part in parts[1:]:
+        match = _PART.match(part)
+        if match is None:
+            raise PerdollarError(f"cannot read {part!r} in the training plan {token!r}", fix)
+        key, number = match.group(1), int(match.group(2))
+        if key in ("lora", "qlora"):
+            values["finetune"], values["lora_rank"] = key, number
+        else:
+            values[names[key]] = number
+    return TrainingPlan(**values)  # type: ignore[arg-type]

@@ -1,0 +1,150 @@
+"""The best training plan for one cluster (instance type × hosts), by bounded search.
+
+The search space, for G GPUs per host and H hosts: strategy ∈ {ddp, zero1, zero2, fsdp, hsdp}
+(sharding strategies only where there are several data-parallel ranks, HSDP only across hosts)
+× tensor parallel ∈ divisors of G up to 8 × pipeline parallel ∈ divisors of H (at most the
+number of layers) × activation checkpointing off/on × micro-batch ∈ {1, 2, 4, …, 64} up to the
+largest that fits and the global batch allows: at most 5 × 4 × d(H) × 2 × 7 plans, each priced
+by arithmetic on cached traces. A plan whose throughput before data-parallel communication and
+the optimizer (an upper bound) cannot come within the margin of the best found so far is skipped.
+Price is fixed per cluster, so the fastest feasible plan is best for every objective; among
+plans within ``SIMPLER_PLAN_MARGIN`` of the fastest, the simplest wins (no model parallelism,
+DDP before ZeRO before FSDP, no checkpointing), so a small model keeps plain data parallelism.
+When nothing fits, the nearest miss (fewest bytes over) is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from perdollar.catalog.model import Accelerator
+from perdollar.predict.llm.plan import STRATEGIES, TrainingPlan
+from perdollar.predict.llm.stage import LLMEfficiency, throughput_ceiling
+from perdollar.predict.llm.step import LLMTrainingPrediction, plan_memory, plan_problem, predict_llm_training
+from perdollar.workload.llm.architecture import DecoderArchitecture
+
+MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)
+MAX_TENSOR_PARALLEL = 8
+SIMPLER_PLAN_MARGIN = 0.02
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSearch:
+    """The outcome of a search: the best feasible prediction, or the nearest miss."""
+
+    best: LLMTrainingPrediction | None
+    nearest_miss: LLMTrainingPrediction | None
+    evaluated: int
+    problem: str = ""  # why no plan could run at all (when neither a best nor a miss exists)
+
+
+def _divisors(n: int, limit: int) -> list[int]:
+    return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
+
+
+def plan_shapes(
+    arch: DecoderArchitecture, gpus_per_node: int, nodes: int, *, finetune: str, lora_rank: int
+) -> list[TrainingPlan]:
+    """Every (strategy, TP, PP, checkpointing) of the bounded space, at micro-batch 1."""
+    shapes = []
+    for tp in _divisors(gpus_per_node, MAX_TENSOR_PARALLEL):
+        for pp in _divisors(nodes, arch.num_layers):
+            data_parallel = gpus_per_node * nodes // (tp * pp)
+            for strategy in STRATEGIES:
+                if data_parallel == 1 and strategy != "ddp":
+                    continue  # one replica: every strategy is the same
+                if strategy == "hsdp" and nodes // pp < 2:
+                    continue
+                for checkpointing in (False, True):
+                    shapes.append(
+                        TrainingPlan(strategy, tp, pp, checkpointing, finetune=finetune, lora_rank=lora_rank)
+                    )
+    return shapes
+
+
+def _complexity(plan: TrainingPlan) -> tuple[int, ...]:
+    return (
+        plan.tensor_parallel * plan.pipeline_parallel,
+        STRATEGIES.index(plan.strategy),
+        int(plan.activation_checkpointing),
+        -plan.micro_batch,
+    )
+
+
+def search_plans(
+    arch: DecoderArchitecture,
+    accelerator: Accelerator,
+    *,
+    gpus_per_node: int,
+    nodes: int,
+    seq_len: int,
+    global_batch: int,
+    precision: str = "amp-bf16",
+    finetune: str = "full",
+    lora_rank: int = 16,
+    micro_batch: int | None = None,
+    network_gbps: float | None = None,
+    efa_interfaces: int | None = None,
+    efficiency: LLMEfficiency | None = None,
+    shapes: list[TrainingPlan] | None = None,
+) -> PlanSearch:
+    """The fastest plan that fits (or the nearest miss) on ``nodes`` × ``gpus_per_node`` GPUs."""
+    eff = efficiency or LLMEfficiency()
+    context = {
+        "gpus_per_node": gpus_per_node,
+        "nodes": nodes,
+        "seq_len": seq_len,
+        "global_batch": global_batch,
+    }
+    link = {"network_gbps": network_gbps, "efa_interfaces": efa_interfaces, "efficiency": eff}
+    candidates = shapes or plan_shapes(arch, gpus_per_node, nodes, finetune=finetune, lora_rank=lora_rank)
+    feasible: list[LLMTrainingPrediction] = []
+    misses: list[tuple[float, TrainingPlan]] = []
+    evaluated = 0
+    # Checkpointing only adds work at a given micro-batch: with it, only the micro-batches that
+    # do not fit without it are worth pricing.
+    largest_without: dict[TrainingPlan, int] = {}
+    fastest = 0.0
+    problems: list[str] = []
+    for shape in candidates:
+        sizes = (micro_batch,) if micro_batch else MICRO_BATCHES
+        first = replace(shape, micro_batch=sizes[0])
+        problem = plan_problem(first, arch, gpus_per_node, nodes, global_batch)
+        if problem:
+            problems.append(problem)
+            continue
+        memory, _, _ = plan_memory(arch, accelerator, first, precision=precision, **context, efficiency=eff)
+        if not memory.fits:
+            misses.append((memory.total - memory.capacity, first))
+            continue
+        data_parallel = first.data_parallel_size(gpus_per_node * nodes)
+        largest = micro_batch if micro_batch else memory.largest_micro_batch
+        plain = replace(first, activation_checkpointing=False)
+        if not shape.activation_checkpointing:
+            largest_without[plain] = largest
+        recomputes = shape.activation_checkpointing and not micro_batch
+        smallest = largest_without.get(plain, 0) + 1 if recomputes else 1
+        allowed = [s for s in sizes if smallest <= s <= largest and s * data_parallel <= global_batch]
+        for size in reversed(allowed):  # large micro-batches first: a fast plan early prunes the rest
+            plan = replace(shape, micro_batch=size)
+            if (
+                fastest
+                and throughput_ceiling(arch, accelerator, plan, precision=precision, **context, **link)
+                < (1 - SIMPLER_PLAN_MARGIN) * fastest
+            ):
+                continue  # cannot come within the margin of a plan already found
+            prediction = predict_llm_training(
+                arch, accelerator, plan=plan, precision=precision, **context, **link
+            )
+            evaluated += 1
+            if prediction.fits:
+                feasible.append(prediction)
+                fastest = max(fastest, prediction.tokens_per_second)
+    if feasible:
+        close = [p for p in feasible if p.tokens_per_second >= (1 - SIMPLER_PLAN_MARGIN) * fastest]
+        return PlanSearch(min(close, key=lambda p: _complexity(p.plan)), None, evaluated)
+    if not misses:
+        return PlanSearch(None, None, evaluated, problems[-1] if problems else "no plan in the search space")
+    _, nearest = min(misses, key=lambda item: item[0])
+    miss = predict_llm_training(arch, accelerator, plan=nearest, precision=precision, **context, **link)
+    return PlanSearch(None, miss, evaluated + 1)

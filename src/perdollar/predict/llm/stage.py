@@ -1,0 +1,160 @@
+"""One micro-batch on the busiest pipeline stage, and the plan's data-parallel collectives.
+
+A stage runs its layers forward and backward on each GPU's tensor-parallel share (plus one more
+forward per layer under activation checkpointing), the tensor-parallel all-reduces (2 in the
+forward and 2 in the backward of every layer, Megatron-style, on the critical path unless
+``tensor_parallel_overlap`` says otherwise) and its pipeline send and receive.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from perdollar.catalog.model import Accelerator
+from perdollar.predict.llm import collectives as cx
+from perdollar.predict.llm.device import micro_batch_times
+from perdollar.predict.llm.plan import TrainingPlan
+from perdollar.predict.params import shipped_model
+from perdollar.workload.llm.architecture import DecoderArchitecture
+
+
+@dataclass(frozen=True, slots=True)
+class LLMEfficiency:
+    """Fitted or calibrated parameters of the training model, with shipped defaults."""
+
+    gemm_efficiency: float = 1.0  # multiplies the roofline's GEMM/attention rate
+    communication_overlap: float = 0.8  # share of the overlapping compute that hides DP/FSDP collectives
+    tensor_parallel_overlap: float = 0.0  # share of TP all-reduces hidden (0: on the critical path)
+    intra_link_efficiency: float = 0.7  # NCCL bus bandwidth over the link's line rate
+    rdma_efficiency: float = 0.9
+    tcp_efficiency: float = 0.6
+    memory_headroom: float = 0.10
+    basis: str = "spec"  # spec until fitted on measurements (then calibrated)
+
+
+@dataclass(frozen=True, slots=True)
+class StageTimes:
+    """Seconds of one micro-batch on the busiest pipeline stage, by part."""
+
+    forward: float
+    backward: float
+    recompute: float
+    tensor_parallel: float
+    p2p: float
+    overhead: float
+    memory_bound_share: float
+    intra: cx.Link
+    inter: cx.Link
+
+    @property
+    def total(self) -> float:
+        return self.forward + self.backward + self.recompute + self.tensor_parallel + self.p2p + self.overhead
+
+
+def stage_times(
+    arch: DecoderArchitecture,
+    accelerator: Accelerator,
+    plan: TrainingPlan,
+    seq_len: int,
+    precision: str,
+    eff: LLMEfficiency,
+    network_gbps: float | None,
+    efa_interfaces: int | None,
+    interconnect: str | None,
+) -> StageTimes:
+    tp, pp = plan.tensor_parallel, plan.pipeline_parallel
+    times = micro_batch_times(
+        arch,
+        accelerator,
+        micro_batch=plan.micro_batch,
+        seq_len=seq_len,
+        precision=precision,
+        tensor_parallel=tp,
+        finetune=plan.finetune,
+        gemm_efficiency=eff.gemm_efficiency,
+    )
+    layers = math.ceil(arch.num_layers / pp)
+    intra = cx.intra_host_link(
+        interconnect or accelerator.interconnect,
+        accelerator.interconnect_bandwidth_gbps,
+        eff.intra_link_efficiency,
+    )
+    inter = cx.inter_host_link(
+        network_gbps, efa_interfaces, rdma_efficiency=eff.rdma_efficiency, tcp_efficiency=eff.tcp_efficiency
+    )
+    activation_message = plan.micro_batch * seq_len * arch.hidden_size * 2.0  # bf16 hidden states
+    all_reduces = 4 + (2 if plan.activation_checkpointing else 0)
+    tp_seconds = layers * cx.all_reduce_seconds(activation_message, tp, intra) * all_reduces
+    return StageTimes(
+        forward=layers * times.layer_forward + times.other_forward,
+        backward=layers * times.layer_backward + times.other_backward,
+        recompute=layers * times.layer_forward if plan.activation_checkpointing else 0.0,
+        tensor_parallel=tp_seconds * (1 - eff.tensor_parallel_overlap),
+        p2p=2 * cx.point_to_point_seconds(activation_message / tp, inter) if pp > 1 else 0.0,
+        overhead=shipped_model().params.step_overhead_s,
+        memory_bound_share=times.memory_bound_share,
+        intra=intra,
+        inter=inter,
+    )
+
+
+def throughput_ceiling(
+    arch: DecoderArchitecture,
+    accelerator: Accelerator,
+    plan: TrainingPlan,
+    *,
+    gpus_per_node: int,
+    nodes: int,
+    seq_len: int,
+    global_batch: int,
+    precision: str = "amp-bf16",
+    network_gbps: float | None = None,
+    efa_interfaces: int | None = None,
+    efficiency: LLMEfficiency | None = None,
+) -> float:
+    """Tokens/s of ``plan`` before data-parallel collectives and the optimizer: never below the prediction."""
+    eff = efficiency or LLMEfficiency()
+    stage = stage_times(arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, None)
+    dp = plan.data_parallel_size(gpus_per_node * nodes)
+    micro_batches = max(math.ceil(global_batch / (plan.micro_batch * dp)), 1)
+    step = (micro_batches + plan.pipeline_parallel - 1) * stage.total
+    return micro_batches * plan.micro_batch * dp * seq_len / step
+
+
+def data_parallel_seconds(
+    plan: TrainingPlan,
+    grad_bytes: float,
+    weight_bytes: float,
+    dp: int,
+    dp_in_node: int,
+    spans: bool,
+    intra: cx.Link,
+    inter: cx.Link,
+    micro_batches: int,
+) -> tuple[dict[str, float], dict[str, float]]:
+    """(per optimizer step, per micro-batch) seconds of each data-parallel collective, before overlap."""
+    link = cx.group_link(spans, intra, inter)
+    if plan.strategy == "ddp":
+        return {"gradient all-reduce": cx.all_reduce_seconds(grad_bytes, dp, link)}, {}
+    if plan.strategy == "zero1":
+        return {
+            "gradient reduce-scatter": cx.all_gather_seconds(grad_bytes, dp, link),
+            "weight all-gather": cx.all_gather_seconds(weight_bytes, dp, link),
+        }, {}
+    if plan.strategy == "zero2":
+        return {"weight all-gather": cx.all_gather_seconds(weight_bytes, dp, link)}, {
+            "gradient reduce-scatter": cx.all_gather_seconds(grad_bytes, dp, link)
+        }
+    shard, shard_link = (dp, link) if plan.strategy == "fsdp" else (dp_in_node, intra)
+    per_micro = {
+        "weight all-gather": 2 * cx.all_gather_seconds(weight_bytes, shard, shard_link),
+        "gradient reduce-scatter": cx.all_gather_seconds(grad_bytes, shard, shard_link),
+    }
+    per_step = {}
+    if plan.strategy == "hsdp":
+        # Each local shard all-reduces with its peers on the other hosts; the host's GPUs do so at
+        # once through the same NICs, so the host moves the whole gradient's ring volume.
+        replicas = max(dp // max(dp_in_node, 1), 1)
+        per_step["cross-host gradient all-reduce"] = cx.all_reduce_seconds(grad_bytes, replicas, inter)
+    return per_step, per_micro

@@ -1,0 +1,282 @@
+"""Time of one optimizer step of a training plan, and the prediction built on it.
+
+Per micro-batch, the busiest pipeline stage runs its layers forward and backward (plus one more
+forward of each layer under activation checkpointing), its tensor-parallel all-reduces (2 in the
+forward and 2 in the backward of every layer, Megatron-style, on the critical path) and its
+pipeline sends. 1F1B runs m micro-batches in (m + p − 1) stage-times: the bubble is (p − 1) of
+them. Data-parallel collectives (DDP's all-reduce, ZeRO's reduce-scatter and all-gather, FSDP's
+per-micro-batch gathers) hide behind the compute they overlap with up to a calibrated share
+(``communication_overlap``); what is left is exposed. The optimizer steps each GPU's shard.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from perdollar.catalog.model import Accelerator
+from perdollar.errors import PerdollarError
+from perdollar.predict.llm.device import optimizer_seconds
+from perdollar.predict.llm.memory import (
+    GIB,
+    MemoryPerGPU,
+    ModelStates,
+    memory_per_gpu,
+    model_states,
+    state_bytes_per_param,
+)
+from perdollar.predict.llm.plan import TrainingPlan
+from perdollar.predict.llm.stage import LLMEfficiency, data_parallel_seconds, stage_times
+from perdollar.predict.params import shipped_model
+from perdollar.profile.llm_trace import layer_trace
+from perdollar.workload.llm.architecture import DecoderArchitecture
+
+# Host-side AdamW with offloaded states: parameters per second per host (an assumption of the
+# order ZeRO-Offload reports for its vectorised CPU Adam), and PCIe at an achievable 20 GB/s.
+CPU_ADAM_PARAMS_PER_S = 1.0e9
+OFFLOAD_PCIE_BYTES_PER_S = 20e9
+
+
+@dataclass(frozen=True, slots=True)
+class LLMTrainingPrediction:
+    tokens_per_second: float  # total over all GPUs
+    tokens_per_second_low: float
+    tokens_per_second_high: float
+    samples_per_second: float  # sequences per second
+    step_time_s: float  # one optimizer step
+    mfu: float  # model FLOPs utilisation (see MFU_CONVENTION)
+    memory_per_gpu_gib: float
+    fits: bool
+    fit_reason: str
+    bottleneck: str  # compute | memory-bandwidth (kernels and optimizer) | communication | pipeline-bubble
+    basis: str  # spec | calibrated | measured
+    breakdown_s: dict[str, float]
+    plan: TrainingPlan
+    gpus: int = 1
+    global_batch: int = 1  # sequences per optimizer step, as the plan runs it
+    memory_gib: dict[str, float] = field(default_factory=dict)
+    largest_micro_batch: int = 0
+
+
+MFU_CONVENTION = (
+    "model FLOPs per token = 6·N + 12·layers·(heads·head_dim)·seq_len (N: parameters a token passes "
+    "through, the input embedding excluded; PaLM's convention; 4·N + 8·… for LoRA/QLoRA, which compute "
+    "no weight gradients of the base), over the GPUs' dense peak"
+)
+
+
+def model_flops_per_token(arch: DecoderArchitecture, seq_len: int, finetune: str = "full") -> float:
+    """Forward + backward FLOPs per token by the convention of :data:`MFU_CONVENTION`."""
+    matmul_params = arch.active_params - (0 if arch.tie_word_embeddings else arch.embedding_params)
+    passes = 3.0 if finetune == "full" else 2.0  # forward, activation gradient, weight gradient
+    attention = 4 * arch.num_layers * arch.num_attention_heads * arch.head_dim * seq_len
+    return passes * (2.0 * matmul_params + attention)
+
+
+def _peak_flops(accelerator: Accelerator, precision: str) -> float:
+    dtype = {"amp-bf16": "bf16", "bf16": "bf16", "amp-fp16": "fp16", "fp16": "fp16"}.get(precision, precision)
+    return (accelerator.peak_tflops(dtype) or accelerator.peak_tflops("fp32") or 1.0) * 1e12
+
+
+def plan_problem(
+    plan: TrainingPlan, arch: DecoderArchitecture, gpus_per_node: int, nodes: int, global_batch: int
+) -> str:
+    """Why ``plan`` cannot run on this cluster at all ('' when it can)."""
+    tp, pp = plan.tensor_parallel, plan.pipeline_parallel
+    if gpus_per_node < 1:
+        return "a fraction of a GPU cannot train a language model"
+    if gpus_per_node % tp:
+        return f"tensor parallel {tp} does not divide the {gpus_per_node} GPUs of a host"
+    if nodes % pp:
+        return f"pipeline parallel {pp} does not divide {nodes} hosts"
+    if pp > arch.num_layers:
+        return f"pipeline parallel {pp} exceeds the model's {arch.num_layers} layers"
+    if plan.strategy == "hsdp" and nodes // pp < 2:
+        return "HSDP replicates across hosts: it needs at least 2 hosts per pipeline stage"
+    data_parallel = gpus_per_node * nodes // (tp * pp)
+    if global_batch < data_parallel * plan.micro_batch:
+        return (
+            f"global batch {global_batch} is smaller than {data_parallel} data-parallel ranks × "
+            f"micro-batch {plan.micro_batch}"
+        )
+    return ""
+
+
+def plan_memory(
+    arch: DecoderArchitecture,
+    accelerator: Accelerator,
+    plan: TrainingPlan,
+    *,
+    gpus_per_node: int,
+    nodes: int,
+    seq_len: int,
+    global_batch: int,
+    precision: str,
+    efficiency: LLMEfficiency,
+) -> tuple[MemoryPerGPU, int, ModelStates]:
+    """Memory per GPU of ``plan``, the micro-batches per optimizer step it runs, and its model states."""
+    gpus = gpus_per_node * nodes
+    data_parallel = plan.data_parallel_size(gpus)
+    micro_batches = max(math.ceil(global_batch / (plan.micro_batch * data_parallel)), 1)
+    states = model_states(
+        arch,
+        plan,
+        data_parallel=data_parallel,
+        data_parallel_in_node=min(data_parallel, max(gpus_per_node // plan.tensor_parallel, 1)),
+        precision=precision,
+    )
+    per_sequence = layer_trace(arch, 1, seq_len, precision, train_base=plan.finetune == "full")
+    memory = memory_per_gpu(
+        arch,
+        plan,
+        states=states,
+        layer_saved_per_sequence=per_sequence.layer_saved_bytes,
+        other_saved_per_sequence=per_sequence.other_saved_bytes,
+        hidden_state_per_sequence=per_sequence.hidden_state_bytes,
+        micro_batches=micro_batches,
+        accelerator_memory_gib=accelerator.memory_gib,
+        headroom=efficiency.memory_headroom,
+    )
+    return memory, micro_batches, states
+
+
+def predict_llm_training(
+    arch: DecoderArchitecture,
+    accelerator: Accelerator,
+    *,
+    gpus_per_node: int,
+    nodes: int,
+    plan: TrainingPlan,
+    seq_len: int,
+    global_batch: int,
+    precision: str = "amp-bf16",
+    network_gbps: float | None = None,
+    efa_interfaces: int | None = None,
+    efficiency: LLMEfficiency | None = None,
+    interconnect: str | None = None,
+) -> LLMTrainingPrediction:
+    """Throughput, memory and bottleneck of ``plan`` on ``nodes`` hosts of ``gpus_per_node`` GPUs."""
+    eff = efficiency or LLMEfficiency()
+    problem = plan_problem(plan, arch, gpus_per_node, nodes, global_batch)
+    if problem:
+        raise PerdollarError(
+            f"the plan {plan.token()!r} cannot run here: {problem}", "choose another plan or cluster"
+        )
+    gpus = gpus_per_node * nodes
+    tp, pp = plan.tensor_parallel, plan.pipeline_parallel
+    dp = plan.data_parallel_size(gpus)
+    dp_in_node = min(dp, max(gpus_per_node // tp, 1))
+    memory, micro_batches, states = plan_memory(
+        arch,
+        accelerator,
+        plan,
+        gpus_per_node=gpus_per_node,
+        nodes=nodes,
+        seq_len=seq_len,
+        global_batch=global_batch,
+        precision=precision,
+        efficiency=eff,
+    )
+    plan = replace(plan, gradient_accumulation=micro_batches)
+    times = stage_times(
+        arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, interconnect
+    )
+    forward, backward, recompute = times.forward, times.backward, times.recompute
+    tp_seconds, p2p, overhead, stage = times.tensor_parallel, times.p2p, times.overhead, times.total
+
+    weight_b, grad_b, _ = state_bytes_per_param(precision)
+    trained = states.trainable_params_per_gpu * (
+        dp if plan.strategy in ("zero1", "zero2", "fsdp") else dp_in_node if plan.strategy == "hsdp" else 1
+    )
+    grad_bytes = trained * grad_b
+    weight_bytes = states.weights * (
+        dp if plan.strategy == "fsdp" else dp_in_node if plan.strategy == "hsdp" else 1
+    )
+    if plan.strategy in ("zero1", "zero2"):
+        weight_bytes = trained * weight_b
+    per_step, per_micro = data_parallel_seconds(
+        plan,
+        grad_bytes,
+        weight_bytes,
+        dp,
+        dp_in_node,
+        nodes // pp > 1,
+        times.intra,
+        times.inter,
+        micro_batches,
+    )
+    hide = eff.communication_overlap
+    exposed: dict[str, float] = {}
+    micro_comm = sum(per_micro.values())
+    micro_exposed = max(micro_comm - hide * (forward + backward + recompute), 0.0)
+    for name, seconds in per_micro.items():
+        exposed[name] = micro_batches * micro_exposed * (seconds / micro_comm if micro_comm else 0.0)
+    step_comm = sum(per_step.values())
+    step_exposed = max(step_comm - hide * backward, 0.0)
+    for name, seconds in per_step.items():
+        exposed[name] = exposed.get(name, 0.0) + step_exposed * (seconds / step_comm if step_comm else 0.0)
+
+    if plan.cpu_offload:
+        optimizer = states.trainable_params_per_gpu * gpus_per_node / CPU_ADAM_PARAMS_PER_S + (
+            states.trainable_params_per_gpu * (grad_b + weight_b) * gpus_per_node / OFFLOAD_PCIE_BYTES_PER_S
+        )
+    else:
+        optimizer = optimizer_seconds(accelerator, states.trainable_params_per_gpu, precision)
+    compute_total = micro_batches * (forward + backward + recompute + overhead)
+    bubble = (pp - 1) * stage
+    breakdown = {
+        "compute": compute_total * (1 - times.memory_bound_share),
+        "memory-bound kernels": compute_total * times.memory_bound_share,
+        "tensor-parallel all-reduce": micro_batches * tp_seconds,
+        "pipeline send/receive": micro_batches * p2p,
+        "pipeline bubble": bubble,
+        **{f"exposed {name}": seconds for name, seconds in exposed.items()},
+        "optimizer": optimizer,
+    }
+    breakdown = {k: v for k, v in breakdown.items() if v > 0}
+    step = (micro_batches + pp - 1) * stage + sum(exposed.values()) + optimizer
+    sequences = micro_batches * plan.micro_batch * dp
+    tokens_per_second = sequences * seq_len / step
+    mfu = (
+        tokens_per_second
+        * model_flops_per_token(arch, seq_len, plan.finetune)
+        / (gpus * _peak_flops(accelerator, precision))
+    )
+    errors = shipped_model().errors_for(eff.basis, accelerator.software_stack)
+    return LLMTrainingPrediction(
+        tokens_per_second=tokens_per_second,
+        tokens_per_second_low=tokens_per_second * math.exp(errors.q10),
+        tokens_per_second_high=tokens_per_second * math.exp(errors.q90),
+        samples_per_second=sequences / step,
+        step_time_s=step,
+        mfu=mfu,
+        memory_per_gpu_gib=memory.total / GIB,
+        fits=memory.fits,
+        fit_reason="" if memory.fits else _miss_reason(memory, plan, gpus),
+        bottleneck=_bottleneck(breakdown),
+        basis=eff.basis,
+        breakdown_s=breakdown,
+        plan=plan,
+        gpus=gpus,
+        global_batch=sequences,
+        memory_gib=memory.to_gib(),
+        largest_micro_batch=memory.largest_micro_batch,
+    )
+
+
+def _miss_reason(memory: MemoryPerGPU, plan: TrainingPlan, gpus: int) -> str:
+    mode = {"full": "full fine-tuning", "lora": "LoRA", "qlora": "QLoRA"}[plan.finetune]
+    return (
+        f"needs {memory.total / GIB:.1f} GiB per GPU for {mode} with {plan.text(gpus)}; "
+        f"has {memory.capacity / GIB:.1f} GiB"
+    )
+
+
+def _bottleneck(breakdown: dict[str, float]) -> str:
+    groups = {
+        "compute": breakdown.get("compute", 0.0),
+        "memory-bandwidth": breakdown.get("memory-bound kernels", 0.0) + breakdown.get("optimizer", 0.0),
+        "communication": sum(v for k, v in breakdown.items() if "all-" in k or "reduce" in k or "send" in k),
+        "pipeline-bubble": breakdown.get("pipeline bubble", 0.0),
+    }
+    return max(groups, key=lambda k: groups[k])

@@ -1,0 +1,257 @@
+"""One decoder layer's work and activation memory, from a traced step (not a rule of thumb).
+
+A training step of the model cut to one layer and to two layers is traced on fake tensors
+(operators with their FLOPs and bytes, and the storages autograd saves for backward); their
+difference is one layer, and the rest is the embedding, final norm, LM head and loss. Both are
+traced at micro-batch 1 and 2 and extended linearly to any micro-batch (every operator's work
+and every saved tensor grows linearly with the number of sequences at a fixed sequence length),
+so four small traces serve every plan; results are cached per (architecture, sequence length,
+precision, whether the base weights train), in memory and on disk (``llm_trace_store``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+from dataclasses import dataclass, replace
+
+from perdollar.errors import PerdollarError
+from perdollar.profile.model import OperatorRecord
+from perdollar.workload.llm.architecture import DecoderArchitecture
+
+
+@dataclass(frozen=True, slots=True)
+class LayerTrace:
+    """Per micro-batch of ``micro_batch`` sequences: one layer's and the rest's operators and saved bytes."""
+
+    micro_batch: int
+    seq_len: int
+    layer_ops: tuple[OperatorRecord, ...]
+    other_ops: tuple[OperatorRecord, ...]
+    layer_saved_bytes: float  # activations one layer keeps for its backward
+    other_saved_bytes: float  # embedding, final norm, logits and loss
+    hidden_state_bytes: float  # one layer's input (what activation checkpointing keeps)
+
+
+_Key = tuple[object, ...]
+
+
+def _key(op: OperatorRecord) -> _Key:
+    return (op.name, op.phase, op.op_class, op.dtype, op.shape, op.gemm_mnk)
+
+
+def _scaled(op: OperatorRecord, count: int, per_call: OperatorRecord) -> OperatorRecord:
+    share = count / max(per_call.count, 1)
+    return replace(
+        op,
+        count=count,
+        flops=per_call.flops * share,
+        bytes_read=per_call.bytes_read * share,
+        bytes_written=per_call.bytes_written * share,
+    )
+
+
+def _split_layers(one: tuple[OperatorRecord, ...], two: tuple[OperatorRecord, ...]) -> tuple[list, list]:
+    """(one layer's records, the rest) from traces of the 1-layer and 2-layer models."""
+    first = {_key(op): op for op in one}
+    layer, other = [], []
+    for op in two:
+        base = first.get(_key(op))
+        once = base.count if base is not None else 0
+        per_layer = op.count - once
+        rest = once - per_layer
+        if per_layer > 0:
+            layer.append(_scaled(op, per_layer, op))
+        if rest > 0:
+            other.append(_scaled(op, rest, op))
+    return layer, other
+
+
+def _trace_model(
+    arch: DecoderArchitecture, layers: int, micro_batch: int, seq_len: int, precision: str, train_base: bool
+) -> tuple[tuple[OperatorRecord, ...], float, float]:
+    """(operators, saved bytes, hidden-state bytes) of forward + backward of a ``layers``-layer model."""
+    import torch
+
+    from perdollar.profile.tracer import (
+        _materialise_fake,
+        _OperatorRecorder,
+        _phase,
+        _RecordingFakeMode,
+        _SavedTensors,
+    )
+    from perdollar.workload.llm.meta_model import build_meta_model, trace_config
+    from perdollar.workload.step import autocast_dtype, parameter_dtype
+
+    recorder = _OperatorRecorder(tf32=precision == "tf32")
+    fake_mode = _RecordingFakeMode(recorder)
+    model = build_meta_model(trace_config(arch, num_layers=layers))
+    storage = parameter_dtype(precision)
+    if not train_base and storage == torch.float32 and precision != "fp32":
+        storage = torch.bfloat16  # frozen base weights are kept in the compute dtype
+    model = _materialise_fake(model, fake_mode, storage)
+    if not train_base:
+        for param in model.parameters():
+            param.requires_grad_(False)
+        model.get_input_embeddings().weight.requires_grad_(True)  # something must need a gradient
+    live = fake_mode.live
+    weights = {live.track(t) for t in list(model.parameters()) + list(model.buffers())}
+    saved = _SavedTensors(live)
+    autocast = autocast_dtype(precision)
+    hidden_bytes = micro_batch * seq_len * arch.hidden_size * (4 if storage == torch.float32 else 2)
+    with fake_mode:
+        ids = torch.zeros(micro_batch, seq_len, dtype=torch.long)
+        context = (
+            torch.autocast("cpu", dtype=autocast)
+            if autocast is not None
+            else torch.autocast("cpu", enabled=False)
+        )
+        with (
+            context,
+            torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack),
+            _phase(recorder, "forward"),
+        ):
+            loss = model(input_ids=ids, labels=ids).loss
+        with _phase(recorder, "backward"):
+            loss.backward()
+    saved_bytes = float(sum(live._history[s].nbytes for s in saved.serials - weights))
+    return recorder.records(), saved_bytes, float(hidden_bytes)
+
+
+@functools.lru_cache(maxsize=64)
+def _traced(
+    arch: DecoderArchitecture, micro_batch: int, seq_len: int, precision: str, train_base: bool
+) -> LayerTrace:
+    from perdollar.profile import llm_trace_store
+
+    key = llm_trace_store.trace_key(arch, micro_batch, seq_len, precision, train_base)
+    stored = llm_trace_store.load(key)
+    if stored is not None:
+        with contextlib.suppress(TypeError):
+            return LayerTrace(**stored)
+    traced = _trace_layers(arch, micro_batch, seq_len, precision, train_base)
+    llm_trace_store.save(key, {f.name: getattr(traced, f.name) for f in dataclasses.fields(traced)})
+    return traced
+
+
+def _trace_layers(
+    arch: DecoderArchitecture, micro_batch: int, seq_len: int, precision: str, train_base: bool
+) -> LayerTrace:
+    try:
+        one, saved_one, hidden = _trace_model(arch, 1, micro_batch, seq_len, precision, train_base)
+        two, saved_two, _ = _trace_model(arch, 2, micro_batch, seq_len, precision, train_base)
+    except PerdollarError:
+        raise
+    except Exception as error:  # transformers and fake tensors can fail on unusual configs
+        raise PerdollarError(
+            f"tracing a layer of {arch.name!r} failed: {type(error).__name__}: {error}",
+            "check the config (pass --debug for the traceback)",
+        ) from error
+    layer, other = _split_layers(one, two)
+    layer_saved = saved_two - saved_one
+    return LayerTrace(
+        micro_batch, seq_len, tuple(layer), tuple(other), layer_saved, saved_one - layer_saved, hidden
+    )
+
+
+def _extend(a: OperatorRecord, b: OperatorRecord, micro_batch: int) -> OperatorRecord:
+    """The record at ``micro_batch`` on the line through its values at 1 (``a``) and 2 (``b``)."""
+    step = micro_batch - 1
+
+    def line(x: float, y: float) -> float:
+        return max(x + (y - x) * step, 0.0)
+
+    mnk = None
+    if a.gemm_mnk is not None and b.gemm_mnk is not None:
+        mnk = tuple(int(line(x, y)) for x, y in zip(a.gemm_mnk, b.gemm_mnk, strict=True))
+    return replace(
+        a,
+        flops=line(a.flops, b.flops),
+        bytes_read=line(a.bytes_read, b.bytes_read),
+        bytes_written=line(a.bytes_written, b.bytes_written),
+        shape=f"{a.shape} (micro-batch {micro_batch})",
+        gemm_mnk=mnk,  # type: ignore[arg-type]
+    )
+
+
+def _merged(ops: list[OperatorRecord]) -> OperatorRecord:
+    biggest = max(ops, key=lambda op: op.flops)
+    return replace(
+        biggest,
+        count=sum(op.count for op in ops),
+        flops=sum(op.flops for op in ops),
+        bytes_read=sum(op.bytes_read for op in ops),
+        bytes_written=sum(op.bytes_written for op in ops),
+    )
+
+
+def _paired(
+    a: tuple[OperatorRecord, ...], b: tuple[OperatorRecord, ...]
+) -> list[tuple[OperatorRecord, OperatorRecord]]:
+    """Records of the same operator at micro-batch 1 and 2, side by side.
+
+    Within one (operator, phase, class, dtype) the records pair by size; where shapes that
+    coincide at one micro-batch split at the other (so the counts of records differ) the group
+    is merged into one record on both sides.
+    """
+
+    def groups(ops: tuple[OperatorRecord, ...]) -> dict[_Key, list[OperatorRecord]]:
+        out: dict[_Key, list[OperatorRecord]] = {}
+        for op in ops:
+            out.setdefault((op.name, op.phase, op.op_class, op.dtype), []).append(op)
+        return out
+
+    left, right = groups(a), groups(b)
+    pairs = []
+    for key, first in left.items():
+        second = right.get(key)
+        if second is None:
+            continue
+        if len(first) == len(second):
+            pairs.extend(
+                zip(
+                    sorted(first, key=lambda op: op.flops),
+                    sorted(second, key=lambda op: op.flops),
+                    strict=True,
+                )
+            )
+        else:
+            pairs.append((_merged(first), _merged(second)))
+    return pairs
+
+
+@functools.lru_cache(maxsize=512)
+def layer_trace(
+    arch: DecoderArchitecture,
+    micro_batch: int,
+    seq_len: int,
+    precision: str = "amp-bf16",
+    *,
+    train_base: bool = True,
+) -> LayerTrace:
+    """One layer's and the rest's work and activations at ``micro_batch`` sequences of ``seq_len`` tokens.
+
+    Saved bytes are the slope between micro-batch 1 and 2 times the micro-batch: the part that does
+    not grow with the batch is the low-precision copy of the weights autocast keeps for backward,
+    which the weight accounting of the plan already holds.
+    """
+    at_one = _traced(arch, 1, seq_len, precision, train_base)
+    at_two = _traced(arch, 2, seq_len, precision, train_base)
+    layer_per_sequence = max(at_two.layer_saved_bytes - at_one.layer_saved_bytes, 0.0)
+    other_per_sequence = max(at_two.other_saved_bytes - at_one.other_saved_bytes, 0.0)
+    if micro_batch <= 2:
+        traced = at_one if micro_batch == 1 else at_two
+        layer_ops, other_ops = traced.layer_ops, traced.other_ops
+    else:
+        layer_ops = tuple(_extend(a, b, micro_batch) for a, b in _paired(at_one.layer_ops, at_two.layer_ops))
+        other_ops = tuple(_extend(a, b, micro_batch) for a, b in _paired(at_one.other_ops, at_two.other_ops))
+    return LayerTrace(
+        micro_batch,
+        seq_len,
+        layer_ops,
+        other_ops,
+        layer_per_sequence * micro_batch,
+        other_per_sequence * micro_batch,
+        at_one.hidden_state_bytes * micro_batch,
+    )

@@ -1,0 +1,79 @@
+"""Traced decoder layers kept on disk, so that a new process prices plans without importing
+transformers or tracing again. One JSON file per (architecture, micro-batch, sequence length,
+precision, trained base, torch and transformers versions); an unreadable file is traced again."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from perdollar.profile.model import OperatorRecord
+
+_SCHEMA = 1
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def trace_key(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> str:
+    payload = {
+        "schema": _SCHEMA,
+        "architecture": dataclasses.asdict(arch),
+        "micro_batch": micro_batch,
+        "seq_len": seq_len,
+        "precision": precision,
+        "train_base": train_base,
+        "torch": _version("torch"),
+        "transformers": _version("transformers"),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _directory() -> Path:
+    from perdollar.paths import data_dir
+
+    return data_dir() / "llm-traces"
+
+
+def _record(values: dict[str, Any]) -> OperatorRecord:
+    mnk = values.get("gemm_mnk")
+    return OperatorRecord(**{**values, "gemm_mnk": tuple(mnk) if mnk is not None else None})
+
+
+def load(key: str) -> dict[str, Any] | None:
+    """The stored fields of a traced layer (operators as records), or None."""
+    path = _directory() / f"{key}.json"
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        document["layer_ops"] = tuple(_record(v) for v in document["layer_ops"])
+        document["other_ops"] = tuple(_record(v) for v in document["other_ops"])
+        return document
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def save(key: str, fields: dict[str, Any]) -> None:
+    """Write atomically; a read-only or full disk only costs the next process a trace."""
+    document = {
+        **fields,
+        "layer_ops": [dataclasses.asdict(op) for op in fields["layer_ops"]],
+        "other_ops": [dataclasses.asdict(op) for op in fields["other_ops"]],
+    }
+    with contextlib.suppress(OSError):
+        directory = _directory()
+        directory.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(document, out)
+        os.replace(temporary, directory / f"{key}.json")

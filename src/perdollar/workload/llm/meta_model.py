@@ -1,0 +1,87 @@
+"""The transformers model of a decoder config, built on the meta device: shapes only, no weights.
+
+Used to check the analytic parameter count against the real implementation, and (through
+:func:`trace_config`) to give the tracer a model it can run on fake tensors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from perdollar.errors import PerdollarError
+from perdollar.workload.llm.architecture import DecoderArchitecture
+
+# Keys of a config.json that describe files or provenance, not the architecture.
+_NOT_ARCHITECTURE = (
+    "_source",
+    "_name_or_path",
+    "architectures",
+    "transformers_version",
+    "torch_dtype",
+    "dtype",
+)
+
+
+def build_meta_model(config: Mapping[str, Any], *, num_layers: int | None = None) -> Any:
+    """``AutoModelForCausalLM.from_config`` under ``torch.device("meta")`` (``num_layers`` overrides)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    settings = {k: v for k, v in config.items() if k not in _NOT_ARCHITECTURE and k != "model_type"}
+    model_type = str(config.get("model_type") or "")
+    if num_layers is not None:
+        for key in ("num_hidden_layers", "n_layer", "num_layers"):
+            if key in settings or key == "num_hidden_layers":
+                settings[key] = num_layers
+    try:
+        hf_config = AutoConfig.for_model(model_type, **settings)
+        with torch.device("meta"):
+            return AutoModelForCausalLM.from_config(hf_config)
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise PerdollarError(
+            f"transformers cannot build a causal language model of type {model_type!r} ({error})",
+            "give the config.json of a decoder model transformers knows (llama, mistral, qwen2, gpt2 …)",
+        ) from None
+
+
+def meta_parameter_count(config: Mapping[str, Any]) -> int:
+    """Parameters of the real implementation (tied weights counted once)."""
+    model = build_meta_model(config)
+    return sum(p.numel() for p in model.parameters())
+
+
+def trace_config(arch: DecoderArchitecture, *, num_layers: int) -> dict[str, Any]:
+    """A config with ``arch``'s per-token work that the tracer can run on fake tensors.
+
+    Gated-MLP models trace as Llama (GQA, optional q/k/v bias), the others as GPT-2. A mixture of
+    experts traces as the dense model each token sees (``experts_per_token`` experts' MLP), since
+    its routing has data-dependent shapes fake tensors cannot follow; the router's small GEMM is left out.
+    """
+    common = {"vocab_size": arch.vocab_size, "tie_word_embeddings": arch.tie_word_embeddings}
+    intermediate = arch.intermediate_size * (arch.experts_per_token if arch.is_moe else 1)
+    if arch.gated_mlp:
+        return {
+            "model_type": "llama",
+            "hidden_size": arch.hidden_size,
+            "num_hidden_layers": num_layers,
+            "num_attention_heads": arch.num_attention_heads,
+            "num_key_value_heads": arch.num_key_value_heads,
+            "head_dim": arch.head_dim,
+            "intermediate_size": intermediate,
+            "max_position_embeddings": arch.max_position_embeddings,
+            "attention_bias": arch.attention_bias,
+            **common,
+        }
+    return {
+        "model_type": "gpt2",
+        "n_embd": arch.hidden_size,
+        "n_layer": num_layers,
+        "n_head": arch.num_attention_heads,
+        "n_inner": intermediate,
+        "n_positions": arch.max_position_embeddings,
+        "resid_pdrop": 0.0,
+        "embd_pdrop": 0.0,
+        "attn_pdrop": 0.0,
+        **common,
+    }

@@ -1,0 +1,149 @@
+"""A language-model workload: an architecture, a sequence length and batch sizes, a precision and a
+fine-tuning mode. Loaded from a built-in reference name or a Hugging Face ``config.json``."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perdollar.errors import PerdollarError
+from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_config, load_config_file
+
+CONFIG_DIR = Path(__file__).parent / "configs"
+DEFAULT_SEQ_LEN = 2048
+DEFAULT_GLOBAL_BATCH = 256  # sequences per optimizer step (half a million tokens at 2048)
+# Model types that are not decoder-only language models.
+_NOT_DECODERS = frozenset(
+    {
+        "bert",
+        "roberta",
+        "distilbert",
+        "albert",
+        "electra",
+        "deberta",
+        "deberta-v2",
+        "t5",
+        "mt5",
+        "bart",
+        "vit",
+        "clip",
+        "whisper",
+        "wav2vec2",
+        "xlm-roberta",
+        "mpnet",
+        "swin",
+        "convnext",
+        "resnet",
+    }
+)
+
+
+def llm_reference_names() -> list[str]:
+    return sorted(p.stem for p in CONFIG_DIR.glob("*.json"))
+
+
+@dataclass(frozen=True, slots=True)
+class LLMWorkload:
+    """What to train (or serve): the architecture and the settings that shape the step."""
+
+    architecture: DecoderArchitecture
+    name: str
+    seq_len: int = DEFAULT_SEQ_LEN
+    micro_batch: int | None = None  # sequences per GPU per micro-step; None: the planner chooses
+    global_batch: int = DEFAULT_GLOBAL_BATCH  # sequences per optimizer step
+    precision: str = "amp-bf16"
+    finetune: str = "full"  # full | lora | qlora
+    lora_rank: int = 16
+    kind: str = "train"  # train | inference
+    config_json: str = ""  # the config it came from (canonical JSON), for the fingerprint and meta builds
+
+    sample_unit = "tokens"
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return json.loads(self.config_json) if self.config_json else {}
+
+    @property
+    def fingerprint(self) -> str:
+        payload = {
+            "config": self.config_json or repr(self.architecture),
+            "seq_len": self.seq_len,
+            "micro_batch": self.micro_batch,
+            "global_batch": self.global_batch,
+            "precision": self.precision,
+            "finetune": self.finetune,
+            "lora_rank": self.lora_rank if self.finetune != "full" else None,
+            "kind": self.kind,
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def looks_like_llm(spec: str) -> bool:
+    """Whether ``spec`` names a built-in LLM or a config.json (file or folder holding one)."""
+    if spec in llm_reference_names():
+        return True
+    path = Path(spec)
+    return spec.endswith(".json") or (path.is_dir() and (path / "config.json").is_file())
+
+
+def _config_for(spec: str) -> tuple[dict[str, Any], str]:
+    if spec in llm_reference_names():
+        return load_config_file(CONFIG_DIR / f"{spec}.json"), spec
+    path = Path(spec)
+    if spec.endswith(".json") or path.exists():
+        return load_config_file(path), (path.parent.name if path.name == "config.json" else path.stem) or spec
+    close = difflib.get_close_matches(spec, llm_reference_names(), n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(close)}?" if close else f"built-in: {', '.join(llm_reference_names())}"
+    raise PerdollarError(f"unknown language model {spec!r}", f"{hint} (or give a config.json path)")
+
+
+def load_llm_workload(
+    spec: str,
+    *,
+    seq_len: int | None = None,
+    micro_batch: int | None = None,
+    global_batch: int | None = None,
+    precision: str | None = None,
+    finetune: str | None = None,
+    lora_rank: int | None = None,
+    kind: str = "train",
+) -> LLMWorkload:
+    """An LLM workload from a reference name or a config.json path, with one-line errors."""
+    config, name = _config_for(spec)
+    model_type = str(config.get("model_type") or "").lower()
+    if model_type in _NOT_DECODERS or config.get("is_encoder_decoder"):
+        raise PerdollarError(
+            f"{spec!r} is a {model_type or 'encoder-decoder'} config, not a decoder-only language model",
+            "give the config.json of a decoder model (llama, mistral, qwen2, gpt2, gpt_neox, falcon …)",
+        )
+    arch = from_hf_config(config, name=name)
+    seq = seq_len or min(DEFAULT_SEQ_LEN, arch.max_position_embeddings)
+    checks = [("--seq-len", seq), ("--micro-batch", micro_batch), ("--global-batch", global_batch)]
+    checks.append(("--lora-rank", lora_rank))
+    for option, value in checks:
+        if value is not None and value < 1:
+            raise PerdollarError(f"{option} must be at least 1 (got {value})", f"pass {option} 1 or more")
+    mode = finetune or "full"
+    if mode not in ("full", "lora", "qlora"):
+        raise PerdollarError(f"unknown fine-tuning mode {mode!r}", "use --finetune full, lora or qlora")
+    chosen = precision or "amp-bf16"
+    if chosen not in ("amp-bf16", "amp-fp16", "bf16", "fp16", "fp32", "tf32"):
+        raise PerdollarError(
+            f"unknown precision {chosen!r}", "use amp-bf16, amp-fp16, bf16, fp16, fp32 or tf32"
+        )
+    return LLMWorkload(
+        architecture=arch,
+        name=name,
+        seq_len=seq,
+        micro_batch=micro_batch,
+        global_batch=global_batch or DEFAULT_GLOBAL_BATCH,
+        precision=chosen,
+        finetune=mode,
+        lora_rank=lora_rank or 16,
+        kind=kind,
+        config_json=json.dumps({k: v for k, v in config.items() if not k.startswith("_")}, sort_keys=True),
+    )

@@ -1,0 +1,153 @@
+"""Collective volumes against their closed forms, and a plan's collectives in its step time."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from perdollar import catalog
+from perdollar.predict.llm import LLMEfficiency, TrainingPlan, predict_llm_training
+from perdollar.predict.llm import collectives as cx
+from perdollar.predict.llm.device import micro_batch_times
+from perdollar.workload.llm import load_llm_workload
+
+
+def test_ring_volumes() -> None:
+    assert cx.all_reduce_bytes(1000.0, 4) == pytest.approx(1500.0)
+    assert cx.all_gather_bytes(1000.0, 4) == pytest.approx(750.0)
+    assert cx.all_reduce_bytes(1000.0, 1) == 0.0
+    link = cx.Link(bandwidth=100.0, latency=0.01, name="test")
+    assert cx.all_reduce_seconds(1000.0, 4, link) == pytest.approx(15.0 + 6 * 0.01)
+    assert cx.all_gather_seconds(1000.0, 4, link) == pytest.approx(7.5 + 3 * 0.01)
+
+
+def test_links_inside_and_between_hosts() -> None:
+    nvlink = cx.intra_host_link("NVLink 4", 900.0, 0.7)
+    assert nvlink.bandwidth == pytest.approx(450e9 * 0.7) and nvlink.name == "NVLink"
+    efa = cx.inter_host_link(3200.0, 32, rdma_efficiency=0.9, tcp_efficiency=0.6)
+    assert efa.bandwidth == pytest.approx(400e9 * 0.9) and efa.name == "EFA"
+    tcp = cx.inter_host_link(100.0, 0, rdma_efficiency=0.9, tcp_efficiency=0.6)
+    assert tcp.bandwidth == pytest.approx(12.5e9 * 0.6)
+    assert cx.group_link(True, nvlink, tcp).bandwidth == tcp.bandwidth
+    assert cx.group_link(False, nvlink, tcp) is nvlink
+
+
+@pytest.fixture(scope="module")
+def small():
+    cat = catalog.load()
+    return load_llm_workload("gpt-125m").architecture, cat.accelerators["H100-SXM5-80GB"]
+
+
+def test_ddp_all_reduce_exposed_without_overlap(small) -> None:
+    arch, h100 = small
+    eff = LLMEfficiency(communication_overlap=0.0)
+    got = predict_llm_training(
+        arch,
+        h100,
+        gpus_per_node=8,
+        nodes=1,
+        plan=TrainingPlan("ddp", micro_batch=4),
+        seq_len=512,
+        global_batch=64,
+        efficiency=eff,
+    )
+    link = cx.Link(h100.interconnect_bandwidth_gbps / 2 * 1e9 * 0.7, cx.INTRA_HOST_LATENCY_S, "NVLink")
+    gradient_bytes = 2.0 * arch.total_params  # bf16 gradients
+    expected = 2 * 7 / 8 * gradient_bytes / link.bandwidth + 2 * 7 * link.latency
+    assert got.breakdown_s["exposed gradient all-reduce"] == pytest.approx(expected)
+    assert got.plan.gradient_accumulation == 64 // (4 * 8)
+
+
+def test_fsdp_gathers_weights_twice_and_scatters_gradients_every_micro_batch(small) -> None:
+    arch, h100 = small
+    eff = LLMEfficiency(communication_overlap=0.0)
+    got = predict_llm_training(
+        arch,
+        h100,
+        gpus_per_node=8,
+        nodes=1,
+        plan=TrainingPlan("fsdp", micro_batch=2),
+        seq_len=512,
+        global_batch=64,
+        efficiency=eff,
+    )
+    bandwidth = h100.interconnect_bandwidth_gbps / 2 * 1e9 * 0.7
+    one_gather = 7 / 8 * 2.0 * arch.total_params / bandwidth + 7 * cx.INTRA_HOST_LATENCY_S
+    micro_batches = 64 // (2 * 8)
+    assert got.breakdown_s["exposed weight all-gather"] == pytest.approx(micro_batches * 2 * one_gather)
+    assert got.breakdown_s["exposed gradient reduce-scatter"] == pytest.approx(micro_batches * one_gather)
+
+
+def test_hsdp_all_reduces_the_whole_gradient_across_hosts_through_the_network(small) -> None:
+    arch, h100 = small
+    eff = LLMEfficiency(communication_overlap=0.0)
+    got = predict_llm_training(
+        arch, h100, gpus_per_node=8, nodes=2, plan=TrainingPlan("hsdp", micro_batch=2), seq_len=512,
+        global_batch=64, network_gbps=100.0, efa_interfaces=0, efficiency=eff,
+    )  # fmt: skip
+    tcp = 100.0 / 8 * 1e9 * 0.6
+    expected = 2 * 1 / 2 * 2.0 * arch.total_params / tcp + 2 * 1 * cx.TCP_LATENCY_S
+    assert got.breakdown_s["exposed cross-host gradient all-reduce"] == pytest.approx(expected)
+
+
+def test_tensor_parallel_all_reduces_two_forward_two_backward_per_layer(small) -> None:
+    arch, h100 = small
+    got = predict_llm_training(
+        arch,
+        h100,
+        gpus_per_node=8,
+        nodes=1,
+        plan=TrainingPlan("ddp", tensor_parallel=4, micro_batch=2),
+        seq_len=512,
+        global_batch=16,
+    )
+    bandwidth = h100.interconnect_bandwidth_gbps / 2 * 1e9 * 0.7
+    message = 2 * 512 * arch.hidden_size * 2.0
+    per_all_reduce = 2 * 3 / 4 * message / bandwidth + 2 * 3 * cx.INTRA_HOST_LATENCY_S
+    micro_batches = 16 // (2 * 2)
+    expected = micro_batches * arch.num_layers * 4 * per_all_reduce
+    assert got.breakdown_s["tensor-parallel all-reduce"] == pytest.approx(expected)
+
+
+def test_pipeline_bubble_is_p_minus_one_stage_times(small) -> None:
+    arch, h100 = small
+    plan = TrainingPlan("ddp", pipeline_parallel=2, micro_batch=1)
+    got = predict_llm_training(
+        arch,
+        h100,
+        gpus_per_node=1,
+        nodes=2,
+        plan=plan,
+        seq_len=512,
+        global_batch=6,
+        network_gbps=100.0,
+    )
+    times = micro_batch_times(
+        arch, h100, micro_batch=1, seq_len=512, precision="amp-bf16", tensor_parallel=1, finetune="full"
+    )
+    compute = 6 * (
+        arch.num_layers // 2 * (times.layer_forward + times.layer_backward)
+        + times.other_forward
+        + times.other_backward
+    )
+    stage_time = got.breakdown_s["pipeline bubble"]  # (p − 1) = 1 stage-time
+    assert got.step_time_s == pytest.approx((6 + 1) * stage_time + got.breakdown_s.get("optimizer", 0.0))
+    assert stage_time > compute / 6  # a stage-time includes its send/receive and framework time
+
+
+def test_a_slower_interconnect_slows_tensor_parallelism(small) -> None:
+    arch, h100 = small
+    pcie = dataclasses.replace(h100, interconnect="PCIe Gen5 x16", interconnect_bandwidth_gbps=128.0)
+    plan = TrainingPlan("ddp", tensor_parallel=8, micro_batch=2)
+    fast = predict_llm_training(arch, h100, gpus_per_node=8, nodes=1, plan=plan, seq_len=512, global_batch=8)
+    slow = predict_llm_training(arch, pcie, gpus_per_node=8, nodes=1, plan=plan, seq_len=512, global_batch=8)
+    ratio = slow.breakdown_s["tensor-parallel all-reduce"] / fast.breakdown_s["tensor-parallel all-reduce"]
+    volume = 2 * 7 / 8 * (2 * 512 * arch.hidden_size * 2.0)
+    latency = 2 * 7 * cx.INTRA_HOST_LATENCY_S
+
+    def seconds(gbps: float) -> float:
+        return volume / (gbps / 2 * 1e9 * 0.7) + latency
+
+    assert ratio == pytest.approx(seconds(128.0) / seconds(900.0))
+    assert ratio > 1.5

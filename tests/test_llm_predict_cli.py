@@ -1,0 +1,111 @@
+"""`perdollar predict` for language models through the real command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fixtures.store.bench import perdollar_command
+
+SMALL_LLAMA = {
+    "model_type": "llama",
+    "hidden_size": 512,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "intermediate_size": 1408,
+    "vocab_size": 8000,
+    "max_position_embeddings": 4096,
+}
+
+
+def perdollar(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*perdollar_command(), *args], capture_output=True, text=True, timeout=600)
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], *expected: str) -> None:
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip() and "loss_type" not in line]
+    assert len(lines) == 1 and lines[0].startswith("perdollar: error: "), done.stderr
+    for text in expected:
+        assert text in lines[0]
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(SMALL_LLAMA))
+    return path
+
+
+def test_contract_json(config: Path) -> None:
+    done = perdollar(
+        "predict", str(config), "--instance", "p4d.24xlarge", "--nodes", "2", "--seq-len", "1024",
+        "--micro-batch", "2", "--global-batch", "64", "--plan", "fsdp", "--activation-checkpointing",
+        "--precision", "amp-bf16", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    for key in ("tokens_per_second", "samples_per_second", "mfu", "plan", "memory_per_gpu_gib", "fits",
+                "bottleneck", "basis", "band"):  # fmt: skip
+        assert key in result
+    plan = result["plan"]
+    assert (
+        plan["strategy"] == "fsdp" and plan["activation_checkpointing"] is True and plan["micro_batch"] == 2
+    )
+    assert plan["gradient_accumulation"] == 64 // (2 * 16)  # 2 hosts × 8 GPUs
+    assert result["gpus"] == 16 and result["sample_unit"] == "tokens"
+    assert result["tokens_per_second"] == pytest.approx(result["samples_per_second"] * 1024)
+    assert result["band"]["low"] < result["tokens_per_second"] < result["band"]["high"]
+    assert result["fits"] is True and 0 < result["mfu"] < 1
+    assert "exposed weight all-gather" in result["breakdown_s"] or result["bottleneck"] != "communication"
+
+
+def test_readable_output_names_the_searched_plan(config: Path) -> None:
+    done = perdollar(
+        "predict", str(config), "--instance", "g5.12xlarge", "--seq-len", "512", "--global-batch", "32"
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "plan: " in done.stdout and "tokens/s" in done.stdout and "MFU" in done.stdout
+    assert "over 4 GPUs" in done.stdout and "memory per GPU" in done.stdout
+
+
+def test_one_gpu_of_24_gb_cannot_hold_full_fine_tuning_of_8b_but_qlora_fits() -> None:
+    full = perdollar("predict", "llama-3.1-8b", "--instance", "g5.2xlarge", "--global-batch", "16", "--json")
+    assert full.returncode == 0, full.stderr[-2000:]
+    result = json.loads(full.stdout)
+    assert result["fits"] is False
+    assert "has 21.6 GiB" in result["fit_reason"] and result["memory_per_gpu_gib"] > 16 * 8.03e9 / 2**30
+    qlora = perdollar(
+        "predict",
+        "llama-3.1-8b",
+        "--instance",
+        "g5.2xlarge",
+        "--global-batch",
+        "16",
+        "--finetune",
+        "qlora",
+        "--json",
+    )
+    assert qlora.returncode == 0, qlora.stderr[-2000:]
+    result = json.loads(qlora.stdout)
+    assert result["fits"] is True and result["plan"]["finetune"] == "qlora"
+
+
+def test_a_plan_that_cannot_run_is_a_one_line_error(config: Path) -> None:
+    done = perdollar(
+        "predict", str(config), "--instance", "p4d.24xlarge", "--plan", "fsdp", "--tensor-parallel", "3"
+    )
+    one_line_error(done, "tensor parallel 3")
+
+
+def test_llm_options_on_another_workload_are_refused() -> None:
+    one_line_error(perdollar("predict", "mlp", "--instance", "g5.2xlarge", "--seq-len", "128"), "--seq-len")
+
+
+def test_a_missing_config_file_is_a_one_line_error() -> None:
+    one_line_error(perdollar("predict", "llama-3.1-8b.json", "--instance", "g5.2xlarge"), "does not exist")
