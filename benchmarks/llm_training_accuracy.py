@@ -122,6 +122,10 @@ def gpu_bucket(run: PublishedRun) -> str:
     )
 
 
+def fit_label(run: PublishedRun) -> str:
+    return "says it does not fit" if run.index in PREDICTED_NOT_TO_FIT else "says it fits"
+
+
 def report(title: str, runs: list[PublishedRun], predicted: dict[int, float], worst: int) -> None:
     print(title)
     print(summary("all rows", errors(runs, predicted)))
@@ -130,6 +134,8 @@ def report(title: str, runs: list[PublishedRun], predicted: dict[int, float], wo
         ("model size", size_bucket),
         ("GPUs", gpu_bucket),
         ("GPU", lambda r: r.accelerator.key),
+        ("precision", lambda r: r.precision),
+        ("memory model", fit_label),
     ):
         groups: dict[str, list[PublishedRun]] = {}
         for run in runs:
