@@ -110,7 +110,7 @@ def _finish(measurements: list[Any], *, json_output: bool, store_url: str | None
 
 def run_modes(workload: str, *, modes: list[str], duration_s: float, nproc: int, batch_size: int | None,
               precision: str | None, device: str, timeout_s: float | None, memory_limit_bytes: int | None,
-              json_output: bool, store_url: str | None, store: bool) -> int:
+              json_output: bool, store_url: str | None, store: bool, plan: str | None = None) -> int:
     from perdollar.measure.bounds import verdict_for
     from perdollar.measure.runner import run_benchmark
 
@@ -120,7 +120,7 @@ def run_modes(workload: str, *, modes: list[str], duration_s: float, nproc: int,
             measurements.append(run_benchmark(
                 workload, mode=mode, duration_s=duration_s, batch_size=batch_size, precision=precision,
                 nproc=nproc, timeout_s=timeout_s, device=device, memory_limit_bytes=memory_limit_bytes,
-                progress=_progress_callback(handle, duration_s)))
+                progress=_progress_callback(handle, duration_s), plan=plan))
     verdict = verdict_for(measurements) if len(modes) > 1 else None
     return _finish(measurements, json_output=json_output, store_url=store_url, store=store, verdict=verdict)
 
@@ -187,6 +187,9 @@ def register(app: typer.Typer) -> None:
                  "A command is stopped after it (default: runs to its end)."),
         nproc: int = typer.Option(1, "--nproc",
                                   help="Processes for data-parallel DDP (gloo on CPU, NCCL on GPU)."),
+        plan: str | None = typer.Option(
+            None, "--plan", help="With --nproc: ddp, zero2 or fsdp (PyTorch FSDP sharding), +ac for "
+                                 "activation checkpointing, mbN sequences per process, e.g. fsdp+ac,mb2."),
         batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="Per-process batch size."),
         precision: str | None = typer.Option(None, "--precision", "-p",
                                              help="fp32, tf32, amp-bf16, amp-fp16, bf16 or fp16."),
@@ -214,6 +217,9 @@ def register(app: typer.Typer) -> None:
         target = list(target or [])
         duration_s = _duration_seconds(duration) if duration else None
         check_store(store_url, enabled=not no_store)
+        if plan is not None and (inference or find_max_batch or _command_mode(target)):
+            raise PerdollarError("--plan shards the training of a workload",
+                                 "drop --plan, or --inference, --find-max-batch and the command")
         if _command_mode(target):
             return run_command_cli(target, pattern=pattern, duration_s=duration_s,
                                    timeout_s=timeout, json_output=json_output, store_url=store_url,
@@ -239,10 +245,18 @@ def register(app: typer.Typer) -> None:
                 memory_limit_bytes=_bytes(memory_limit), json_output=json_output)
         from perdollar.measure.runner import DEFAULT_DURATION_S
 
+        if plan is not None:
+            from perdollar.measure.fsdp import parse_bench_plan
+
+            parsed = parse_bench_plan(plan)
+            if parsed.micro_batch and batch_size and parsed.micro_batch != batch_size:
+                raise PerdollarError(f"--plan says mb{parsed.micro_batch} and --batch-size says {batch_size}",
+                                     "give the per-process batch once")
+            batch_size, plan = parsed.micro_batch or batch_size, parsed.token()
         modes = ["cached-input", "full", "data-only"] if mode == "all" else [mode]
         return run_modes(
             workload, modes=modes, duration_s=duration_s or DEFAULT_DURATION_S, nproc=nproc,
             batch_size=batch_size,
             precision=precision, device=device, timeout_s=timeout, memory_limit_bytes=_bytes(memory_limit),
-            json_output=json_output, store_url=store_url, store=not no_store)
+            json_output=json_output, store_url=store_url, store=not no_store, plan=plan)
 

@@ -1,4 +1,5 @@
-"""``--nproc N``: the workload under torch.distributed with DistributedDataParallel.
+"""``--nproc N``: the workload under torch.distributed with DistributedDataParallel, or FSDP
+with ``--plan`` (see ``fsdp.py``).
 
 gloo on the CPU, NCCL on GPUs (one GPU per rank). Rank decisions (warm-up over, stop timing)
 are agreed through a small gloo all-reduce at block edges so every rank runs the same number of
@@ -53,6 +54,7 @@ def _rank_main(rank: int, spec: dict[str, Any], init_file: str, out_dir: str, gi
     import torch
     import torch.distributed as dist
 
+    from perdollar.measure.fsdp import parse_bench_plan, plan_record, wrap_for_plan
     from perdollar.measure.lifeline import die_with_parent
     from perdollar.measure.modes import build_runner, prepare, resolve_device
     from perdollar.measure.worker import load_spec_workload, measure_prepared
@@ -74,9 +76,13 @@ def _rank_main(rank: int, spec: dict[str, Any], init_file: str, out_dir: str, gi
         control = dist.new_group(backend="gloo")
         workload = given if given is not None else load_spec_workload(spec)
         runner = None
+        plan = parse_bench_plan(spec["plan"]) if spec.get("plan") else None
         if spec["mode"] != "data-only":
             runner = build_runner(workload, device)
-            wrap_data_parallel(runner, device)
+            if plan is None:
+                wrap_data_parallel(runner, device)
+            else:
+                wrap_for_plan(runner, device, plan)
         prepared = prepare(workload, spec["mode"], device, runner)
         # Every rank steps in lockstep, so rank 0's rate times the world size is the global rate.
         prepared = type(prepared)(prepared.step, prepared.sync, prepared.samples_per_step * world, runner)
@@ -84,6 +90,8 @@ def _rank_main(rank: int, spec: dict[str, Any], init_file: str, out_dir: str, gi
                                    report=rank == 0)
         payload["backend"] = dist.get_backend()
         payload["world_size"] = world
+        if plan is not None:
+            payload.update(plan_record(plan, world))
         Path(out_dir, f"rank{rank}.json").write_text(json.dumps(payload), encoding="utf-8")
     finally:
         dist.destroy_process_group()

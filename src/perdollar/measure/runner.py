@@ -68,9 +68,11 @@ def _mfu(workload: Any, samples_per_second: float, accelerator_key: str | None,
 
 def make_spec(reference: str, *, mode: str, duration_s: float, batch_size: int | None,
               precision: str | None, kind: str | None, nproc: int, device: str,
-              memory_limit_bytes: int | None, settings: LoopSettings | None) -> dict[str, Any]:
+              memory_limit_bytes: int | None, settings: LoopSettings | None,
+              plan: str | None = None) -> dict[str, Any]:
     settings = settings or LoopSettings(duration_s=duration_s)
     return {
+        **({"plan": plan} if plan else {}),
         "workload": reference, "mode": mode, "batch_size": batch_size, "precision": precision,
         "kind": kind, "nproc": nproc, "device": device, "memory_limit_bytes": memory_limit_bytes,
         "settings": {**asdict(settings), "duration_s": duration_s},
@@ -82,9 +84,13 @@ def to_measurement(result: dict[str, Any], *, workload: Any, mode: str, nproc: i
     host = host_fingerprint()
     status = result["status"]
     extra_keys = ("device", "warmup_steps", "timed_steps", "blocks", "elapsed_s", "stop_reason",
-                  "torch_threads", "backend", "traceback", "stdout_tail", "host_dispatch_ms")
+                  "torch_threads", "backend", "traceback", "stdout_tail", "host_dispatch_ms",
+                  "plan", "sharding", "activation_checkpointing", "data_parallel")
     extra = {key: result[key] for key in extra_keys if key in result}
     rate = Rate(**result["rate"]) if status == "ok" else None
+    tokens_per_sample = workload.config.get("tokens_per_sample")
+    if rate and tokens_per_sample:  # language models are planned and priced by the token
+        extra["tokens_per_second"] = rate.median * int(tokens_per_sample)
     accelerators = 1 if nproc == 1 else nproc
     return Measurement(
         status=status,
@@ -124,11 +130,13 @@ def run_benchmark(
     memory_limit_bytes: int | None = None,
     settings: LoopSettings | None = None,
     progress: ProgressCallback | None = None,
+    plan: str | None = None,
 ) -> Measurement:
     """Measure a workload in a child process (see the module docstring).
 
     With ``nproc > 1`` a one-process run comes first, so the result carries the scaling
-    efficiency: global samples/s over ``nproc`` times the one-process rate.
+    efficiency: global samples/s over ``nproc`` times the one-process rate. A ``plan``
+    ("fsdp+ac", see ``fsdp.py``) applies to the ``nproc`` run; the one-process baseline is plain.
     """
     if mode not in MODES:
         raise PerdollarError(f"unknown mode {mode!r}", f"use one of: {', '.join(MODES)}")
@@ -148,7 +156,8 @@ def run_benchmark(
         payload = make_spec(reference or workload.name, mode=mode, duration_s=duration_s,
                             batch_size=workload.batch_size, precision=workload.precision,
                             kind=workload.kind, nproc=processes, device=device,
-                            memory_limit_bytes=memory_limit_bytes, settings=settings)
+                            memory_limit_bytes=memory_limit_bytes, settings=settings,
+                            plan=plan if processes == nproc else None)
         if reference is None:
             # A forked child shares this process's stdout: progress lines would land in the output.
             result = run_forked(workload, {**payload, "progress": False}, timeout_s=timeout)

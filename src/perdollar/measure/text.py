@@ -17,6 +17,8 @@ def headline(measurement: Measurement) -> str:
         parts.append(measurement.precision)
     if measurement.nproc > 1:
         parts.append(f"{measurement.nproc} processes")
+    if measurement.extra.get("plan"):
+        parts.append(f"plan {measurement.extra['plan']}")
     return " · ".join(parts) + f" — measured on {where}"
 
 
@@ -40,6 +42,9 @@ def lines(measurement: Measurement) -> list[str]:
         out.append(f"  status {measurement.status}: {measurement.message}")
         return out
     out.append(f"  throughput  {rate_line(measurement)}")
+    if isinstance(measurement.extra.get("tokens_per_second"), int | float):
+        out.append(f"              {format_number(measurement.extra['tokens_per_second'])} tokens/s "
+                   "(median samples/s × tokens per sample)")
     steps = measurement.step_time_ms
     if steps:
         out.append("  step time   " + " · ".join(f"{key} {steps[key]:.3g} ms"

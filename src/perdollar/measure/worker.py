@@ -194,7 +194,7 @@ def run_spec(spec: dict[str, Any], workload: Any | None = None) -> dict[str, Any
 
     from perdollar.measure.modes import prepare, resolve_device
 
-    if spec.get("nproc", 1) > 1:
+    if spec.get("nproc", 1) > 1 or spec.get("plan"):
         from perdollar.measure.distributed import run_ranks
 
         return run_ranks(spec, workload)

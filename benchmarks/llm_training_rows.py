@@ -1,0 +1,131 @@
+"""Rows of ``published_llm_training.csv`` as runs to predict: architecture, accelerator and plan.
+
+A row's ``config`` names a bundled config (``workload/llm/configs/NAME.json``) or spells a
+GPT-style one inline (``gpt2:n_embd=2048,n_layer=24,…``) for the sizes papers make up. GPU names
+go through the catalog's aliases. A blank micro-batch (the source does not state it) is one
+sequence per step under pipeline parallelism and the whole local batch otherwise, with the
+accumulation that makes up the global batch. Rows whose plan the model cannot express (context
+parallelism) are counted, not predicted; interleaved pipelines (virtual stages) are predicted as
+plain 1F1B, whose bubble is larger.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perdollar.catalog import load as load_catalog
+from perdollar.workload.llm import DecoderArchitecture, from_hf_config, load_config_file
+
+CONFIGS = Path(__file__).resolve().parents[1] / "src" / "perdollar" / "workload" / "llm" / "configs"
+PRECISIONS = {"amp": "amp-bf16", "bf16": "amp-bf16", "fp16": "amp-fp16", "fp8": "fp8"}
+
+
+@dataclass(frozen=True)
+class PublishedRun:
+    index: int
+    collection: str
+    holdout: bool
+    model: str
+    architecture: DecoderArchitecture
+    accelerator: Any
+    gpu_count: int
+    nodes: int
+    gpus_per_node: int
+    network_gbps_per_node: float | None
+    precision: str
+    seq_len: int
+    global_batch: int
+    strategy: str
+    tensor_parallel: int
+    pipeline_parallel: int
+    micro_batch: int
+    gradient_accumulation: int
+    activation_checkpointing: bool
+    finetune: str  # full | lora
+    virtual_pipeline: int  # interleaved 1F1B stages per GPU; the model runs plain 1F1B
+    tokens_per_second: float  # published, total over all GPUs
+    notes: str
+
+    def describe(self) -> str:
+        parts = [
+            f"{self.strategy}",
+            f"tp{self.tensor_parallel}" if self.tensor_parallel > 1 else "",
+            f"pp{self.pipeline_parallel}" if self.pipeline_parallel > 1 else "",
+            "ac" if self.activation_checkpointing else "",
+            f"mb{self.micro_batch}",
+            f"ga{self.gradient_accumulation}",
+        ]
+        plan = "+".join(p for p in parts if p)
+        return (
+            f"{self.collection}: {self.model} on {self.gpu_count}x {self.accelerator.key}, "
+            f"seq {self.seq_len}, {self.precision}, {plan}, published {self.tokens_per_second:,.0f} tokens/s"
+        )
+
+
+def architecture_of(config: str) -> DecoderArchitecture:
+    if ":" in config:
+        model_type, _, pairs = config.partition(":")
+        document: dict[str, Any] = {"model_type": model_type}
+        for pair in pairs.split(","):
+            key, _, value = pair.partition("=")
+            document[key] = {"true": True, "false": False}.get(
+                value, int(value) if value.isdigit() else value
+            )
+        return from_hf_config(document, name=config)
+    return from_hf_config(load_config_file(CONFIGS / f"{config}.json"), name=config)
+
+
+def _int(text: str, default: int) -> int:
+    return int(text) if text.strip() else default
+
+
+def load_runs(path: Path) -> tuple[list[PublishedRun], dict[str, int]]:
+    """The predictable runs of the file, and how many rows were left out for which reason."""
+    catalog = load_catalog()
+    runs: list[PublishedRun] = []
+    unusable: dict[str, int] = {}
+    with path.open(encoding="utf-8", newline="") as handle:
+        for index, row in enumerate(csv.DictReader(handle)):
+            if _int(row["context_parallel"], 1) > 1:
+                unusable["context parallelism"] = unusable.get("context parallelism", 0) + 1
+                continue
+            gpus = int(row["gpu_count"])
+            tp, pp = _int(row["tensor_parallel"], 1), _int(row["pipeline_parallel"], 1)
+            dp = _int(row["data_parallel"], gpus // (tp * pp))
+            global_batch = int(row["global_batch"] or row["batch_size"])
+            micro = _int(row["micro_batch"], 1 if pp > 1 else max(1, global_batch // dp))
+            accumulation = _int(row["gradient_accumulation"], max(1, global_batch // (micro * dp)))
+            per_gpu = row["throughput_scope"] == "per GPU"
+            runs.append(
+                PublishedRun(
+                    index=index,
+                    collection=row["collection"],
+                    holdout=row["holdout"] == "1",
+                    model=row["model"],
+                    architecture=architecture_of(row["config"]),
+                    accelerator=catalog.accelerator(row["gpu"]),
+                    gpu_count=gpus,
+                    nodes=_int(row["nodes"], max(1, gpus // 8)),
+                    gpus_per_node=_int(row["gpus_per_node"], min(gpus, 8)),
+                    network_gbps_per_node=float(row["network_gbps_per_node"])
+                    if row["network_gbps_per_node"]
+                    else None,
+                    precision=PRECISIONS[row["precision"]],
+                    seq_len=int(row["seq_len"]),
+                    global_batch=global_batch,
+                    strategy=row["strategy"],
+                    tensor_parallel=tp,
+                    pipeline_parallel=pp,
+                    micro_batch=micro,
+                    gradient_accumulation=accumulation,
+                    activation_checkpointing=row["activation_checkpointing"] == "1",
+                    finetune=row["finetune"] or "full",
+                    virtual_pipeline=_int(row["virtual_pipeline"], 1),
+                    tokens_per_second=float(row["throughput"]) * (gpus if per_gpu else 1),
+                    notes=row["notes"],
+                )
+            )
+    return runs, unusable
