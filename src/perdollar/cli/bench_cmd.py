@@ -55,8 +55,9 @@ def _concurrency(text: str | None) -> list[int] | None:
     try:
         levels = [int(part) for part in text.split(",") if part.strip()]
     except ValueError as error:
-        raise PerdollarError(f"--concurrency {text!r} is not a list of integers",
-                             "write it like 1,4,16") from error
+        raise PerdollarError(
+            f"--concurrency {text!r} is not a list of integers", "write it like 1,4,16"
+        ) from error
     if not levels or min(levels) < 1:
         raise PerdollarError(f"--concurrency {text!r} needs positive levels", "write it like 1,4,16")
     return levels
@@ -74,8 +75,14 @@ def _command_mode(target: list[str]) -> bool:
     return len(target) > 1 or "--" in sys.argv[1:]
 
 
-def _finish(measurements: list[Any], *, json_output: bool, store_url: str | None, store: bool,
-            verdict: str | None = None) -> int:
+def _finish(
+    measurements: list[Any],
+    *,
+    json_output: bool,
+    store_url: str | None,
+    store: bool,
+    verdict: str | None = None,
+) -> int:
     """Print, store, and turn the statuses into the exit code."""
     from perdollar.cli.persist import attempt_store, save_measurement
     from perdollar.measure.serialize import measurement_to_dict
@@ -84,13 +91,15 @@ def _finish(measurements: list[Any], *, json_output: bool, store_url: str | None
     stored: list[str | None] = []
     failure: PerdollarError | None = None
     for measurement in measurements:
-        key, error = attempt_store(lambda m=measurement: save_measurement(m, store_url=store_url,
-                                                                          enabled=store))
+        key, error = attempt_store(
+            lambda m=measurement: save_measurement(m, store_url=store_url, enabled=store)
+        )
         stored.append(key)
         failure = failure or error
     if json_output:
-        documents = [{**measurement_to_dict(m), "id": key}
-                     for m, key in zip(measurements, stored, strict=True)]
+        documents = [
+            {**measurement_to_dict(m), "id": key} for m, key in zip(measurements, stored, strict=True)
+        ]
         if len(documents) == 1 and verdict is None:
             common.emit_json(documents[0])
         else:
@@ -108,25 +117,57 @@ def _finish(measurements: list[Any], *, json_output: bool, store_url: str | None
     return EXIT_OK if all(m.ok for m in measurements) else EXIT_FAILURE
 
 
-def run_modes(workload: str, *, modes: list[str], duration_s: float, nproc: int, batch_size: int | None,
-              precision: str | None, device: str, timeout_s: float | None, memory_limit_bytes: int | None,
-              json_output: bool, store_url: str | None, store: bool, plan: str | None = None) -> int:
+def run_modes(
+    workload: str,
+    *,
+    modes: list[str],
+    duration_s: float,
+    nproc: int,
+    batch_size: int | None,
+    precision: str | None,
+    device: str,
+    timeout_s: float | None,
+    memory_limit_bytes: int | None,
+    json_output: bool,
+    store_url: str | None,
+    store: bool,
+    plan: str | None = None,
+) -> int:
     from perdollar.measure.bounds import verdict_for
     from perdollar.measure.runner import run_benchmark
 
     measurements = []
     for mode in modes:
         with common.progress(f"{workload} {mode}", total=100, quiet=json_output) as handle:
-            measurements.append(run_benchmark(
-                workload, mode=mode, duration_s=duration_s, batch_size=batch_size, precision=precision,
-                nproc=nproc, timeout_s=timeout_s, device=device, memory_limit_bytes=memory_limit_bytes,
-                progress=_progress_callback(handle, duration_s), plan=plan))
+            measurements.append(
+                run_benchmark(
+                    workload,
+                    mode=mode,
+                    duration_s=duration_s,
+                    batch_size=batch_size,
+                    precision=precision,
+                    nproc=nproc,
+                    timeout_s=timeout_s,
+                    device=device,
+                    memory_limit_bytes=memory_limit_bytes,
+                    progress=_progress_callback(handle, duration_s),
+                    plan=plan,
+                )
+            )
     verdict = verdict_for(measurements) if len(modes) > 1 else None
     return _finish(measurements, json_output=json_output, store_url=store_url, store=store, verdict=verdict)
 
 
-def run_command_cli(argv: list[str], *, pattern: str | None, duration_s: float | None,
-                    timeout_s: float | None, json_output: bool, store_url: str | None, store: bool) -> int:
+def run_command_cli(
+    argv: list[str],
+    *,
+    pattern: str | None,
+    duration_s: float | None,
+    timeout_s: float | None,
+    json_output: bool,
+    store_url: str | None,
+    store: bool,
+) -> int:
     import time
 
     from perdollar.measure.command import run_command
@@ -140,123 +181,198 @@ def run_command_cli(argv: list[str], *, pattern: str | None, duration_s: float |
             if now - seen[1] >= 0.1:  # a redraw per reading would slow reading a fast printer down
                 seen[1] = now
                 handle.update(
-                    description=f"running {argv[0]}: {seen[0]} readings, last {value:,.4g} samples/s")
+                    description=f"running {argv[0]}: {seen[0]} readings, last {value:,.4g} samples/s"
+                )
 
-        measurement = run_command(argv, pattern=pattern, duration_s=duration_s,
-                                  timeout_s=timeout_s or 24 * 3600.0, on_reading=on_reading)
+        measurement = run_command(
+            argv,
+            pattern=pattern,
+            duration_s=duration_s,
+            timeout_s=timeout_s or 24 * 3600.0,
+            on_reading=on_reading,
+        )
     return _finish([measurement], json_output=json_output, store_url=store_url, store=store)
 
 
-def run_find_max_batch(workload: str, *, precision: str | None, device: str, start: int | None,
-                       memory_limit_bytes: int | None, json_output: bool) -> int:
+def run_find_max_batch(
+    workload: str,
+    *,
+    precision: str | None,
+    device: str,
+    start: int | None,
+    memory_limit_bytes: int | None,
+    json_output: bool,
+) -> int:
     from perdollar.measure.bounds import find_max_batch
 
     with common.progress(f"{workload}: searching the largest batch", quiet=json_output) as handle:
+
         def on_probe(batch: int, status: str) -> None:
             handle.update(description=f"{workload}: batch {batch} → {status}")
 
-        result = find_max_batch(workload, start=start, precision=precision, device=device,
-                                memory_limit_bytes=memory_limit_bytes, on_probe=on_probe)
+        result = find_max_batch(
+            workload,
+            start=start,
+            precision=precision,
+            device=device,
+            memory_limit_bytes=memory_limit_bytes,
+            on_probe=on_probe,
+        )
     if json_output:
         common.emit_json(result)
     else:
         probes = ", ".join(f"{batch}:{status}" for batch, status in result.probes)
         if result.largest_fitting is not None:
-            beyond = (f"; batch {result.smallest_failing} does not" if result.smallest_failing
-                      else f" ({result.message})")
-            common.console.print(f"{workload}: largest batch that fits is {result.largest_fitting}{beyond}",
-                                 highlight=False, markup=False)
+            beyond = (
+                f"; batch {result.smallest_failing} does not"
+                if result.smallest_failing
+                else f" ({result.message})"
+            )
+            common.console.print(
+                f"{workload}: largest batch that fits is {result.largest_fitting}{beyond}",
+                highlight=False,
+                markup=False,
+            )
         else:
             common.console.print(f"{workload}: {result.message}", highlight=False, markup=False)
         common.console.print(f"  probes (batch:status): {probes}", highlight=False, markup=False)
     return EXIT_OK if result.largest_fitting is not None else EXIT_FAILURE
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("bench", help=BENCH_HELP, no_args_is_help=True)
-    def bench(
-        target: list[str] = typer.Argument(
-            None, metavar="WORKLOAD | -- COMMAND…",
-            help="A built-in workload (mlp, resnet50, vit-b16, bert-base, gpt2…), path/file.py:function, "
-                 "or after -- any command that prints throughput lines."),
-        mode: str = typer.Option("cached-input", "--mode", "-m",
-                                 help="cached-input | full | data-only | all."),
-        duration: str | None = typer.Option(
-            None, "--duration", "-d",
-            help="Time budget per run in seconds (or 90s, 2m), warm-up included; default 20 s. "
-                 "A command is stopped after it (default: runs to its end)."),
-        nproc: int = typer.Option(1, "--nproc",
-                                  help="Processes for data-parallel DDP (gloo on CPU, NCCL on GPU)."),
-        plan: str | None = typer.Option(
-            None, "--plan", help="With --nproc: ddp, zero2 or fsdp (PyTorch FSDP sharding), +ac for "
-                                 "activation checkpointing, mbN sequences per process, e.g. fsdp+ac,mb2."),
-        batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="Per-process batch size."),
-        precision: str | None = typer.Option(None, "--precision", "-p",
-                                             help="fp32, tf32, amp-bf16, amp-fp16, bf16 or fp16."),
-        device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
-        timeout: float | None = typer.Option(
-            None, "--timeout", help="Kill a run after this many seconds (default 2×duration+90)."),
-        find_max_batch: bool = typer.Option(False, "--find-max-batch",
-                                            help="Bisect the largest batch that fits in memory."),
-        memory_limit: str | None = typer.Option(None, "--memory-limit",
-                                                help="Cap the child's address space, e.g. 8G (CPU runs)."),
-        pattern: str | None = typer.Option(None, "--pattern",
-                                           help="Regex for throughput lines of a command "
-                                                "(default: '<number> samples/second')."),
-        inference: bool = typer.Option(False, "--inference",
-                                       help="Measure serving latency vs batch size instead of training."),
-        max_batch: int | None = typer.Option(None, "--max-batch",
-                                             help="With --inference: largest batch tried."),
-        concurrency: str | None = typer.Option(None, "--concurrency",
-                                               help="With --inference: concurrency levels, e.g. 1,4,16."),
-        json_output: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
-        store_url: str | None = typer.Option(None, "--store",
-                                             help="Store the result in this SQLAlchemy URL."),
-        no_store: bool = typer.Option(False, "--no-store", help="Do not store the result."),
-    ) -> int:
-        target = list(target or [])
-        duration_s = _duration_seconds(duration) if duration else None
-        check_store(store_url, enabled=not no_store)
-        if plan is not None and (inference or find_max_batch or _command_mode(target)):
-            raise PerdollarError("--plan shards the training of a workload",
-                                 "drop --plan, or --inference, --find-max-batch and the command")
-        if _command_mode(target):
-            return run_command_cli(target, pattern=pattern, duration_s=duration_s,
-                                   timeout_s=timeout, json_output=json_output, store_url=store_url,
-                                   store=not no_store)
-        if len(target) != 1:
-            raise PerdollarError("give one workload to measure", "e.g. perdollar bench mlp")
-        workload = target[0]
-        from perdollar.workload.step import resolve_device
+def bench(
+    target: list[str] = typer.Argument(
+        None,
+        metavar="WORKLOAD | -- COMMAND…",
+        help="A built-in workload (mlp, resnet50, vit-b16, bert-base, gpt2…), path/file.py:function, "
+        "or after -- any command that prints throughput lines.",
+    ),
+    mode: str = typer.Option("cached-input", "--mode", "-m", help="cached-input | full | data-only | all."),
+    duration: str | None = typer.Option(
+        None,
+        "--duration",
+        "-d",
+        help="Time budget per run in seconds (or 90s, 2m), warm-up included; default 20 s. "
+        "A command is stopped after it (default: runs to its end).",
+    ),
+    nproc: int = typer.Option(
+        1, "--nproc", help="Processes for data-parallel DDP (gloo on CPU, NCCL on GPU)."
+    ),
+    plan: str | None = typer.Option(
+        None,
+        "--plan",
+        help="With --nproc: ddp, zero2 or fsdp (PyTorch FSDP sharding), +ac for "
+        "activation checkpointing, mbN sequences per process, e.g. fsdp+ac,mb2.",
+    ),
+    batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="Per-process batch size."),
+    precision: str | None = typer.Option(
+        None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16 or fp16."
+    ),
+    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
+    timeout: float | None = typer.Option(
+        None, "--timeout", help="Kill a run after this many seconds (default 2×duration+90)."
+    ),
+    find_max_batch: bool = typer.Option(
+        False, "--find-max-batch", help="Bisect the largest batch that fits in memory."
+    ),
+    memory_limit: str | None = typer.Option(
+        None, "--memory-limit", help="Cap the child's address space, e.g. 8G (CPU runs)."
+    ),
+    pattern: str | None = typer.Option(
+        None,
+        "--pattern",
+        help="Regex for throughput lines of a command (default: '<number> samples/second').",
+    ),
+    inference: bool = typer.Option(
+        False, "--inference", help="Measure serving latency vs batch size instead of training."
+    ),
+    max_batch: int | None = typer.Option(None, "--max-batch", help="With --inference: largest batch tried."),
+    concurrency: str | None = typer.Option(
+        None, "--concurrency", help="With --inference: concurrency levels, e.g. 1,4,16."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
+    store_url: str | None = typer.Option(None, "--store", help="Store the result in this SQLAlchemy URL."),
+    no_store: bool = typer.Option(False, "--no-store", help="Do not store the result."),
+) -> int:
+    target = list(target or [])
+    duration_s = _duration_seconds(duration) if duration else None
+    check_store(store_url, enabled=not no_store)
+    if plan is not None and (inference or find_max_batch or _command_mode(target)):
+        raise PerdollarError(
+            "--plan shards the training of a workload",
+            "drop --plan, or --inference, --find-max-batch and the command",
+        )
+    if _command_mode(target):
+        return run_command_cli(
+            target,
+            pattern=pattern,
+            duration_s=duration_s,
+            timeout_s=timeout,
+            json_output=json_output,
+            store_url=store_url,
+            store=not no_store,
+        )
+    if len(target) != 1:
+        raise PerdollarError("give one workload to measure", "e.g. perdollar bench mlp")
+    workload = target[0]
+    from perdollar.workload.step import resolve_device
 
-        resolve_device(device)  # a misspelt device is bad input (exit 2), not a failed run (exit 1)
-        if inference:
-            from perdollar.cli.inference_cmd import bench_inference
+    resolve_device(device)  # a misspelt device is bad input (exit 2), not a failed run (exit 1)
+    if inference:
+        from perdollar.cli.inference_cmd import bench_inference
 
-            code: int = bench_inference(
-                workload, batch_size=batch_size, precision=precision,
-                duration_s=duration_s, max_batch=max_batch,
-                concurrency=_concurrency(concurrency), p99_ceiling_ms=None, json_output=json_output,
-                store_url=store_url, store=not no_store, device=device)
-            return code
-        if find_max_batch:
-            return run_find_max_batch(
-                workload, precision=precision, device=device, start=batch_size,
-                memory_limit_bytes=_bytes(memory_limit), json_output=json_output)
-        from perdollar.measure.runner import DEFAULT_DURATION_S
-
-        if plan is not None:
-            from perdollar.measure.fsdp import parse_bench_plan
-
-            parsed = parse_bench_plan(plan)
-            if parsed.micro_batch and batch_size and parsed.micro_batch != batch_size:
-                raise PerdollarError(f"--plan says mb{parsed.micro_batch} and --batch-size says {batch_size}",
-                                     "give the per-process batch once")
-            batch_size, plan = parsed.micro_batch or batch_size, parsed.token()
-        modes = ["cached-input", "full", "data-only"] if mode == "all" else [mode]
-        return run_modes(
-            workload, modes=modes, duration_s=duration_s or DEFAULT_DURATION_S, nproc=nproc,
+        code: int = bench_inference(
+            workload,
             batch_size=batch_size,
-            precision=precision, device=device, timeout_s=timeout, memory_limit_bytes=_bytes(memory_limit),
-            json_output=json_output, store_url=store_url, store=not no_store, plan=plan)
+            precision=precision,
+            duration_s=duration_s,
+            max_batch=max_batch,
+            concurrency=_concurrency(concurrency),
+            p99_ceiling_ms=None,
+            json_output=json_output,
+            store_url=store_url,
+            store=not no_store,
+            device=device,
+        )
+        return code
+    if find_max_batch:
+        return run_find_max_batch(
+            workload,
+            precision=precision,
+            device=device,
+            start=batch_size,
+            memory_limit_bytes=_bytes(memory_limit),
+            json_output=json_output,
+        )
+    from perdollar.measure.runner import DEFAULT_DURATION_S
 
+    if plan is not None:
+        from perdollar.measure.fsdp import parse_bench_plan
+
+        parsed = parse_bench_plan(plan)
+        if parsed.micro_batch and batch_size and parsed.micro_batch != batch_size:
+            raise PerdollarError(
+                f"--plan says mb{parsed.micro_batch} and --batch-size says {batch_size}",
+                "give the per-process batch once",
+            )
+        batch_size, plan = parsed.micro_batch or batch_size, parsed.token()
+    modes = ["cached-input", "full", "data-only"] if mode == "all" else [mode]
+    return run_modes(
+        workload,
+        modes=modes,
+        duration_s=duration_s or DEFAULT_DURATION_S,
+        nproc=nproc,
+        batch_size=batch_size,
+        precision=precision,
+        device=device,
+        timeout_s=timeout,
+        memory_limit_bytes=_bytes(memory_limit),
+        json_output=json_output,
+        store_url=store_url,
+        store=not no_store,
+        plan=plan,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``bench`` to ``app``."""
+    app.command("bench", help=BENCH_HELP, no_args_is_help=True)(bench)
