@@ -111,11 +111,13 @@ def test_compare_and_export_accept_the_labels_recommend_prints_for_a_language_mo
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-2000:]
     compared = json.loads(completed.stdout)["comparison"]
-    by_label = {e["instance_type"]: e for e in result["estimates"][:2]}
-    for estimate in compared["estimates"]:
-        ranked = by_label.get(estimate["instance_type"])
-        if ranked and ranked["region"] == estimate["region"] and ranked["nodes"] == estimate["nodes"]:
-            assert estimate["samples_per_second"] == pytest.approx(ranked["samples_per_second"], rel=1e-9)
+    # Each label names its region, nodes and plan: compare prices exactly the ranked configuration.
+    ranked = [e for e in result["estimates"] if not e["excluded_reason"]][:2]
+    for mine, theirs in zip(compared["estimates"], ranked, strict=True):
+        assert (mine["instance_type"], mine["region"], mine["nodes"], mine["plan"]) == (
+            theirs["instance_type"], theirs["region"], theirs["nodes"], theirs["plan"],
+        )  # fmt: skip
+        assert mine["samples_per_second"] == pytest.approx(theirs["samples_per_second"], rel=1e-9)
     exported = subprocess.run(
         [sys.executable, "-c", "from perdollar.cli import main; main()", "export", labels[0],
          "--format", "ec2", "--json"],

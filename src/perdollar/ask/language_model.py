@@ -20,6 +20,7 @@ from perdollar.errors import PerdollarError
 from perdollar.predict.frame import node_counts
 from perdollar.predict.llm import TrainingPlan, parse_plan
 from perdollar.predict.llm.frame import llm_prediction_frame
+from perdollar.predict.llm.memory import lora_params
 from perdollar.price.frame import assumptions_for, describe_assumptions, target_of
 from perdollar.price.table import price_table
 from perdollar.question import LanguageModelSettings, Question
@@ -63,11 +64,10 @@ def fixed_plan(settings: LanguageModelSettings, workload: LLMWorkload) -> Traini
 
 
 def checkpoint_bytes(workload: LLMWorkload) -> float:
-    """A checkpoint: the trained state (adapters only when fine-tuning with LoRA or QLoRA)."""
-    params = float(workload.architecture.total_params)
-    if workload.finetune != "full":
-        return params * 0.01 * CHECKPOINT_BYTES_PER_PARAMETER  # adapters are about 1% of the model
-    return params * CHECKPOINT_BYTES_PER_PARAMETER
+    """A checkpoint: the trained state (only the adapters when fine-tuning with LoRA or QLoRA)."""
+    arch = workload.architecture
+    trained = lora_params(arch, workload.lora_rank) if workload.finetune != "full" else arch.total_params
+    return float(trained) * CHECKPOINT_BYTES_PER_PARAMETER
 
 
 def answer_language_model(

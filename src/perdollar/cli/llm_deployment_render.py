@@ -9,7 +9,7 @@ import pandas as pd
 from rich.markup import escape
 from rich.table import Table
 
-from perdollar.select.llm_serving import llm_deployment_label
+from perdollar.select.llm_serving import DEPLOYMENT_SHAPE, llm_deployment_label
 
 COLUMNS = (
     "cloud",
@@ -43,8 +43,7 @@ def _plain(value: Any) -> Any:
 
 def llm_deployment_rows(frame: pd.DataFrame, top: int) -> list[dict[str, Any]]:
     """The best ``top`` feasible deployments (best region per machine, degree and format)."""
-    shape = ["cloud", "instance_type", "market", "tensor_parallel", "precision"]
-    feasible = frame[frame["feasible"]].drop_duplicates(shape).head(top)
+    feasible = frame[frame["feasible"]].drop_duplicates(DEPLOYMENT_SHAPE).head(top)
     return [
         {"label": llm_deployment_label(row), **{c: _plain(row[c]) for c in COLUMNS}}
         for _, row in feasible.iterrows()

@@ -11,6 +11,8 @@ from perdollar.configuration import Configuration
 from perdollar.price.model import Estimate
 
 MAX_FEASIBLE_ESTIMATES = 200
+# One deployment shape: a region's best of each (machine, market, tensor-parallel degree, format).
+DEPLOYMENT_SHAPE = ["cloud", "instance_type", "market", "tensor_parallel", "precision"]
 
 
 def _number(value: Any) -> float:
@@ -30,8 +32,7 @@ def llm_deployment_label(row: pd.Series | dict[str, Any]) -> str:
 
 def llm_deployment_estimates(frame: pd.DataFrame) -> tuple[Estimate, ...]:
     """The feasible deployments (best region per machine, degree and format), then one row per reason."""
-    shape = ["cloud", "instance_type", "market", "tensor_parallel", "precision"]
-    feasible = frame[frame["feasible"]].drop_duplicates(shape)
+    feasible = frame[frame["feasible"]].drop_duplicates(DEPLOYMENT_SHAPE)
     excluded = frame[~frame["feasible"]].drop_duplicates(["accelerator_key", "excluded_reason"])
     estimates = []
     for row in pd.concat([feasible.head(MAX_FEASIBLE_ESTIMATES), excluded]).to_dict("records"):
