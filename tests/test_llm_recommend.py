@@ -111,6 +111,7 @@ def test_compare_and_export_accept_the_labels_recommend_prints_for_a_language_mo
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-2000:]
     compared = json.loads(completed.stdout)["comparison"]
+    assert "per token" in compared["summary"] and "per sample" not in compared["summary"]
     # Each label names its region, nodes and plan: compare prices exactly the ranked configuration.
     ranked = [e for e in result["estimates"] if not e["excluded_reason"]][:2]
     for mine, theirs in zip(compared["estimates"], ranked, strict=True):

@@ -150,3 +150,4 @@ def test_compare_the_spot_article_shortlist(capsys: pytest.CaptureFixture[str]) 
     ratio = comparison["ratios"][0]
     assert ratio["cost_ratio"] >= 1.0 and ratio["cost_ratio_sd"] >= 0.0
     assert "times" in comparison["summary"]
+    assert "per sample" in comparison["summary"]  # mlp's unit is the sample

@@ -18,6 +18,11 @@ def significant_digits(value: float, spread: float | None) -> int:
     return max(0, -math.floor(math.log10(spread)))
 
 
+def singular(unit: str) -> str:
+    """``tokens`` → ``token``, ``images`` → ``image``; a unit that is not a plural stays as it is."""
+    return unit[:-1] if unit.endswith("s") and len(unit) > 1 else unit or "sample"
+
+
 def format_number(value: float, spread: float | None = None) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"

@@ -99,7 +99,7 @@ def compare_language_model(
         predictions = llm_prediction_frame(workload, only, (spec.nodes,), plan=plan)
         priced = price_table(_offer_for(offers, spec, instance), predictions, target, assumptions)
         rows.append(mark_constraints(priced, target, confidence=question.confidence, stacks=stacks))
-    return compare_priced(pd.concat(rows, ignore_index=True), texts, target, assumptions)
+    return compare_priced(pd.concat(rows, ignore_index=True), texts, target, assumptions, unit="tokens")
 
 
 def compare(question: Question, configurations: Sequence[str], inputs: Inputs) -> Comparison:
@@ -109,7 +109,7 @@ def compare(question: Question, configurations: Sequence[str], inputs: Inputs) -
     frame = priced_configurations(question, specs, inputs)
     profile = inputs.profile
     assumptions = assumptions_for(question.spot, profile.memory.weights + profile.memory.optimizer_state)
-    return compare_priced(frame, texts, target_of(question), assumptions)
+    return compare_priced(frame, texts, target_of(question), assumptions, unit=profile.sample_unit)
 
 
 def priced_configurations(question: Question, specs: Sequence[Configuration], inputs: Inputs) -> pd.DataFrame:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from perdollar.configuration import Configuration, parse_configuration
 from perdollar.errors import NothingFeasibleError, PerdollarError
-from perdollar.fmt import format_money, format_ratio
+from perdollar.fmt import format_money, format_ratio, singular
 from perdollar.price.frame import BAND_Z, SpotAssumptions, Target, price_frame, throughput_log_sd
 from perdollar.price.model import Estimate
 from perdollar.price.spot import BUCKET_MONTHLY_FRACTION, UNKNOWN_MONTHLY_FRACTION
@@ -139,9 +139,16 @@ def _ratio_log_sd(best: pd.Series, other: pd.Series, best_sd: float, other_sd: f
 
 
 def compare_priced(
-    frame: pd.DataFrame, texts: Sequence[str], target: Target, assumptions: SpotAssumptions
+    frame: pd.DataFrame,
+    texts: Sequence[str],
+    target: Target,
+    assumptions: SpotAssumptions,
+    unit: str = "samples",
 ) -> Comparison:
-    """Ratios against the cheapest per sample, from one priced, constraint-marked row per configuration."""
+    """Ratios against the cheapest per sample, from one priced, constraint-marked row per configuration.
+
+    ``unit`` is the workload's plural unit (``images``, ``tokens``): the summary says "per token".
+    """
     usable = (frame["reason"].isin([cand.OK, cand.REASON_DEADLINE, cand.REASON_BUDGET])).to_numpy()
     if not usable.any():
         why = "; ".join(
@@ -181,7 +188,7 @@ def compare_priced(
         lines.append(
             "  "
             + format_ratio(ratio.cost_ratio, ratio.cost_ratio_sd, "cheaper", "dearer", ratio.label)
-            + " per sample"
+            + f" per {singular(unit)}"
         )
         speed = (
             "about as fast as it"

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.configuration import Configuration
-from perdollar.fmt import format_hours, format_money, format_number
+from perdollar.fmt import format_hours, format_money, format_number, singular
 from perdollar.price.frame import Target
 
 OBJECTIVE_WORDS = {
@@ -121,7 +121,7 @@ def _headline(top: pd.Series, objective: str, target: Target, unit: str) -> str:
     return text + "."
 
 
-def _fastest_sentence(fast: pd.Series, top: pd.Series, target: Target) -> str:
+def _fastest_sentence(fast: pd.Series, top: pd.Series, target: Target, unit: str) -> str:
     if target.samples:
         if fast["expected_time_hours"] > 0.98 * top["expected_time_hours"]:
             return (
@@ -137,7 +137,7 @@ def _fastest_sentence(fast: pd.Series, top: pd.Series, target: Target) -> str:
         )
     speed = _ratio_words(fast["effective_samples_per_second"], top["effective_samples_per_second"], False)
     price = _ratio_words(top["effective_samples_per_dollar"], fast["effective_samples_per_dollar"], False)
-    return f"The fastest, {describe(fast)}, runs {speed} as fast at {price} the cost per sample."
+    return f"The fastest, {describe(fast)}, runs {speed} as fast at {price} the cost per {singular(unit)}."
 
 
 def _same_shape(ranked: pd.DataFrame, top: pd.Series, **changes: object) -> pd.Series | None:
@@ -218,7 +218,7 @@ def explain(
     cheapest_index = int(np.nanargmin(cost_values) if target.samples else np.nanargmax(cost_values))
 
     if fastest_index != 0:
-        lines.append(_fastest_sentence(ranked.iloc[fastest_index], top, target))
+        lines.append(_fastest_sentence(ranked.iloc[fastest_index], top, target, unit))
     else:
         lines.append("The top choice is also the fastest feasible candidate.")
     if cheapest_index != 0:
@@ -229,7 +229,8 @@ def explain(
                 f"but takes {format_hours(cheap['expected_time_hours'])}."
             )
         else:
-            lines.append(f"The cheapest per sample, {describe(cheap)}, gives {_per_dollar(cheap, unit)}.")
+            per_dollar = _per_dollar(cheap, unit)
+            lines.append(f"The cheapest per {singular(unit)}, {describe(cheap)}, gives {per_dollar}.")
     elif fastest_index != 0:
         lines.append("The top choice is also the cheapest feasible candidate.")
 
