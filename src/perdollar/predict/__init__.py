@@ -8,10 +8,12 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 
 import pandas as pd
 
+import perdollar
 from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.model import Accelerator, InstanceType
 from perdollar.errors import PerdollarError
@@ -22,6 +24,9 @@ from perdollar.predict.model import Prediction
 from perdollar.predict.step import StepTimeEstimate
 from perdollar.predict.step_time import predict_step_time
 from perdollar.profile.model import Profile
+
+# `perdollar.predict(...)` in a notebook: the package root's CallableStage says why.
+sys.modules[__name__].__class__ = perdollar.CallableStage
 
 __all__ = [
     "PREDICTION_COLUMNS",

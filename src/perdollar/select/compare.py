@@ -11,6 +11,7 @@ from the interruption bucket's width).
 from __future__ import annotations
 
 import dataclasses
+import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from perdollar.price.frame import BAND_Z, SpotAssumptions, Target, price_frame, 
 from perdollar.price.model import Estimate
 from perdollar.price.spot import BUCKET_MONTHLY_FRACTION, UNKNOWN_MONTHLY_FRACTION
 from perdollar.select import constraints as cand
+from perdollar.select.display import estimates_frame, estimates_html
 from perdollar.select.estimates import estimates_from_frame
 
 SAME_CHIP_CORRELATION = 0.8
@@ -42,13 +44,38 @@ class Ratio:
     reasons: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Comparison:
     labels: tuple[str, ...]
     estimates: tuple[Estimate, ...]  # in the order given
     best: int  # index of the cheapest per sample (after spot losses)
     ratios: tuple[Ratio, ...]  # every other configuration against the best
     summary: str
+    sample_unit: str = "samples"
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per configuration in the order given, with its ratios against the best."""
+        frame = estimates_frame(self.estimates, self.sample_unit)
+        frame.insert(0, "given_as", list(self.labels))
+        ratios = {ratio.label: ratio for ratio in self.ratios}
+        frame["best"] = [i == self.best for i in range(len(self.labels))]
+        frame["times_dearer_than_best"] = [
+            ratios[label].cost_ratio if label in ratios else (1.0 if i == self.best else None)
+            for i, label in enumerate(self.labels)
+        ]
+        frame["times_slower_than_best"] = [
+            ratios[label].speed_ratio if label in ratios else (1.0 if i == self.best else None)
+            for i, label in enumerate(self.labels)
+        ]
+        return frame
+
+    def __repr__(self) -> str:
+        return f"Comparison of {len(self.labels)} configurations\n{self.summary}"
+
+    def _repr_html_(self) -> str:
+        body = estimates_html(self.to_frame(), "perdollar comparison")
+        summary = html.escape(self.summary)
+        return f"{body}<pre>{summary}</pre>"
 
 
 def configuration_for_comparison(text: str, *, plans: bool = False) -> tuple[str, Configuration]:
@@ -209,4 +236,5 @@ def compare_priced(
         best=best,
         ratios=tuple(ratios),
         summary="\n".join(lines),
+        sample_unit=unit,
     )

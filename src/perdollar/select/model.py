@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from perdollar.price.model import Estimate
 from perdollar.question import Question
 
+if TYPE_CHECKING:
+    import pandas as pd
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, repr=False)
 class Recommendation:
     question: Question
     estimates: tuple[Estimate, ...]  # ranked best first; excluded ones after the feasible ones
@@ -20,3 +24,26 @@ class Recommendation:
     ties: tuple[int, ...] = ()  # indices whose bands overlap the top choice's
     notes: tuple[str, ...] = ()
     sample_unit: str = "samples"  # what the rates count: images, sequences, tokens, requests …
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every estimate, ranked best first, one row each; columns carry their units."""
+        from perdollar.select.display import estimates_frame
+
+        return estimates_frame(self.estimates, self.sample_unit)
+
+    def __repr__(self) -> str:
+        from perdollar.select.display import estimate_line
+
+        feasible = [e for e in self.estimates if e.feasible]
+        head = f"Recommendation for {self.question.workload_name!r}: {len(feasible)} feasible"
+        head += f" of {len(self.estimates)} candidates (prices of {self.catalog_captured_at[:10]})"
+        lines = [head]
+        lines += [f"  {i + 1}. {estimate_line(e, self.sample_unit)}" for i, e in enumerate(feasible[:3])]
+        lines.append("  .to_frame() for every row, .explanation for the why")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        from perdollar.select.display import estimates_html
+
+        title = f"perdollar: {self.question.workload_name}, prices of {self.catalog_captured_at[:10]}"
+        return estimates_html(self.to_frame(), title)

@@ -1,0 +1,81 @@
+"""The Python forms of ``perdollar predict`` and ``perdollar compare``, for notebooks and scripts.
+
+``recommend`` is in :mod:`perdollar.ask.answer`; all three are exported at the package's top
+level (``perdollar.recommend(...)``) and return results with ``.to_frame()`` and a compact display.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from perdollar.ask.compare import compare_question
+from perdollar.ask.inputs import measurements_from_file
+from perdollar.catalog import load as load_catalog
+from perdollar.errors import PerdollarError
+from perdollar.measure.result import Measurement
+from perdollar.predict import Calibration
+from perdollar.predict import predict as predict_on_instance
+from perdollar.predict.model import Prediction
+from perdollar.question import Question
+from perdollar.select.compare import Comparison
+from perdollar.workload.llm import looks_like_llm
+
+
+def predict(
+    workload: str,
+    instance: str,
+    *,
+    nodes: int = 1,
+    cloud: str | None = None,
+    batch_size: int | None = None,
+    precision: str | None = None,
+    measurements: Sequence[Measurement] | str = (),
+) -> Prediction:
+    """Throughput of ``workload`` on ``nodes`` × ``instance``, with its band, basis and bottleneck.
+
+    ``measurements`` (a list, or the path of a bench JSON / published-schema CSV) calibrate it.
+
+    >>> predict("vit-b16", "g5.2xlarge").samples_per_second
+    """
+    from perdollar.profile import profile_workload
+    from perdollar.workload import load_workload
+
+    if looks_like_llm(workload):
+        raise PerdollarError(
+            f"{workload} is a language model: its prediction needs a training plan",
+            f"use perdollar.recommend({workload!r}, samples=TOKENS) or `perdollar predict {workload}`",
+        )
+    if nodes < 1:
+        raise PerdollarError(f"nodes must be at least 1, got {nodes}", "pass nodes=1 or more")
+    catalog = load_catalog()
+    target = catalog.instance(instance, cloud=cloud)
+    profile = profile_workload(load_workload(workload, batch_size=batch_size, precision=precision))
+    if isinstance(measurements, str):
+        found = measurements_from_file(Path(measurements))
+    else:
+        found = list(measurements)
+    calibration = Calibration.from_measurements(profile, found, catalog) if found else None
+    return predict_on_instance(profile, target, catalog, nodes=nodes, calibration=calibration)
+
+
+def compare(
+    workload: str,
+    *configurations: str,
+    samples: float | None = None,
+    deadline_hours: float | None = None,
+    budget_usd: float | None = None,
+    confidence: float = 0.9,
+) -> Comparison:
+    """Configurations side by side, in the words ``recommend`` prints them, against the cheapest.
+
+    >>> compare("vit-b16", "4x g5.2xlarge spot", "1x g5.12xlarge on-demand", samples=1e9).to_frame()
+    """
+    question = Question(
+        workload_name=workload,
+        target_samples=samples,
+        deadline_hours=deadline_hours,
+        budget_usd=budget_usd,
+        confidence=confidence,
+    )
+    return compare_question(question, list(configurations)).comparison
