@@ -62,15 +62,17 @@ def show_comparison(
     from perdollar.price.frame import describe_assumptions
     from perdollar.report.tables import comparison_table
 
-    common.console.print(
-        comparison_table(
-            comparison.estimates,
-            comparison.labels,
-            unit=unit,
-            has_target=has_target,
-            deadline_hours=deadline_hours,
-        )
+    table = comparison_table(
+        comparison.estimates,
+        comparison.labels,
+        unit=unit,
+        has_target=has_target,
+        deadline_hours=deadline_hours,
+        width=common.console.width,
     )
+    common.console.print(table.table)
+    if table.footnote:
+        common.console.print(f"[dim]{table.footnote}[/]", highlight=False)
     common.console.print(comparison.summary, highlight=False, markup=False)
     common.console.print(
         f"[dim]{describe_assumptions(assumptions)}; ± from the prediction bands "

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from perdollar.fmt import format_band, format_hours, format_money, format_number, format_si
 from perdollar.price.model import Estimate
+from perdollar.report.fit import Column, FittedTable, fitted_table
 from perdollar.select.model import Recommendation
 
 BASIS_MARK = {"measured": "measured", "calibrated": "calibrated", "spec": "spec"}
@@ -60,63 +60,62 @@ def compact_band(estimate: Estimate) -> str:
     return f"{_compact(estimate.samples_per_second)}\n({_compact(low)}–{_compact(high)})"
 
 
-def recommendation_table(recommendation: Recommendation, *, top: int, unit: str = "samples") -> Table:
-    """The ranked feasible candidates: rank (≈ tie, * Pareto), shape, throughput, price, target."""
+def recommendation_table(
+    recommendation: Recommendation, *, top: int, unit: str = "samples", width: int | None = None
+) -> FittedTable:
+    """The ranked feasible candidates: rank (≈ tie, * Pareto), shape, throughput, price, target.
+
+    Narrow terminals lose "bound by" first, then the shape, then the price: never the configuration.
+    """
     question = recommendation.question
     has_target = question.target_samples is not None
     title = f"Best {top} by {question.objective}"
     if has_target:
         title += f" — target {format_number(question.target_samples)} {unit}"
-    table = Table(title=title, header_style="bold", title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("configuration")
-    table.add_column("nodes × accel")
-    table.add_column(f"{unit}/s\n(band) basis", justify="right")
-    table.add_column("bound by")
-    table.add_column("$/h\n(all)", justify="right")
-    table.add_column(f"{unit}/$", justify="right")
-    if has_target:
-        table.add_column("time\ncost", justify="right")
-    if question.deadline_hours:
-        table.add_column(f"P(≤{format_hours(question.deadline_hours)})", justify="right")
+    rank = Column("#", "right")
+    label = Column("configuration")
+    nodes = Column("nodes × accel", drop_order=4)
+    rate = Column(f"{unit}/s\n(band) basis", "right", drop_order=2)
+    bound = Column("bound by", drop_order=5)
+    price = Column("$/h\n(all)", "right", drop_order=3)
+    per_dollar = Column(f"{unit}/$", "right")
+    to_target = Column("time\ncost", "right")
+    deadline = Column(f"P(≤{format_hours(question.deadline_hours)})", "right", drop_order=1)
     ties = set(recommendation.ties)
     pareto = set(recommendation.pareto)
     feasible = [e for e in recommendation.estimates if e.feasible]
     from perdollar.catalog.price_age import price_date_note
 
     for index, estimate in enumerate(feasible[:top]):
-        mark = f"{index + 1}" + ("≈" if index in ties else "") + ("*" if index in pareto else "")
         dated = price_date_note(
             estimate.captured_at, recommendation.catalog_captured_at, recommendation.created_at
         )
-        rate = compact_band(estimate)
-        per_dollar = estimate.effective_samples_per_dollar or estimate.samples_per_dollar
-        row = [
-            mark,
-            configuration(estimate),
-            shape(estimate),
-            f"{rate} {BASIS_MARK.get(estimate.basis, estimate.basis)}",
-            estimate.bottleneck,
-            format_money(estimate.price_per_hour) + (f"\n{dated}" if dated else ""),
-            format_number(per_dollar),
-        ]
-        if has_target:
-            row.append(_to_target(estimate))
-        if question.deadline_hours:
-            row.append(_p(estimate.p_meet_deadline))
-        table.add_row(*row)
-    return table
+        rank.cells.append(f"{index + 1}" + ("≈" if index in ties else "") + ("*" if index in pareto else ""))
+        label.cells.append(configuration(estimate))
+        nodes.cells.append(shape(estimate))
+        rate.cells.append(f"{compact_band(estimate)} {BASIS_MARK.get(estimate.basis, estimate.basis)}")
+        bound.cells.append(estimate.bottleneck)
+        price.cells.append(format_money(estimate.price_per_hour) + (f"\n{dated}" if dated else ""))
+        per_dollar.cells.append(
+            format_number(estimate.effective_samples_per_dollar or estimate.samples_per_dollar)
+        )
+        to_target.cells.append(_to_target(estimate))
+        deadline.cells.append(_p(estimate.p_meet_deadline))
+    columns = [rank, label, nodes, rate, bound, price, per_dollar]
+    columns += [to_target] if has_target else []
+    columns += [deadline] if question.deadline_hours else []
+    return fitted_table(title, columns, width)
 
 
-def excluded_table(recommendation: Recommendation, *, limit: int) -> Table:
-    table = Table(title="Excluded (near-misses first)", header_style="bold", title_justify="left")
-    table.add_column("configuration")
-    table.add_column("nodes × accel")
-    table.add_column("why not")
-    excluded = [e for e in recommendation.estimates if not e.feasible]
-    for estimate in excluded[:limit]:
-        table.add_row(configuration(estimate), shape(estimate), estimate.excluded_reason)
-    return table
+def excluded_table(recommendation: Recommendation, *, limit: int, width: int | None = None) -> FittedTable:
+    label = Column("configuration")
+    nodes = Column("nodes × accel", drop_order=1)
+    why = Column("why not")
+    for estimate in [e for e in recommendation.estimates if not e.feasible][:limit]:
+        label.cells.append(configuration(estimate))
+        nodes.cells.append(shape(estimate))
+        why.cells.append(estimate.excluded_reason)
+    return fitted_table("Excluded (near-misses first)", [label, nodes, why], width)
 
 
 def print_recommendation(
@@ -125,7 +124,10 @@ def print_recommendation(
     """Table, legend, explanation, notes and the catalog date."""
     from perdollar.catalog.price_age import stale_after_days
 
-    console.print(recommendation_table(recommendation, top=top, unit=unit))
+    ranked = recommendation_table(recommendation, top=top, unit=unit, width=console.width)
+    console.print(ranked.table)
+    if ranked.footnote:
+        console.print(f"[dim]{ranked.footnote}[/]", highlight=False)
     console.print(
         f"[dim]{unit}/$ and E (expected) time/cost include spot losses (checkpoints, lost work, "
         f"restarts); ≈ ties with #1 within the prediction bands; * on the time/cost Pareto front; "
@@ -140,7 +142,8 @@ def print_recommendation(
             highlight=False,
         )
     if show_excluded:
-        console.print(excluded_table(recommendation, limit=max(top, 20)))
+        excluded = excluded_table(recommendation, limit=max(top, 20), width=console.width)
+        console.print(excluded.table)
     console.print()
     console.print(recommendation.explanation, highlight=False)
     console.print()
@@ -161,31 +164,30 @@ def comparison_table(
     unit: str = "samples",
     has_target: bool = False,
     deadline_hours: float | None = None,
-) -> Table:
-    table = Table(header_style="bold")
-    table.add_column("configuration")
-    table.add_column("nodes × accel")
-    table.add_column(f"{unit}/s (band, basis)", justify="right")
-    table.add_column("bound by")
-    table.add_column("$/h (all)", justify="right")
-    table.add_column(f"{unit}/$ (after spot losses)", justify="right")
-    if has_target:
-        table.add_column(escape("E[time]"), justify="right")
-        table.add_column(escape("E[cost]"), justify="right")
-    if deadline_hours:
-        table.add_column(f"P(≤{format_hours(deadline_hours)})", justify="right")
-    for label, estimate in zip(labels, estimates, strict=True):
-        row = [
-            label,
-            shape(estimate),
-            _rate_with_basis(estimate),
-            estimate.bottleneck,
-            format_money(estimate.price_per_hour),
-            format_number(estimate.effective_samples_per_dollar or estimate.samples_per_dollar),
-        ]
-        if has_target:
-            row += [format_hours(estimate.expected_time_hours), format_money(estimate.expected_cost_usd)]
-        if deadline_hours:
-            row.append(_p(estimate.p_meet_deadline))
-        table.add_row(*row)
-    return table
+    width: int | None = None,
+) -> FittedTable:
+    label = Column("configuration")
+    nodes = Column("nodes × accel", drop_order=4)
+    rate = Column(f"{unit}/s (band, basis)", "right", drop_order=2)
+    bound = Column("bound by", drop_order=5)
+    price = Column("$/h (all)", "right", drop_order=3)
+    per_dollar = Column(f"{unit}/$ (after spot losses)", "right")
+    time = Column(escape("E[time]"), "right")
+    cost = Column(escape("E[cost]"), "right")
+    deadline = Column(f"P(≤{format_hours(deadline_hours)})", "right", drop_order=1)
+    for text, estimate in zip(labels, estimates, strict=True):
+        label.cells.append(text)
+        nodes.cells.append(shape(estimate))
+        rate.cells.append(_rate_with_basis(estimate))
+        bound.cells.append(estimate.bottleneck)
+        price.cells.append(format_money(estimate.price_per_hour))
+        per_dollar.cells.append(
+            format_number(estimate.effective_samples_per_dollar or estimate.samples_per_dollar)
+        )
+        time.cells.append(format_hours(estimate.expected_time_hours))
+        cost.cells.append(format_money(estimate.expected_cost_usd))
+        deadline.cells.append(_p(estimate.p_meet_deadline))
+    columns = [label, nodes, rate, bound, price, per_dollar]
+    columns += [time, cost] if has_target else []
+    columns += [deadline] if deadline_hours else []
+    return fitted_table(None, columns, width)
