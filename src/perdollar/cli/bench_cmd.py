@@ -162,6 +162,8 @@ def run_command_cli(
     argv: list[str],
     *,
     pattern: str | None,
+    unit: str | None = None,
+    batch_size: int | None = None,
     duration_s: float | None,
     timeout_s: float | None,
     json_output: bool,
@@ -171,17 +173,19 @@ def run_command_cli(
     import time
 
     from perdollar.measure.command import run_command
+    from perdollar.measure.log_formats import LogFormat
 
     with common.progress(f"running {argv[0]}", quiet=json_output) as handle:
         seen = [0, 0.0]  # readings so far, when the line was last redrawn
 
-        def on_reading(value: float) -> None:
+        def on_reading(value: float, log_format: LogFormat) -> None:
             seen[0] += 1
             now = time.monotonic()
             if now - seen[1] >= 0.1:  # a redraw per reading would slow reading a fast printer down
                 seen[1] = now
                 handle.update(
-                    description=f"running {argv[0]}: {seen[0]} readings, last {value:,.4g} samples/s"
+                    description=f"running {argv[0]}: {seen[0]} readings, "
+                    f"last {value:,.4g} {log_format.unit}/s ({log_format.name})"
                 )
 
         measurement = run_command(
@@ -190,6 +194,8 @@ def run_command_cli(
             duration_s=duration_s,
             timeout_s=timeout_s or 24 * 3600.0,
             on_reading=on_reading,
+            batch_size=batch_size,
+            unit=unit,
         )
     return _finish([measurement], json_output=json_output, store_url=store_url, store=store)
 
@@ -280,7 +286,15 @@ def bench(
     pattern: str | None = typer.Option(
         None,
         "--pattern",
-        help="Regex for throughput lines of a command (default: '<number> samples/second').",
+        help="Regex for a command's throughput lines, the number in its first group (or one "
+        "named value). Default: the formats of tqdm, the Hugging Face Trainer, Lightning, Keras, "
+        "samples/s, img/s and tokens/s.",
+    ),
+    unit: str | None = typer.Option(
+        None,
+        "--unit",
+        help="What a --pattern's number counts per second: samples (default), tokens, "
+        "iterations or steps (these two need --batch-size).",
     ),
     inference: bool = typer.Option(
         False, "--inference", help="Measure serving latency vs batch size instead of training."
@@ -305,6 +319,8 @@ def bench(
         return run_command_cli(
             target,
             pattern=pattern,
+            unit=unit,
+            batch_size=batch_size,
             duration_s=duration_s,
             timeout_s=timeout,
             json_output=json_output,

@@ -1,8 +1,10 @@
 """``perdollar bench -- COMMAND …``: measure any program by the throughput lines it prints.
 
 JAX, TensorFlow or an existing training script need no changes: perdollar runs the command,
-reads its output for lines such as ``312.5 samples/second`` (or a ``--pattern`` regex), drops the
-readings before they settle, and summarises the rest like its own timed blocks.
+reads its output in the formats training loops print (tqdm, the Hugging Face Trainer, Lightning,
+Keras, ``312.5 samples/second``, ``img/s``, ``tokens/s``: see :mod:`perdollar.measure.log_formats`)
+or a ``--pattern`` regex, drops the readings before they settle, and summarises the rest like its
+own timed blocks.
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from perdollar.errors import PerdollarError
 from perdollar.measure import steady
 from perdollar.measure.host import host_fingerprint
 from perdollar.measure.lifeline import child_preexec, termination_raises
+from perdollar.measure.log_formats import KNOWN_FORMATS, UNITS, LogFormat, best_format, user_format
 from perdollar.measure.redact import redact_arguments, redact_text
-from perdollar.measure.result import Measurement
+from perdollar.measure.result import Measurement, Rate
 from perdollar.measure.worker import classify_failure
 
 # "<number> samples/second", also "samples/s", "samples/sec" and "samples per second".
@@ -101,24 +104,51 @@ def evenly_spaced(values: Sequence[float], most: int) -> list[float]:
     return [values[i * len(values) // most] for i in range(most)]
 
 
-def _pump(stream: object, pattern: re.Pattern[str], capture: _Capture,
-          on_reading: Callable[[float], None] | None) -> None:
+@dataclass
+class _Readings:
+    """What each known format read from the output, and the last lines for the failure message."""
+
+    by_format: dict[str, _Capture]
+    tail: list[str]
+
+    def counts(self) -> dict[str, int]:
+        return {name: capture.seen for name, capture in self.by_format.items()}
+
+
+def _pump(stream: object, formats: tuple[LogFormat, ...], readings: _Readings,
+          on_reading: Callable[[float, LogFormat], None] | None) -> None:
+    # Text mode reads "\r" as a line end, so each redraw of a tqdm bar is a line of its own.
     for line in iter(stream.readline, ""):  # type: ignore[attr-defined]
-        value = parse_throughput(line, pattern)
-        if value is not None:
-            capture.add(value)
-            if on_reading:
-                on_reading(value)
-        capture.tail.append(line.rstrip("\n"))
-        del capture.tail[:-40]
+        for log_format in formats:
+            try:
+                value = log_format.read(line)
+            except (ValueError, OverflowError, ZeroDivisionError):
+                value = None  # a garbled line never stops the reader: the pipe must keep draining
+            if value is not None and value == value and value != float("inf"):
+                readings.by_format[log_format.name].add(value)
+                if on_reading:
+                    on_reading(value, log_format)
+        readings.tail.append(line.rstrip("\n"))
+        del readings.tail[:-40]
 
 
 def run_command(argv: Sequence[str], *, pattern: str | None = None, duration_s: float | None = None,
-                timeout_s: float = 3600.0, on_reading: Callable[[float], None] | None = None) -> Measurement:
-    """Run ``argv``; after ``duration_s`` (if given) stop it and summarise what it reported."""
-    if not argv:
+                timeout_s: float = 3600.0, on_reading: Callable[[float, LogFormat], None] | None = None,
+                batch_size: int | None = None, unit: str | None = None) -> Measurement:
+    """Run ``argv``; after ``duration_s`` (if given) stop it and summarise what it reported.
+
+    ``batch_size`` turns iterations and steps into samples; ``unit`` names what a ``pattern``'s
+    number counts (samples by default).
+    """
+    if not argv or not argv[0]:
         raise PerdollarError("no command after --", "write e.g. perdollar bench -- python train.py")
-    compiled = compile_pattern(pattern)
+    if unit is not None and unit not in UNITS:
+        raise PerdollarError(f"unknown --unit {unit!r}", f"use one of {', '.join(UNITS)}")
+    if unit is not None and pattern is None:
+        raise PerdollarError("--unit names what a --pattern counts", "add --pattern REGEX, or drop --unit")
+    if batch_size is not None and batch_size < 1:
+        raise PerdollarError(f"--batch-size must be at least 1, got {batch_size}", "e.g. --batch-size 32")
+    formats = (user_format(compile_pattern(pattern), unit or "samples"),) if pattern else KNOWN_FORMATS
     started_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
     clock = time.monotonic()
     try:
@@ -127,8 +157,8 @@ def run_command(argv: Sequence[str], *, pattern: str | None = None, duration_s: 
     except OSError as error:
         raise PerdollarError(f"cannot start {argv[0]!r}: {error.strerror}",
                              "check the command name and that it is executable") from error
-    capture = _Capture([], [])
-    reader = threading.Thread(target=_pump, args=(process.stdout, compiled, capture, on_reading), daemon=True)
+    readings = _Readings({f.name: _Capture([], []) for f in formats}, [])
+    reader = threading.Thread(target=_pump, args=(process.stdout, formats, readings, on_reading), daemon=True)
     reader.start()
     limit = min(duration_s, timeout_s) if duration_s else timeout_s
     stopped_by_us = False
@@ -143,19 +173,34 @@ def run_command(argv: Sequence[str], *, pattern: str | None = None, duration_s: 
         raise
     reader.join(timeout=5)
     wall = time.monotonic() - clock
+    chosen = best_format(readings.counts(), formats)
+    capture = readings.by_format[chosen.name] if chosen else _Capture([], readings.tail)
+    capture.tail = readings.tail
     status, message = "ok", ""
     if stopped_by_us and not duration_s:
         status, message = "timeout", f"still running after the {timeout_s:.0f} s timeout"
     elif not stopped_by_us and process.returncode != 0:
-        text = "\n".join(capture.tail)
+        text = "\n".join(readings.tail)
         status = classify_failure(text)
-        last = capture.tail[-1] if capture.tail else ""
+        last = readings.tail[-1] if readings.tail else ""
         message = f"the command exited with code {process.returncode}" + (f": {last}" if last else "")
-    elif not capture.readings:
+    elif chosen is None:
+        status, message = "error", _nothing_read(formats, readings.tail, pattern)
+    elif chosen.needs_batch_size and not batch_size:
+        rate = sorted(capture.readings)[len(capture.readings) // 2]
         status = "error"
-        message = (f"the command printed no line matching {compiled.pattern!r}; "
-                   "pass --pattern to match its output")
-    return _measurement(argv, compiled.pattern, capture, status, message, started_at, wall)
+        message = (f"the log reports {chosen.name} (median {rate:.4g} {chosen.unit}/s), not samples; "
+                   f"give --batch-size N (samples per {chosen.unit[:-1]}) to count samples")
+    return _measurement(argv, chosen, capture, status, message, started_at, wall, batch_size)
+
+
+def _nothing_read(formats: tuple[LogFormat, ...], tail: list[str], pattern: str | None) -> str:
+    last = next((line.strip() for line in reversed(tail) if line.strip()), "")
+    seen = f"; its last line: {last[:120]!r}" if last else "; it printed nothing"
+    if pattern:
+        return f"no line of the output matched --pattern {pattern!r}{seen}"
+    looked = "tqdm it/s, Hugging Face Trainer, Lightning, Keras ms/step, samples/s, img/s, tokens/s"
+    return f"no throughput in the output (looked for {looked}){seen} — pass --pattern REGEX --unit samples"
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
@@ -172,22 +217,38 @@ def _stop(process: subprocess.Popen[str]) -> None:
             continue
 
 
-def _measurement(argv: Sequence[str], pattern: str, capture: _Capture, status: str, message: str,
-                 started_at: str, wall: float) -> Measurement:
+def _in_samples(values: list[float], log_format: LogFormat | None, batch_size: int | None) -> list[float]:
+    if log_format is not None and log_format.needs_batch_size and batch_size:
+        return [value * batch_size for value in values]
+    return values
+
+
+def _measurement(argv: Sequence[str], log_format: LogFormat | None, capture: _Capture, status: str,
+                 message: str, started_at: str, wall: float, batch_size: int | None) -> Measurement:
     # What is stored and shown is redacted: the same command with another token is the same workload.
     command_line = shlex.join(redact_arguments(argv))
     values, reached = steady_readings(capture.readings)
+    if log_format is not None and log_format.summary:
+        values, reached = capture.readings[-1:], True  # the run's own figure: its last summary line
+    values = _in_samples(values, log_format, batch_size)
     rate = cv = None
     warnings: tuple[str, ...] = ()
-    if status == "ok" and values:
+    if status == "ok" and values and log_format is not None and log_format.summary:
+        rate = Rate(median=values[0], low=values[0], high=values[0])
+        warnings = ("the figure is the run's own average over the whole run, warm-up included",)
+    elif status == "ok" and values:
         summary = steady.summarize(values, [], steady_reached=reached)
         rate, cv, warnings = summary.rate, summary.cv, summary.warnings
+    unused_batch = log_format is not None and not log_format.needs_batch_size and batch_size
+    if status == "ok" and unused_batch:
+        warnings += (f"--batch-size {batch_size} was not needed: the log reports {log_format.unit}/s",)
+    unit = "tokens" if log_format is not None and log_format.unit == "tokens" else "samples"
     return Measurement(
         status=status,  # type: ignore[arg-type]
         mode="command",
         workload_name=f"command:{os.path.basename(argv[0])}",
         workload_fingerprint=hashlib.sha256(command_line.encode()).hexdigest()[:16],
-        batch_size=0,
+        batch_size=batch_size or 0,
         precision="unknown",
         host=host_fingerprint(),
         started_at=started_at,
@@ -196,7 +257,10 @@ def _measurement(argv: Sequence[str], pattern: str, capture: _Capture, status: s
         warnings=warnings,
         message=redact_text(message)[:800],
         duration_s=round(wall, 2),
-        extra={"command": command_line, "pattern": pattern,
+        extra={"command": command_line,
+               "log_format": log_format.name if log_format else None,
+               "pattern": log_format.pattern.pattern if log_format else None,
+               "sample_unit": unit,
                "readings": evenly_spaced(capture.readings, MAX_STORED_READINGS),
                "readings_seen": capture.seen, "readings_used": len(values),
                "output_tail": [redact_text(line) for line in capture.tail[-10:]]},

@@ -27,7 +27,8 @@ def rate_line(measurement: Measurement) -> str:
     if rate is None:
         return ""
     spread = (rate.high - rate.low) / 2 or None
-    text = (f"{format_number(rate.median, spread)} samples/s (median; 95% CI "
+    unit = measurement.extra.get("sample_unit") or "samples"
+    text = (f"{format_number(rate.median, spread)} {unit}/s (median; 95% CI "
             f"{format_number(rate.low, spread)}–{format_number(rate.high, spread)}, "
             f"IQR {format_number(rate.iqr, spread)}")
     if measurement.cv is not None:
@@ -42,6 +43,9 @@ def lines(measurement: Measurement) -> list[str]:
         out.append(f"  status {measurement.status}: {measurement.message}")
         return out
     out.append(f"  throughput  {rate_line(measurement)}")
+    if measurement.extra.get("log_format"):
+        batch = f" × batch {measurement.batch_size}" if measurement.batch_size else ""
+        out.append(f"  read as     {measurement.extra['log_format']}{batch}")
     if isinstance(measurement.extra.get("tokens_per_second"), int | float):
         out.append(f"              {format_number(measurement.extra['tokens_per_second'])} tokens/s "
                    "(median samples/s × tokens per sample)")
