@@ -17,6 +17,8 @@ ALLOWED_BESIDE = {
     "store": BOTTOM | set(PIPELINE),
     "launch": BOTTOM | set(PIPELINE) | {"store"},
     "ask": BOTTOM | set(PIPELINE) | {"store", "launch"},
+    # Callbacks inside the user's training loop: they measure and store, nothing more.
+    "integrations": BOTTOM | {"catalog", "measure", "store"},
 }
 
 

@@ -52,7 +52,7 @@ def price_for_instance(instance_type: str, market: str = "on-demand", cloud: str
     return min(prices)
 
 
-def _default_sink(reading: MeterReading) -> None:
+def print_reading(reading: MeterReading) -> None:
     # Through logging when the program has configured it; otherwise straight to stderr, because an
     # unconfigured logger would swallow INFO lines and the meter would seem silent.
     if logging.getLogger().handlers or logger.handlers:
@@ -89,7 +89,7 @@ class Meter:
         self.log_every = log_every
         self.warmup_steps = warmup_steps
         self.readings: list[MeterReading] = []
-        self._sink = sink or _default_sink
+        self._sink = sink or print_reading
         self._sync = sync
         self._clock = clock
         self.steps = 0
