@@ -79,7 +79,12 @@ def test_caps_follow_the_price_and_the_dollar_cap() -> None:
 def test_job_for_a_spot_multi_node_candidate() -> None:
     estimate = make_estimate("g5.12xlarge", 400, 5.672, market="spot", nodes=2, accelerators=4)
     job = job_for_estimate(
-        estimate, 3, JobOptions(workload="vit-b16", duration_s=60, batch_size=128), accelerator_name="A10G"
+        estimate,
+        3,
+        JobOptions(
+            workload="vit-b16", duration_s=60, batch_size=128, wheel="/w/perdollar-0.1.0-py3-none-any.whl"
+        ),
+        accelerator_name="A10G",
     )
     assert job.resources.use_spot and job.resources.num_nodes == 2
     assert job.resources.accelerator == "A10G" and job.resources.accelerators_per_node == 4
@@ -87,7 +92,11 @@ def test_job_for_a_spot_multi_node_candidate() -> None:
     assert "--nproc 4" in job.run and "--batch-size 128" in job.run and "--no-store" in job.run
     assert "MASTER_ADDR" in job.run and "SKYPILOT_NODE_IPS" in job.run
     assert f"timeout --kill-after=20 {int(job.caps.max_seconds)}" in job.run
-    assert "pip install" in job.setup
+    # perdollar is not on the package index: the node installs the wheel mounted beside it.
+    assert 'pip install -q "$HOME/.perdollar/wheels/perdollar-0.1.0-py3-none-any.whl"' in job.setup
+    assert job.file_mounts == {
+        "~/.perdollar/wheels/perdollar-0.1.0-py3-none-any.whl": "/w/perdollar-0.1.0-py3-none-any.whl"
+    }
 
 
 def test_a_cap_too_small_to_measure_is_refused() -> None:

@@ -233,3 +233,6 @@ def test_sweep_dry_run_writes_parseable_yamls(offline_sky: Path, tmp_path: Path)
         assert "vit-b16" in task["run"] and task["hourly_cost"] > 0
         config = yaml.safe_load(Path(row["yaml"]).read_text())
         assert config["resources"]["autostop"]["down"] is True
+        # SkyPilot's current location key; the deprecated cloud:/region: keys are gone.
+        assert config["resources"]["infra"] == f"{resources['cloud']}/{resources['region']}"
+        assert not {"cloud", "region"} & set(config["resources"])

@@ -240,8 +240,10 @@ def sweep(
         file_part, function = workload.rsplit(":", 1)
         workdir = Path(file_part).resolve().parent
         remote_workload = f"{Path(file_part).name}:{function}"
+    wheel = _wheel_for_nodes(via, dry_run, install, out_dir)
     options = JobOptions(
         workload=remote_workload,
+        wheel=str(wheel) if wheel else None,
         batch_size=batch_size,
         precision=precision,
         duration_s=_duration_seconds(duration, "--duration"),
@@ -370,6 +372,22 @@ def export(
     else:
         print_export(description, as_yaml=as_yaml)
     return 0
+
+
+def _wheel_for_nodes(via: str, dry_run: bool, install: str, out_dir: Path) -> Path | None:
+    """A wheel of this checkout for remote nodes (perdollar is not on the package index)."""
+    if install or (via == "local" and not dry_run):
+        return None  # the user's own requirement, or a local run in this very environment
+    from perdollar.launch.wheel import build_wheel, project_root
+
+    root = project_root()
+    if root is None:
+        raise PerdollarError(
+            "perdollar is not running from a source checkout, so there is no wheel to send to the nodes",
+            "pass --install REQUIREMENT (e.g. a wheel file or 'perdollar @ git+https://…')",
+        )
+    common.err_console.print(f"building a wheel of {root} for the nodes", highlight=False, markup=False)
+    return build_wheel(root, out_dir / "wheels")
 
 
 def register(app: typer.Typer) -> None:

@@ -98,6 +98,14 @@ def print_event(kind: str, payload: Any) -> None:
         common.err_console.print(
             f"  {payload.job.candidate}: {payload.status}{detail}", highlight=False, markup=False
         )
+    elif kind == "progress":
+        cap = f" of the {format_money(payload.budget_usd)} cap" if payload.budget_usd is not None else ""
+        common.err_console.print(
+            f"{payload.finished} of {payload.planned} jobs, "
+            f"at most {format_money(payload.spent_usd)} spent{cap}",
+            highlight=False,
+            markup=False,
+        )
     elif kind == "skip":
         common.err_console.print(f"  skipped {payload}", highlight=False, markup=False)
     elif kind == "record-failed":

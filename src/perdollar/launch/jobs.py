@@ -18,6 +18,7 @@ from perdollar.launch.spec import (
     derive_caps,
     job_name,
 )
+from perdollar.launch.wheel import remote_path
 from perdollar.price.model import Estimate
 
 MASTER_PORT = 29500
@@ -35,29 +36,36 @@ class JobOptions:
     max_dollars_per_run: float | None = None
     overhead_seconds: float = DEFAULT_OVERHEAD_SECONDS
     max_steps: int | None = None
-    install: str = ""  # pip requirement for perdollar on the node; "" = this version
+    install: str = ""  # pip requirement for perdollar on the node; "" = the wheel below
+    wheel: str | None = None  # a wheel of this checkout, mounted on the node (launch.wheel)
     requirements: str | None = None  # the user's requirements file (relative to workdir)
     workdir: str | None = None
     remote_store_url: str | None = None
 
 
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("perdollar")
-    except Exception:  # not installed as a distribution (source checkout)
-        return ""
-
-
 def setup_script(options: JobOptions) -> str:
-    """Install perdollar (unless the image has it) and the user's dependencies."""
-    requirement = options.install or (f"perdollar[gpu]=={_version()}" if _version() else "perdollar[gpu]")
-    lines = [
-        "set -e",
-        # Images that already carry perdollar (and the local executor) skip the install.
-        f'python3 -c "import perdollar" 2>/dev/null || python3 -m pip install -q {shlex.quote(requirement)}',
-    ]
+    """Install perdollar from the shipped wheel (or ``--install``) and the user's dependencies.
+
+    ``PERDOLLAR_SKIP_INSTALL`` is set where perdollar is already the one to run (the local
+    executor runs jobs in this very environment).
+    """
+    if options.wheel:
+        requirement = f'"$HOME/{remote_path(Path(options.wheel)).removeprefix("~/")}"'
+    elif options.install:
+        requirement = shlex.quote(options.install)
+    else:
+        requirement = ""
+    lines = ["set -e"]
+    if requirement:
+        lines += [
+            'if [ -z "${PERDOLLAR_SKIP_INSTALL:-}" ]; then',
+            f"  python3 -m pip install -q {requirement}",
+            # NVML for GPU utilisation and power, where there is a GPU to read.
+            "  if command -v nvidia-smi >/dev/null 2>&1; then",
+            "    python3 -m pip install -q 'nvidia-ml-py>=12'",
+            "  fi",
+            "fi",
+        ]
     if options.requirements:
         lines.append(f"python3 -m pip install -q -r {shlex.quote(options.requirements)}")
     return "\n".join(lines) + "\n"
@@ -155,4 +163,5 @@ def job_for_estimate(
         envs=envs,
         workdir=str(Path(options.workdir).resolve()) if options.workdir else None,
         store_url=options.remote_store_url,
+        file_mounts={remote_path(Path(options.wheel)): options.wheel} if options.wheel else {},
     )

@@ -66,6 +66,7 @@ class LocalExecutor:
                 **os.environ,
                 **job.envs,
                 "PERDOLLAR_BIN": str(_perdollar_wrapper(scratch_path)),
+                "PERDOLLAR_SKIP_INSTALL": "1",  # this environment already runs perdollar
                 "SKYPILOT_NODE_RANK": "0",
                 "SKYPILOT_NUM_NODES": "1",
                 "SKYPILOT_NODE_IPS": "127.0.0.1",

@@ -44,9 +44,9 @@ def _accelerators(job: BenchmarkJob) -> dict[str, float] | None:
 
 def resources_config(job: BenchmarkJob) -> dict[str, Any]:
     resources = job.resources
-    config: dict[str, Any] = {"cloud": resources.cloud, "region": resources.region}
-    if resources.zone:
-        config["zone"] = resources.zone
+    # SkyPilot's one location key (cloud/region/zone) since `cloud:` and `region:` were deprecated.
+    where = (resources.cloud, resources.region, resources.zone)
+    config: dict[str, Any] = {"infra": "/".join(part for part in where if part)}
     # GCP TPU VMs are asked for by accelerator alone; everything else by its exact shape.
     if not (resources.accelerator or "").startswith("tpu-"):
         config["instance_type"] = resources.instance_type
@@ -86,6 +86,8 @@ def task_config(job: BenchmarkJob) -> dict[str, Any]:
         config["secrets"] = {STORE_SECRET: None}
     if job.workdir:
         config["workdir"] = job.workdir
+    if job.file_mounts:
+        config["file_mounts"] = dict(job.file_mounts)
     return config
 
 
@@ -144,7 +146,7 @@ def build_task(job: BenchmarkJob, sky: Any | None = None) -> Any:
     sky = sky or import_sky()
     config = resources_config(job)
     resources = sky.Resources(
-        infra="/".join(p for p in (config.pop("cloud"), config.pop("region"), config.pop("zone", None)) if p),
+        infra=config["infra"],
         instance_type=config.get("instance_type"),
         accelerators=config.get("accelerators"),
         use_spot=config["use_spot"],
@@ -160,6 +162,7 @@ def build_task(job: BenchmarkJob, sky: Any | None = None) -> Any:
         envs=full["envs"],
         secrets={STORE_SECRET: job.store_url} if job.store_url else None,
         workdir=job.workdir,
+        file_mounts=dict(job.file_mounts) or None,
         num_nodes=job.resources.num_nodes,
         resources=resources,
     )

@@ -86,6 +86,7 @@ class BenchmarkJob:
     envs: Mapping[str, str] = field(default_factory=dict)
     workdir: str | None = None  # synced to the node (user workload files, requirements)
     store_url: str | None = None  # where the remote writes its result too (a shared store)
+    file_mounts: Mapping[str, str] = field(default_factory=dict)  # node path -> local path
 
     @property
     def cost_cap_usd(self) -> float:

@@ -155,6 +155,16 @@ def describe_changes(
     return lines
 
 
+@dataclass(frozen=True, slots=True)
+class SweepProgress:
+    """After each job: how many ran of how many at most, and the money charged against the cap."""
+
+    finished: int
+    planned: int  # the most jobs this sweep may run (it can stop sooner)
+    spent_usd: float  # each finished job counted at its cost cap: the most it can have cost
+    budget_usd: float | None
+
+
 def run_sweep(
     ranked: Sequence[Estimate],
     make_job: Callable[[Estimate, int], BenchmarkJob],
@@ -248,6 +258,8 @@ def run_sweep(
                 except Exception as error:  # a store hiccup must not lose the other results
                     notify("record-failed", f"{outcome.job.candidate}: {type(error).__name__}: {error}")
             notify("outcome", outcome)
+            planned = min(len(jobs), settings.max_runs) if settings.max_runs is not None else len(jobs)
+            notify("progress", SweepProgress(len(outcomes), planned, spent, settings.budget_usd))
         done.update(batch_keys)
         round_number += 1
         if rerank is not None and any(o.ok for o in results):
