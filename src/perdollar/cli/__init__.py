@@ -8,6 +8,7 @@ and an exit code.
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import os
 import sys
@@ -41,16 +42,27 @@ app = typer.Typer(
     name="perdollar",
     help=HELP,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from perdollar import __version__
+
+        typer.echo(f"perdollar {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show full tracebacks instead of one-line errors."),
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print perdollar's version and exit."
+    ),
 ) -> None:
     common.STATE.debug = debug or bool(os.environ.get("PERDOLLAR_DEBUG"))
 
@@ -86,26 +98,45 @@ _register_all()
 
 
 def _as_markdown(text: str) -> str:
-    """Help texts are written as plain paragraphs with indented example lines; markdown would
-    run the examples together, so each indented run becomes a code block of its own."""
+    """Help texts are written as plain paragraphs with example lines (indented, or starting with
+    ``perdollar``); markdown would run the examples together, so each run of them becomes a fenced
+    code block of its own (fenced, not indented: typer dedents what follows the first paragraph)."""
     lines = inspect.cleandoc(text).splitlines()
     out: list[str] = []
+    in_block = False
     for line in lines:
-        indented = line.startswith((" ", "\t")) and line.strip()
-        if indented:
-            if out and out[-1].strip() and not out[-1].startswith("    "):
+        example = bool(line.strip()) and line.startswith((" ", "\t", "perdollar "))
+        if example and not in_block:
+            if out and out[-1].strip():
                 out.append("")
-            out.append("    " + line.strip())
-        else:
-            if out and out[-1].startswith("    ") and line.strip():
-                out.append("")
-            out.append(line)
+            out.append("```")
+            in_block = True
+        elif not example and in_block and line.strip():
+            out += ["```", ""]
+            in_block = False
+        if in_block and not line.strip():
+            continue  # a blank line inside a run of examples would end the code block
+        out.append(line.strip() if example else line)
+    if in_block:
+        out.append("```")
     return "\n".join(out)
+
+
+CSV_HELP = "The main table (the --json document's rows) as CSV on stdout."
 
 
 def _format_help(command: click.Command) -> None:
     if command.help:
         command.help = _as_markdown(command.help)
+    json_option = next((p for p in command.params if "--json" in getattr(p, "opts", [])), None)
+    if json_option is not None and not any("--csv" in getattr(p, "opts", []) for p in command.params):
+        # Read by main() before parsing (it asks for the JSON and writes its table as CSV), so the
+        # option is shown in --help but never handed to the command itself. A copy of --json
+        # keeps the option class typer parses with.
+        csv_option = copy.copy(json_option)
+        csv_option.opts, csv_option.secondary_opts = ["--csv"], []
+        csv_option.name, csv_option.help, csv_option.expose_value = "csv", CSV_HELP, False
+        command.params.append(csv_option)
     for sub in getattr(command, "commands", {}).values():
         _format_help(sub)
 
@@ -116,6 +147,14 @@ def main(argv: list[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
     # Only perdollar's own --json: one after `--` belongs to the command being measured.
     own = arguments[: arguments.index("--")] if "--" in arguments else arguments
+    if "--csv" in own:
+        if "--json" in own:
+            common.print_error("--csv and --json both ask for the output on stdout — give one of them")
+            sys.exit(2)
+        at = own.index("--csv")
+        arguments[at] = "--json"
+        argv, own = arguments, arguments[: len(own)]
+        common.STATE.csv = True
     keep_stdout = common.stdout_kept_for_json() if "--json" in own else contextlib.nullcontext()
     try:
         with keep_stdout:

@@ -22,6 +22,7 @@ from perdollar.jsonable import to_jsonable
 class _State:
     debug: bool = False
     json_out: TextIO | None = None  # the real stdout while it is kept for the JSON document
+    csv: bool = False  # --csv: the JSON document's main table is written as CSV instead
 
 
 STATE = _State()
@@ -47,7 +48,13 @@ def print_error(message: str) -> None:
 
 def emit_json(value: Any) -> None:
     out = STATE.json_out or sys.stdout
-    out.write(json.dumps(to_jsonable(value), indent=2, allow_nan=False) + "\n")
+    document = to_jsonable(value)
+    if STATE.csv:
+        from perdollar.cli.csv_output import write_csv
+
+        write_csv(document, out)
+    else:
+        out.write(json.dumps(document, indent=2, allow_nan=False) + "\n")
     out.flush()
 
 

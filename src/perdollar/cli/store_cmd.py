@@ -22,6 +22,7 @@ history_app = typer.Typer(
     """,
     invoke_without_command=True,
     no_args_is_help=False,
+    rich_markup_mode="markdown",
 )
 
 
