@@ -22,7 +22,9 @@ from perdollar.fmt import format_band, format_hours, format_money, format_si
 from perdollar.price.model import Estimate
 from perdollar.question import Question
 from perdollar.report import plots
+from perdollar.report.banner import BANNER_STYLE, banner
 from perdollar.report.checklist import CheckItem
+from perdollar.report.sorting import SORT_SCRIPT
 from perdollar.select.model import Recommendation
 
 RANKED_ROWS = 25
@@ -38,8 +40,12 @@ table{border-collapse:collapse;width:100%;font-size:.88em}
 th,td{padding:.3em .5em;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
 th{background:#fafafa} td.num{text-align:right;white-space:nowrap}
 .pass{color:#1a7f37} .warn{color:#9a6700} .fail{color:#cf222e} .unknown{color:#6e7781}
-details{margin-top:.8em} .note{color:#555;font-size:.9em} .plot{min-height:260px}
+details{margin-top:.8em} .note{color:#555;font-size:.9em} .plot{min-height:260px;width:100%}
+.scroll{overflow-x:auto;max-width:100%} th.sortable{cursor:pointer} th.sortable:after{content:" ⇅";color:#aaa}
+@media (max-width:600px){body{padding:.6em} h1{font-size:1.25em}}
 """
+
+
 
 
 def _e(value: Any) -> str:
@@ -52,7 +58,12 @@ def _script_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: set[int] | None = None) -> str:
+def _table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    numeric: set[int] | None = None,
+    sortable: bool = False,
+) -> str:
     numeric = numeric or set()
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = "".join(
@@ -61,7 +72,10 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], numeric: set[i
         + "</tr>"
         for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    css = " class='sortable'" if sortable else ""
+    # Its own scroll box: a wide table never widens the page on a phone.
+    table = f"<table{css}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<div class='scroll'>{table}</div>"
 
 
 def _per_dollar(value: float | None) -> str:
@@ -119,7 +133,7 @@ def _ranked_section(recommendation: Recommendation) -> str:
     ]  # fmt: skip
     parts = [
         f"<h2>Ranked candidates ({len(feasible)} feasible, {len(excluded)} excluded)</h2>",
-        _table(headers, rows, numeric={3, 5, 6, 7, 8, 9}),
+        _table(headers, rows, numeric={3, 5, 6, 7, 8, 9}, sortable=True),
         "<p class='note'>≈ marks candidates whose prediction band overlaps the top choice's. Spot rows "
         "show expected time and cost with interruptions, checkpoints and restarts. A price captured on "
         "another date than the catalog's shows its date, marked stale when it is too old to trust.</p>",
@@ -223,13 +237,6 @@ def render_report(
 
         plotly_js = get_plotlyjs()
     question = recommendation.question
-    top = next((e for e in recommendation.estimates if e.feasible), None)
-    answer = (
-        f"Top choice: <b>{_e(top.label)}</b> — {_e(_per_dollar(top.samples_per_dollar))} samples/USD, "
-        f"{_e(format_money(top.price_per_hour))}/h ({_e(top.basis)})"
-        if top
-        else "No candidate satisfies the constraints."
-    )
     generated = generated_at or dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     notes = "".join(f"<li>{_e(n)}</li>" for n in recommendation.notes)
     body = [
@@ -237,7 +244,7 @@ def render_report(
         f"<p class='meta'>Recommended {_e(recommendation.created_at)}; prices from the catalog captured "
         f"<b>{_e(recommendation.catalog_captured_at)}</b> "
         f"(snapshot {_e(recommendation.catalog_snapshot_id)}).</p>",
-        f"<p class='answer'>{answer}</p>",
+        banner(recommendation),
         f"<h2>Why</h2><p>{_e(recommendation.explanation)}</p>" + (f"<ul>{notes}</ul>" if notes else ""),
         _question_section(recommendation),
         "<h2>Time vs cost</h2>",
@@ -256,9 +263,9 @@ def render_report(
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f"<title>perdollar report: {_e(question.workload_name)}</title>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'><link rel='icon' href='data:,'>"
-        f"<style>{STYLE}</style><script>{plotly_js}</script></head><body>\n"
+        f"<style>{STYLE}{BANNER_STYLE}</style><script>{plotly_js}</script></head><body>\n"
         + "\n".join(body)
-        + "\n</body></html>\n"
+        + f"\n<script>{SORT_SCRIPT}</script>\n</body></html>\n"
     )
 
 

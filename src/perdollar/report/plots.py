@@ -15,6 +15,9 @@ from perdollar.select.model import Recommendation
 
 REFERENCE_SAMPLES = 1e9  # when the question has no target, plots show time and cost per 1e9 samples
 MARKET_COLOURS = {"on-demand": "#1f77b4", "spot": "#ff7f0e"}
+# The bands, faint: many overlapping bars would otherwise cross-hatch the points they belong to.
+BAND_COLOURS = {"on-demand": "rgba(31,119,180,0.3)", "spot": "rgba(255,127,14,0.3)"}
+LABELLED_POINTS = 5  # the best few by rank get their name on the chart; the rest on hover
 FONT = {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 13}
 
 
@@ -97,7 +100,7 @@ def time_cost_scatter(recommendation: Recommendation) -> dict[str, Any]:
                         "arrayminus": lo_x,
                         "thickness": 1,
                         "width": 0,
-                        "color": colour,
+                        "color": BAND_COLOURS[market],
                     },
                     "error_y": {
                         "type": "data",
@@ -106,7 +109,7 @@ def time_cost_scatter(recommendation: Recommendation) -> dict[str, Any]:
                         "arrayminus": lo_y,
                         "thickness": 1,
                         "width": 0,
-                        "color": colour,
+                        "color": BAND_COLOURS[market],
                     },
                 }
             )
@@ -149,18 +152,79 @@ def time_cost_scatter(recommendation: Recommendation) -> dict[str, Any]:
                 },
             }
         )
+    labels = _point_labels(recommendation, target)
+    if labels:
+        traces.append(labels)
+    deadline = recommendation.question.deadline_hours
+    shapes, annotations = [], []
+    if deadline:
+        # A vertical line at the deadline: points to its right finish too late (at their centre).
+        line = {"color": "#cf222e", "width": 1.5, "dash": "dash"}
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": deadline, "x1": deadline,
+                       "y0": 0, "y1": 1, "line": line})  # fmt: skip
+        # Annotations on a log axis are placed in log10 units; shapes in data units.
+        annotations.append({"x": math.log10(deadline), "xref": "x", "y": 1, "yref": "paper",
+                            "yanchor": "bottom", "text": f"deadline {deadline:g} h", "showarrow": False,
+                            "font": {"color": "#cf222e"}})  # fmt: skip
     return {
         "data": traces,
         "layout": {
             "title": {"text": f"Time vs cost to {html.escape(target_text)} — bars: prediction band"},
-            "xaxis": {"title": {"text": "time to target (hours, log)"}, "type": "log"},
-            "yaxis": {"title": {"text": "cost to target (USD, log)"}, "type": "log"},
+            "xaxis": {"title": {"text": "time to target (hours, log scale)"}, "type": "log",
+                      **_log_ticks(_spread(traces, "x"), "{:g} h"), "automargin": True},
+            "yaxis": {"title": {"text": "cost to target (US dollars, log scale)"}, "type": "log",
+                      **_log_ticks(_spread(traces, "y"), "${:,g}"), "automargin": True},
             "hovermode": "closest",
             "height": 520,
+            "autosize": True,
             "font": FONT,
-            "legend": {"orientation": "h", "y": -0.18},
-            "margin": {"l": 70, "r": 20, "t": 50, "b": 90},
+            "legend": {"orientation": "h", "y": -0.2},
+            "margin": {"l": 70, "r": 20, "t": 60, "b": 90},
+            "shapes": shapes,
+            "annotations": annotations,
         },
+    }  # fmt: skip
+
+
+def _spread(traces: list[dict[str, Any]], axis: str) -> tuple[float, float] | None:
+    """The smallest and largest finite positive value the traces put on ``axis``."""
+    values = [v for trace in traces for v in trace.get(axis, []) if _finite(v)]
+    return (min(values), max(values)) if values else None
+
+
+def _log_ticks(spread: tuple[float, float] | None, label: str) -> dict[str, Any]:
+    """Ticks at 1, 2 and 5 of each decade over the data, every one with its unit ("20 h", "$500")."""
+    if spread is None:
+        return {}
+    low, high = spread[0] / 1.5, spread[1] * 1.5
+    ticks = [
+        step * 10.0**decade
+        for decade in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+        for step in (1, 2, 5)
+        if low <= step * 10.0**decade <= high
+    ]
+    text = [label.format(float(f"{tick:.3g}")) for tick in ticks]
+    return {"tickmode": "array", "tickvals": ticks, "ticktext": text}
+
+
+def _point_labels(recommendation: Recommendation, target: float) -> dict[str, Any] | None:
+    """Names beside the best few points (rank order), so the chart reads without hovering."""
+    feasible = [e for e in recommendation.estimates if e.feasible][:LABELLED_POINTS]
+    placed = [(e, figures) for e in feasible if (figures := time_and_cost(e, target)) is not None]
+    if not placed:
+        return None
+    return {
+        "type": "scatter",
+        "mode": "text",
+        "name": "labels",
+        "showlegend": False,
+        "hoverinfo": "skip",
+        "x": [figures[0] for _, figures in placed],
+        "y": [figures[3] for _, figures in placed],
+        "text": [f"#{i + 1} {html.escape(e.label.split(' (')[0])}" for i, (e, _) in enumerate(placed)],
+        "textposition": ["top right" if i % 2 == 0 else "bottom right" for i in range(len(placed))],
+        "textfont": {"size": 11, "color": "#333"},
+        "cliponaxis": False,
     }
 
 
@@ -189,6 +253,7 @@ def samples_per_dollar_bars(recommendation: Recommendation) -> dict[str, Any]:
                 "x": values,
                 "y": [html.escape(name) for name, _ in ranked],
                 "text": [html.escape(e.label) for _, e in ranked],
+                "textposition": "none",  # the label is in the hover, never printed across the bar
                 "hovertemplate": "%{y}: %{x:,.4g} samples/$<br>%{text}<extra></extra>",
                 "marker": {"color": [MARKET_COLOURS.get(e.market, "#888") for _, e in ranked]},
                 "error_x": {
@@ -197,12 +262,15 @@ def samples_per_dollar_bars(recommendation: Recommendation) -> dict[str, Any]:
                     "array": high,
                     "arrayminus": low,
                     "thickness": 1,
+                    "width": 3,
+                    "color": "rgba(0,0,0,0.35)",
                 },
             }
         ],
         "layout": {
             "title": {"text": "Best samples per dollar per accelerator (blue on-demand, orange spot)"},
-            "xaxis": {"title": {"text": "samples per US dollar"}},
+            "xaxis": {"title": {"text": "samples per US dollar"}, "rangemode": "tozero"},
+            "yaxis": {"automargin": True},
             "height": max(260, 28 * len(ranked) + 120),
             "font": FONT,
             "margin": {"l": 160, "r": 20, "t": 50, "b": 50},
@@ -235,8 +303,11 @@ def spot_view(recommendation: Recommendation) -> dict[str, Any] | None:
         + f"<br>interruptions: {html.escape(e.interruption_bucket or 'unknown')}"
         for e, hours, cost in points
     ]
+    lowest = min((y for y in ys if y is not None), default=0.0)
     yaxis = (
-        {"title": {"text": "P(finish by the deadline)"}, "range": [-0.05, 1.05], "tickformat": ".0%"}
+        # Fitted to the points: a chance that never falls below 90% gets the whole height.
+        {"title": {"text": "P(finish by the deadline)"}, "range": [max(0.0, lowest - 0.05), 1.02],
+         "tickformat": ".0%"}
         if with_deadline
         else {"title": {"text": "expected time (hours, log)"}, "type": "log"}
     )

@@ -101,7 +101,10 @@ def _spot_sentence(row: pd.Series, target: Target) -> str:
     if target.samples:
         expected = f"{format_hours(row['expected_time_hours'])} and {format_money(row['expected_cost_usd'])}"
         plain = f"{format_hours(row['time_to_target_hours'])} and {format_money(row['cost_to_target_usd'])}"
-        text += f": expected {expected} instead of {plain}"
+        # "instead of" only when the losses show at the printed precision: "23.6 h instead of
+        # 23.6 h" reads as a slip.
+        same = ", the same as without interruptions at this precision"
+        text += f": expected {expected}" + (f" instead of {plain}" if plain != expected else same)
     return text + "."
 
 
