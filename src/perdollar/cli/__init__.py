@@ -18,6 +18,7 @@ import click
 import typer
 
 from perdollar.cli import common
+from perdollar.cli.option_values import harden
 from perdollar.cli.usage import USAGE_ERRORS, report_usage_error
 from perdollar.errors import PerdollarError
 
@@ -144,6 +145,7 @@ def _format_help(command: click.Command) -> None:
 def main(argv: list[str] | None = None) -> None:
     command = typer.main.get_command(app)
     _format_help(command)
+    harden(command)
     arguments = list(sys.argv[1:] if argv is None else argv)
     # Only perdollar's own --json: one after `--` belongs to the command being measured.
     own = arguments[: arguments.index("--")] if "--" in arguments else arguments

@@ -35,7 +35,10 @@ BENCH_HELP = (
 
 def _duration_seconds(text: str) -> float:
     if re.fullmatch(r"\s*[0-9]*\.?[0-9]+\s*", text):
-        return float(text)  # a bare number here means seconds
+        seconds = float(text)  # a bare number here means seconds
+        if seconds <= 0:
+            raise PerdollarError(f"--duration must be positive, got {text!r}", "e.g. --duration 20 (s) or 2m")
+        return seconds
     return common.parse_duration_hours(text, "--duration") * 3600
 
 
@@ -46,7 +49,10 @@ def _bytes(text: str | None) -> int | None:
     if not match:
         raise PerdollarError(f"--memory-limit {text!r} is not a size", "write it like 8G or 512M")
     scale = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[match.group(2).lower()]
-    return int(float(match.group(1)) * scale)
+    size = int(float(match.group(1)) * scale)
+    if size <= 0:
+        raise PerdollarError(f"--memory-limit must be positive, got {text!r}", "write it like 8G or 512M")
+    return size
 
 
 def _concurrency(text: str | None) -> list[int] | None:
@@ -308,6 +314,8 @@ def bench(
     no_store: bool = typer.Option(False, "--no-store", help="Do not store the result."),
 ) -> int:
     target = list(target or [])
+    if not target:
+        raise PerdollarError("nothing to measure", "give a workload (bench mlp) or a command after --")
     duration_s = _duration_seconds(duration) if duration else None
     check_store(store_url, enabled=not no_store)
     if plan is not None and (inference or find_max_batch or _command_mode(target)):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import sys
@@ -129,7 +130,10 @@ def parse_duration_hours(text: str, option: str) -> float:
     if not match:
         raise PerdollarError(f"{option} {text!r} is not a duration", "write it like 48h, 90m, 2d or 3600s")
     unit = (match.group(2) or "h").lower()
-    return float(match.group(1)) * _UNIT_HOURS[unit]
+    hours = float(match.group(1)) * _UNIT_HOURS[unit]
+    if not math.isfinite(hours) or hours <= 0:
+        raise PerdollarError(f"{option} must be a positive, finite duration, got {text!r}", "e.g. 48h or 2d")
+    return hours
 
 
 def parse_count(text: str, option: str) -> float:
@@ -139,6 +143,8 @@ def parse_count(text: str, option: str) -> float:
         raise PerdollarError(f"{option} {text!r} is not a count", "write it like 1e9, 250M or 10k")
     scale = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "b": 1e9, "t": 1e12}[match.group(2).lower()]
     value = float(match.group(1)) * scale
+    if not math.isfinite(value):
+        raise PerdollarError(f"{option} {text!r} is too large to be a count", "write it like 1e9 or 250M")
     if value <= 0:
         raise PerdollarError(f"{option} must be positive, got {text!r}", "give a positive count")
     return value

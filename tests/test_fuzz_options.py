@@ -1,0 +1,126 @@
+"""Every numeric option of every command, fuzzed: nonsense is one line and exit 2, never a run.
+
+The options are found in the command tree itself, so an option added later is fuzzed too. The
+check happens while the command line is parsed, before any work, so each case takes
+milliseconds; a few cheap commands also run end to end with generated in-range values.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import click
+import pytest
+import typer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from perdollar.cli import app, main
+from perdollar.cli.option_values import ABOVE_ONE, NON_NEGATIVE, PROBABILITIES, check_value, numeric_options
+from perdollar.errors import PerdollarError
+
+SLOW = bool(os.environ.get("PERDOLLAR_SLOW_TESTS"))
+NONSENSE = ("nan", "NaN", "inf", "-inf", "1e999", "-1", "-0.5", "abc", "", "1,5", "١٢", "10 apples")
+
+
+def _numeric_options() -> list[tuple[tuple[str, ...], str]]:
+    root = typer.main.get_command(app)
+    found: list[tuple[tuple[str, ...], str]] = []
+
+    def walk(command: click.Command, path: tuple[str, ...]) -> None:
+        found.extend((path, param.opts[0]) for param in numeric_options(command))
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, (*path, name))
+
+    walk(root, ())
+    return found
+
+
+OPTIONS = _numeric_options()
+
+
+def _allowed(option: str, value: float) -> bool:
+    if not math.isfinite(value):
+        return False
+    if option in PROBABILITIES:
+        return 0 < value < 1
+    if option in ABOVE_ONE:
+        return value > 1
+    return value >= 0 if option in NON_NEGATIVE else value > 0
+
+
+def _invoke(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    out, err = capsys.readouterr()
+    return int(exited.value.code or 0), out, err
+
+
+def test_the_fuzz_table_covers_every_command_that_takes_numbers() -> None:
+    commands = {" ".join(path) for path, _ in OPTIONS}
+    assert {
+        "bench",
+        "predict",
+        "recommend",
+        "compare",
+        "sweep",
+        "serve-bench",
+        "catalog",
+        "check",
+    } <= commands
+    assert len(OPTIONS) >= 60
+
+
+@pytest.mark.parametrize(("path", "option"), OPTIONS, ids=[f"{' '.join(p)} {o}" for p, o in OPTIONS])
+def test_nonsense_for_any_numeric_option_is_one_line_and_exit_2(
+    path: tuple[str, ...], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    values = NONSENSE if SLOW else ("nan", "inf", "-1", "abc")
+    for value in values:
+        # The option first: it is parsed, and refused, before any argument is even looked at.
+        code, out, err = _invoke([*path, option, value], capsys)
+        lines = err.strip().splitlines()
+        assert code == 2, (option, value, err[-500:])
+        assert "Traceback" not in err and out == ""
+        assert len(lines) == 1 and lines[0].startswith("perdollar: error:"), (option, value, err)
+
+
+@settings(max_examples=300 if SLOW else 60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    case=st.sampled_from(OPTIONS),
+    value=st.floats(allow_nan=True, allow_infinity=True, width=64) | st.integers(-(10**6), 10**6).map(float),
+)
+def test_the_check_accepts_exactly_the_values_its_kind_allows(
+    case: tuple[tuple[str, ...], str], value: float
+) -> None:
+    _, option = case
+    if _allowed(option, value):
+        check_value(option, value)
+    else:
+        with pytest.raises(PerdollarError) as refused:
+            check_value(option, value)
+        assert option in refused.value.one_line() and "\n" not in refused.value.one_line()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("catalog", "--accelerator", "a10g", "--limit", "{n}", "--json"),
+        ("catalog", "--min-accelerators", "{x}", "--limit", "3", "--json"),
+        ("predict", "mlp", "--instance", "g5.xlarge", "--nodes", "{n}", "--json"),
+    ],
+)
+def test_in_range_values_run_to_a_sane_result(args: tuple[str, ...]) -> None:
+    for n, x in ((1, 0.0), (3, 4.0)):
+        filled = [a.format(n=n, x=x) for a in args]
+        done = subprocess.run(
+            [sys.executable, "-c", "from perdollar.cli import main; main()", *filled],
+            capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "120"},
+        )  # fmt: skip
+        assert done.returncode in (0, 3), done.stderr[-1000:]
+        assert "Traceback" not in done.stderr
+        if done.returncode == 0:
+            assert done.stdout.strip().startswith(("{", "["))
