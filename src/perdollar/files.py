@@ -46,3 +46,18 @@ def write_file_safely(path: Path, text: str, *, overwrite: bool, option: str = "
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def readable_file(path: Path, what: str) -> Path:
+    """``path`` if it is a file this process can read; else the one-line error that says why."""
+    if path.is_dir():
+        raise PerdollarError(f"{what} {path} is a folder", "give a file, not a folder")
+    if not path.exists():
+        raise PerdollarError(f"{what} {path} does not exist", "check the path")
+    try:
+        with path.open("rb") as handle:
+            handle.read(1)
+    except OSError as error:
+        reason = why_not_writable(error)
+        raise PerdollarError(f"cannot read {what} {path} ({reason})", "check its permissions") from None
+    return path

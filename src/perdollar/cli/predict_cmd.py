@@ -160,9 +160,10 @@ def predict_command(
         profile = profile_workload(spec)
     found = []
     if measurements is not None:
+        from perdollar.files import readable_file
         from perdollar.predict.imports import load_measurements_file
 
-        found.extend(load_measurements_file(measurements))
+        found.extend(load_measurements_file(readable_file(measurements, "--measurements")))
     try:
         from perdollar.cli.persist import stored_measurements
 
@@ -209,8 +210,10 @@ def validate_command(
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
 ) -> None:
     from perdollar import catalog as catalog_mod
+    from perdollar.files import readable_file
     from perdollar.predict.lab.validate import run_validation
 
+    readable_file(file, "the CSV")
     targets = [g.strip() for g in target_gpus.split(",") if g.strip()] if target_gpus else None
     with progress("pairing, fitting and predicting", quiet=json_output):
         result = run_validation(file, catalog_mod.load(), targets, refit=refit)
