@@ -10,6 +10,7 @@ from fixtures.store.samples import make_estimate, make_recommendation
 from perdollar.report import plots
 from perdollar.report.checklist import CheckItem
 from perdollar.report.html import render_report, write_report
+from perdollar.report.sorting import SORT_SCRIPT
 
 HOSTILE = "<img src=x onerror=alert(2)>"
 
@@ -41,7 +42,9 @@ def test_every_user_string_is_escaped_in_markup_and_in_figure_json() -> None:
     assert HOSTILE not in page  # nowhere raw: not in the HTML, not inside <script> JSON
     assert "&lt;img src=x onerror=alert(2)&gt;" in page
     scripts = re.findall(r"<script>(.*?)</script>", page, flags=re.S)
-    assert len(scripts) == 4 and all("<" not in s for s in scripts[1:])  # figure JSON uses \u003c
+    # plotly, three figures (their JSON uses \u003c), and the table-sorting script, which is fixed text.
+    assert len(scripts) == 5 and all("<" not in s for s in scripts[1:])
+    assert scripts[-1] == SORT_SCRIPT
 
 
 def test_scatter_holds_every_feasible_candidate_with_bands_and_the_pareto_front() -> None:
