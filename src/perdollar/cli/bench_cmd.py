@@ -35,8 +35,7 @@ BENCH_HELP = (
 
 def _duration_seconds(text: str) -> float:
     if re.fullmatch(r"\s*[0-9]*\.?[0-9]+\s*", text):
-        seconds = float(text)  # a bare number here means seconds
-        if seconds <= 0:
+        if (seconds := float(text)) <= 0:  # a bare number here means seconds
             raise PerdollarError(f"--duration must be positive, got {text!r}", "e.g. --duration 20 (s) or 2m")
         return seconds
     return common.parse_duration_hours(text, "--duration") * 3600
@@ -49,8 +48,7 @@ def _bytes(text: str | None) -> int | None:
     if not match:
         raise PerdollarError(f"--memory-limit {text!r} is not a size", "write it like 8G or 512M")
     scale = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[match.group(2).lower()]
-    size = int(float(match.group(1)) * scale)
-    if size <= 0:
+    if (size := int(float(match.group(1)) * scale)) <= 0:
         raise PerdollarError(f"--memory-limit must be positive, got {text!r}", "write it like 8G or 512M")
     return size
 

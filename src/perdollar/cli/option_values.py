@@ -34,38 +34,33 @@ def numeric_kind(annotation: Any) -> type | None:
     return None
 
 
-def check_value(option: str, value: float) -> None:
+def check_value(option: str, value: float, *, integer: bool = False) -> None:
     """Raise the one-line error for ``value`` of ``option`` if its kind does not allow it."""
+    example = f"e.g. {option} {_example(option)}"
     if isinstance(value, float) and not math.isfinite(value):
-        raise PerdollarError(
-            f"{option} must be a finite number, got {value}", f"give e.g. {option} {_example(option)}"
-        )
+        raise PerdollarError(f"{option} must be a finite number, got {value}", f"give {example}")
     if option in PROBABILITIES:
         if not 0 < value < 1:
-            raise PerdollarError(
-                f"{option} is a probability between 0 and 1, got {value:g}", f"e.g. {option} 0.9"
-            )
+            raise PerdollarError(f"{option} is a probability between 0 and 1, got {value:g}", example)
     elif option in ABOVE_ONE:
         if value <= 1:
-            raise PerdollarError(f"{option} must be above 1, got {value:g}", f"e.g. {option} 2")
-    elif option in NON_NEGATIVE:
-        if value < 0:
-            raise PerdollarError(
-                f"{option} cannot be negative, got {value:g}", f"e.g. {option} {_example(option)}"
-            )
-    elif value <= 0:
-        raise PerdollarError(f"{option} must be positive, got {value:g}", f"e.g. {option} {_example(option)}")
+            raise PerdollarError(f"{option} must be above 1, got {value:g}", example)
+    elif value < 0:
+        raise PerdollarError(f"{option} cannot be negative, got {value:g}", example)
+    elif value == 0 and option not in NON_NEGATIVE:
+        what = "a positive integer" if integer else "positive"
+        raise PerdollarError(f"{option} must be {what}, got {value:g}", example)
 
 
 def _example(option: str) -> str:
     return "0.9" if option in PROBABILITIES else "2" if option in ABOVE_ONE else "10"
 
 
-def _checked(option: str, previous: Callable[..., Any] | None) -> Callable[..., Any]:
+def _checked(option: str, integer: bool, previous: Callable[..., Any] | None) -> Callable[..., Any]:
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
         if value is not None and not isinstance(value, bool):
             for item in value if isinstance(value, list | tuple) else (value,):
-                check_value(option, item)
+                check_value(option, item, integer=integer)
         return previous(ctx, param, value) if previous is not None else value
 
     return callback
@@ -91,7 +86,8 @@ def harden(command: click.Command) -> None:
     """Give every numeric option of ``command`` and its subcommands the check of its kind (once)."""
     for param in numeric_options(command):
         if not getattr(param, "_perdollar_checked", False):
-            param.callback = _checked(param.opts[0], param.callback)  # type: ignore[attr-defined]
+            integer = numeric_kind(param.type_descriptor.annotation) is int  # type: ignore[attr-defined]
+            param.callback = _checked(param.opts[0], integer, param.callback)  # type: ignore[attr-defined]
             param._perdollar_checked = True  # type: ignore[attr-defined]
     for sub in getattr(command, "commands", {}).values():
         harden(sub)
