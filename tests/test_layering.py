@@ -11,7 +11,10 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "perdollar"
 # Left to right: a stage imports only the stages to its left (and the shared bottom).
 PIPELINE = ("catalog", "workload", "profile", "measure", "predict", "price", "select", "report")
-BOTTOM = {"errors", "vocabulary", "question", "fmt", "jsonable", "paths", "files", "frames", "configuration"}
+BOTTOM = {
+    "errors", "vocabulary", "question", "fmt", "jsonable", "paths", "files", "frames", "configuration",
+    "lifeline", "sandbox",
+}
 # Beside the pipeline: they may read its data types; the application layer and the CLI sit on top.
 ALLOWED_BESIDE = {
     "store": BOTTOM | set(PIPELINE),

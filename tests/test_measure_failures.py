@@ -103,7 +103,7 @@ def test_a_workload_that_hangs_is_a_timeout_result(broken: Path) -> None:
 
 def test_a_workload_that_crashes_the_interpreter_is_an_error_result(broken: Path) -> None:
     measurement = run_benchmark(f"{broken}:crashes", duration_s=2, timeout_s=120)
-    assert measurement.status == "error"
+    assert measurement.status == "killed"
     assert "SIGSEGV" in measurement.message
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from fixtures.store.bench import perdollar_command
+from perdollar.lifeline import remove_orphaned_folders
 from perdollar.measure.child import parse_progress
-from perdollar.measure.lifeline import remove_orphaned_folders
 from perdollar.measure.runner import run_benchmark
 
 WORKLOADS = textwrap.dedent("""

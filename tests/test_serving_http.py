@@ -12,6 +12,7 @@ import pytest
 from perdollar.errors import PerdollarError
 from perdollar.measure.serving.loadgen import check_loopback, closed_loop, open_loop
 from perdollar.measure.serving.server import running_server
+from perdollar.sandbox import UserCodeFailed
 
 
 def test_noop_server_answers_the_load_generator() -> None:
@@ -69,7 +70,7 @@ def test_only_loopback_targets_are_allowed() -> None:
 
 def test_a_server_that_cannot_load_its_workload_is_a_clear_error() -> None:
     with (
-        pytest.raises(PerdollarError, match="model server did not start"),
+        pytest.raises(UserCodeFailed, match=r"starting the model server for .* failed"),
         running_server("no-such-workload-anywhere", start_timeout_s=120),
     ):
         pass

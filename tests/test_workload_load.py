@@ -134,7 +134,7 @@ def test_user_file_contents_enter_the_fingerprint(user_file: Path) -> None:
         ("missing_dir/nowhere.py:build", "does not exist"),
         ("{file}:no_such_function", "has no function 'no_such_function'"),
         ("{file}:not_a_workload", "returned int, not a Workload"),
-        ("{file}:raises", "raised RuntimeError: no config file"),
+        ("{file}:raises", "RuntimeError: no config file"),
         ("{file}", "does not say which function"),
     ],
 )

@@ -37,3 +37,7 @@ class NothingFeasibleError(PerdollarError):
     """The question is well formed but no candidate meets its constraints."""
 
     exit_code = EXIT_NOTHING_FEASIBLE
+
+
+class PerdollarWarning(UserWarning):
+    """Something a person should know that does not stop the command (the CLI prints one line)."""

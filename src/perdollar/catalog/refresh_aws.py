@@ -31,6 +31,22 @@ PRICING_ENDPOINT_REGION = "us-east-1"  # the Price List API answers from a few r
 CARRIED_BUCKET_FLAG = "interruption-bucket-from-previous-snapshot"
 
 
+# us-east-1, ap-southeast-4, us-gov-west-1, eu-isoe-west-1: what AWS's region names look like.
+_REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-\d+")
+
+
+def check_region_names(regions: Iterable[str], known: Iterable[str]) -> None:
+    """Refuse a malformed region name in one line, before any client is made for it."""
+    for region in regions:
+        if not _REGION_NAME.fullmatch(region):
+            names = sorted(known)
+            shown = ", ".join(names[:4]) + (f" … ({len(names)} in the catalog)" if len(names) > 4 else "")
+            raise PerdollarError(
+                f"--region {region!r} is not an AWS region name",
+                f"give names such as {shown or 'us-east-1'}",
+            )
+
+
 def default_client_factory(service: str, region: str) -> Any:
     import boto3
 

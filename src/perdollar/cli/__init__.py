@@ -13,6 +13,8 @@ import inspect
 import os
 import sys
 import traceback
+import warnings
+from typing import Any
 
 import click
 import typer
@@ -20,7 +22,7 @@ import typer
 from perdollar.cli import common
 from perdollar.cli.option_values import harden
 from perdollar.cli.usage import USAGE_ERRORS, report_usage_error
-from perdollar.errors import PerdollarError
+from perdollar.errors import PerdollarError, PerdollarWarning
 
 HELP = """\
 Which cloud machine should this deep-learning workload run on?
@@ -142,7 +144,19 @@ def _format_help(command: click.Command) -> None:
         _format_help(sub)
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    if issubclass(category, PerdollarWarning):
+        common.print_warning(str(message))  # one line, as our errors are
+    else:
+        _PYTHON_SHOW_WARNING(message, category, filename, lineno, file, line)
+
+
+_PYTHON_SHOW_WARNING = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> None:
+    warnings.showwarning = _show_warning
     command = typer.main.get_command(app)
     _format_help(command)
     harden(command)

@@ -133,7 +133,7 @@ def _snapshot_root(make: Callable[[], Path]) -> Path:
 
 def _refresh_aws_api(provider: list[str], region: list[str], json_output: bool) -> None:
     from perdollar.catalog import load
-    from perdollar.catalog.refresh_aws import refresh_aws
+    from perdollar.catalog.refresh_aws import check_region_names, refresh_aws
     from perdollar.paths import catalog_snapshot_dir
 
     if any(p.lower() != "aws" for p in provider):
@@ -141,6 +141,7 @@ def _refresh_aws_api(provider: list[str], region: list[str], json_output: bool) 
             "--source aws-api refreshes AWS only", "drop --provider, or use --source gpuhunt"
         )
     base = load()
+    check_region_names(region, base.regions.get("aws", ()))
     regions = region or sorted(base.regions.get("aws", ()))
     with progress("refreshing AWS prices", total=len(regions), quiet=json_output) as bar:
         out_root = _snapshot_root(catalog_snapshot_dir)

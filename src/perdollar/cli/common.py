@@ -47,6 +47,10 @@ def print_error(message: str) -> None:
     err_console.print(f"[bold red]perdollar: error:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
+def print_warning(message: str) -> None:
+    err_console.print(f"[yellow]perdollar: warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
 def emit_json(value: Any) -> None:
     out = STATE.json_out or sys.stdout
     document = to_jsonable(value)
@@ -99,7 +103,8 @@ def progress(description: str, total: float | None = None, *, quiet: bool = Fals
     """A progress bar on stderr; ``quiet`` (e.g. with ``--json``) still shows it on a TTY only."""
     with Progress(
         SpinnerColumn(),
-        TextColumn("[progress.description]{task.description}"),
+        # Descriptions carry names from workloads and files: never read them as markup.
+        TextColumn("{task.description}", markup=False, style="progress.description"),
         BarColumn(),
         TextColumn("{task.completed:.0f}/{task.total:.0f}" if total else ""),
         TimeElapsedColumn(),

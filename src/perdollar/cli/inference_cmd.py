@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from perdollar.cli import common, serve_bench_cmd
 from perdollar.cli.inference_render import curve_table, deployment_rows, deployment_table, excluded_rows
@@ -115,7 +116,7 @@ def bench_inference(
         common.emit_json({"curve": curve, "measurement_id": stored_id})
     else:
         if curve.status != "ok" and not curve.points:
-            common.console.print(f"[red]{curve.status}[/]: {curve.message}", highlight=False)
+            common.console.print(f"[red]{curve.status}[/]: {escape(curve.message)}", highlight=False)
         else:
             common.console.print(curve_table(curve))
             common.console.print(
@@ -124,7 +125,7 @@ def bench_inference(
                 highlight=False,
             )
             for warning in curve.warnings:
-                common.console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+                common.console.print(f"[yellow]warning:[/] {escape(warning)}", highlight=False)
         if stored_id:
             common.console.print(f"Stored as measurement {stored_id}.", highlight=False)
     return 0 if measurement.status == "ok" else 1

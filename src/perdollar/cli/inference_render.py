@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from perdollar.fmt import format_money
@@ -20,7 +21,8 @@ def format_ms(value: float) -> str:
 
 def curve_table(curve: Any) -> Table:
     table = Table(
-        title=f"{curve.workload_name} latency curve on this machine ({curve.device}, {curve.precision}); "
+        title=f"{escape(curve.workload_name)} latency curve on this machine "
+        f"({curve.device}, {curve.precision}); "
         "latency in ms per request of one batch",
         title_justify="left",
     )

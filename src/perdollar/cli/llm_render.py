@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from perdollar.cli.common import console
@@ -12,7 +13,8 @@ from perdollar.fmt import format_band, format_number
 
 def print_llm_prediction(result: dict[str, Any]) -> None:
     console.print(
-        f"[bold]{result['workload']}[/] on {result['nodes']} × {result['cloud']} {result['instance_type']} "
+        f"[bold]{escape(result['workload'])}[/] on {result['nodes']} × {result['cloud']} "
+        f"{result['instance_type']} "
         f"({result['accelerator']}, {result['gpus']} GPU(s), seq {result['seq_len']}, global batch "
         f"{result['global_batch']} sequences, {result['precision']}, {result['finetune']} fine-tuning)"
     )

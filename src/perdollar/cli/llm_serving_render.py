@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from perdollar.fmt import format_band, format_number
 from perdollar.predict.llm_serving import LLMServingPrediction, Workload
@@ -74,12 +75,12 @@ def print_prediction(
 ) -> None:
     layout = f"TP {p.tensor_parallel}" + (f" × PP {p.pipeline_parallel}" if p.pipeline_parallel > 1 else "")
     console.print(
-        f"[bold]{arch.name}[/] served on {gpus} × {accelerator} ({replicas} replica(s) of {layout}, "
+        f"[bold]{escape(arch.name)}[/] served on {gpus} × {accelerator} ({replicas} replica(s) of {layout}, "
         f"{p.precision}), {work.input_tokens} input → {work.output_tokens} output tokens"
     )
     if not p.fits:
         label = "cannot run" if p.bottleneck == "unsupported-format" else "does not fit"
-        console.print(f"[yellow]{label}:[/] {p.fit_reason}")
+        console.print(f"[yellow]{label}:[/] {escape(p.fit_reason)}")
         return
     load = (
         f"static batch {p.batch:g}"

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from rich.markup import escape
+
 from perdollar.cli.common import err_console
 from perdollar.errors import PerdollarError
 
@@ -99,4 +101,6 @@ def _save_catalog_snapshot(store: Store, recommendation: Recommendation, catalog
             return
         store.save_catalog_snapshot(catalog.snapshot_id, catalog.captured_at, offers_of(catalog))
     except Exception as error:
-        err_console.print(f"[yellow]note:[/] the catalog snapshot was not stored ({error})", highlight=False)
+        err_console.print(
+            f"[yellow]note:[/] the catalog snapshot was not stored ({escape(str(error))})", highlight=False
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from perdollar.catalog.model import InstanceType
@@ -227,7 +228,8 @@ def _print_prediction(name: str, profile: Profile, instance: InstanceType, p: Pr
     unit = profile.sample_unit
     devices = p.nodes * max(p.accelerators_per_node, 1)
     console.print(
-        f"[bold]{name}[/] on {p.nodes} × {instance.cloud} {p.instance_type} ({p.accelerator_key or 'CPU'}, "
+        f"[bold]{escape(name)}[/] on {p.nodes} × {instance.cloud} {p.instance_type} "
+        f"({p.accelerator_key or 'CPU'}, "
         f"{devices:g} device(s), batch {profile.batch_size} per device, {profile.precision})"
     )
     band = format_band(p.samples_per_second, p.samples_per_second_low, p.samples_per_second_high, unit + "/s")
@@ -242,7 +244,7 @@ def _print_prediction(name: str, profile: Profile, instance: InstanceType, p: Pr
         fit += f" (largest batch that fits ≈ {p.max_batch_that_fits})"
     console.print(f"memory: {fit}")
     if p.excluded_reason:
-        console.print(f"[yellow]excluded:[/] {p.excluded_reason}")
+        console.print(f"[yellow]excluded:[/] {escape(p.excluded_reason)}")
     if p.breakdown_s:
         table = Table(title="Device step time by operator class (ms, one device)", title_justify="left")
         table.add_column("class")

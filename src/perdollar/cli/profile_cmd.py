@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from perdollar.cli.common import console, emit_json, progress
@@ -44,7 +45,7 @@ def _print_summary(profile: object, top: int) -> None:
     assert isinstance(profile, Profile)
     unit = profile.sample_unit.rstrip("s") or "sample"
     console.print(
-        f"[bold]{profile.workload_name}[/] · {profile.kind} · "
+        f"[bold]{escape(profile.workload_name)}[/] · {profile.kind} · "
         f"batch {profile.batch_size} {profile.sample_unit} · "
         f"{profile.precision} · {profile.params / 1e6:,.1f}M parameters · source: traced (fake tensors)"
     )
@@ -128,16 +129,20 @@ def profile_command(
     inference: bool = typer.Option(False, "--inference", help="Profile the forward pass of serving."),
     top: int = typer.Option(8, "--top", help="How many operators to list by FLOPs and by bytes."),
     json_output: bool = typer.Option(False, "--json", help="Print the profile as JSON on stdout."),
+    timeout: float = typer.Option(
+        300.0, "--timeout", help="Seconds a workload file may take to import and trace (default 300)."
+    ),
 ) -> None:
     from perdollar.profile import profile_workload
     from perdollar.profile.summary import profile_dict
     from perdollar.workload import load_workload
 
     loaded = load_workload(
-        workload, batch_size=batch_size, precision=precision, kind="inference" if inference else None
+        workload, batch_size=batch_size, precision=precision, kind="inference" if inference else None,
+        timeout_s=timeout,
     )
     with progress(f"tracing one step of {loaded.name}", quiet=json_output):
-        result = profile_workload(loaded)
+        result = profile_workload(loaded, timeout_s=timeout)
     if json_output:
         emit_json(profile_dict(result))
     else:

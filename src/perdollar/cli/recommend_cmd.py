@@ -140,6 +140,10 @@ def recommend(
     ),
 ) -> int:
     check_store(store_url, enabled=not no_store)
+    if report is not None:  # before the work: a file that may not be replaced is said at once
+        from perdollar.report.html import check_report_target
+
+        check_report_target(report)
     if top < 1:
         raise PerdollarError(f"--top must be at least 1, got {top}", "give e.g. --top 10")
     spot = SpotSettings(

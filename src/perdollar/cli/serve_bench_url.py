@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from rich.markup import escape
 from rich.table import Table
 
 from perdollar.cli import common
@@ -92,7 +93,7 @@ def _print_run(run: LoadRun, stored: str | None) -> None:
     common.console.print(f"Stopped: {run.stop_reason}.", highlight=False)
     if any(step.failures for step in run.steps):
         first = next(f for step in run.steps for f in step.failures)
-        common.console.print(f"[yellow]first failure:[/] {first}", highlight=False)
+        common.console.print(f"[yellow]first failure:[/] {escape(first)}", highlight=False)
     if stored:
         common.console.print(f"[dim]stored as measurement {stored}[/]")
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from perdollar.cli.common import console, emit_json, err_console, progress
+from perdollar.errors import EXIT_FAILURE
 
 STORE_HELP = "Results store: any SQLAlchemy URL (default: PERDOLLAR_STORE, else SQLite in the data dir)."
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "unknown": "dim"}
@@ -18,6 +21,7 @@ history_app = typer.Typer(
 
     perdollar history
     perdollar history --workload vit-b16 --json
+    perdollar history --check               (list stored rows that cannot be read back)
     perdollar history reevaluate            (the newest recommendation, against today's catalog)
     """,
     invoke_without_command=True,
@@ -36,8 +40,14 @@ def history(
     limit: int = typer.Option(50, "--limit", "-n", min=1, help="Show at most this many rows."),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable JSON on stdout."),
     store_url: str | None = typer.Option(None, "--store", help=STORE_HELP),
+    check: bool = typer.Option(
+        False, "--check", help="List stored rows that cannot be read back; exit 1 if there are any."
+    ),
 ) -> None:
     if ctx.invoked_subcommand:
+        return
+    if check:
+        _check_rows(store_url, json_output)
         return
     from perdollar.errors import PerdollarError
     from perdollar.paths import default_store_url
@@ -67,14 +77,39 @@ def history(
             highlight=False,
         )
         return
-    table = Table(title=f"Stored results ({where})", title_justify="left")
+    table = Table(title=f"Stored results ({escape(where)})", title_justify="left")
     for column in ("when (UTC)", "kind", "id", "workload", "result"):
         table.add_column(column, overflow="fold")
     for entry in entries:
         table.add_row(
-            entry.at[:19].replace("T", " "), entry.kind, entry.id, entry.workload_name, entry.summary
+            escape(entry.at[:19].replace("T", " ")), entry.kind, escape(entry.id),
+            escape(entry.workload_name), escape(entry.summary),
         )
     console.print(table)
+
+
+def _check_rows(store_url: str | None, json_output: bool) -> None:
+    """Read every stored row back; name those that cannot be (they are skipped everywhere else)."""
+    from perdollar.store import open_store
+
+    with open_store(store_url, create=False) as store:
+        damaged, where = store.damaged_rows(), store.display_url
+    if json_output:
+        emit_json({"store": where, "damaged": damaged})
+    elif not damaged:
+        console.print(f"Every stored row of {escape(where)} reads back.", highlight=False)
+    else:
+        table = Table(title=f"Damaged rows in {escape(where)}", title_justify="left")
+        for column in ("kind", "id", "why it cannot be read"):
+            table.add_column(column, overflow="fold")
+        for row in damaged:
+            table.add_row(row.kind, escape(row.id), escape(row.reason))
+        console.print(table)
+        err_console.print(
+            f"{len(damaged)} damaged row(s): other commands skip them with a warning; delete them "
+            "with an SQL client if they are of no use", highlight=False)
+    if damaged:
+        raise typer.Exit(EXIT_FAILURE)
 
 
 @history_app.command("reevaluate")
@@ -117,13 +152,14 @@ def reevaluate(
         emit_json({"stored_id": stored.id, "new_id": new_id, **dataclasses.asdict(result)})
         return
     console.print(
-        f"Recommendation {stored.id} ({old.question.workload_name}, catalog {result.old_captured_at[:10]}) "
+        f"Recommendation {stored.id} ({escape(old.question.workload_name)}, "
+        f"catalog {result.old_captured_at[:10]}) "
         f"asked again with the catalog of {result.new_captured_at[:10]}:",
         highlight=False,
     )
-    console.print(f"[bold]{result.summary}[/]", highlight=False)
+    console.print(f"[bold]{escape(result.summary)}[/]", highlight=False)
     for reason in result.reasons:
-        console.print(f"  • {reason}", highlight=False)
+        console.print(f"  • {escape(reason)}", highlight=False)
     if result.price_moves:
         console.print("Largest price moves among the candidates:", highlight=False)
         for move in result.price_moves:
@@ -146,6 +182,9 @@ def report(
     ),
     json_output: bool = typer.Option(False, "--json", help="Print {id, path} as JSON on stdout."),
     store_url: str | None = typer.Option(None, "--store", help=STORE_HELP),
+    force: bool = typer.Option(
+        False, "--force", help="Replace --output even if it is not an earlier perdollar report."
+    ),
 ) -> None:
     """Write a stored recommendation as one self-contained HTML report (works offline).
 
@@ -155,25 +194,32 @@ def report(
 
     perdollar report --last -o report.html
     perdollar report 3f9a2c -o vit.html
+
+    An earlier report at --output is replaced (and the command says so); any other file is left
+    alone unless --force. Missing folders in the path are created.
     """
     from perdollar.errors import PerdollarError
-    from perdollar.report.html import write_report
+    from perdollar.report.html import check_report_target, write_report
     from perdollar.report.stored_checklist import checklist_for
     from perdollar.store import open_store
 
     if last and recommendation_id:
         raise PerdollarError("give a recommendation id or --last, not both", "drop one of them")
+    check_report_target(output, force=force)
+    replacing = output.exists()
     with open_store(store_url, create=store_url is None) as store:  # never a new file at a typo
         stored = store.get_stored_recommendation(recommendation_id, workload=workload)
         measurements = store.measurements_for(stored.recommendation.question.workload_fingerprint)
     path = write_report(
-        stored.recommendation, output, checklist=checklist_for(stored.recommendation, measurements)
+        stored.recommendation, output, checklist=checklist_for(stored.recommendation, measurements),
+        force=force,
     )
     if json_output:
         emit_json({"id": stored.id, "path": str(path.resolve())})
     else:
         console.print(
-            f"Wrote {path} (recommendation {stored.id}, {stored.recommendation.question.workload_name}).",
+            f"{'Replaced' if replacing else 'Wrote'} {escape(str(path))} (recommendation {stored.id}, "
+            f"{escape(stored.recommendation.question.workload_name)}).",
             highlight=False,
         )
 
@@ -241,24 +287,38 @@ def check(
                 "target": result.target,
                 "items": result.items,
                 "measurement_ids": ids,
+                "failed_runs": [{"mode": m.mode, "nproc": m.nproc, "status": m.status, "message": m.message}
+                                for m in result.measurements if not m.ok],
             }
         )
+        _fail_on_failed_runs(result.measurements)
         return
     table = Table(
-        title=f"Performance checklist: {result.workload_name} on {result.target.name}", title_justify="left"
+        title=f"Performance checklist: {escape(result.workload_name)} on {escape(result.target.name)}",
+        title_justify="left",
     )
     for column in ("status", "check", "evidence (measured)", "fix"):
         table.add_column(column, overflow="fold")
     for item in result.items:
         style = STATUS_STYLE.get(item.status, "")
-        table.add_row(f"[{style}]{item.status}[/]", item.title, item.evidence, item.fix or "—")
+        table.add_row(f"[{style}]{item.status}[/]", escape(item.title), escape(item.evidence),
+                      escape(item.fix or "—"))
     console.print(table)
-    failed = [m for m in result.measurements if not m.ok]
+    _fail_on_failed_runs(result.measurements)
+
+
+def _fail_on_failed_runs(measurements: Any) -> None:
+    """A checklist over runs that crashed is no pass: name each failed run, then exit 1."""
+    failed = [m for m in measurements if not m.ok]
     for measurement in failed:
+        first_line = (measurement.message.strip().splitlines() or [""])[0]
         err_console.print(
-            f"[yellow]note:[/] the {measurement.mode} run ended {measurement.status}: {measurement.message}",
+            f"[red]error:[/] the {measurement.mode} run (×{measurement.nproc}) ended {measurement.status}: "
+            f"{escape(first_line)}",
             highlight=False,
         )
+    if failed:
+        raise typer.Exit(EXIT_FAILURE)
 
 
 def register(app: typer.Typer) -> None:

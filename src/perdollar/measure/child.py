@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from perdollar.errors import PerdollarError
-from perdollar.measure.lifeline import child_preexec, scratch_folder, termination_raises
+from perdollar.lifeline import child_preexec, scratch_folder, termination_raises
 from perdollar.measure.worker import PROGRESS_PREFIX, classify_failure
 
 ProgressCallback = Callable[[str, float], None]
@@ -152,7 +152,7 @@ def _observed_failure(returncode: int, stderr_tail: str, stdout_tail: list[str])
         if -returncode == signal.SIGKILL:
             return {"status": "oom", "message": f"killed by {name}, most likely by the kernel's "
                     "out-of-memory killer"}
-        return {"status": "error", "message": f"the benchmark process died of {name}",
+        return {"status": "killed", "message": f"the benchmark process died of {name}",
                 "traceback": stderr_tail}
     last = next((line for line in reversed(stderr_tail.strip().splitlines()) if line.strip()), "")
     message = f"the benchmark process exited with code {returncode}" + (f": {last}" if last else "")

@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from perdollar.errors import PerdollarError
+from perdollar.lifeline import child_preexec, termination_raises
 from perdollar.measure import steady
 from perdollar.measure.host import host_fingerprint
-from perdollar.measure.lifeline import child_preexec, termination_raises
 from perdollar.measure.log_formats import KNOWN_FORMATS, UNITS, LogFormat, best_format, user_format
 from perdollar.measure.redact import redact_arguments, redact_text
 from perdollar.measure.result import Measurement, Rate

@@ -54,8 +54,8 @@ def _rank_main(rank: int, spec: dict[str, Any], init_file: str, out_dir: str, gi
     import torch
     import torch.distributed as dist
 
+    from perdollar.lifeline import die_with_parent
     from perdollar.measure.fsdp import parse_bench_plan, plan_record, wrap_for_plan
-    from perdollar.measure.lifeline import die_with_parent
     from perdollar.measure.modes import build_runner, prepare, resolve_device
     from perdollar.measure.worker import load_spec_workload, measure_prepared
 
@@ -93,6 +93,13 @@ def _rank_main(rank: int, spec: dict[str, Any], init_file: str, out_dir: str, gi
         if plan is not None:
             payload.update(plan_record(plan, world))
         Path(out_dir, f"rank{rank}.json").write_text(json.dumps(payload), encoding="utf-8")
+    except BaseException as error:
+        # The rank's own account of its failure: the parent sees only torch's wrapped traceback.
+        from perdollar.measure.worker import failure_payload
+
+        failure = {**failure_payload(error), "rank": rank}
+        Path(out_dir, f"rank{rank}-failure.json").write_text(json.dumps(failure), encoding="utf-8")
+        raise
     finally:
         dist.destroy_process_group()
 
@@ -104,14 +111,34 @@ def run_ranks(spec: dict[str, Any], workload: Any | None = None) -> dict[str, An
     only travel by forking.
     """
     import torch.multiprocessing as mp
+    from torch.multiprocessing.spawn import ProcessException
 
-    from perdollar.measure.lifeline import scratch_folder
+    from perdollar.lifeline import scratch_folder
 
     world = int(spec["nproc"])
     spec = {**spec, "rank_parent_pid": os.getpid()}
     with scratch_folder("perdollar-ddp-") as scratch:
         init_file = str(Path(scratch, "rendezvous"))
-        mp.start_processes(_rank_main, args=(spec, init_file, scratch, workload), nprocs=world, join=True,
-                           start_method="spawn" if workload is None else "fork")
+        try:
+            mp.start_processes(_rank_main, args=(spec, init_file, scratch, workload), nprocs=world,
+                               join=True, start_method="spawn" if workload is None else "fork")
+        except ProcessException as error:
+            return _rank_failure(error, Path(scratch))
         payload: dict[str, Any] = json.loads(Path(scratch, "rank0.json").read_text(encoding="utf-8"))
     return payload
+
+
+def _rank_failure(error: Exception, scratch: Path) -> dict[str, Any]:
+    """One line on the first rank that failed: its own report, else how it ended."""
+    reports = sorted(scratch.glob("rank*-failure.json"))
+    if reports:
+        failure: dict[str, Any] = json.loads(reports[0].read_text(encoding="utf-8"))
+        failure["message"] = f"rank {failure['rank']}: {failure['message']}"
+        return failure
+    rank = getattr(error, "error_index", "?")
+    signal_name = getattr(error, "signal_name", None)
+    if signal_name:
+        status = "oom" if signal_name == "SIGKILL" else "killed"
+        return {"status": status, "message": f"rank {rank} died of {signal_name}"}
+    code = getattr(error, "exit_code", None)
+    return {"status": "error", "message": f"rank {rank} exited with code {code}"}

@@ -7,26 +7,26 @@ P95, P99 and throughput. It stops early, as SageMaker Inference Recommender does
 throughput stops growing (a plateau: more batch buys no more requests/s) or when latency crosses
 a ceiling, and at the first batch size that runs out of memory.
 
-The sweep runs in a child process (``python -m perdollar.measure.latency SPEC RESULT``) so that
+The sweep runs in a child process (``python -m perdollar.measure.latency_worker SPEC RESULT``) so that
 a workload that crashes, hangs or exhausts memory becomes a recorded result.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perdollar.measure.lifeline import child_preexec, scratch_folder, termination_raises
+from perdollar.lifeline import child_preexec, scratch_folder, termination_raises
 from perdollar.measure.steady import find_steady_start, percentile
+from perdollar.sandbox import ended_without_result
 
 PROGRESS_PREFIX = "PERDOLLAR-LATENCY"
 # Throughput growing by less than this from one batch size to the next is a plateau.
@@ -243,58 +243,6 @@ def sweep(
     return points, "ran every batch size", warnings
 
 
-# --- child process -------------------------------------------------------------------------------
-
-
-def _child(spec: dict[str, Any]) -> dict[str, Any]:
-    import torch
-
-    from perdollar.measure.modes import build_runner, device_sync, resolve_device
-    from perdollar.workload import load_workload
-
-    device = resolve_device(spec.get("device", "auto"))
-    base = load_workload(
-        spec["workload"], batch_size=spec.get("batch_size"), precision=spec.get("precision"), kind="inference"
-    )
-    sync = device_sync(device)
-    torch.manual_seed(0)
-
-    def make_runner(batch: int) -> Callable[[], object]:
-        runner = build_runner(base.with_overrides(batch_size=batch), device)
-        inputs = runner.make_batch()
-
-        def run_once() -> None:
-            runner.run(inputs)
-            sync()
-
-        return run_once
-
-    def report(phase: str, fraction: float) -> None:
-        print(f"{PROGRESS_PREFIX} {fraction:.3f} {phase}", flush=True)
-
-    sizes = spec.get("batch_sizes") or batch_ladder(1, spec.get("max_batch"))
-    points, reason, warnings = sweep(
-        make_runner,
-        batch_sizes=sizes,
-        concurrency=spec.get("concurrency") or DEFAULT_CONCURRENCY,
-        point_seconds=spec.get("point_seconds", DEFAULT_POINT_SECONDS),
-        p99_ceiling_ms=spec.get("p99_ceiling_ms") or DEFAULT_P99_CEILING_MS,
-        max_batch=spec.get("max_batch"),
-        progress=report,
-    )
-    return {
-        "status": "ok",
-        "workload_name": base.name,
-        # A curve covers every batch size: it is filed under the workload at batch 1.
-        "workload_fingerprint": base.with_overrides(batch_size=1).fingerprint,
-        "precision": base.precision,
-        "device": device,
-        "points": [asdict(p) for p in points],
-        "stop_reason": reason,
-        "warnings": warnings,
-    }
-
-
 def curve_from_dict(payload: dict[str, Any]) -> LatencyCurve:
     return LatencyCurve(
         workload_name=payload.get("workload_name", ""),
@@ -338,7 +286,7 @@ def measure_latency_curve(
     with termination_raises(), scratch_folder("perdollar-latency-") as folder:
         spec_path, result_path = Path(folder) / "spec.json", Path(folder) / "result.json"
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
-        command = [sys.executable, "-m", "perdollar.measure.latency", str(spec_path), str(result_path)]
+        command = [sys.executable, "-m", "perdollar.measure.latency_worker", str(spec_path), str(result_path)]
         stderr_path = Path(folder) / "stderr.txt"
         stderr_file = stderr_path.open("w", encoding="utf-8")
         # stderr goes to a file: a chatty workload must not fill a pipe nobody reads.
@@ -370,29 +318,7 @@ def measure_latency_curve(
         )
     from perdollar.measure.worker import classify_failure
 
-    tail = stderr.strip().splitlines()[-1] if stderr.strip() else f"exit code {child.returncode}"
-    status = "oom" if child.returncode == -9 else classify_failure(stderr)
-    return curve_from_dict({"status": status, "message": tail[:800], "workload_name": workload})
-
-
-def main(argv: list[str]) -> int:
-    from perdollar.measure.worker import failure_payload
-
-    spec_path, result_path = Path(argv[0]), Path(argv[1])
-    spec = json.loads(spec_path.read_text(encoding="utf-8"))
-    try:
-        payload = _child(spec)
-    except BaseException as error:  # the workload's failure is the result
-        payload = failure_payload(error)
-        payload["workload_name"] = spec.get("workload", "")
-    temporary = result_path.with_suffix(".partial")
-    temporary.write_text(json.dumps(payload, allow_nan=True), encoding="utf-8")
-    os.replace(temporary, result_path)
-    return 0 if payload["status"] == "ok" else 1
-
-
-if __name__ == "__main__":
-    code = main(sys.argv[1:])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    status, reason = ended_without_result(child.returncode, stderr)
+    if status == "error":
+        status = classify_failure(stderr)  # type: ignore[assignment]
+    return curve_from_dict({"status": status, "message": reason[:800], "workload_name": workload})

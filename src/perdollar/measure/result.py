@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Status = Literal["ok", "oom", "error", "timeout"]
+# killed: ended by a signal other than the out-of-memory killer's (a segfault in native code, say)
+Status = Literal["ok", "oom", "error", "timeout", "killed"]
 Mode = Literal["full", "cached-input", "data-only", "command", "inference"]
 
 

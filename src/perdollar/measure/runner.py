@@ -8,6 +8,7 @@ reason), never an exception out of here. Bad input (an unknown workload, a bad m
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import math
 import time
 from dataclasses import asdict
@@ -19,6 +20,7 @@ from perdollar.measure.host import host_fingerprint
 from perdollar.measure.loop import LoopSettings
 from perdollar.measure.modes import MODES
 from perdollar.measure.result import Measurement, Rate
+from perdollar.sandbox import UserCodeFailed
 
 DEFAULT_DURATION_S = 20.0
 
@@ -33,11 +35,14 @@ def _now() -> str:
 
 
 def _workload_reference(spec: Any, batch_size: int | None, precision: str | None,
-                        kind: str | None) -> tuple[Any, str | None]:
+                        kind: str | None, timeout_s: float) -> tuple[Any, str | None]:
     """The loaded workload and the string a fresh child loads it from (None: fork with the object)."""
     from perdollar.workload import load_workload, reference_names
 
-    workload = load_workload(spec, batch_size=batch_size, precision=precision, kind=kind)
+    workload = load_workload(spec, batch_size=batch_size, precision=precision, kind=kind,
+                             timeout_s=timeout_s)
+    if workload.origin is not None:
+        return workload, workload.origin
     if isinstance(spec, str):
         return workload, spec
     if workload.name in reference_names() and workload.fingerprint == load_workload(
@@ -66,6 +71,20 @@ def _mfu(workload: Any, samples_per_second: float, accelerator_key: str | None,
         return None
 
 
+def failed_to_load(spec: Any, failure: UserCodeFailed, *, mode: str, nproc: int, started_at: str,
+                   wall_s: float, batch_size: int | None, precision: str | None) -> Measurement:
+    """The measurement of a workload whose file could not even be loaded: named by its spec."""
+    name = spec if isinstance(spec, str) else getattr(spec, "name", "workload")
+    return Measurement(
+        status=failure.status, mode=mode,  # type: ignore[arg-type]
+        workload_name=name,
+        workload_fingerprint=hashlib.sha256(f"unloadable:{name}".encode()).hexdigest()[:16],
+        batch_size=batch_size or 0, precision=precision or "unknown", host=host_fingerprint(),
+        started_at=started_at, nproc=nproc, message=failure.problem, duration_s=round(wall_s, 2),
+        extra={"where": failure.where} if failure.where else {},
+    )
+
+
 def make_spec(reference: str, *, mode: str, duration_s: float, batch_size: int | None,
               precision: str | None, kind: str | None, nproc: int, device: str,
               memory_limit_bytes: int | None, settings: LoopSettings | None,
@@ -85,7 +104,7 @@ def to_measurement(result: dict[str, Any], *, workload: Any, mode: str, nproc: i
     status = result["status"]
     extra_keys = ("device", "warmup_steps", "timed_steps", "blocks", "elapsed_s", "stop_reason",
                   "torch_threads", "backend", "traceback", "stdout_tail", "host_dispatch_ms",
-                  "plan", "sharding", "activation_checkpointing", "data_parallel")
+                  "plan", "sharding", "activation_checkpointing", "data_parallel", "where")
     extra = {key: result[key] for key in extra_keys if key in result}
     rate = Rate(**result["rate"]) if status == "ok" else None
     tokens_per_sample = workload.config.get("tokens_per_sample")
@@ -148,8 +167,13 @@ def run_benchmark(
     if nproc > 1 and gpus and device != "cpu" and nproc > gpus:
         raise PerdollarError(f"--nproc {nproc} needs one GPU per process, and this host has {gpus}",
                              f"use --nproc {gpus} or fewer, or --device cpu")
-    workload, reference = _workload_reference(spec, batch_size, precision, kind)
     timeout = timeout_s if timeout_s is not None else default_timeout(duration_s, nproc)
+    started_at, clock = _now(), time.monotonic()
+    try:
+        workload, reference = _workload_reference(spec, batch_size, precision, kind, timeout)
+    except UserCodeFailed as failure:  # its file failed to load: that too is a result to keep
+        return failed_to_load(spec, failure, mode=mode, nproc=nproc, started_at=started_at,
+                              wall_s=time.monotonic() - clock, batch_size=batch_size, precision=precision)
 
     def one(processes: int, phase_progress: ProgressCallback | None) -> Measurement:
         started_at, clock = _now(), time.monotonic()

@@ -18,6 +18,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from perdollar.sandbox import mark_sandboxed, user_frame
+
 PROGRESS_PREFIX = "PERDOLLAR-PROGRESS"
 
 _OOM_WORDS = (
@@ -40,10 +42,12 @@ def failure_payload(error: BaseException) -> dict[str, Any]:
     kind = type(error).__name__
     text = f"{kind}: {error}"
     status = "oom" if isinstance(error, MemoryError) else classify_failure(text)
+    where = user_frame(error)
     return {
         "status": status,
-        "message": text[:800],
+        "message": (text[:800] + (f" (at {where})" if where else "")),
         "traceback": "".join(traceback.format_exception(error))[-4000:],
+        **({"where": where} if where else {}),
     }
 
 
@@ -225,6 +229,7 @@ def run_and_write(spec: dict[str, Any], result_path: Path, workload: Any | None 
 
 
 def main(argv: list[str]) -> int:
+    mark_sandboxed()
     spec_path, result_path = Path(argv[0]), Path(argv[1])
     return run_and_write(json.loads(spec_path.read_text(encoding="utf-8")), result_path)
 
@@ -243,9 +248,10 @@ def forked_main(spec: dict[str, Any], result_path: str, workload: Any) -> None:
     """
     import torch
 
-    from perdollar.measure.lifeline import die_with_parent
+    from perdollar.lifeline import die_with_parent
 
     die_with_parent(spec.get("parent_pid"))
+    mark_sandboxed()
     torch.set_num_threads(1)
     code = run_and_write({**spec, "extra_warnings": [FORK_THREAD_WARNING]}, Path(result_path), workload)
     sys.stdout.flush()

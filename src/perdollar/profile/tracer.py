@@ -19,6 +19,7 @@ from perdollar.profile import operators
 from perdollar.profile.liveness import LiveMemory, PeakSnapshot
 from perdollar.profile.model import OperatorRecord, Phase
 from perdollar.profile.recurrent import fuse_recurrent_layers
+from perdollar.sandbox import UserCodeFailed, described, status_of, user_frame
 from perdollar.workload.spec import Workload
 from perdollar.workload.step import StepRunner, build_model, build_step, make_optimizer, parameter_dtype
 
@@ -279,9 +280,9 @@ def trace_step(workload: Workload) -> TraceResult:
     except PerdollarError:
         raise
     except Exception as error:  # a user model can fail in any way while tracing
-        raise PerdollarError(
-            f"tracing one step of workload {workload.name!r} failed: {type(error).__name__}: {error}",
-            "check that the model runs on the given inputs (pass --debug for the traceback)",
+        raise UserCodeFailed(
+            status_of(error), f"tracing one step of workload {workload.name!r}", described(error),
+            user_frame(error),
         ) from error
     return TraceResult(
         operators=recorder.records(),

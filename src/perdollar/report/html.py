@@ -7,7 +7,6 @@ the script element or inject markup.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import html
 import json
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from perdollar.errors import PerdollarError
-from perdollar.files import why_not_writable
+from perdollar.files import why_not_writable, write_file_safely
 from perdollar.fmt import format_band, format_hours, format_money, format_si
 from perdollar.price.model import Estimate
 from perdollar.question import Question
@@ -28,6 +27,9 @@ from perdollar.report.sorting import SORT_SCRIPT
 from perdollar.select.model import Recommendation
 
 RANKED_ROWS = 25
+# How a page says it is a perdollar report, so a later run may replace it without asking.
+GENERATOR_MARK = "<meta name='generator' content='perdollar'>"
+_EARLIER_MARKS = (GENERATOR_MARK.encode(), b"<title>perdollar report:")
 EXCLUDED_ROWS = 60
 STATUS_MARK = {"pass": "✔ pass", "warn": "▲ warn", "fail": "✖ fail", "unknown": "? unknown"}
 
@@ -260,7 +262,7 @@ def render_report(
         "measurement elsewhere, spec = from hardware specs alone.</p>",
     ]
     return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>{GENERATOR_MARK}"
         f"<title>perdollar report: {_e(question.workload_name)}</title>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'><link rel='icon' href='data:,'>"
         f"<style>{STYLE}{BANNER_STYLE}</style><script>{plotly_js}</script></head><body>\n"
@@ -269,20 +271,45 @@ def render_report(
     )
 
 
-def write_report(
-    recommendation: Recommendation, path: str | Path, checklist: Sequence[CheckItem] | None = None
-) -> Path:
-    """Write the report to ``path`` (atomically: a half-written report never replaces a good one)."""
+def is_replaceable(target: Path) -> bool:
+    """True when writing ``target`` loses nothing: it is absent or an earlier perdollar report."""
+    if not target.exists():
+        return True
+    try:
+        with target.open("rb") as stream:
+            head = stream.read(4096)
+        return target.is_file() and any(mark in head for mark in _EARLIER_MARKS)
+    except OSError:
+        return False
+
+
+def check_report_target(path: str | Path, *, force: bool = False) -> None:
+    """Refuse, before any work, to replace a file that is not an earlier report (unless ``force``)."""
     target = Path(path)
-    partial = target.with_name(f".{target.name}.partial")
+    if target.is_dir():
+        raise PerdollarError(f"{target} is a folder", "give the path of an .html file to write")
+    if not force and not is_replaceable(target):
+        raise PerdollarError(
+            f"{target} already exists and is not a perdollar report; it was left as it is",
+            "give a new path, or replace it on purpose with `perdollar report --force -o PATH`",
+        )
+
+
+def write_report(
+    recommendation: Recommendation, path: str | Path, checklist: Sequence[CheckItem] | None = None,
+    *, force: bool = False,
+) -> Path:
+    """Write the report to ``path`` atomically (a half-written report never replaces a good one).
+
+    An earlier report at ``path`` is replaced; any other file only with ``force``.
+    """
+    target = Path(path)
+    check_report_target(target, force=force)
     page = render_report(recommendation, checklist)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(page, encoding="utf-8")
-        partial.replace(target)
+        write_file_safely(target, page, overwrite=True, option="--output")
     except OSError as error:
-        with contextlib.suppress(OSError):  # the page half-written, if it got that far
-            partial.unlink(missing_ok=True)
         raise PerdollarError(
             f"cannot write the report to {target} ({why_not_writable(error)})",
             "give a path in a folder you can write to",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
@@ -16,6 +16,7 @@ from sqlalchemy.exc import DatabaseError, OperationalError
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.store import codec, schema
+from perdollar.store.damage import DamagedRow, damaged_rows, decoded, warn_skipped, why
 from perdollar.store.engine import make_engine, parse_url, sqlite_path, with_retry
 from perdollar.store.guard import probe_write, refuse_foreign_sqlite
 from perdollar.store.history import HistoryEntry, measurement_entry, recommendation_entry
@@ -23,6 +24,9 @@ from perdollar.store.migrate import ensure_schema
 
 if TYPE_CHECKING:
     from perdollar.select.model import Recommendation
+
+
+T = TypeVar("T")
 
 
 def _now() -> str:
@@ -153,19 +157,21 @@ class Store:
     def measurements_for(self, workload_fingerprint: str, *, ok_only: bool = True) -> list[Measurement]:
         """Measurements of this exact workload configuration, oldest first."""
         table = schema.measurements
-        query = sa.select(table.c.payload).where(table.c.workload_fingerprint == workload_fingerprint)
+        query = sa.select(table.c.id, table.c.payload).where(
+            table.c.workload_fingerprint == workload_fingerprint)
         if ok_only:
             query = query.where(table.c.status == "ok")
         with self.engine.connect() as connection:
-            payloads = connection.execute(query.order_by(table.c.started_at, table.c.stored_at)).scalars()
-            return [codec.measurement_from_payload(json.loads(p)) for p in payloads]
+            rows = connection.execute(query.order_by(table.c.started_at, table.c.stored_at)).all()
+        read = [decoded("measurement", row.id, row.payload, codec.measurement_from_payload) for row in rows]
+        return [measurement for measurement in read if measurement is not None]
 
     def get_measurement(self, measurement_id: str) -> Measurement:
         table = schema.measurements
         row_id = self._resolve(table, table.c.id, measurement_id, "measurement")
         with self.engine.connect() as connection:
             payload = connection.execute(sa.select(table.c.payload).where(table.c.id == row_id)).scalar_one()
-        return codec.measurement_from_payload(json.loads(payload))
+        return _readable("measurement", row_id, payload, codec.measurement_from_payload)
 
     def get_recommendation(self, recommendation_id: str) -> Recommendation:
         return self.get_stored_recommendation(recommendation_id).recommendation
@@ -179,17 +185,24 @@ class Store:
             row_id = self._resolve(table, table.c.id, recommendation_id, "recommendation")
             query = sa.select(table.c.id, table.c.payload).where(table.c.id == row_id)
         else:
-            query = sa.select(table.c.id, table.c.payload).order_by(table.c.created_at.desc()).limit(1)
+            query = sa.select(table.c.id, table.c.payload).order_by(table.c.created_at.desc())
             if workload:
                 query = query.where(table.c.workload_name == workload)
         with self.engine.connect() as connection:
-            row = connection.execute(query).first()
-        if row is None:
-            raise PerdollarError(
-                "no recommendation is stored" + (f" for workload {workload!r}" if workload else ""),
-                "run `perdollar recommend WORKLOAD` first (it stores its answer unless --no-store)",
-            )
-        return StoredRecommendation(row.id, codec.recommendation_from_payload(json.loads(row.payload)))
+            rows = connection.execute(query).all()
+        if recommendation_id:
+            return StoredRecommendation(
+                rows[0].id, _readable("recommendation", rows[0].id, rows[0].payload,
+                                      codec.recommendation_from_payload))
+        for row in rows:  # the newest one that can be read; damaged ones are named and passed over
+            recommendation = decoded("recommendation", row.id, row.payload, codec.recommendation_from_payload)
+            if recommendation is not None:
+                return StoredRecommendation(row.id, recommendation)
+        raise PerdollarError(
+            f"no {'readable ' if rows else ''}recommendation is stored"
+            + (f" for workload {workload!r}" if workload else ""),
+            "run `perdollar recommend WORKLOAD` first (it stores its answer unless --no-store)",
+        )
 
     def catalog_snapshot(self, snapshot_id: str) -> CatalogSnapshot | None:
         table = schema.catalog_snapshots
@@ -197,9 +210,14 @@ class Store:
             row = connection.execute(
                 sa.select(table.c.captured_at, table.c.payload).where(table.c.snapshot_id == snapshot_id)
             ).first()
-        if row is None:
+        offers = None if row is None else decoded("catalog snapshot", snapshot_id, row.payload, tuple)
+        if row is None or offers is None:
             return None
-        return CatalogSnapshot(snapshot_id, row.captured_at, tuple(json.loads(row.payload)))
+        return CatalogSnapshot(snapshot_id, row.captured_at, offers)
+
+    def damaged_rows(self) -> list[DamagedRow]:
+        """Every stored row that cannot be read back (see ``perdollar history --check``)."""
+        return damaged_rows(self.engine)
 
     def _resolve(self, table: sa.Table, column: sa.Column[Any], given: str, what: str) -> str:
         with self.engine.connect() as connection:
@@ -222,21 +240,13 @@ class Store:
         entries: list[HistoryEntry] = []
         with self.engine.connect() as connection:
             if kind in (None, "measurement"):
-                entries += [
-                    measurement_entry(row)
-                    for row in connection.execute(
-                        self._filtered(schema.measurements, workload, limit, schema.measurements.c.started_at)
-                    )
-                ]
+                rows = connection.execute(
+                    self._filtered(schema.measurements, workload, limit, schema.measurements.c.started_at))
+                entries += _entries("measurement", rows, measurement_entry)
             if kind in (None, "recommendation"):
-                entries += [
-                    recommendation_entry(row)
-                    for row in connection.execute(
-                        self._filtered(
-                            schema.recommendations, workload, limit, schema.recommendations.c.created_at
-                        )
-                    )
-                ]
+                rows = connection.execute(self._filtered(
+                    schema.recommendations, workload, limit, schema.recommendations.c.created_at))
+                entries += _entries("recommendation", rows, recommendation_entry)
         entries.sort(key=lambda e: e.at, reverse=True)
         return entries[:limit] if limit else entries
 
@@ -290,6 +300,27 @@ def open_store(url: str | None = None, *, create: bool = True) -> Store:
             "point --store or PERDOLLAR_STORE at another file; this one was left untouched",
         ) from error
     return Store(parsed, engine)
+
+
+def _readable(kind: str, row_id: str, payload: str, decode: Callable[[dict[str, Any]], T]) -> T:
+    """The row asked for by its id: damaged, it is an error that says so (there is no other to give)."""
+    try:
+        return decode(json.loads(payload))
+    except Exception as error:
+        raise PerdollarError(
+            f"the stored {kind} {row_id} cannot be read ({why(error)})",
+            "`perdollar history --check` lists damaged rows; ask for another id",
+        ) from error
+
+
+def _entries(kind: str, rows: Iterable[Any], entry: Callable[[Any], HistoryEntry]) -> list[HistoryEntry]:
+    listed = []
+    for row in rows:
+        try:
+            listed.append(entry(row))
+        except Exception as error:  # a damaged row is skipped and named, never a traceback
+            warn_skipped(kind, str(row.id), error)
+    return listed
 
 
 class StoreMissingError(PerdollarError):

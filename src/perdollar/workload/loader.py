@@ -10,8 +10,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from perdollar.errors import PerdollarError
+from perdollar.sandbox import UserCodeFailed, described, in_sandbox, status_of, user_frame
 from perdollar.workload.references import REFERENCES
 from perdollar.workload.spec import PRECISIONS, Kind, Workload
+from perdollar.workload.stand_in import load_isolated
 
 _ALIASES = {
     "vit": "vit-b16",
@@ -49,7 +51,7 @@ def _reference(name: str) -> Workload:
     return REFERENCES[key].build()
 
 
-def _from_file(spec: str) -> Workload:
+def _file_and_function(spec: str) -> tuple[str, Path, str]:
     path_text, _, function_name = spec.rpartition(":")
     path = Path(path_text).expanduser()
     if not function_name.isidentifier():
@@ -58,6 +60,19 @@ def _from_file(spec: str) -> Workload:
         raise PerdollarError(
             f"workload file {path_text!r} does not exist", "check the path (relative to here)"
         )
+    return path_text, path, function_name
+
+
+def _from_file(spec: str, timeout_s: float | None) -> Workload:
+    _file_and_function(spec)  # a mistyped path is a usage error, found before any process starts
+    if in_sandbox():
+        return import_from_file(spec)
+    return load_isolated(spec, timeout_s=timeout_s)
+
+
+def import_from_file(spec: str) -> Workload:
+    """Import the user's file in this process: only ever called in a sandboxed child."""
+    path_text, path, function_name = _file_and_function(spec)
     source = path.read_bytes()
     module_name = f"perdollar_user_workload_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
     module_spec = importlib.util.spec_from_file_location(module_name, path)
@@ -68,9 +83,8 @@ def _from_file(spec: str) -> Workload:
     try:
         module_spec.loader.exec_module(module)
     except Exception as error:  # the user's module can fail in any way
-        raise PerdollarError(
-            f"importing {path_text!r} failed: {type(error).__name__}: {error}",
-            "fix the file (run `python` on it to see the full traceback, or pass --debug)",
+        raise UserCodeFailed(
+            status_of(error), f"importing {path_text}", described(error), user_frame(error)
         ) from error
     function = getattr(module, function_name, None)
     if not callable(function):
@@ -80,9 +94,8 @@ def _from_file(spec: str) -> Workload:
     try:
         workload = function()
     except Exception as error:
-        raise PerdollarError(
-            f"{spec} raised {type(error).__name__}: {error}",
-            "fix the function (run it in Python to see the full traceback, or pass --debug)",
+        raise UserCodeFailed(
+            status_of(error), f"calling {spec}", described(error), user_frame(error)
         ) from error
     if not isinstance(workload, Workload):
         raise PerdollarError(
@@ -92,7 +105,7 @@ def _from_file(spec: str) -> Workload:
         )
     # The file's contents shape the computation, so they enter the fingerprint.
     config = {**workload.config, "source_sha256": hashlib.sha256(source).hexdigest()[:16]}
-    return replace(workload, config=config)
+    return replace(workload, config=config, origin=spec)
 
 
 def _check(workload: Workload) -> Workload:
@@ -118,8 +131,12 @@ def load_workload(
     batch_size: int | None = None,
     precision: str | None = None,
     kind: Kind | None = None,
+    timeout_s: float | None = None,
 ) -> Workload:
-    """A built-in name (``vit-b16``), ``path/file.py:function``, or a Workload; then the overrides."""
+    """A built-in name (``vit-b16``), ``path/file.py:function``, or a Workload; then the overrides.
+
+    A file is imported in a child process (``timeout_s`` bounds its import and call), never here.
+    """
     if isinstance(spec, Workload):
         workload = spec
     elif not isinstance(spec, str) or not spec.strip():
@@ -129,7 +146,7 @@ def load_workload(
             raise PerdollarError(
                 f"{spec!r} does not say which function returns the Workload", f"write it as {spec}:function"
             )
-        workload = _from_file(spec)
+        workload = _from_file(spec, timeout_s)
     else:
         workload = _reference(spec)
     if precision is not None and precision not in PRECISIONS:

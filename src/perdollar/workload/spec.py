@@ -39,6 +39,9 @@ class Workload:
     # Optional real input pipeline for `full` mode: (batch_size) -> iterable of batches on the CPU.
     data_loader_factory: Callable[[int], Any] | None = None
     description: str = ""
+    # "file.py:function" when loaded from the user's file: processes that run its code load it
+    # again from there, since perdollar's own process holds only a stand-in (see stand_in.py).
+    origin: str | None = None
 
     def with_overrides(self, *, batch_size: int | None = None, precision: str | None = None,
                        kind: Kind | None = None) -> Workload:

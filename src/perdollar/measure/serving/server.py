@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from perdollar.errors import PerdollarError
+from perdollar.sandbox import UserCodeFailed, ended_without_result, mark_sandboxed
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_MAX_SECONDS = 900.0
@@ -53,6 +53,19 @@ def _model_runner(
     # The in-process forward time, so the HTTP figures can be compared with it.
     forward_ms = statistics.median(passes[WARMUP_PASSES // 2 :]) * 1e3
     return run_batch, spec.batch_size, spec.name, forward_ms
+
+
+def _start_failure(process: subprocess.Popen[bytes], log_path: Path, start_timeout_s: float,
+                   workload: str | None) -> UserCodeFailed:
+    """Why the server never said it was listening: the workload's failure, as a result."""
+    what = f"starting the model server for {workload or 'the no-op endpoint'}"
+    if process.returncode is None:
+        return UserCodeFailed("timeout", what, f"not listening within {start_timeout_s:g} s")
+    text = log_path.read_text(encoding="utf-8", errors="replace")
+    status, reason = ended_without_result(process.returncode, text)
+    if process.returncode == 1 and text.strip():
+        status, reason = "error", text.strip().splitlines()[-1][:300]
+    return UserCodeFailed(status, what, reason)
 
 
 def serve(
@@ -131,7 +144,7 @@ def running_server(
     max_seconds: float = DEFAULT_MAX_SECONDS,
 ) -> Iterator[RunningServer]:
     """Start the server process, wait until it listens, yield where; always stop it after."""
-    from perdollar.measure.lifeline import child_preexec, scratch_folder
+    from perdollar.lifeline import child_preexec, scratch_folder
 
     with scratch_folder("perdollar-serve-") as folder:
         ready = Path(folder) / "ready.json"
@@ -160,12 +173,7 @@ def running_server(
             deadline = time.monotonic() + start_timeout_s
             while not ready.exists():
                 if process.poll() is not None or time.monotonic() > deadline:
-                    text = log_path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
-                    why = text[-1] if text else f"exit code {process.returncode}"
-                    raise PerdollarError(
-                        f"the model server did not start: {why}",
-                        "check it with `perdollar bench WORKLOAD --inference` first",
-                    )
+                    raise _start_failure(process, log_path, start_timeout_s, workload)
                 time.sleep(0.05)
             info = json.loads(ready.read_text(encoding="utf-8"))
             yield RunningServer(
@@ -194,6 +202,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--max-seconds", type=float, default=DEFAULT_MAX_SECONDS)
     args = parser.parse_args(argv)
+    mark_sandboxed()
     serve(
         args.ready_file,
         workload=args.workload,

@@ -1,0 +1,194 @@
+"""The user's code runs in a child process, never in perdollar's own.
+
+A workload file is arbitrary Python. At import or in its step it can call ``os._exit``, raise,
+segfault, sleep forever or exhaust memory; run in perdollar's process, any of these would end
+perdollar with the workload's exit code and no word of why, or hang it past every timeout.
+:func:`run_isolated` calls a function in a fresh interpreter under a timeout and turns every way
+that child can end into a value or a :class:`UserCodeFailed` with a status (``error``, ``oom``,
+``timeout``, ``killed``) and a one-line reason that names the workload's file and line when the
+traceback shows them.
+
+The child marks itself (:data:`SANDBOX_MARK`), so code that would otherwise start another child
+(the workload loader, the profiler) runs directly there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import sysconfig
+import traceback
+from pathlib import Path
+from typing import Any, Literal
+
+from perdollar.errors import EXIT_FAILURE, PerdollarError
+from perdollar.lifeline import child_preexec, scratch_folder, termination_raises
+
+SANDBOX_MARK = "PERDOLLAR_SANDBOXED"
+DEFAULT_TIMEOUT_S = 300.0
+FailureStatus = Literal["error", "oom", "timeout", "killed"]
+
+_FIXES: dict[str, str] = {
+    "error": "fix the workload (run the file with python to see the full traceback)",
+    "oom": "use a smaller --batch-size, or a machine with more memory",
+    "timeout": "find where the workload hangs (at import or in its step); profile and bench take --timeout",
+    "killed": "the workload crashed outside Python (a native library?); run it with python to reproduce",
+}
+_PACKAGE_FOLDER = str(Path(__file__).resolve().parent)
+_LIBRARY_FOLDERS = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib",
+                                                                  "platlib")})
+
+
+class UserCodeFailed(PerdollarError):
+    """The user's code ended badly in its child: a result to record, not a usage mistake."""
+
+    exit_code = EXIT_FAILURE
+
+    def __init__(self, status: FailureStatus, what: str, reason: str, where: str | None = None) -> None:
+        located = f" at {where}" if where else ""
+        super().__init__(f"{what} failed ({status}){located}: {reason}", _FIXES[status])
+        self.status: FailureStatus = status
+        self.what = what
+        self.reason = reason
+        self.where = where
+
+
+def mark_sandboxed() -> None:
+    """Say that this process (and every process it starts) is a child that may run user code."""
+    os.environ[SANDBOX_MARK] = "1"
+
+
+def in_sandbox() -> bool:
+    """True inside a child started by :func:`run_isolated` (or a benchmark worker)."""
+    return os.environ.get(SANDBOX_MARK) == "1"
+
+
+def user_frame(error: BaseException) -> str | None:
+    """``file.py:line`` of the deepest frame of ``error`` outside perdollar and installed libraries."""
+    location = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        path = str(Path(frame.filename).resolve()) if frame.filename else ""
+        if not path or path.startswith(_PACKAGE_FOLDER) or path.startswith(_LIBRARY_FOLDERS):
+            continue
+        if frame.filename.startswith("<"):
+            continue
+        location = f"{frame.filename}:{frame.lineno}"
+    return location
+
+
+def described(error: BaseException) -> str:
+    """``Kind: message``, or the kind alone when the message is empty (a bare MemoryError)."""
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def status_of(error: BaseException) -> FailureStatus:
+    """``oom`` for an exception that says memory ran out, else ``error``."""
+    out_of_memory = isinstance(error, MemoryError) or "out of memory" in str(error).lower()
+    return "oom" if out_of_memory else "error"
+
+
+def failure_of(error: BaseException) -> dict[str, Any]:
+    """What the child reports about an exception that escaped the user's code."""
+    if isinstance(error, UserCodeFailed):
+        return {"status": error.status, "reason": error.reason, "where": error.where}
+    if isinstance(error, PerdollarError):
+        return {"usage": {"problem": error.problem, "fix": error.fix, "exit_code": error.exit_code}}
+    if isinstance(error, SystemExit):
+        reason = f"the workload called sys.exit({error.code!r})"
+        status = "error"
+    else:
+        reason, status = described(error), status_of(error)
+    return {"status": status, "reason": reason[:500], "where": user_frame(error),
+            "traceback": "".join(traceback.format_exception(error))[-4000:]}
+
+
+def ended_without_result(returncode: int, output_tail: str) -> tuple[FailureStatus, str]:
+    """Status and reason when the child ended without writing its result."""
+    if returncode < 0:
+        name = signal.Signals(-returncode).name
+        if -returncode == signal.SIGKILL:
+            return "oom", f"killed by {name}, most likely by the kernel's out-of-memory killer"
+        return "killed", f"the process died of {name}"
+    last = next((line for line in reversed(output_tail.splitlines()) if line.strip()), "")
+    reason = f"the process exited with code {returncode} before returning"
+    return "error", reason + (f" (last output: {last.strip()[:200]})" if last else "")
+
+
+def run_isolated(target: str, arguments: dict[str, Any], *, what: str, timeout_s: float | None = None) -> Any:
+    """``module:function(**arguments)`` in a fresh interpreter; its (picklable) return value.
+
+    Raises :class:`UserCodeFailed` for every way the child can fail, and re-raises a
+    :class:`PerdollarError` the child raised (a usage problem found while loading, say).
+    """
+    timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+    with termination_raises(), scratch_folder("perdollar-sandbox-") as scratch:
+        request, result = Path(scratch, "request.pickle"), Path(scratch, "result.pickle")
+        request.write_bytes(pickle.dumps((target, arguments)))
+        output_path = Path(scratch, "output.txt")
+        with open(output_path, "w+b") as output:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "perdollar.sandbox", str(request), str(result)],
+                stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+                env={**os.environ, SANDBOX_MARK: "1"},
+                start_new_session=True,  # a timeout kills whatever the workload started too
+                preexec_fn=child_preexec(),  # and it dies with us
+            )
+            try:
+                process.wait(timeout=timeout)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:
+                _kill_group(process)
+            output.seek(0)
+            tail = output.read()[-4000:].decode("utf-8", errors="replace")
+        reply = pickle.loads(result.read_bytes()) if result.exists() else None
+    if reply is not None and "value" in reply:
+        return reply["value"]
+    if reply is not None and "usage" in reply:
+        usage = reply["usage"]
+        raise PerdollarError(usage["problem"], usage["fix"], exit_code=usage["exit_code"])
+    if reply is not None:
+        raise UserCodeFailed(reply["status"], what, reply["reason"], reply["where"])
+    if timed_out:
+        raise UserCodeFailed("timeout", what, f"no result within the {timeout:g} s timeout")
+    status, reason = ended_without_result(process.returncode, tail)
+    raise UserCodeFailed(status, what, reason)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    # Also after a normal exit: processes the workload started may still hold the group.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _child(request_path: str, result_path: str) -> None:
+    target, arguments = pickle.loads(Path(request_path).read_bytes())
+    try:
+        module_name, _, function_name = target.partition(":")
+        value = getattr(importlib.import_module(module_name), function_name)(**arguments)
+        reply: dict[str, Any] = {"value": value}
+        payload = pickle.dumps(reply)
+    except BaseException as error:  # whatever the user's code does, it is the answer
+        payload = pickle.dumps(failure_of(error))
+    partial = Path(result_path + ".partial")
+    partial.write_bytes(payload)
+    os.replace(partial, result_path)
+
+
+if __name__ == "__main__":
+    # Through the package's module, not this ``__main__`` copy: the error classes must be the
+    # ones the user's code and the loader raise.
+    from perdollar.sandbox import _child as child
+
+    child(sys.argv[1], sys.argv[2])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # skip teardown: threads the workload left behind must not hang the exit
