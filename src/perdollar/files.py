@@ -50,14 +50,29 @@ def write_file_safely(path: Path, text: str, *, overwrite: bool, option: str = "
 
 def readable_file(path: Path, what: str) -> Path:
     """``path`` if it is a file this process can read; else the one-line error that says why."""
-    if path.is_dir():
-        raise PerdollarError(f"{what} {path} is a folder", "give a file, not a folder")
-    if not path.exists():
-        raise PerdollarError(f"{what} {path} does not exist", "check the path")
+    shown = shorten(str(path))
+    try:
+        is_folder, exists = path.is_dir(), path.exists()
+    except OSError as error:  # a name too long for the file system, say
+        raise PerdollarError(
+            f"{what} {shown} cannot be looked at ({error.strerror})", "check the path"
+        ) from None
+    if is_folder:
+        raise PerdollarError(f"{what} {shown} is a folder", "give a file, not a folder")
+    if not exists:
+        raise PerdollarError(f"{what} {shown} does not exist", "check the path")
     try:
         with path.open("rb") as handle:
             handle.read(1)
     except OSError as error:
         reason = why_not_writable(error)
-        raise PerdollarError(f"cannot read {what} {path} ({reason})", "check its permissions") from None
+        raise PerdollarError(f"cannot read {what} {shown} ({reason})", "check its permissions") from None
     return path
+
+
+def shorten(text: str, limit: int = 120) -> str:
+    """``text`` cut in its middle to at most ``limit`` characters, for one-line messages."""
+    if len(text) <= limit:
+        return text
+    keep = (limit - 1) // 2
+    return f"{text[:keep]}…{text[-keep:]}"

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from perdollar.errors import PerdollarError
+from perdollar.files import shorten
 from perdollar.sandbox import UserCodeFailed, described, in_sandbox, status_of, user_frame
 from perdollar.workload.references import REFERENCES
 from perdollar.workload.spec import PRECISIONS, Kind, Workload
@@ -56,9 +57,13 @@ def _file_and_function(spec: str) -> tuple[str, Path, str]:
     path = Path(path_text).expanduser()
     if not function_name.isidentifier():
         raise PerdollarError(f"{spec!r} does not name a function", "write it as path/to/file.py:function")
-    if not path.is_file():
+    try:
+        present = path.is_file()
+    except OSError:  # a name the file system refuses (too long, say)
+        present = False
+    if not present:
         raise PerdollarError(
-            f"workload file {path_text!r} does not exist", "check the path (relative to here)"
+            f"workload file {shorten(path_text)!r} does not exist", "check the path (relative to here)"
         )
     return path_text, path, function_name
 

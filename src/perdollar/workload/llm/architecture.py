@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from perdollar.errors import PerdollarError
+from perdollar.files import shorten
 
 # Model families whose MLP is gated (SwiGLU/GeGLU: three matrices of hidden × intermediate).
 GATED_MLP_TYPES = frozenset({"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "gemma", "gemma2"})
@@ -188,12 +189,22 @@ def from_hf_config(config: Mapping[str, Any], *, name: str | None = None) -> Dec
 
 def load_config_file(path: Path) -> dict[str, Any]:
     """A ``config.json`` from disk, with one-line errors for the usual mistakes."""
-    if path.is_dir():
-        path = path / "config.json"
-    if not path.is_file():
-        raise PerdollarError(f"model config {str(path)!r} does not exist", "give the path of a config.json")
+    try:
+        if path.is_dir():
+            path = path / "config.json"
+        present = path.is_file()
+    except OSError:  # a name the file system refuses (too long, say)
+        present = False
+    if not present:
+        raise PerdollarError(
+            f"model config {shorten(str(path))!r} does not exist", "give the path of a config.json"
+        )
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise PerdollarError(
+            f"cannot read {str(path)!r} ({error.strerror})", "check its permissions"
+        ) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise PerdollarError(
             f"{str(path)!r} is not JSON ({error})", "give a Hugging Face config.json"

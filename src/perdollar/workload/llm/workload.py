@@ -87,14 +87,21 @@ def looks_like_llm(spec: str) -> bool:
     if spec in llm_reference_names():
         return True
     path = Path(spec)
-    return spec.endswith(".json") or (path.is_dir() and (path / "config.json").is_file())
+    try:
+        return spec.endswith(".json") or (path.is_dir() and (path / "config.json").is_file())
+    except OSError:  # a name the file system refuses to look up (too long, say) is no config
+        return False
 
 
 def _config_for(spec: str) -> tuple[dict[str, Any], str]:
     if spec in llm_reference_names():
         return load_config_file(CONFIG_DIR / f"{spec}.json"), spec
     path = Path(spec)
-    if spec.endswith(".json") or path.exists():
+    try:
+        exists = path.exists()
+    except OSError:
+        exists = False
+    if spec.endswith(".json") or exists:
         return load_config_file(path), (path.parent.name if path.name == "config.json" else path.stem) or spec
     close = difflib.get_close_matches(spec, llm_reference_names(), n=3, cutoff=0.5)
     hint = f"did you mean {', '.join(close)}?" if close else f"built-in: {', '.join(llm_reference_names())}"
