@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from perdollar.cli import common
@@ -67,6 +68,44 @@ def llm_serving_question(
     )
 
 
+@dataclass(frozen=True)
+class FileLengths:
+    input_tokens: int | None
+    output_tokens: int
+    note: str
+
+
+def request_lengths(
+    path: Path | None, input_tokens: int | None, output_tokens: int | None
+) -> FileLengths | None:
+    """The mean lengths of the requests in ``--lengths-file`` (None without one)."""
+    if path is None:
+        return None
+    if input_tokens is not None or output_tokens is not None:
+        raise PerdollarError(
+            "--lengths-file and --input-tokens/--output-tokens both give request lengths",
+            "give one of them",
+        )
+    from perdollar.files import readable_file
+    from perdollar.workload.llm.request_lengths import parse_request_lengths
+
+    try:
+        text = readable_file(path, "--lengths-file").read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise PerdollarError(
+            f"--lengths-file {path} is not UTF-8 text", "give a CSV or JSON Lines file"
+        ) from None
+    try:
+        lengths = parse_request_lengths(text)
+    except PerdollarError as error:
+        raise PerdollarError(f"--lengths-file {path}: {error.problem}", error.fix) from None
+    return FileLengths(
+        input_tokens=max(1, round(lengths.input.mean)) if lengths.input else None,
+        output_tokens=max(1, round(lengths.output.mean)),
+        note=lengths.describe(str(path)),
+    )
+
+
 def recommend_llm_inference(
     question: Question,
     *,
@@ -75,6 +114,7 @@ def recommend_llm_inference(
     store_url: str | None,
     store: bool,
     report_path: Path | None,
+    lengths_note: str | None = None,
 ) -> int:
     from perdollar.ask.language_model_serving import answer_language_model_serving
     from perdollar.catalog import load as load_catalog
@@ -109,13 +149,14 @@ def recommend_llm_inference(
                 "explanation": recommendation.explanation,
                 "catalog_captured_at": recommendation.catalog_captured_at,
                 "recommendation_id": stored_id,
+                **({"request_lengths": lengths_note} if lengths_note else {}),
             }
         )
     else:
         if rows:
             common.console.print(llm_deployment_table(rows, answer.slo_label, rps))
         common.console.print(recommendation.explanation, highlight=False, markup=False)
-        for note in recommendation.notes:
+        for note in (*recommendation.notes, *([lengths_note] if lengths_note else [])):
             common.console.print(note, highlight=False, markup=False)
         if stored_id:
             common.console.print(f"Stored as recommendation {stored_id}.", highlight=False)

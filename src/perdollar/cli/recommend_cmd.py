@@ -132,6 +132,11 @@ def recommend(
         "--output-tokens",
         help="Language model --inference: tokens generated per request (default 300).",
     ),
+    lengths_file: Path | None = typer.Option(
+        None, "--lengths-file",
+        help="Language model --inference: real requests' token lengths (CSV or JSON Lines) instead of "
+        "--input-tokens/--output-tokens.",
+    ),
     ttft_p99_ms: float | None = typer.Option(
         None, "--ttft-p99-ms", help="Language model: time to first token SLO."
     ),
@@ -152,15 +157,20 @@ def recommend(
         interruption_rate=recommend_inputs.interruption_rate_from_text(interruption_rate),
     )
     if inference and looks_like_llm(workload):
-        from perdollar.cli.llm_inference_cmd import llm_serving_question, recommend_llm_inference
+        from perdollar.cli.llm_inference_cmd import (
+            llm_serving_question,
+            recommend_llm_inference,
+            request_lengths,
+        )
 
+        lengths = request_lengths(lengths_file, input_tokens, output_tokens)
         return recommend_llm_inference(
             llm_serving_question(
                 workload,
                 rps=rps,
                 tokens_per_day=tokens_per_day,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
+                input_tokens=lengths.input_tokens if lengths else input_tokens,
+                output_tokens=lengths.output_tokens if lengths else output_tokens,
                 ttft_p99_ms=ttft_p99_ms,
                 tpot_p99_ms=tpot_p99_ms,
                 precision=precision,
@@ -173,6 +183,7 @@ def recommend(
             store_url=store_url,
             store=not no_store,
             report_path=report,
+            lengths_note=lengths.note if lengths else None,
         )
     if inference:
         from perdollar.cli.inference_cmd import recommend_inference
