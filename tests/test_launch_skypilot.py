@@ -236,3 +236,24 @@ def test_sweep_dry_run_writes_parseable_yamls(offline_sky: Path, tmp_path: Path)
         # SkyPilot's current location key; the deprecated cloud:/region: keys are gone.
         assert config["resources"]["infra"] == f"{resources['cloud']}/{resources['region']}"
         assert not {"cloud", "region"} & set(config["resources"])
+
+
+def test_an_exported_training_plan_parses_as_a_multi_node_skypilot_task(
+    offline_sky: Path, tmp_path: Path
+) -> None:
+    task_file = tmp_path / "train.yaml"
+    done = subprocess.run(
+        [sys.executable, "-c", "from perdollar.cli import main; main()", "export",
+         "2x p5.48xlarge spot @us-east-1", "--format", "skypilot", "--workload", "llama-3.1-70b",
+         "--out", str(task_file), "--json"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    description = json.loads(done.stdout)
+    (parsed,) = _skypilot_reads([task_file], offline_sky)["parsed"]
+    assert parsed["num_nodes"] == 2 and parsed["instance_type"] == "p5.48xlarge"
+    assert parsed["use_spot"] is True
+    assert parsed["region"] == "us-east-1" and parsed["network_tier"] == "best"
+    assert parsed["envs"]["PERDOLLAR_PLAN"] == description["plan"]["token"]
+    assert parsed["envs"]["PERDOLLAR_TENSOR_PARALLEL"] == str(description["plan"]["tensor_parallel"])
+    assert 'torchrun --nproc-per-node=8 --nnodes="$SKYPILOT_NUM_NODES"' in parsed["run"]

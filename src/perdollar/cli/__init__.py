@@ -76,6 +76,7 @@ def _register_all() -> None:
     from perdollar.cli import (
         bench_cmd,
         catalog_cmd,
+        export_cmd,
         inference_cmd,
         predict_cmd,
         profile_cmd,
@@ -92,6 +93,7 @@ def _register_all() -> None:
         recommend_cmd,
         store_cmd,
         sweep_cmd,
+        export_cmd,
         inference_cmd,
     ):
         module.register(app)

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from perdollar.cli import common
-from perdollar.cli.output_files import ensure_folder, write_text_file
+from perdollar.cli.output_files import ensure_folder
 from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_inputs import training_question
-from perdollar.cli.sweep_render import outcome_row, print_event, print_export, print_plan, print_result
+from perdollar.cli.sweep_render import outcome_row, print_event, print_plan, print_result
 from perdollar.errors import EXIT_FAILURE, PerdollarError
 from perdollar.files import write_file_safely
 
@@ -49,22 +49,6 @@ SWEEP_HELP = (
     "  sky jobs launch sweep-yaml/perdollar-00-1x-g5-xlarge-spot-aws-us-east-1.yaml\n\n"
     "Exit codes: 0 done (failed candidates are results); 2 bad input; 3 nothing feasible."
 )
-
-EXPORT_HELP = (
-    "Write the launch description another engine needs for one candidate (descriptions only: nothing "
-    "is launched).\n\n"
-    "--format sagemaker: the SageMaker PyTorch estimator settings (spot with max_wait, one subnet so all "
-    "instances share an availability zone, torch_distributed) and the equivalent CreateTrainingJob "
-    "request. --format ec2: the cluster placement group and the `create_instances` (RunInstances) "
-    "parameters, spot market options and EFA interfaces where the instance has them.\n\n"
-    "CANDIDATE is a configuration as any command prints it ('2x g5.12xlarge spot (aws us-east-1)') or "
-    "an instance name with an optional count, market and region ('4x g5.4xlarge spot @us-west-2').\n\n"
-    "Examples:\n\n"
-    "  perdollar export g5.12xlarge --format sagemaker\n"
-    "  perdollar export '4x g5.4xlarge spot' --format ec2 --region us-east-1\n"
-    "  perdollar export '4x ml.g5.2xlarge spot' --format sagemaker --max-wait 24h --yaml"
-)
-
 
 def _duration_seconds(text: str, option: str) -> float:
     if re.fullmatch(r"\s*[0-9]*\.?[0-9]+\s*", text):
@@ -334,46 +318,6 @@ def sweep(
     return EXIT_FAILURE if result.outcomes and not any(o.ok for o in result.outcomes) else 0
 
 
-def export(
-    candidate: str = typer.Argument(..., help="e.g. '4x g5.4xlarge spot', 'ml.g5.12xlarge'."),
-    fmt: str = typer.Option(..., "--format", "-f", help="sagemaker or ec2."),
-    region: str | None = typer.Option(None, "--region", help="AWS region (default: the cheapest offer's)."),
-    max_run: str = typer.Option("24h", "--max-run", help="SageMaker max_run (e.g. 24h, 90m)."),
-    max_wait: str | None = typer.Option(None, "--max-wait", help="SageMaker spot max_wait (≥ --max-run)."),
-    as_yaml: bool = typer.Option(False, "--yaml", help="Print YAML instead of JSON."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Also write the description to this file."),
-    json_output: bool = typer.Option(False, "--json", help="Print the description as JSON on stdout."),
-    force: bool = typer.Option(False, "--force", help="Replace the --out file if it exists."),
-) -> int:
-    import yaml
-
-    from perdollar import catalog as catalog_module
-    from perdollar.launch.export import describe_from_catalog, parse_candidate
-
-    description = describe_from_catalog(
-        parse_candidate(candidate),
-        fmt,
-        catalog_module.load(),
-        region=region,
-        max_run_hours=common.parse_duration_hours(max_run, "--max-run"),
-        max_wait_hours=common.parse_duration_hours(max_wait, "--max-wait") if max_wait else None,
-    )
-    if out is not None:
-        write_text_file(
-            out,
-            yaml.safe_dump(description, sort_keys=False)
-            if as_yaml or out.suffix in (".yaml", ".yml")
-            else json.dumps(description, indent=2),
-            "--out",
-            overwrite=force,
-        )
-    if json_output:
-        common.emit_json(description)
-    else:
-        print_export(description, as_yaml=as_yaml)
-    return 0
-
-
 def _wheel_for_nodes(via: str, dry_run: bool, install: str, out_dir: Path) -> Path | None:
     """A wheel of this checkout for remote nodes (perdollar is not on the package index)."""
     if install or (via == "local" and not dry_run):
@@ -391,6 +335,5 @@ def _wheel_for_nodes(via: str, dry_run: bool, install: str, out_dir: Path) -> Pa
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``sweep`` and ``export`` to ``app``."""
+    """Add ``sweep`` to ``app``."""
     app.command("sweep", help=SWEEP_HELP)(sweep)
-    app.command("export", help=EXPORT_HELP)(export)

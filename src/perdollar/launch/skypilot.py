@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,13 +122,18 @@ def task_yaml(job: BenchmarkJob) -> str:
     ]
     if job.store_url:
         lines.append(f"with {STORE_SECRET} set to the shared store's URL in the launching shell")
-    config = task_config(job)
-    text = "".join(f"# {line}\n" for line in lines) + yaml.dump(
+    return dump_task(task_config(job), lines)
+
+
+def dump_task(config: dict[str, Any], comments: Sequence[str]) -> str:
+    """A task file: comment lines, then the config with scripts as literal blocks."""
+    one_line = (" ".join(line.splitlines()) for line in comments)  # each comment stays a comment
+    text = "".join(f"# {line}\n" for line in one_line) + yaml.dump(
         config, Dumper=_ScriptDumper, sort_keys=False, width=110
     )
     if yaml.safe_load(text) != config:  # the file must hold exactly the data, nothing a value added
         raise PerdollarError(
-            f"the task file of {job.name} does not read back as written",
+            f"the task file of {config.get('name')} does not read back as written",
             "rename the workload file to one without control characters",
         )
     return text

@@ -1,0 +1,169 @@
+"""``perdollar export``: the launch description another engine needs for one candidate."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from perdollar.cli import common
+from perdollar.cli.output_files import write_text_file
+from perdollar.cli.sweep_render import print_export
+from perdollar.errors import PerdollarError
+
+TRAINING_FORMATS = ("torchrun", "skypilot")
+
+EXPORT_HELP = (
+    "Write the launch description another engine needs for one candidate (descriptions only: nothing "
+    "is launched).\n\n"
+    "--format sagemaker: the SageMaker PyTorch estimator settings (spot with max_wait, one subnet so all "
+    "instances share an availability zone, torch_distributed) and the equivalent CreateTrainingJob "
+    "request. --format ec2: the cluster placement group and the `create_instances` (RunInstances) "
+    "parameters, spot market options and EFA interfaces where the instance has them.\n\n"
+    "For a language model (--workload): --format torchrun prints each node's torchrun line and the "
+    "plan as PERDOLLAR_* variables for the training script (PERDOLLAR_SHARDING is the FSDP "
+    "ShardingStrategy, with micro-batch, accumulation, tensor and pipeline degrees, activation "
+    "checkpointing, CPU offload, precision); --format skypilot prints a SkyPilot task with num_nodes "
+    "that runs the same torchrun on every node. The plan is the one in CANDIDATE, or --plan, or "
+    "the best the planner finds for the candidate.\n\n"
+    "CANDIDATE is a configuration as any command prints it ('2x g5.12xlarge spot (aws us-east-1)') or "
+    "an instance name with an optional count, market and region ('4x g5.4xlarge spot @us-west-2').\n\n"
+    "Examples:\n\n"
+    "  perdollar export g5.12xlarge --format sagemaker\n"
+    "  perdollar export '4x g5.4xlarge spot' --format ec2 --region us-east-1\n"
+    "  perdollar export '2x p5.48xlarge spot' --format torchrun --workload llama-3.1-8b --script train.py\n"
+    "  perdollar export '2x p5.48xlarge' --format skypilot --workload llama-3.1-70b --plan fsdp+ac,tp8 --yaml"
+)
+
+
+def export(
+    candidate: str = typer.Argument(..., help="e.g. '4x g5.4xlarge spot', 'ml.g5.12xlarge'."),
+    fmt: str = typer.Option(..., "--format", "-f", help="sagemaker, ec2, torchrun or skypilot."),
+    region: str | None = typer.Option(None, "--region", help="Region (default: the cheapest offer's)."),
+    max_run: str = typer.Option("24h", "--max-run", help="SageMaker max_run (e.g. 24h, 90m)."),
+    max_wait: str | None = typer.Option(None, "--max-wait", help="SageMaker spot max_wait (≥ --max-run)."),
+    workload: str | None = typer.Option(
+        None, "--workload", "-w", help="torchrun/skypilot: the language model (built-in or config.json)."
+    ),
+    plan: str | None = typer.Option(
+        None, "--plan", help="torchrun/skypilot: fix the plan, e.g. fsdp+ac,mb4."
+    ),
+    seq_len: int | None = typer.Option(None, "--seq-len", help="torchrun/skypilot: tokens per sequence."),
+    global_batch: int | None = typer.Option(
+        None, "--global-batch", help="torchrun/skypilot: sequences per optimizer step."
+    ),
+    precision: str | None = typer.Option(None, "--precision", help="torchrun/skypilot: e.g. amp-bf16."),
+    script: str = typer.Option("train.py", "--script", help="torchrun/skypilot: the training script."),
+    as_yaml: bool = typer.Option(False, "--yaml", help="Print YAML instead of JSON."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Also write the description to this file."),
+    json_output: bool = typer.Option(False, "--json", help="Print the description as JSON on stdout."),
+    force: bool = typer.Option(False, "--force", help="Replace the --out file if it exists."),
+) -> int:
+    import yaml
+
+    from perdollar import catalog as catalog_module
+    from perdollar.launch.export import describe_from_catalog, parse_candidate
+
+    parsed = parse_candidate(candidate)
+    if fmt in TRAINING_FORMATS:
+        description = _training_launch(
+            parsed, fmt, workload=workload, plan=plan or parsed.plan, region=region, seq_len=seq_len,
+            global_batch=global_batch, precision=precision, script=script,
+        )
+        _emit_training(description, out=out, as_yaml=as_yaml, json_output=json_output, force=force)
+        return 0
+    description = describe_from_catalog(
+        parsed,
+        fmt,
+        catalog_module.load(),
+        region=region,
+        max_run_hours=common.parse_duration_hours(max_run, "--max-run"),
+        max_wait_hours=common.parse_duration_hours(max_wait, "--max-wait") if max_wait else None,
+    )
+    if out is not None:
+        write_text_file(
+            out,
+            yaml.safe_dump(description, sort_keys=False)
+            if as_yaml or out.suffix in (".yaml", ".yml")
+            else json.dumps(description, indent=2),
+            "--out",
+            overwrite=force,
+        )
+    if json_output:
+        common.emit_json(description)
+    else:
+        print_export(description, as_yaml=as_yaml)
+    return 0
+
+
+def _training_launch(candidate: Any, fmt: str, *, workload: str | None, plan: str | None, region: str | None,
+                     seq_len: int | None, global_batch: int | None, precision: str | None,
+                     script: str) -> dict[str, Any]:  # fmt: skip
+    """The plan for the candidate (fixed or searched) as a torchrun launch or a SkyPilot task."""
+    from perdollar.cli.llm_predict import LLMOptions, predict_llm
+    from perdollar.launch.torchrun import skypilot_training_task, torchrun_description
+
+    if not workload:
+        raise PerdollarError(
+            f"--format {fmt} launches a language model's training plan: name it with --workload",
+            "e.g. --workload llama-3.1-8b (or a config.json), with --plan to fix the plan",
+        )
+    options = LLMOptions(seq_len=seq_len, global_batch=global_batch, plan=plan)
+    prediction = predict_llm(workload, candidate.instance_type, candidate.cloud, candidate.count, precision,
+                             options)  # fmt: skip
+    if not prediction.get("fits", True):
+        raise PerdollarError(
+            f"the plan {prediction['plan']['token']} does not fit {candidate.count} × "
+            f"{prediction['instance_type']} ({prediction['memory_per_gpu_gib']:.1f} GiB per GPU)",
+            "leave out --plan to let the planner choose, or pick a larger candidate",
+        )
+    chosen_region = region or candidate.region
+    label = f"{candidate.label} {prediction['plan']['token']}"
+    if fmt == "torchrun":
+        description = torchrun_description(prediction, script=script, script_args=[], label=label)
+    else:
+        name = f"perdollar-{prediction['workload']}"
+        task = skypilot_training_task(prediction, script=script, script_args=[], spot=candidate.spot,
+                                      region=chosen_region, name=name)  # fmt: skip
+        description = {"format": "skypilot", "configuration": label, "plan": prediction["plan"],
+                       "plan_text": prediction.get("plan_text", ""), "task": task}  # fmt: skip
+    description["predicted_tokens_per_second"] = prediction["tokens_per_second"]
+    description["memory_per_gpu_gib"] = prediction["memory_per_gpu_gib"]
+    return description
+
+
+def _emit_training(description: dict[str, Any], *, out: Path | None, as_yaml: bool, json_output: bool,
+                   force: bool) -> None:  # fmt: skip
+    """The runnable part by default (the node script, the task YAML); the whole description on ask."""
+    import yaml
+
+    from perdollar.launch.skypilot import dump_task
+
+    torchrun = description["format"] == "torchrun"
+    runnable = description["script"] if torchrun else dump_task(description["task"], [
+        f"perdollar training launch for {description['configuration']}: {description['plan_text']}",
+        "launch: sky launch <this file> (sky jobs launch for spot, so preemptions recover)",
+    ])
+    whole_yaml = yaml.safe_dump(description, sort_keys=False) if as_yaml and torchrun else None
+    if out is not None:
+        whole = whole_yaml or json.dumps(description, indent=2)
+        text = runnable if out.suffix in (".sh", ".yaml", ".yml") else whole
+        write_text_file(out, text, "--out", overwrite=force)
+    if json_output:
+        common.emit_json(description)
+    else:
+        sys.stdout.write(whole_yaml or runnable)
+    common.err_console.print(
+        f"{description['configuration']}: {description['plan_text']}; predicted "
+        f"{description['predicted_tokens_per_second']:,.0f} tokens/s, "
+        f"{description['memory_per_gpu_gib']:.1f} GiB per GPU",
+        highlight=False, markup=False,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``export`` to ``app``."""
+    app.command("export", help=EXPORT_HELP)(export)

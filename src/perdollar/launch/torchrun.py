@@ -1,0 +1,129 @@
+"""Launches of a language-model training plan: a ``torchrun`` command and a SkyPilot task.
+
+The plan perdollar chose (or the user fixed) reaches the training script twice: as the
+``torchrun`` shape (nodes × processes per node, one process per GPU) and as environment
+variables the script reads (``PERDOLLAR_SHARDING`` = the FSDP ``ShardingStrategy`` name,
+micro-batch, gradient accumulation, tensor and pipeline degrees, activation checkpointing, CPU
+offload, precision). Descriptions only: nothing here starts a process or calls a cloud.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+RENDEZVOUS_PORT = 29500
+# perdollar's strategies in the names torch.distributed.fsdp.ShardingStrategy uses (ZeRO-1 has no
+# FSDP strategy: the optimizer states alone are sharded, e.g. ZeroRedundancyOptimizer over DDP).
+SHARDING = {
+    "ddp": "NO_SHARD",
+    "zero1": "NO_SHARD+ZeroRedundancyOptimizer",
+    "zero2": "SHARD_GRAD_OP",
+    "fsdp": "FULL_SHARD",
+    "hsdp": "HYBRID_SHARD",
+}
+_PARAM_DTYPE = {"amp-bf16": "bfloat16", "bf16": "bfloat16", "amp-fp16": "float16", "fp16": "float16",
+                "fp8": "bfloat16"}  # fmt: skip
+
+
+def plan_environment(plan: Mapping[str, Any], *, seq_len: int, global_batch: int,
+                     precision: str) -> dict[str, str]:  # fmt: skip
+    """The variables that tell the training script how to shard, batch and checkpoint."""
+    return {
+        "PERDOLLAR_PLAN": str(plan["token"]),
+        "PERDOLLAR_SHARDING": SHARDING.get(str(plan["strategy"]), str(plan["strategy"]).upper()),
+        "PERDOLLAR_TENSOR_PARALLEL": str(plan["tensor_parallel"]),
+        "PERDOLLAR_PIPELINE_PARALLEL": str(plan["pipeline_parallel"]),
+        "PERDOLLAR_MICRO_BATCH": str(plan["micro_batch"]),
+        "PERDOLLAR_GRADIENT_ACCUMULATION": str(plan["gradient_accumulation"]),
+        "PERDOLLAR_GLOBAL_BATCH": str(global_batch),
+        "PERDOLLAR_SEQ_LEN": str(seq_len),
+        "PERDOLLAR_ACTIVATION_CHECKPOINTING": "1" if plan["activation_checkpointing"] else "0",
+        "PERDOLLAR_CPU_OFFLOAD": "1" if plan["cpu_offload"] else "0",
+        "PERDOLLAR_PRECISION": precision,
+        "PERDOLLAR_FINETUNE": str(plan.get("finetune", "full")),
+    }
+
+
+def fsdp_settings(plan: Mapping[str, Any], precision: str) -> dict[str, Any]:
+    """The same plan as the FSDP constructor's arguments, for a reader wiring them by hand."""
+    dtype = _PARAM_DTYPE.get(precision)
+    return {
+        "sharding_strategy": SHARDING.get(str(plan["strategy"]), str(plan["strategy"]).upper()),
+        "mixed_precision": {"param_dtype": dtype, "reduce_dtype": "float32", "buffer_dtype": dtype}
+        if dtype else None,
+        "cpu_offload": bool(plan["cpu_offload"]),
+        "activation_checkpointing": bool(plan["activation_checkpointing"]),
+        "note": "fp32 master weights and optimizer states, as the memory model assumes"
+        if dtype and precision.startswith("amp") else "",
+    }  # fmt: skip
+
+
+def torchrun_command(script: str, script_args: Sequence[str], *, nodes: int, gpus_per_node: int,
+                     skypilot: bool = False) -> str:  # fmt: skip
+    """One node's ``torchrun`` line; several nodes rendezvous at the first node's address."""
+    arguments = ["torchrun", f"--nproc-per-node={gpus_per_node}"]
+    if nodes == 1:
+        arguments.append("--standalone")
+    elif skypilot:
+        arguments += ['--nnodes="$SKYPILOT_NUM_NODES"', '--node-rank="$SKYPILOT_NODE_RANK"',
+                      '--master-addr="$(echo "$SKYPILOT_NODE_IPS" | head -n1)"',
+                      f"--master-port={RENDEZVOUS_PORT}"]  # fmt: skip
+    else:
+        arguments += [f"--nnodes={nodes}", '--node-rank="$NODE_RANK"', '--master-addr="$MASTER_ADDR"',
+                      f"--master-port={RENDEZVOUS_PORT}"]  # fmt: skip
+    return " ".join([*arguments, shlex.quote(script), *(shlex.quote(a) for a in script_args)])
+
+
+def torchrun_description(prediction: Mapping[str, Any], *, script: str, script_args: Sequence[str],
+                         label: str) -> dict[str, Any]:  # fmt: skip
+    """What to run on each node: the environment and the command, with the plan they carry."""
+    plan, nodes = prediction["plan"], int(prediction["nodes"])
+    gpus = int(prediction["gpus"]) // nodes
+    environment = plan_environment(plan, seq_len=int(prediction["seq_len"]),
+                                   global_batch=int(prediction["global_batch"]),
+                                   precision=str(prediction["precision"]))  # fmt: skip
+    command = torchrun_command(script, script_args, nodes=nodes, gpus_per_node=gpus)
+    exports = [f"export {name}={shlex.quote(value)}" for name, value in environment.items()]
+    before = [] if nodes == 1 else [f"# on every node: NODE_RANK 0…{nodes - 1} and MASTER_ADDR of node 0"]
+    return {
+        "format": "torchrun",
+        "configuration": label,
+        "nodes": nodes,
+        "gpus_per_node": gpus,
+        "plan": plan,
+        "plan_text": prediction.get("plan_text", ""),
+        "environment": environment,
+        "fsdp": fsdp_settings(plan, str(prediction["precision"])),
+        "command": command,
+        "script": "\n".join([*before, *exports, command]) + "\n",
+    }
+
+
+def skypilot_training_task(prediction: Mapping[str, Any], *, script: str, script_args: Sequence[str],
+                           spot: bool, region: str | None, name: str) -> dict[str, Any]:  # fmt: skip
+    """A SkyPilot task: ``num_nodes`` co-located nodes running the plan under ``torchrun``.
+
+    The instance type alone names the machine (SkyPilot knows its GPUs), so no accelerator name
+    from perdollar's catalog has to match SkyPilot's vocabulary.
+    """
+    plan, nodes = prediction["plan"], int(prediction["nodes"])
+    gpus = int(prediction["gpus"]) // nodes
+    infra = "/".join(part for part in (str(prediction["cloud"]), region) if part)
+    resources: dict[str, Any] = {
+        "infra": infra, "instance_type": prediction["instance_type"], "use_spot": spot}
+    if nodes > 1 and prediction["cloud"] in ("aws", "gcp"):
+        resources["network_tier"] = "best"  # EFA / GPUDirect where the instance has it
+    if spot:
+        resources["job_recovery"] = {"strategy": "FAILOVER"}  # a preempted run resumes elsewhere
+    return {
+        "name": name,
+        "num_nodes": nodes,
+        "resources": resources,
+        "workdir": ".",
+        "envs": plan_environment(plan, seq_len=int(prediction["seq_len"]),
+                                 global_batch=int(prediction["global_batch"]),
+                                 precision=str(prediction["precision"])),
+        "run": torchrun_command(script, script_args, nodes=nodes, gpus_per_node=gpus, skypilot=True) + "\n",
+    }

@@ -1,0 +1,67 @@
+"""`perdollar export --format torchrun|skypilot`: a language model's plan as a launch on each node."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from perdollar.launch.torchrun import plan_environment, torchrun_command
+
+
+def _export(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from perdollar.cli import main; main()", "export", *args],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+def test_the_planners_choice_reaches_the_script_as_variables_and_the_torchrun_shape() -> None:
+    done = _export("2x p5.48xlarge spot", "--format", "torchrun", "--workload", "llama-3.1-8b", "--json")
+    assert done.returncode == 0, done.stderr[-1500:]
+    launch = json.loads(done.stdout)
+    predicted = json.loads(subprocess.run(
+        [sys.executable, "-c", "from perdollar.cli import main; main()", "predict", "llama-3.1-8b",
+         "--instance", "p5.48xlarge", "--nodes", "2", "--json"], capture_output=True, text=True, timeout=300,
+    ).stdout)  # fmt: skip
+    assert launch["plan"] == predicted["plan"]  # the same plan predict chose for the same machines
+    assert launch["environment"]["PERDOLLAR_PLAN"] == predicted["plan"]["token"]
+    assert launch["nodes"] == 2 and launch["gpus_per_node"] == 8
+    assert launch["command"].startswith("torchrun --nproc-per-node=8 --nnodes=2")
+    assert launch["script"].splitlines()[-1] == launch["command"]
+
+
+def test_a_fixed_plan_is_kept_and_a_plan_that_does_not_fit_is_refused() -> None:
+    fixed = _export("p5.48xlarge", "--format", "torchrun", "--workload", "llama-3.1-8b",
+                    "--plan", "fsdp+ac,mb4", "--json")  # fmt: skip
+    assert fixed.returncode == 0, fixed.stderr[-1500:]
+    launch = json.loads(fixed.stdout)
+    assert launch["environment"]["PERDOLLAR_SHARDING"] == "FULL_SHARD"
+    assert launch["environment"]["PERDOLLAR_ACTIVATION_CHECKPOINTING"] == "1"
+    assert launch["environment"]["PERDOLLAR_MICRO_BATCH"] == "4"
+    assert "--standalone" in launch["command"]
+    too_big = _export("g5.xlarge", "--format", "torchrun", "--workload", "llama-3.1-70b", "--plan", "ddp")
+    assert too_big.returncode == 2 and "does not fit" in too_big.stderr
+    unnamed = _export("g5.xlarge", "--format", "skypilot")
+    assert unnamed.returncode == 2 and "--workload" in unnamed.stderr
+
+
+STRATEGIES = [
+    ("ddp", "NO_SHARD"), ("zero2", "SHARD_GRAD_OP"), ("fsdp", "FULL_SHARD"), ("hsdp", "HYBRID_SHARD")]
+
+
+@pytest.mark.parametrize(("strategy", "sharding"), STRATEGIES)
+def test_each_strategy_names_its_fsdp_sharding(strategy: str, sharding: str) -> None:
+    plan = {"token": strategy, "strategy": strategy, "tensor_parallel": 1, "pipeline_parallel": 1,
+            "micro_batch": 1, "gradient_accumulation": 1, "activation_checkpointing": False,
+            "cpu_offload": False}  # fmt: skip
+    environment = plan_environment(plan, seq_len=2048, global_batch=8, precision="amp-bf16")
+    assert environment["PERDOLLAR_SHARDING"] == sharding
+
+
+def test_a_script_name_with_spaces_stays_one_argument() -> None:
+    line = torchrun_command("my train.py", ["--lr", "1e-4; rm -rf /"], nodes=1, gpus_per_node=4)
+    assert line.endswith("'my train.py' --lr '1e-4; rm -rf /'")
