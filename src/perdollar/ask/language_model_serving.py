@@ -3,6 +3,7 @@ format, the replicas that serve the rate within TTFT and TPOT, priced per millio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import pandas as pd
@@ -11,13 +12,17 @@ from perdollar.ask.inputs import Progress, quiet
 from perdollar.catalog import Catalog
 from perdollar.catalog.filters import allowed_offers
 from perdollar.errors import PerdollarError
+from perdollar.measure.result import Measurement
 from perdollar.predict.frame import SUPPORTED_STACKS
+from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of
 from perdollar.predict.llm_serving.frame import llm_serving_frame
+from perdollar.predict.llm_serving.timing import DEFAULT_EFFICIENCY
 from perdollar.price.llm_serving import price_llm_deployments
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select.llm_serving import explain_llm_serving, llm_deployment_estimates
 from perdollar.select.model import Recommendation
 from perdollar.workload.llm import load_llm_workload
+from perdollar.workload.llm.architecture import DecoderArchitecture
 
 DEFAULT_INPUT_TOKENS = 1000
 DEFAULT_OUTPUT_TOKENS = 300
@@ -41,8 +46,10 @@ def slo_label(settings: LanguageModelSettings) -> str:
 
 
 def answer_language_model_serving(
-    question: Question, *, catalog: Catalog, progress: Progress = quiet
+    question: Question, *, catalog: Catalog, progress: Progress = quiet,
+    measurements: Sequence[Measurement] = (),
 ) -> LanguageModelServingAnswer:
+    """``measurements``: stored ``serve-bench WORKLOAD --url`` runs of this model; they calibrate."""
     settings = question.language_model or LanguageModelSettings()
     if question.serving is None or not question.serving.qps > 0:
         raise PerdollarError(
@@ -61,6 +68,7 @@ def answer_language_model_serving(
         priced_only=True,
     )
     formats = (question.precision,) if question.precision else FORMATS
+    calibration = _calibration(measurements, workload.architecture, catalog)
     progress(f"sizing {workload.name} replicas on every instance type, tensor-parallel degree and format")
     deployments = llm_serving_frame(
         workload.architecture,
@@ -71,6 +79,7 @@ def answer_language_model_serving(
         ttft_p99_ms=settings.ttft_p99_ms,
         tpot_p99_ms=settings.tpot_p99_ms,
         precisions=formats,
+        efficiency=calibration.efficiency if calibration else DEFAULT_EFFICIENCY,
     )
     deployments = _foreign_stacks_excluded(deployments, catalog)
     frame = price_llm_deployments(
@@ -93,10 +102,21 @@ def answer_language_model_serving(
         notes=(
             f"{input_tokens} tokens in, {output_tokens} out per request; replicas loaded to at most 90% "
             "of their ceiling; continuous batching (prefill and decode in one iteration)",
+            *([calibration.describe(workload.name)] if calibration else []),
         ),
         sample_unit="output tokens",
     )
     return LanguageModelServingAnswer(recommendation, frame, label)
+
+
+def _calibration(measurements: Sequence[Measurement], arch: DecoderArchitecture,
+                 catalog: Catalog) -> Calibration | None:  # fmt: skip
+    readings = [r for r in map(reading_of, measurements) if r is not None]
+    if not readings:
+        return None
+    chips = {r.accelerator_key: catalog.accelerators[r.accelerator_key]
+             for r in readings if r.accelerator_key in catalog.accelerators}  # fmt: skip
+    return calibrate(readings, arch, chips, DEFAULT_EFFICIENCY)
 
 
 def _foreign_stacks_excluded(deployments: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:

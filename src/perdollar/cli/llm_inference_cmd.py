@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from perdollar.cli import common
 from perdollar.errors import NothingFeasibleError, PerdollarError
@@ -106,6 +107,15 @@ def request_lengths(
     )
 
 
+def _endpoint_measurements(workload: str, store_url: str | None) -> list[Any]:
+    """Stored ``serve-bench WORKLOAD --url`` runs of this model (they calibrate its predictions)."""
+    from perdollar.ask.inputs import stored_measurements
+    from perdollar.workload.llm import load_llm_workload
+
+    fingerprint = load_llm_workload(workload, kind="inference").fingerprint
+    return [m for m in stored_measurements(fingerprint, store_url) if m.mode == "inference"]
+
+
 def recommend_llm_inference(
     question: Question,
     *,
@@ -125,9 +135,11 @@ def recommend_llm_inference(
     )
     from perdollar.cli.persist import attempt_store, save_recommendation
 
+    measured = _endpoint_measurements(question.workload_name, store_url) if store else []
     with common.progress("recommend --inference", quiet=json_output) as bar:
         answer = answer_language_model_serving(
-            question, catalog=load_catalog(), progress=lambda message: bar.update(description=message)
+            question, catalog=load_catalog(), progress=lambda message: bar.update(description=message),
+            measurements=measured,
         )
     recommendation = answer.recommendation
     stored_id, store_failure = attempt_store(
@@ -147,6 +159,7 @@ def recommend_llm_inference(
                 "deployments": rows,
                 "excluded": excluded,
                 "explanation": recommendation.explanation,
+                "notes": recommendation.notes,
                 "catalog_captured_at": recommendation.catalog_captured_at,
                 "recommendation_id": stored_id,
                 **({"request_lengths": lengths_note} if lengths_note else {}),

@@ -117,7 +117,10 @@ def run_serve_bench(
 
 
 def serve_bench_command(
-    workload: str = typer.Argument(None, help="Built-in name (mlp, bert-base, …) or file.py:function."),
+    workload: str = typer.Argument(
+        None, help="Built-in name (mlp, bert-base, …) or file.py:function. With --url: the language model "
+        "served (llama-3.1-8b, a config.json), so the run calibrates its serving predictions."
+    ),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Samples per request (default: 1)."),
     precision: str | None = typer.Option(None, "--precision", help="fp32, bf16, amp-bf16, …"),
     rates: str | None = typer.Option(None, "--rates", help="Exact rates to offer, e.g. 10,50,100 (req/s)."),
@@ -159,7 +162,7 @@ def serve_bench_command(
         )  # fmt: skip
         return run_url_bench(
             settings, rates=_parse_rates(rates), accelerator=accelerator, gpus=gpus, precision=precision,
-            store=not no_store, store_url=store_url, json_output=json_output,
+            store=not no_store, store_url=store_url, json_output=json_output, workload=workload,
         )  # fmt: skip
     if workload is None:
         raise PerdollarError("serve-bench needs a WORKLOAD or --url", "e.g. perdollar serve-bench mlp")

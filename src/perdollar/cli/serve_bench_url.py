@@ -30,12 +30,14 @@ def run_url_bench(
     store: bool,
     store_url: str | None,
     json_output: bool,
+    workload: str | None = None,
 ) -> int:
     """Exit 0 when requests succeeded, 1 when the server ran and failed them all (still recorded)."""
     from perdollar.cli.persist import check_store, save_measurement
 
     if not settings.model.strip():
         raise PerdollarError("serve-bench --url needs --model", "give the model name the server serves")
+    known = _known_model(workload, settings.model)
     accelerator_key = None
     if accelerator:
         from perdollar import catalog as catalog_mod
@@ -56,6 +58,7 @@ def run_url_bench(
         accelerator_key=accelerator_key,
         accelerator_count=gpus if accelerator_key else 0,
         precision=precision or "unknown",
+        workload=known,
     )
     stored = save_measurement(measurement, store_url=store_url, enabled=store, source="serve-bench")
     if json_output:
@@ -66,7 +69,33 @@ def run_url_bench(
         )  # fmt: skip
     else:
         _print_run(run, stored)
+        if known is None:
+            common.err_console.print(
+                f"note: perdollar does not know {settings.model!r} as one of its models, so this run "
+                "calibrates nothing; name it (`serve-bench llama-3.1-8b --url …`) to calibrate its "
+                "serving predictions", highlight=False, markup=False)  # fmt: skip
+        elif accelerator_key is None:
+            common.err_console.print(
+                "note: without --accelerator this run cannot calibrate predictions (which GPU served it?)",
+                highlight=False, markup=False)  # fmt: skip
     return 0 if measurement.status == "ok" else 1
+
+
+def _known_model(workload: str | None, served: str) -> tuple[str, str] | None:
+    """(name, fingerprint) of the language model the endpoint serves, as perdollar knows it."""
+    from perdollar.workload.llm import load_llm_workload
+    from perdollar.workload.llm.workload import looks_like_llm, reference_for_served_name
+
+    if workload is not None and not looks_like_llm(workload):
+        raise PerdollarError(
+            f"{workload!r} is not a language model perdollar knows",
+            "name a built-in one (llama-3.1-8b, qwen2.5-7b, …) or a config.json, or leave it out",
+        )
+    name = workload or reference_for_served_name(served)
+    if name is None:
+        return None
+    model = load_llm_workload(name, kind="inference")
+    return model.name, model.fingerprint
 
 
 def _cell(figures: dict[str, float], quantile: str) -> str:

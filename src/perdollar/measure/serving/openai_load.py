@@ -208,11 +208,13 @@ def run_measurement(
     accelerator_count: int = 0,
     instance_type: str = "unknown",
     precision: str = "unknown",
+    workload: tuple[str, str] | None = None,
 ) -> Measurement:
     """The run as a stored measurement: the busiest step kept up with, every step beside it.
 
-    Its rate is output tokens/s of the whole endpoint, its fingerprint names the model served, so
-    a later prediction of that model can find it.
+    Its rate is output tokens/s of the whole endpoint. ``workload`` (name, fingerprint) is the
+    language model perdollar knows the served one as: the run is stored under it, so that its
+    serving predictions find it; without one the fingerprint names the served model.
     """
     settings, best = run.settings, run.best
     any_ok = any(step.ok for step in run.steps)
@@ -239,8 +241,9 @@ def run_measurement(
     return Measurement(
         status=status,
         mode="inference",
-        workload_name=f"{settings.model} ({settings.input_tokens} → {settings.output_tokens} tokens)",
-        workload_fingerprint=llm_endpoint_fingerprint(settings.model),
+        workload_name=workload[0] if workload
+        else f"{settings.model} ({settings.input_tokens} → {settings.output_tokens} tokens)",
+        workload_fingerprint=workload[1] if workload else llm_endpoint_fingerprint(settings.model),
         batch_size=1,
         precision=precision,
         host=host,
@@ -253,6 +256,7 @@ def run_measurement(
             "output_tokens": settings.output_tokens,
             "best_offered_rps": best.offered_rps if best is not None else None,
             "stop_reason": run.stop_reason,
+            "served_model": settings.model,
             "steps": [asdict(step) for step in run.steps],
         },
         warnings=tuple(dict.fromkeys(f for step in run.steps for f in step.failures))[:10],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,21 @@ class LLMWorkload:
             "kind": self.kind,
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+_SERVED_SUFFIX = re.compile(r"-(instruct|chat|hf|it|base)$|-v\d+(\.\d+)*$")
+
+
+def reference_for_served_name(served: str) -> str | None:
+    """The built-in model a server's name stands for (``meta-llama/Llama-3.1-8B-Instruct`` →
+    ``llama-3.1-8b``), or None when it names none of them."""
+    name = served.strip().rsplit("/", 1)[-1].lower().replace("_", "-").replace("meta-llama-", "llama-")
+    while True:
+        shorter = _SERVED_SUFFIX.sub("", name)
+        if shorter == name:
+            break
+        name = shorter
+    return name if name in llm_reference_names() else None
 
 
 def looks_like_llm(spec: str) -> bool:

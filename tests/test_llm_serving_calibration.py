@@ -1,0 +1,78 @@
+"""A measured endpoint (`serve-bench MODEL --url`) calibrates that model's serving predictions elsewhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from llm_stream_server import streaming_server
+from perdollar import catalog as catalog_mod
+from perdollar.predict.llm_serving.calibrate import EndpointReading, _cases, calibrate
+from perdollar.predict.llm_serving.published import predict_case
+from perdollar.predict.llm_serving.timing import DEFAULT_EFFICIENCY
+from perdollar.workload.llm import load_llm_workload
+from perdollar.workload.llm.workload import reference_for_served_name
+
+
+@pytest.mark.parametrize(
+    ("served", "known"),
+    [("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"), ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"),
+     ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b"), ("my-finetune", None)],
+)  # fmt: skip
+def test_a_served_name_maps_to_the_built_in_model(served: str, known: str | None) -> None:
+    assert reference_for_served_name(served) == known
+
+
+def test_a_slower_endpoint_slows_the_predictions_of_other_chips() -> None:
+    catalog = catalog_mod.load()
+    arch = load_llm_workload("llama-3.1-8b", kind="inference").architecture
+    chips = {key: catalog.accelerators[key] for key in ("L4", "H100-SXM5-80GB")}
+    probe = EndpointReading("L4", 1, "fp16", 256, 128, tpot_ms=1.0, ttft_ms=1.0)
+    decode, first = _cases(probe, arch)
+    predicted_tpot_ms = 1e3 / (predict_case(decode, chips["L4"], DEFAULT_EFFICIENCY) or 1.0)
+    predicted_ttft_ms = predict_case(first, chips["L4"], DEFAULT_EFFICIENCY) or 1.0
+    # The endpoint is 1.6 times slower than predicted at decoding, as fast at the prompt.
+    slow = replace(probe, tpot_ms=1.6 * predicted_tpot_ms, ttft_ms=predicted_ttft_ms)
+    calibration = calibrate([slow], arch, chips, DEFAULT_EFFICIENCY)
+    assert calibration is not None
+    assert max(abs(r - 1) for r in calibration.after) < max(abs(r - 1) for r in calibration.before)
+    elsewhere = replace(decode, gpu="H100-SXM5-80GB")
+    before = predict_case(elsewhere, chips["H100-SXM5-80GB"], DEFAULT_EFFICIENCY) or 0.0
+    after = predict_case(elsewhere, chips["H100-SXM5-80GB"], calibration.efficiency) or 0.0
+    assert after < before / 1.2  # fewer tokens/s on a chip never measured
+    assert "1× L4 fp16" in calibration.describe("llama-3.1-8b")
+
+
+def _perdollar(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from perdollar.cli import main; main()", *args],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "COLUMNS": "200", "PERDOLLAR_STORE": f"sqlite:///{store}"},
+    )  # fmt: skip
+
+
+def test_serve_bench_of_a_named_model_calibrates_recommend(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    with streaming_server(0.4, 0.15, max_seconds=120) as url:
+        measured = _perdollar("serve-bench", "--url", url, "--model", "meta-llama/Llama-3.1-8B-Instruct",
+                              "--accelerator", "L4", "--rates", "0.5", "--max-requests", "3",
+                              "--input-tokens", "64", "--output-tokens", "8", "--step-seconds", "10",
+                              "--json", store=store)  # fmt: skip
+    assert measured.returncode == 0, measured.stderr[-1500:]
+    question = ("recommend", "llama-3.1-8b", "--inference", "--rps", "1", "--input-tokens", "64",
+                "--output-tokens", "8", "--precision", "fp16", "--json")  # fmt: skip
+    calibrated = json.loads(_perdollar(*question, store=store).stdout)
+    shipped = json.loads(_perdollar(*question, "--no-store", store=store).stdout)
+    assert any("calibrated on 1 measured endpoint run(s) of llama-3.1-8b (1× L4 fp16)" in note
+               for note in calibrated["notes"])  # fmt: skip
+    assert not any("calibrated" in note for note in shipped["notes"])
+    tpot = {row["label"]: row["tpot_p99_ms"] for row in shipped["deployments"]}
+    slower = [row["tpot_p99_ms"] / tpot[row["label"]]
+              for row in calibrated["deployments"] if row["label"] in tpot]  # fmt: skip
+    assert slower and min(slower) > 1.1  # a 150 ms/token endpoint on an L4 is slower than shipped
