@@ -108,9 +108,10 @@ def calibrate(
         return None
     memory = _geometric_mean([_solve(case, chips, start, _memory_scaled) for case in cases
                               if case.kind == "decode-batch-1"])  # fmt: skip
-    compute = _geometric_mean([_solve(case, chips, start, _compute_scaled) for case in cases
+    rescaled = _memory_scaled(start, memory)  # the prompt's time also reads the weights
+    compute = _geometric_mean([_solve(case, chips, rescaled, _compute_scaled) for case in cases
                                if case.kind == "ttft"])  # fmt: skip
-    fitted = _compute_scaled(_memory_scaled(start, memory), compute)
+    fitted = _compute_scaled(rescaled, compute)
     return Calibration(fitted, usable, before, _ratios(cases, chips, fitted))
 
 
