@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from hostile_files import write_hostile
 
 SLOW = bool(os.environ.get("PERDOLLAR_SLOW_TESTS"))
@@ -24,11 +24,7 @@ slow = pytest.mark.skipif(not SLOW, reason="set PERDOLLAR_SLOW_TESTS=1 for the w
 
 
 def _perdollar(*args: str, store: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", *args],
-        capture_output=True, text=True, timeout=timeout,
-        env={**os.environ, "COLUMNS": "400", "PERDOLLAR_STORE": f"sqlite:///{store}"},
-    )  # fmt: skip
+    return run_perdollar(*args, store=store, timeout=timeout, columns=400)
 
 
 def _one_line_failure(done: subprocess.CompletedProcess[str], status: str) -> str:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from llm_stream_server import streaming_server
 from perdollar import catalog as catalog_mod
 from perdollar.predict.llm_serving.calibrate import EndpointReading, _cases, calibrate
@@ -50,11 +49,7 @@ def test_a_slower_endpoint_slows_the_predictions_of_other_chips() -> None:
 
 
 def _perdollar(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", *args],
-        capture_output=True, text=True, timeout=300,
-        env={**os.environ, "COLUMNS": "200", "PERDOLLAR_STORE": f"sqlite:///{store}"},
-    )  # fmt: skip
+    return run_perdollar(*args, store=store, columns=200)
 
 
 def test_serve_bench_of_a_named_model_calibrates_recommend(tmp_path: Path) -> None:

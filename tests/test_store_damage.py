@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
+
 
 def _perdollar(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", *args],
-        capture_output=True, text=True, timeout=300,
-        env={**os.environ, "COLUMNS": "300", "PERDOLLAR_STORE": f"sqlite:///{store}"},
-    )  # fmt: skip
+    return run_perdollar(*args, store=store)
 
 
 @pytest.fixture(scope="module")

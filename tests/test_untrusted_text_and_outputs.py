@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from hostile_files import write_hostile
 
 MARKUP_NAME = "[/bold]evil[red]x"
 
 
 def _perdollar(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", *args],
-        capture_output=True, text=True, timeout=300,
-        env={**os.environ, "COLUMNS": "400", "PERDOLLAR_STORE": f"sqlite:///{store}"},
-    )  # fmt: skip
+    return run_perdollar(*args, store=store, columns=400)
 
 
 @pytest.fixture(scope="module")
