@@ -152,3 +152,19 @@ def test_a_well_behaved_file_still_profiles_and_benches(tmp_path: Path) -> None:
     benched = _perdollar("bench", spec, "--duration", "1", "--json", store=tmp_path / "s.db")
     assert benched.returncode == 0, benched.stderr[-2000:]
     assert json.loads(benched.stdout)["status"] == "ok"
+
+
+def test_a_forged_reply_cannot_run_code_in_perdollars_process(tmp_path: Path) -> None:
+    """The child could overwrite its reply with a pickle that calls os._exit when read: it is refused."""
+    forger = tmp_path / "forger.py"
+    forger.write_text(
+        "import os, pickle, sys\n"
+        "class Boom:\n"
+        "    def __reduce__(self):\n"
+        "        return (os._exit, (9,))\n"
+        "def build():\n"
+        "    open(sys.argv[2], 'wb').write(pickle.dumps({'value': Boom()}))\n"
+        "    os._exit(0)\n"
+    )
+    line = _one_line_failure(_perdollar("profile", f"{forger}:build", store=tmp_path / "s.db"), "error")
+    assert "reply could not be read" in line and "_exit" in line

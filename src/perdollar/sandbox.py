@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import io
 import os
 import pickle
 import signal
@@ -148,7 +149,7 @@ def run_isolated(target: str, arguments: dict[str, Any], *, what: str, timeout_s
                 _kill_group(process)
             output.seek(0)
             tail = output.read()[-4000:].decode("utf-8", errors="replace")
-        reply = pickle.loads(result.read_bytes()) if result.exists() else None
+        reply = _read_reply(result) if result.exists() else None
     if reply is not None and "value" in reply:
         return reply["value"]
     if reply is not None and "usage" in reply:
@@ -160,6 +161,31 @@ def run_isolated(target: str, arguments: dict[str, Any], *, what: str, timeout_s
         raise UserCodeFailed("timeout", what, f"no result within the {timeout:g} s timeout")
     status, reason = ended_without_result(process.returncode, tail)
     raise UserCodeFailed(status, what, reason)
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    """Reads only perdollar's own types and Python's plain ones.
+
+    The reply was written by a process that ran the user's code, which could have put any pickle
+    there; one naming another class would run that class's code here, in perdollar's process.
+    """
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module.split(".")[0] in _PLAIN_MODULES:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"the reply names {module}.{name}, which perdollar does not read")
+
+
+_PLAIN_MODULES = frozenset({"perdollar", "builtins", "collections", "copyreg", "datetime", "pathlib"})
+
+
+def _read_reply(path: Path) -> dict[str, Any]:
+    try:
+        reply: dict[str, Any] = _PlainUnpickler(io.BytesIO(path.read_bytes())).load()
+    except Exception as error:  # whatever the file holds, it is the child's failure, not ours
+        return {"status": "error", "reason": f"its reply could not be read ({type(error).__name__}: {error})",
+                "where": None}  # fmt: skip
+    return reply
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

@@ -9,7 +9,6 @@ run the step load the file again from ``origin``.
 from __future__ import annotations
 
 import functools
-import pickle
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,11 +55,18 @@ def _imported(origin: str) -> Workload:
 
 
 def _portable(value: Any) -> Any:
-    try:
-        pickle.dumps(value)
-    except Exception:
-        return ShownAs(repr(value))
-    return value
+    """Plain data crosses to the parent as it is; anything else as the text its repr gives."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)) and all(_is_plain(item) for item in value):
+        return value
+    if isinstance(value, dict) and all(isinstance(k, str) and _is_plain(v) for k, v in value.items()):
+        return value
+    return ShownAs(repr(value))
+
+
+def _is_plain(value: Any) -> bool:
+    return _portable(value) is value
 
 
 def describe_file(spec: str) -> dict[str, Any]:
