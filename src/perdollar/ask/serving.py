@@ -27,6 +27,7 @@ from perdollar.predict.serving import (
 )
 from perdollar.price.serving import price_deployments
 from perdollar.profile import profile_workload
+from perdollar.profile.profiler import profile_workloads
 from perdollar.question import Question
 from perdollar.select.model import Recommendation
 from perdollar.select.serving import deployment_estimates, explain_serving, serving_mode_hint
@@ -80,10 +81,10 @@ def answer_serving(
         priced_only=True,
     )
     keys = sorted({str(k) for k in offers["accelerator_key"].dropna().unique() if k})
-    profiles = {}
-    for batch in target.batch_sizes():
-        progress(f"profiling the forward pass at batch {batch}")
-        profiles[batch] = profile_workload(workload.with_overrides(batch_size=batch, kind="inference"))
+    batches = list(target.batch_sizes())
+    progress(f"profiling the forward pass at batch sizes {', '.join(map(str, batches))}")
+    traced = profile_workloads([workload.with_overrides(batch_size=b, kind="inference") for b in batches])
+    profiles = dict(zip(batches, traced, strict=True))
     measured, cpu_measured = measured_curves(measurements)
     curves = predict_service_curves(
         profiles, catalog.accelerators, keys, precision=workload.precision, measured=measured

@@ -53,6 +53,29 @@ def profile_origin(origin: str, batch_size: int, precision: str, kind: Kind) -> 
     return _traced(load_workload(origin, batch_size=batch_size, precision=precision, kind=kind))
 
 
+def profile_workloads(workloads: list[Workload], *, timeout_s: float | None = None) -> list[Profile]:
+    """:func:`profile_workload` of each; those of one user file are traced in one child process
+    (a batch-size ladder would otherwise start one interpreter per rung)."""
+    with _CACHE_LOCK:
+        missing = [w for w in workloads if w.fingerprint not in _CACHE]
+    origins = {w.origin for w in missing}
+    if len(missing) > 1 and len(origins) == 1 and None not in origins and not in_sandbox():
+        traced: list[Profile] = run_isolated(
+            "perdollar.profile.profiler:profile_origin_many",
+            {"origin": missing[0].origin,
+             "shapes": [(w.batch_size, w.precision, w.kind) for w in missing]},
+            what=f"profiling {missing[0].origin}", timeout_s=timeout_s,
+        )  # fmt: skip
+        with _CACHE_LOCK:
+            _CACHE.update((w.fingerprint, p) for w, p in zip(missing, traced, strict=True))
+    return [profile_workload(w, timeout_s=timeout_s) for w in workloads]
+
+
+def profile_origin_many(origin: str, shapes: list[tuple[int, str, Kind]]) -> list[Profile]:
+    """Runs in the sandboxed child: one trace per (batch size, precision, kind) of the file."""
+    return [profile_origin(origin, batch, precision, kind) for batch, precision, kind in shapes]
+
+
 def _traced(workload: Workload) -> Profile:
     key = workload.fingerprint
     trace = trace_step(workload)
