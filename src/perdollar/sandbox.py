@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import threading
 import traceback
 from pathlib import Path
 from typing import Any, Literal
@@ -131,24 +132,23 @@ def run_isolated(target: str, arguments: dict[str, Any], *, what: str, timeout_s
     with termination_raises(), scratch_folder("perdollar-sandbox-") as scratch:
         request, result = Path(scratch, "request.pickle"), Path(scratch, "result.pickle")
         request.write_bytes(pickle.dumps((target, arguments)))
-        output_path = Path(scratch, "output.txt")
-        with open(output_path, "w+b") as output:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "perdollar.sandbox", str(request), str(result)],
-                stdin=subprocess.DEVNULL, stdout=output, stderr=output,
-                env={**os.environ, SANDBOX_MARK: "1"},
-                start_new_session=True,  # a timeout kills whatever the workload started too
-                preexec_fn=child_preexec(),  # and it dies with us
-            )
-            try:
-                process.wait(timeout=timeout)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            finally:
-                _kill_group(process)
-            output.seek(0)
-            tail = output.read()[-4000:].decode("utf-8", errors="replace")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "perdollar.sandbox", str(request), str(result)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env={**os.environ, SANDBOX_MARK: "1"},
+            start_new_session=True,  # a timeout kills whatever the workload started too
+            preexec_fn=child_preexec(),  # and it dies with us
+        )
+        echo = _Echo(process.stdout)
+        try:
+            process.wait(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            _kill_group(process)
+            echo.thread.join(timeout=2)
+        tail = echo.tail()
         reply = _read_reply(result) if result.exists() else None
     if reply is not None and "value" in reply:
         return reply["value"]
@@ -161,6 +161,29 @@ def run_isolated(target: str, arguments: dict[str, Any], *, what: str, timeout_s
         raise UserCodeFailed("timeout", what, f"no result within the {timeout:g} s timeout")
     status, reason = ended_without_result(process.returncode, tail)
     raise UserCodeFailed(status, what, reason)
+
+
+class _Echo:
+    """Copies what the user's code prints to perdollar's stderr (never stdout, which may hold a
+    --json document) and keeps the end of it for the reason of a failure."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._tail = b""
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        for chunk in iter(lambda: self._stream.read1(65536), b""):
+            self._tail = (self._tail + chunk)[-4000:]
+            try:
+                sys.stderr.write(chunk.decode("utf-8", errors="replace"))
+                sys.stderr.flush()
+            except (OSError, ValueError):  # a closed stderr must not stop the draining
+                pass
+
+    def tail(self) -> str:
+        return self._tail.decode("utf-8", errors="replace")
 
 
 class _PlainUnpickler(pickle.Unpickler):
