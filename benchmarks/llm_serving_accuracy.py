@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perdollar import catalog as catalog_mod
+from perdollar.predict.llm_serving.efficiency import ENGINE_EFFICIENCY, FIT_START
 from perdollar.predict.llm_serving.published import (
     KINDS,
     PLAIN_ROOFLINE,
@@ -29,7 +30,6 @@ from perdollar.predict.llm_serving.published import (
     held_out_errors,
     load_cases,
 )
-from perdollar.predict.llm_serving.timing import ENGINE_EFFICIENCY
 
 LABELS = {
     "max-throughput": "max-throughput output tokens/s (in-flight batching)",
@@ -69,12 +69,14 @@ def main() -> None:
     for engine in sorted({case.engine for case in cases}):
         rows = [case for case in cases if case.engine == engine]
         for gpu in sorted({case.gpu for case in rows}):
-            fitted = fit_efficiency([c for c in rows if c.gpu != gpu], chips, ENGINE_EFFICIENCY[engine])
+            fitted = fit_efficiency([c for c in rows if c.gpu != gpu], chips, FIT_START)
             fits.append(
                 f"  {engine:<13} without {gpu:<16} bandwidth {fitted.bandwidth:.3f}  weight-only "
                 f"{fitted.weight_only_bandwidth:.3f}  compute {fitted.compute:.3f}  "
                 f"KV {fitted.kv_bandwidth:.2f}  "
-                f"overhead {1e6 * fitted.step_overhead_s_per_layer:.0f} µs/layer"
+                f"overhead {1e6 * fitted.step_overhead_s_per_layer:.0f} µs/layer  "
+                f"all-reduce {fitted.allreduce_bandwidth:.2f}  "
+                f"in flight {fitted.bytes_per_sm_cycle:.1f} B/SM-cycle"
             )
     held_out = held_out_errors(cases, chips)
     print(

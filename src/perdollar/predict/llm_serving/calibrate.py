@@ -116,9 +116,11 @@ def calibrate(
 
 
 def _memory_scaled(eff: ServingEfficiency, factor: float) -> ServingEfficiency:
+    # The in-flight ceiling scales too: on a chip where it binds, it is what the readings measure.
     return replace(eff, bandwidth=min(1.0, eff.bandwidth * factor),
                    kv_bandwidth=min(1.0, eff.kv_bandwidth * factor),
-                   weight_only_bandwidth=min(1.0, eff.weight_only_bandwidth * factor))  # fmt: skip
+                   weight_only_bandwidth=min(1.0, eff.weight_only_bandwidth * factor),
+                   bytes_per_sm_cycle=eff.bytes_per_sm_cycle * factor)  # fmt: skip
 
 
 def _compute_scaled(eff: ServingEfficiency, factor: float) -> ServingEfficiency:

@@ -22,15 +22,10 @@ import pandas as pd
 
 from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.model import Accelerator
+from perdollar.predict.llm_serving.efficiency import FIT_START, ServingEfficiency
 from perdollar.predict.llm_serving.formats import ServingFormat, serving_format, unsupported_reason
 from perdollar.predict.llm_serving.load import Workload, predict_llm_serving
-from perdollar.predict.llm_serving.timing import (
-    ENGINE_EFFICIENCY,
-    GroupShape,
-    ServingEfficiency,
-    decode_step_time,
-    prefill_time,
-)
+from perdollar.predict.llm_serving.timing import GroupShape, decode_step_time, prefill_time
 from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_config, load_config_file
 
 FILES = ("llamacpp_llama3_inference.csv", "tensorrt_llm_inference.csv")
@@ -187,6 +182,9 @@ _GRIDS: dict[str, tuple[float, ...]] = {
     "compute": tuple(0.2 + 0.025 * i for i in range(29)),
     "kv_bandwidth": tuple(0.2 + 0.05 * i for i in range(17)),
     "step_overhead_s_per_layer": tuple(10e-6 * i for i in range(31)),
+    "allreduce_bandwidth": tuple(0.1 + 0.05 * i for i in range(19)),
+    # Bytes in flight per SM-cycle, or no ceiling at all (an engine whose kernels reach the datasheet).
+    "bytes_per_sm_cycle": (*(3.0 + 0.5 * i for i in range(19)), math.inf),
 }
 
 
@@ -216,7 +214,7 @@ def fit_efficiency(
     cases: list[ServingCase],
     chips: Mapping[str, Accelerator],
     start: ServingEfficiency,
-    rounds: int = 2,
+    rounds: int = 3,
     fixed: frozenset[str] = frozenset(),
 ) -> ServingEfficiency:
     """Coordinate descent over a grid of each parameter not ``fixed`` (mean absolute log error)."""
@@ -243,7 +241,7 @@ def held_out_errors(
     for engine in sorted({case.engine for case in cases}):
         rows = [case for case in cases if case.engine == engine]
         for gpu in sorted(wanted & {case.gpu for case in rows}):
-            fitted = fit_efficiency([c for c in rows if c.gpu != gpu], chips, ENGINE_EFFICIENCY[engine])
+            fitted = fit_efficiency([c for c in rows if c.gpu != gpu], chips, FIT_START)
             for kind in KINDS:
                 out[kind] += errors([c for c in rows if c.gpu == gpu and c.kind == kind], chips, fitted)
     return out

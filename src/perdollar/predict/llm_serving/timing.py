@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from perdollar.catalog.model import Accelerator
+from perdollar.predict.llm_serving.efficiency import DEFAULT_EFFICIENCY, ServingEfficiency
 from perdollar.predict.llm_serving.formats import ServingFormat, peak_tflops
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
@@ -22,55 +23,6 @@ GIB = 1024**3
 # vLLM and TensorRT-LLM page the KV cache in blocks (vLLM's default is 16 tokens): a sequence
 # holds whole blocks.
 KV_BLOCK_TOKENS = 16
-
-
-@dataclass(frozen=True, slots=True)
-class ServingEfficiency:
-    """The few fitted parameters of the serving model (shipped defaults: benchmarks/llm_serving_accuracy.py).
-
-    bandwidth: achieved fraction of the datasheet memory bandwidth when streaming 16-bit or fp8
-    weights and KV; weight_only_bandwidth: the same for weight-only quantised formats, whose
-    kernels dequantise while reading; compute: achieved fraction of the dense tensor peak in
-    large matrix products (prefill, decode at large batch); kv_bandwidth: achieved fraction of the
-    bandwidth in attention's reads of the paged KV cache; step_overhead_s_per_layer: launch
-    and synchronisation time per layer and step that no roofline sees.
-    """
-
-    bandwidth: float = 0.80
-    weight_only_bandwidth: float = 0.60
-    compute: float = 0.55
-    kv_bandwidth: float = 0.80  # attention's reads of the (paged) KV cache
-    step_overhead_s_per_layer: float = 8e-6
-    allreduce_latency_nvlink_s: float = 8e-6
-    allreduce_latency_pcie_s: float = 25e-6
-    memory_utilisation: float = 0.90  # vLLM's default gpu_memory_utilization
-    reserve_gib: float = 1.0  # activations, CUDA graphs and workspace beside weights and KV
-    max_batch: int = 256  # the engine's cap on running sequences (vLLM's default max_num_seqs)
-
-
-# Fitted on every row of each engine in the development set (benchmarks/llm_serving_accuracy.py
-# prints the same fit with each GPU held out). Serving engines with in-flight batching (vLLM,
-# SGLang, TensorRT-LLM) take TensorRT-LLM's; llama.cpp's own kernels and launch costs differ.
-ENGINE_EFFICIENCY = {
-    "tensorrt-llm": ServingEfficiency(
-        bandwidth=1.0,
-        # TensorRT-LLM's tables hold no int4 rows: weight-only kernels are taken to stream at 75%
-        # of the datasheet (an assumption, not a fit).
-        weight_only_bandwidth=0.75,
-        compute=0.525,
-        kv_bandwidth=0.80,
-        # At the edge of the fitted range: a per-step cost the roofline terms do not explain.
-        step_overhead_s_per_layer=300e-6,
-    ),
-    "llama.cpp": ServingEfficiency(
-        bandwidth=0.925,
-        weight_only_bandwidth=0.95,
-        compute=0.50,
-        kv_bandwidth=1.0,
-        step_overhead_s_per_layer=160e-6,
-    ),
-}
-DEFAULT_EFFICIENCY = ENGINE_EFFICIENCY["tensorrt-llm"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,14 +133,32 @@ def _allreduce_per_layer_s(
     link_name = accelerator.interconnect.lower()
     fast = "nvlink" in link_name or "infinity" in link_name or "ici" in link_name
     latency = eff.allreduce_latency_nvlink_s if fast else eff.allreduce_latency_pcie_s
-    link = (accelerator.interconnect_bandwidth_gbps or 32.0) * 1e9 / 2  # one direction
+    link = (accelerator.interconnect_bandwidth_gbps or 32.0) * 1e9 / 2 * eff.allreduce_bandwidth  # one way
     message = tokens * hidden * 2.0
     return 2 * (latency + 2 * (ranks - 1) / ranks * message / link)
 
 
+def _in_flight_ceiling(accelerator: Accelerator, eff: ServingEfficiency) -> float:
+    """Bytes/s the chip's SMs can keep in flight when a kernel is latency-bound (Little's law).
+
+    A matrix-vector kernel keeps only so many loads outstanding per SM; with HBM's long latency
+    that caps the achieved bandwidth at SMs × clock × bytes per SM-cycle, well under the
+    datasheet on big-HBM chips, while GDDR boards reach their (lower) datasheet figure first.
+    """
+    sms, clock_mhz = accelerator.sm_count, accelerator.boost_clock_mhz
+    if not math.isfinite(eff.bytes_per_sm_cycle) or not sms or not clock_mhz:
+        return math.inf
+    return sms * clock_mhz * 1e6 * eff.bytes_per_sm_cycle
+
+
 def _bandwidth(accelerator: Accelerator, fmt: ServingFormat, eff: ServingEfficiency) -> float:
     share = eff.weight_only_bandwidth if fmt.weight_only else eff.bandwidth
-    return accelerator.memory_bandwidth_gbps * 1e9 * share
+    return min(accelerator.memory_bandwidth_gbps * 1e9 * share, _in_flight_ceiling(accelerator, eff))
+
+
+def _kv_bandwidth(accelerator: Accelerator, eff: ServingEfficiency) -> float:
+    datasheet_share = accelerator.memory_bandwidth_gbps * 1e9 * eff.kv_bandwidth
+    return min(datasheet_share, _in_flight_ceiling(accelerator, eff))
 
 
 def _flops_rate(accelerator: Accelerator, fmt: ServingFormat, eff: ServingEfficiency) -> float:
@@ -210,18 +180,28 @@ def _stage_time(
     attention_flops: float,
     kv_bytes: float = 0.0,
 ) -> StepTime:
-    """One pass of ``tokens`` tokens through one pipeline stage, times the P stages in turn."""
+    """One pass of ``tokens`` tokens through one pipeline stage, times the P stages in turn.
+
+    A layer runs its matrix products and its attention as separate kernels, one after the other:
+    a matrix product streams its weights while it multiplies (the longer of the two counts), and
+    attention streams the KV cache while it multiplies queries with it. The two do not overlap.
+    """
     stages = shape.pipeline_parallel
     layers = math.ceil(arch.num_layers / stages)
-    kv_rate = accelerator.memory_bandwidth_gbps * 1e9 * eff.kv_bandwidth
-    memory = bytes_read / _bandwidth(accelerator, fmt, eff) + kv_bytes / kv_rate
-    flops = (2.0 * arch.active_params * tokens + attention_flops) / shape.gpus
-    compute = flops / _flops_rate(accelerator, fmt, eff)
+    rate = _flops_rate(accelerator, fmt, eff)
+    weights_s = bytes_read / _bandwidth(accelerator, fmt, eff)
+    matmul_s = 2.0 * arch.active_params * tokens / shape.gpus / rate
+    kv_s = kv_bytes / _kv_bandwidth(accelerator, eff)
+    attention_s = attention_flops / shape.gpus / rate
     communication = layers * _allreduce_per_layer_s(accelerator, shape, tokens, arch.hidden_size, eff)
     overhead = layers * eff.step_overhead_s_per_layer
-    stage = max(memory, compute) + communication + overhead
+    stage = max(weights_s, matmul_s) + max(kv_s, attention_s) + communication + overhead
     return StepTime(
-        stage * stages, memory * stages, compute * stages, communication * stages, overhead * stages
+        stage * stages,
+        (weights_s + kv_s) * stages,
+        (matmul_s + attention_s) * stages,
+        communication * stages,
+        overhead * stages,
     )
 
 

@@ -1,0 +1,77 @@
+"""The fitted efficiencies of the serving model, one set per serving engine.
+
+A roofline of datasheet peaks is always optimistic; these few fractions and costs say how much
+of each peak an engine's kernels reach and what it spends beside them. They are fitted to
+published figures (benchmarks/llm_serving_accuracy.py, each GPU held out of its own fit).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ServingEfficiency:
+    """The few fitted parameters of the serving model (shipped defaults: benchmarks/llm_serving_accuracy.py).
+
+    bandwidth: achieved fraction of the datasheet memory bandwidth when streaming 16-bit or fp8
+    weights and KV; weight_only_bandwidth: the same for weight-only quantised formats, whose
+    kernels dequantise while reading; compute: achieved fraction of the dense tensor peak in
+    large matrix products (prefill, decode at large batch); kv_bandwidth: achieved fraction of the
+    bandwidth in attention's reads of the paged KV cache; step_overhead_s_per_layer: launch
+    and synchronisation time per layer and step that no roofline sees; bytes_per_sm_cycle: the
+    bytes a latency-bound kernel keeps in flight per SM and cycle, which caps the bandwidth a
+    batch-1 matrix-vector product reaches on chips with many bytes/s per SM (inf: no ceiling);
+    allreduce_bandwidth: achieved share of the link's one-way bandwidth in the tensor-parallel
+    all-reduces (messages of a few MB reach well under a link's peak).
+    """
+
+    bandwidth: float = 0.80
+    weight_only_bandwidth: float = 0.60
+    compute: float = 0.55
+    kv_bandwidth: float = 0.80  # attention's reads of the (paged) KV cache
+    step_overhead_s_per_layer: float = 8e-6
+    allreduce_latency_nvlink_s: float = 8e-6
+    allreduce_latency_pcie_s: float = 25e-6
+    allreduce_bandwidth: float = 1.0
+    bytes_per_sm_cycle: float = math.inf
+    memory_utilisation: float = 0.90  # vLLM's default gpu_memory_utilization
+    reserve_gib: float = 1.0  # activations, CUDA graphs and workspace beside weights and KV
+    max_batch: int = 256  # the engine's cap on running sequences (vLLM's default max_num_seqs)
+
+
+# Fitted on every row of each engine in the development set (benchmarks/llm_serving_accuracy.py
+# prints the same fit with each GPU held out). Serving engines with in-flight batching (vLLM,
+# SGLang, TensorRT-LLM) take TensorRT-LLM's; llama.cpp's own kernels and launch costs differ.
+ENGINE_EFFICIENCY = {
+    "tensorrt-llm": ServingEfficiency(
+        bandwidth=0.925,
+        # TensorRT-LLM's tables hold no int4 rows: weight-only kernels are taken to stream at 75%
+        # of the datasheet (an assumption, not a fit).
+        weight_only_bandwidth=0.75,
+        compute=0.65,
+        kv_bandwidth=0.75,
+        # Still large (18 ms a step for an 80-layer model): scheduling and launches
+        # that the GPU terms do not carry; it also sets the batch-1 TTFT of short prompts.
+        step_overhead_s_per_layer=220e-6,
+        allreduce_bandwidth=0.40,
+        # No in-flight ceiling: its batched kernels keep enough loads outstanding (the fit agrees).
+    ),
+    "llama.cpp": ServingEfficiency(
+        bandwidth=0.90,
+        weight_only_bandwidth=0.90,
+        compute=0.50,
+        # Its batch-1 attention reads the cache far below the bandwidth: tokens/s fall with
+        # context about four times faster than the KV bytes alone would say.
+        kv_bandwidth=0.25,
+        step_overhead_s_per_layer=100e-6,
+        # Its batch-1 mat-vec kernels reach about 6.5 bytes/SM-cycle: an A100 (108 SMs at 1.41 GHz)
+        # tops out near 1.0 TB/s of its 2.04, while GDDR boards hit their datasheet first.
+        bytes_per_sm_cycle=6.5,
+    ),
+}
+DEFAULT_EFFICIENCY = ENGINE_EFFICIENCY["tensorrt-llm"]
+# Where every fit starts (the dataclass's round defaults, no in-flight ceiling): never the shipped
+# parameters, which saw every GPU, so that a GPU held out of a fit cannot inform it.
+FIT_START = ServingEfficiency()
