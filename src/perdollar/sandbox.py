@@ -9,7 +9,8 @@ that child can end into a value or a :class:`UserCodeFailed` with a status (``er
 traceback shows them.
 
 The child marks itself (:data:`SANDBOX_MARK`), so code that would otherwise start another child
-(the workload loader, the profiler) runs directly there.
+(the workload loader, the profiler) runs directly there. :func:`run_isolated_with_checkpoint` has
+one child do two jobs (load a file, then trace it) and still tell their failures apart.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ import subprocess
 import sys
 import sysconfig
 import threading
+import time
 import traceback
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -129,11 +132,81 @@ def run_isolated(target: str, arguments: dict[str, Any], *, what: str, timeout_s
     :class:`PerdollarError` the child raised (a usage problem found while loading, say).
     """
     timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+    return _run_child(target, arguments, timeout, watch_checkpoint=False).value(what, timeout)
+
+
+@dataclass(frozen=True)
+class Rest:
+    """How the work after a child's :func:`checkpoint` ended: its value, or the failure
+    :func:`run_isolated` would have raised for it, kept for the caller to raise when it needs it."""
+
+    value: Any = None
+    failure: PerdollarError | None = None
+
+
+def run_isolated_with_checkpoint(
+    target: str, arguments: dict[str, Any], *, what: str, rest_what: str, timeout_s: float | None = None
+) -> tuple[Any, Rest]:
+    """Two jobs in one interpreter: ``target`` calls :func:`checkpoint` with the first one's value
+    and returns the second's. That value comes back, and the second's end as a :class:`Rest`.
+
+    Up to the checkpoint the child fails as :func:`run_isolated` would (named ``what``); after it,
+    as a child doing only the rest would (named ``rest_what``). Each part has ``timeout_s``.
+    """
+    timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+    ended = _run_child(target, arguments, timeout, watch_checkpoint=True)
+    if ended.checkpoint is None or "value" not in ended.checkpoint:
+        replace(ended, reply=ended.checkpoint or ended.reply).value(what, timeout)
+        raise UserCodeFailed("error", what, "the process returned before its checkpoint")
+    try:
+        return ended.checkpoint["value"], Rest(value=ended.value(rest_what, timeout))
+    except PerdollarError as failure:
+        return ended.checkpoint["value"], Rest(failure=failure)
+
+
+def checkpoint(value: Any) -> None:
+    """In a child of :func:`run_isolated_with_checkpoint`: hand ``value`` to the parent now, so
+    that a failure of the work still to come is not taken for a failure of what came before."""
+    if _CHECKPOINT_FILE:
+        _write_whole(Path(_CHECKPOINT_FILE[0]), pickle.dumps({"value": value}))
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """What a child left: its reply and checkpoint (None: none written) and how it ended."""
+
+    reply: dict[str, Any] | None
+    checkpoint: dict[str, Any] | None
+    timed_out: bool
+    returncode: int
+    tail: str
+
+    def value(self, what: str, timeout: float) -> Any:
+        """The reply's value, or the failure it reports (or the child's end tells) raised."""
+        reply = self.reply
+        if reply is not None and "value" in reply:
+            return reply["value"]
+        if reply is not None and "usage" in reply:
+            usage = reply["usage"]
+            raise PerdollarError(usage["problem"], usage["fix"], exit_code=usage["exit_code"])
+        if reply is not None:
+            raise UserCodeFailed(reply["status"], what, reply["reason"], reply["where"])
+        if self.timed_out:
+            raise UserCodeFailed("timeout", what, f"no result within the {timeout:g} s timeout")
+        status, reason = ended_without_result(self.returncode, self.tail)
+        raise UserCodeFailed(status, what, reason)
+
+
+_CHECKPOINT_POLL_S = 0.05
+
+
+def _run_child(target: str, arguments: dict[str, Any], timeout: float, *, watch_checkpoint: bool) -> _Ended:
     with termination_raises(), scratch_folder("perdollar-sandbox-") as scratch:
         request, result = Path(scratch, "request.pickle"), Path(scratch, "result.pickle")
+        marker = Path(scratch, "checkpoint.pickle")
         request.write_bytes(pickle.dumps((target, arguments)))
         process = subprocess.Popen(
-            [sys.executable, "-m", "perdollar.sandbox", str(request), str(result)],
+            [sys.executable, "-m", "perdollar.sandbox", str(request), str(result), str(marker)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             env={**os.environ, SANDBOX_MARK: "1"},
             start_new_session=True,  # a timeout kills whatever the workload started too
@@ -141,26 +214,29 @@ def run_isolated(target: str, arguments: dict[str, Any], *, what: str, timeout_s
         )
         echo = _Echo(process.stdout)
         try:
-            process.wait(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            timed_out = not _waited(process, timeout, marker if watch_checkpoint else None)
         finally:
             _kill_group(process)
             echo.thread.join(timeout=2)
-        tail = echo.tail()
-        reply = _read_reply(result) if result.exists() else None
-    if reply is not None and "value" in reply:
-        return reply["value"]
-    if reply is not None and "usage" in reply:
-        usage = reply["usage"]
-        raise PerdollarError(usage["problem"], usage["fix"], exit_code=usage["exit_code"])
-    if reply is not None:
-        raise UserCodeFailed(reply["status"], what, reply["reason"], reply["where"])
-    if timed_out:
-        raise UserCodeFailed("timeout", what, f"no result within the {timeout:g} s timeout")
-    status, reason = ended_without_result(process.returncode, tail)
-    raise UserCodeFailed(status, what, reason)
+        return _Ended(
+            _read_reply(result) if result.exists() else None,
+            _read_reply(marker) if watch_checkpoint and marker.exists() else None,
+            timed_out, process.returncode, echo.tail(),
+        )  # fmt: skip
+
+
+def _waited(process: subprocess.Popen[bytes], timeout: float, marker: Path | None) -> bool:
+    """Whether ``process`` ended in time; once ``marker`` appears, the rest gets its own ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if marker is not None and marker.exists():
+            deadline, marker = time.monotonic() + timeout, None
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=remaining if marker is None else min(remaining, _CHECKPOINT_POLL_S))
+            return True
 
 
 class _Echo:
@@ -218,7 +294,19 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def _child(request_path: str, result_path: str) -> None:
+# Where :func:`checkpoint` writes, set in the child only (a list: the module's state stays put).
+_CHECKPOINT_FILE: list[str] = []
+
+
+def _write_whole(path: Path, payload: bytes) -> None:
+    """The parent sees the whole file or none: a child killed midway leaves no half reply."""
+    partial = Path(str(path) + ".partial")
+    partial.write_bytes(payload)
+    os.replace(partial, path)
+
+
+def _child(request_path: str, result_path: str, checkpoint_path: str) -> None:
+    _CHECKPOINT_FILE.append(checkpoint_path)
     target, arguments = pickle.loads(Path(request_path).read_bytes())
     try:
         module_name, _, function_name = target.partition(":")
@@ -227,9 +315,7 @@ def _child(request_path: str, result_path: str) -> None:
         payload = pickle.dumps(reply)
     except BaseException as error:  # whatever the user's code does, it is the answer
         payload = pickle.dumps(failure_of(error))
-    partial = Path(result_path + ".partial")
-    partial.write_bytes(payload)
-    os.replace(partial, result_path)
+    _write_whole(Path(result_path), payload)
 
 
 if __name__ == "__main__":
@@ -237,7 +323,7 @@ if __name__ == "__main__":
     # ones the user's code and the loader raise.
     from perdollar.sandbox import _child as child
 
-    child(sys.argv[1], sys.argv[2])
+    child(sys.argv[1], sys.argv[2], sys.argv[3])
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # skip teardown: threads the workload left behind must not hang the exit

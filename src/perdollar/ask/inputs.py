@@ -16,10 +16,10 @@ from perdollar.catalog import load as load_catalog
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict.imports import load_measurements_file
-from perdollar.profile import profile_workload
 from perdollar.profile.model import Profile
+from perdollar.profile.profiler import load_to_profile, profile_workload
 from perdollar.question import Question
-from perdollar.workload import Workload, load_workload
+from perdollar.workload import Workload
 
 Progress = Callable[[str], None]
 
@@ -49,7 +49,7 @@ def load_inputs(
     """Load the catalog and the workload (unless given) and profile the workload once."""
     catalog = catalog if catalog is not None else load_catalog()
     if workload is None:
-        workload = load_workload(
+        workload = load_to_profile(
             question.workload_name,
             batch_size=question.batch_size,
             precision=question.precision,

@@ -38,8 +38,7 @@ def predict(
 
     >>> predict("vit-b16", "g5.2xlarge").samples_per_second
     """
-    from perdollar.profile import profile_workload
-    from perdollar.workload import load_workload
+    from perdollar.profile.profiler import load_to_profile, profile_workload
 
     if looks_like_llm(workload):
         raise PerdollarError(
@@ -50,7 +49,7 @@ def predict(
         raise PerdollarError(f"nodes must be at least 1, got {nodes}", "pass nodes=1 or more")
     catalog = load_catalog()
     target = catalog.instance(instance, cloud=cloud)
-    profile = profile_workload(load_workload(workload, batch_size=batch_size, precision=precision))
+    profile = profile_workload(load_to_profile(workload, batch_size=batch_size, precision=precision))
     if isinstance(measurements, str):
         found = measurements_from_file(Path(measurements))
     else:

@@ -133,11 +133,10 @@ def profile_command(
         300.0, "--timeout", help="Seconds a workload file may take to import and trace (default 300)."
     ),
 ) -> None:
-    from perdollar.profile import profile_workload
+    from perdollar.profile.profiler import load_to_profile, profile_workload
     from perdollar.profile.summary import profile_dict
-    from perdollar.workload import load_workload
 
-    loaded = load_workload(
+    loaded = load_to_profile(
         workload, batch_size=batch_size, precision=precision, kind="inference" if inference else None,
         timeout_s=timeout,
     )

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
-from perdollar.profile.memory import gradient_allreduce_bytes, memory_breakdown
 from perdollar.profile.model import Profile
-from perdollar.profile.tracer import TraceResult as _TraceResult
-from perdollar.profile.tracer import trace_step
 from perdollar.sandbox import in_sandbox, run_isolated
+from perdollar.workload.after_loading import NextInChild, take_outcome
 from perdollar.workload.loader import load_workload
 from perdollar.workload.spec import Kind, Workload
 
+if TYPE_CHECKING:
+    from perdollar.profile.tracer import TraceResult as _TraceResult
+
 _CACHE: dict[str, Profile] = {}
 _CACHE_LOCK = threading.Lock()
+_TRACE_NEXT = NextInChild("perdollar.profile.profiler:trace_loaded", "profiling")
 
 
 def _input_bytes_per_sample(trace: _TraceResult, batch_size: int) -> float:
@@ -34,8 +37,13 @@ def profile_workload(workload: Workload, *, timeout_s: float | None = None) -> P
         cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    if workload.origin is not None and not in_sandbox():
-        profile: Profile = run_isolated(
+    traced_after_loading = take_outcome(key, _TRACE_NEXT)
+    if traced_after_loading is not None and traced_after_loading.failure is not None:
+        raise traced_after_loading.failure
+    if traced_after_loading is not None and _is_profile_of(traced_after_loading.value, key):
+        profile: Profile = traced_after_loading.value
+    elif workload.origin is not None and not in_sandbox():
+        profile = run_isolated(
             "perdollar.profile.profiler:profile_origin",
             {"origin": workload.origin, "batch_size": workload.batch_size,
              "precision": workload.precision, "kind": workload.kind},
@@ -46,6 +54,24 @@ def profile_workload(workload: Workload, *, timeout_s: float | None = None) -> P
     with _CACHE_LOCK:
         _CACHE[key] = profile
     return profile
+
+
+def load_to_profile(spec: str | Workload, *, batch_size: int | None = None, precision: str | None = None,
+                    kind: Kind | None = None, timeout_s: float | None = None) -> Workload:
+    """``load_workload`` for a command that will profile the workload: a user's file is traced in
+    the child that loads it (one interpreter, not two), and :func:`profile_workload` takes that
+    profile, or raises that trace's failure as a child of its own would have."""
+    return load_workload(spec, batch_size=batch_size, precision=precision, kind=kind, timeout_s=timeout_s,
+                         next_in_child=_TRACE_NEXT)
+
+
+def trace_loaded(workload: Workload) -> Profile:
+    """Runs in the child that loaded the user's file for :func:`load_to_profile`."""
+    return _traced(workload)
+
+
+def _is_profile_of(value: object, fingerprint: str) -> bool:
+    return isinstance(value, Profile) and value.workload_fingerprint == fingerprint
 
 
 def profile_origin(origin: str, batch_size: int, precision: str, kind: Kind) -> Profile:
@@ -77,6 +103,10 @@ def profile_origin_many(origin: str, shapes: list[tuple[int, str, Kind]]) -> lis
 
 
 def _traced(workload: Workload) -> Profile:
+    # torch is imported where a trace runs: perdollar's process only looks profiles up.
+    from perdollar.profile.memory import gradient_allreduce_bytes, memory_breakdown
+    from perdollar.profile.tracer import trace_step
+
     key = workload.fingerprint
     trace = trace_step(workload)
     model = trace.runner.model

@@ -69,11 +69,8 @@ def _is_plain(value: Any) -> bool:
     return _portable(value) is value
 
 
-def describe_file(spec: str) -> dict[str, Any]:
-    """Runs in the child: import ``spec`` and return what the parent may hold of its Workload."""
-    from perdollar.workload.loader import import_from_file
-
-    workload = import_from_file(spec)
+def describe(workload: Workload) -> dict[str, Any]:
+    """Runs in the child: what the parent may hold of ``workload``."""
     return {
         **{name: getattr(workload, name) for name in _PLAIN_FIELDS},
         "config": {key: _portable(value) for key, value in workload.config.items()},
@@ -82,10 +79,22 @@ def describe_file(spec: str) -> dict[str, Any]:
     }
 
 
+def describe_file(spec: str) -> dict[str, Any]:
+    """Runs in the child: import ``spec`` and return what the parent may hold of its Workload."""
+    from perdollar.workload.loader import import_from_file
+
+    return describe(import_from_file(spec))
+
+
 def load_isolated(spec: str, *, timeout_s: float | None) -> Workload:
     """The Workload ``spec`` names, its file imported in a child process only."""
     fields = run_isolated("perdollar.workload.stand_in:describe_file", {"spec": spec},
                           what=f"loading {spec}", timeout_s=timeout_s)
+    return stand_in(spec, fields)
+
+
+def stand_in(spec: str, fields: dict[str, Any]) -> Workload:
+    """The parent's Workload for ``spec`` from the child's description of it."""
     return Workload(
         **{name: fields[name] for name in _PLAIN_FIELDS},
         config=fields["config"],

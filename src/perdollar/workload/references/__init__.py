@@ -11,8 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from perdollar.workload.references import hf, inputs, small, vision
 from perdollar.workload.spec import Workload
+
+# The model and input modules import torch (about a second): each builder imports what it uses,
+# so that naming or listing the references, or loading a user's file, does not.
 
 
 @dataclass(frozen=True)
@@ -24,7 +26,7 @@ class Reference:
 
 def _images(
     name: str,
-    factory: Callable[[], object],
+    model: str,
     *,
     size: int,
     batch: int,
@@ -33,6 +35,11 @@ def _images(
     description: str,
     hf_style: bool = False,
 ) -> Workload:
+    """``model``: a class or function of ``vision``, or of ``hf`` (``hf_style``: it takes the classes
+    and the image size, and its output holds the loss)."""
+    from perdollar.workload.references import hf, inputs, vision
+
+    factory = partial(getattr(hf, model), 1000, size) if hf_style else getattr(vision, model)
     input_factory = partial(inputs.image_dict if hf_style else inputs.images, size=size, classes=1000)
     return Workload(
         name=name,
@@ -50,6 +57,8 @@ def _images(
 
 
 def _bert(size: str) -> Workload:
+    from perdollar.workload.references import hf, inputs
+
     seq_len = 384
     return Workload(
         name=f"bert-{size}",
@@ -66,6 +75,8 @@ def _bert(size: str) -> Workload:
 
 
 def _gpt2() -> Workload:
+    from perdollar.workload.references import hf, inputs
+
     seq_len = 1024
     return Workload(
         name="gpt2",
@@ -82,6 +93,8 @@ def _gpt2() -> Workload:
 
 
 def _llama() -> Workload:
+    from perdollar.workload.references import hf, inputs
+
     seq_len = 2048
     return Workload(
         name="llama-8b",
@@ -98,6 +111,8 @@ def _llama() -> Workload:
 
 
 def _mlp() -> Workload:
+    from perdollar.workload.references import inputs, small
+
     return Workload(
         name="mlp",
         model_factory=small.mlp,
@@ -114,6 +129,8 @@ def _mlp() -> Workload:
 
 
 def _ncf() -> Workload:
+    from perdollar.workload.references import small
+
     return Workload(
         name="ncf",
         model_factory=small.NeuMF,
@@ -130,6 +147,8 @@ def _ncf() -> Workload:
 
 
 def _gnmt() -> Workload:
+    from perdollar.workload.references import small
+
     seq_len = 50
     return Workload(
         name="gnmt",
@@ -156,7 +175,7 @@ REFERENCES: dict[str, Reference] = {
             partial(
                 _images,
                 "vit-b16",
-                partial(hf.vit_b16, 1000, 224),
+                "vit_b16",
                 size=224,
                 batch=128,
                 precision="amp-bf16",
@@ -171,7 +190,7 @@ REFERENCES: dict[str, Reference] = {
             partial(
                 _images,
                 "resnet50",
-                vision.resnet50,
+                "resnet50",
                 size=224,
                 batch=256,
                 precision="amp-fp16",
@@ -185,7 +204,7 @@ REFERENCES: dict[str, Reference] = {
             partial(
                 _images,
                 "resnet152",
-                vision.resnet152,
+                "resnet152",
                 size=224,
                 batch=128,
                 precision="amp-fp16",
@@ -199,7 +218,7 @@ REFERENCES: dict[str, Reference] = {
             partial(
                 _images,
                 "vgg16",
-                vision.VGG16,
+                "VGG16",
                 size=224,
                 batch=64,
                 precision="amp-fp16",
@@ -213,7 +232,7 @@ REFERENCES: dict[str, Reference] = {
             partial(
                 _images,
                 "inception-v3",
-                vision.InceptionV3,
+                "InceptionV3",
                 size=299,
                 batch=64,
                 precision="amp-fp16",
