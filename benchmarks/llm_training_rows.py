@@ -7,6 +7,11 @@ sequence per step under pipeline parallelism and the whole local batch otherwise
 accumulation that makes up the global batch. Rows whose plan the model cannot express (context
 parallelism) are counted, not predicted; interleaved pipelines (virtual stages) are predicted as
 plain 1F1B, whose bubble is larger.
+
+Networks: a row whose source names InfiniBand, RoCE or RDMA runs its cross-host collectives over
+RDMA. Where the source does not state the network (LLM Foundry's H100 tables, Megatron-Core's H100
+weak scaling), the row assumes the fabric of NVIDIA's reference DGX H100 system, 8 × 400 Gb/s
+InfiniBand NDR (3,200 Gb/s per host; NVIDIA DGX H100 datasheet), on which such runs are made.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from perdollar.workload.llm import DecoderArchitecture, from_hf_config, load_con
 
 CONFIGS = Path(__file__).resolve().parents[1] / "src" / "perdollar" / "workload" / "llm" / "configs"
 PRECISIONS = {"amp": "amp-bf16", "bf16": "amp-bf16", "fp16": "amp-fp16", "fp8": "fp8"}
+RDMA_WORDS = ("infiniband", "roce", "rdma", "efa")
+REFERENCE_FABRIC_GBPS = 3200.0  # DGX H100: 8 × 400 Gb/s InfiniBand NDR
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,7 @@ class PublishedRun:
     nodes: int
     gpus_per_node: int
     network_gbps_per_node: float | None
+    rdma: bool  # cross-host collectives over InfiniBand/RoCE/EFA rather than TCP
     precision: str
     seq_len: int
     global_batch: int
@@ -44,6 +52,7 @@ class PublishedRun:
     micro_batch: int
     gradient_accumulation: int
     activation_checkpointing: bool
+    selective_checkpointing: bool  # the source says "selective" (PyTorch's per-operator policy)
     finetune: str  # full | lora
     virtual_pipeline: int  # interleaved 1F1B stages per GPU; the model runs plain 1F1B
     tokens_per_second: float  # published, total over all GPUs
@@ -55,6 +64,7 @@ class PublishedRun:
             f"tp{self.tensor_parallel}" if self.tensor_parallel > 1 else "",
             f"pp{self.pipeline_parallel}" if self.pipeline_parallel > 1 else "",
             "ac" if self.activation_checkpointing else "",
+            "sac" if self.selective_checkpointing else "",
             f"mb{self.micro_batch}",
             f"ga{self.gradient_accumulation}",
         ]
@@ -110,9 +120,9 @@ def load_runs(path: Path) -> tuple[list[PublishedRun], dict[str, int]]:
                     gpu_count=gpus,
                     nodes=_int(row["nodes"], max(1, gpus // 8)),
                     gpus_per_node=_int(row["gpus_per_node"], min(gpus, 8)),
-                    network_gbps_per_node=float(row["network_gbps_per_node"])
-                    if row["network_gbps_per_node"]
-                    else None,
+                    network_gbps_per_node=float(row["network_gbps_per_node"] or REFERENCE_FABRIC_GBPS),
+                    rdma=not row["network_gbps_per_node"]
+                    or any(word in row["interconnect"].lower() for word in RDMA_WORDS),
                     precision=PRECISIONS[row["precision"]],
                     seq_len=int(row["seq_len"]),
                     global_batch=global_batch,
@@ -122,6 +132,8 @@ def load_runs(path: Path) -> tuple[list[PublishedRun], dict[str, int]]:
                     micro_batch=micro,
                     gradient_accumulation=accumulation,
                     activation_checkpointing=row["activation_checkpointing"] == "1",
+                    selective_checkpointing=row["activation_checkpointing"] != "1"
+                    and row["activation_checkpointing_kind"] == "selective",
                     finetune=row["finetune"] or "full",
                     virtual_pipeline=_int(row["virtual_pipeline"], 1),
                     tokens_per_second=float(row["throughput"]) * (gpus if per_gpu else 1),

@@ -101,6 +101,7 @@ def test_tensor_parallel_all_reduces_two_forward_two_backward_per_layer(small) -
         plan=TrainingPlan("ddp", tensor_parallel=4, micro_batch=2),
         seq_len=512,
         global_batch=16,
+        efficiency=LLMEfficiency(tensor_parallel_overlap=0.0),  # every all-reduce on the critical path
     )
     bandwidth = h100.interconnect_bandwidth_gbps / 2 * 1e9 * 0.7
     message = 2 * 512 * arch.hidden_size * 2.0
@@ -123,9 +124,12 @@ def test_pipeline_bubble_is_p_minus_one_stage_times(small) -> None:
         global_batch=6,
         network_gbps=100.0,
     )
+    eff = LLMEfficiency()  # the shipped rates the prediction above used
     times = micro_batch_times(
-        arch, h100, micro_batch=1, seq_len=512, precision="amp-bf16", tensor_parallel=1, finetune="full"
-    )
+        arch, h100, micro_batch=1, seq_len=512, precision="amp-bf16", tensor_parallel=1, finetune="full",
+        gemm_efficiency=eff.gemm_efficiency, fused_traffic=eff.fused_traffic,
+        attention_efficiency=eff.attention_efficiency,
+    )  # fmt: skip
     compute = 6 * (
         arch.num_layers // 2 * (times.layer_forward + times.layer_backward)
         + times.other_forward

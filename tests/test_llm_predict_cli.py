@@ -109,3 +109,15 @@ def test_llm_options_on_another_workload_are_refused() -> None:
 
 def test_a_missing_config_file_is_a_one_line_error() -> None:
     one_line_error(perdollar("predict", "llama-3.1-8b.json", "--instance", "g5.2xlarge"), "does not exist")
+
+
+def test_fp8_training_on_a_chip_without_fp8_is_a_one_line_error(config: Path) -> None:
+    done = perdollar("predict", str(config), "--instance", "p4d.24xlarge", "--precision", "fp8", "--json")
+    one_line_error(done, "p4d.24xlarge", "FP8")
+
+
+def test_fp8_training_on_hopper_reports_fp8(config: Path) -> None:
+    done = perdollar("predict", str(config), "--instance", "p5.48xlarge", "--precision", "fp8", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    document = json.loads(done.stdout)
+    assert document["precision"] == "fp8" and document["tokens_per_second"] > 0

@@ -45,7 +45,14 @@ def answer(
                 f"serving {question.workload_name!r} is priced per request, not per token yet",
                 "rank its training with perdollar recommend (without --inference)",
             )
-        return answer_language_model(question, catalog=catalog, progress=progress)
+        return answer_language_model(
+            question,
+            catalog=catalog,
+            measurements=measurements,
+            store_url=store_url,
+            use_store=use_store,
+            progress=progress,
+        )
     if question.kind == "inference":
         return ask_serving(
             question,

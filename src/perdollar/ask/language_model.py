@@ -8,18 +8,21 @@ depend on its plan; the rest of the walk is the training walk's.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pandas as pd
 
-from perdollar.ask.inputs import Progress, quiet
+from perdollar.ask.inputs import Progress, quiet, stored_measurements
 from perdollar.ask.training import check_question
 from perdollar.catalog import Catalog
 from perdollar.catalog.filters import allowed_offers
 from perdollar.errors import PerdollarError
+from perdollar.measure.result import Measurement
 from perdollar.predict.frame import node_counts
 from perdollar.predict.llm import TrainingPlan, parse_plan
 from perdollar.predict.llm.frame import llm_prediction_frame
+from perdollar.predict.llm.measured import calibrated
 from perdollar.predict.llm.memory import lora_params
 from perdollar.price.frame import assumptions_for, describe_assumptions, target_of
 from perdollar.price.table import price_table
@@ -32,6 +35,7 @@ from perdollar.select import (
     select_candidates,
 )
 from perdollar.workload.llm import LLMWorkload, load_llm_workload
+from perdollar.workload.llm.trainable import measurement_key
 
 # What a checkpoint of full training writes per parameter: bf16 weights, fp32 master weights and
 # Adam's two moments (the ZeRO paper's 2 + 12 bytes).
@@ -75,11 +79,21 @@ def answer_language_model(
     *,
     catalog: Catalog,
     workload: LLMWorkload | None = None,
+    measurements: Sequence[Measurement] = (),
+    store_url: str | None = None,
+    use_store: bool = False,
     progress: Progress = quiet,
 ) -> Recommendation:
-    """The ranked recommendation, in tokens, with the plan of every estimate."""
+    """The ranked recommendation, in tokens, with the plan of every estimate.
+
+    Bench runs of the model (``measurements``, and with ``use_store`` those stored) calibrate it.
+    """
     check_question(question, catalog)
     workload = workload if workload is not None else load_language_model(question)
+    runs = list(measurements)
+    if use_store:
+        runs += stored_measurements(measurement_key(workload), store_url)
+    calibration = calibrated(workload, runs, catalog)
     question = replace(question, workload_fingerprint=workload.fingerprint, kind="train")
     offers = allowed_offers(
         catalog.offers_frame(), clouds=question.clouds, regions=question.regions, market=question.market
@@ -93,7 +107,8 @@ def answer_language_model(
     counts = node_counts(question.max_nodes)
     plan = fixed_plan(question.language_model or LanguageModelSettings(), workload)
     progress(f"planning {workload.name} on every instance type × {len(counts)} node counts")
-    predictions = llm_prediction_frame(workload, catalog, counts, plan=plan)
+    efficiency = calibration.efficiency
+    predictions = llm_prediction_frame(workload, catalog, counts, plan=plan, efficiency=efficiency)
     progress(f"pricing {len(offers):,} offers")
     target = target_of(question)
     assumptions = assumptions_for(question.spot, checkpoint_bytes(workload))
@@ -120,7 +135,8 @@ def answer_language_model(
         selection,
         catalog_captured_at=str(catalog.captured_at),
         catalog_snapshot_id=str(catalog.snapshot_id),
-        notes=(describe_assumptions(assumptions), counts_note, planner_note),
+        notes=(describe_assumptions(assumptions), counts_note, planner_note)
+        + ((calibration.note,) if calibration.note else ()),
     )
     alone = one_gpu_sentence(priced, workload)
     if not alone:

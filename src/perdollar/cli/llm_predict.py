@@ -61,11 +61,23 @@ def _fixed_plan(options: LLMOptions, workload: Any) -> Any:
 
 
 def predict_llm(
-    spec: str, instance_name: str, cloud: str | None, nodes: int, precision: str | None, options: LLMOptions
+    spec: str,
+    instance_name: str,
+    cloud: str | None,
+    nodes: int,
+    precision: str | None,
+    options: LLMOptions,
+    *,
+    store_url: str | None = None,
+    read_store: bool = False,
 ) -> dict[str, Any]:
-    """The prediction for ``spec`` on ``nodes`` × ``instance_name``, as the JSON document prints it."""
+    """The prediction for ``spec`` on ``nodes`` × ``instance_name``, as the JSON document prints it.
+
+    With ``read_store`` the bench runs of the model stored earlier calibrate it.
+    """
     from perdollar import catalog as catalog_mod
     from perdollar.predict.llm import MFU_CONVENTION, predict_llm_training
+    from perdollar.predict.llm.frame import excluded_reason
     from perdollar.predict.llm.planner import plan_shapes, search_plans
     from perdollar.workload.llm import load_llm_workload
 
@@ -86,6 +98,13 @@ def predict_llm(
             f"{instance.name} has no whole GPU perdollar knows",
             "choose a GPU instance (perdollar catalog --gpu)",
         )
+    excluded = excluded_reason(instance, accelerator, workload)
+    if excluded:
+        raise PerdollarError(
+            f"{instance.name} cannot train {workload.name} at {workload.precision}: {excluded}",
+            "choose another instance or --precision",
+        )
+    calibration = _calibration(workload, cat, store_url) if read_store else None
     gpus = int(instance.accelerator_count)
     common: dict[str, Any] = {
         "gpus_per_node": gpus,
@@ -95,6 +114,7 @@ def predict_llm(
         "precision": workload.precision,
         "network_gbps": instance.network_gbps,
         "efa_interfaces": instance.efa_interfaces,
+        "efficiency": calibration.efficiency if calibration else None,
     }
     arch = workload.architecture
     searched = 0
@@ -155,5 +175,23 @@ def predict_llm(
         "fit_reason": p.fit_reason,
         "bottleneck": p.bottleneck,
         "basis": p.basis,
+        "calibration": calibration.note if calibration else "",
         "breakdown_s": p.breakdown_s,
     }
+
+
+def _calibration(workload: Any, catalog: Any, store_url: str | None) -> Any:
+    """The calibration from the model's stored bench runs; an unreachable store only costs a note."""
+    from perdollar.cli.common import err_console
+    from perdollar.cli.persist import stored_measurements
+    from perdollar.predict.llm.measured import calibrated
+    from perdollar.workload.llm.trainable import measurement_key
+
+    try:
+        runs = stored_measurements(measurement_key(workload), store_url=store_url)
+    except PerdollarError:
+        raise
+    except Exception as error:  # an unreachable store only loses calibration, not the prediction
+        err_console.print(f"note: stored measurements unavailable ({error})", markup=False)
+        runs = []
+    return calibrated(workload, runs, catalog)

@@ -83,7 +83,8 @@ def predict_command(
         None, "--batch-size", "--batch", "-b", min=1, help="Per-device batch (LLM: a static batch)."
     ),
     precision: str = typer.Option(
-        None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16."
+        None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16;"
+        " language models also fp8 (FP8 linear layers).",
     ),
     measurements: Path = typer.Option(
         None, "--measurements", help="Bench JSON or published-schema CSV to calibrate from."
@@ -138,7 +139,9 @@ def predict_command(
         from perdollar.cli.llm_render import print_llm_prediction
 
         with progress(f"planning {workload}", quiet=json_output):
-            result = predict_llm(workload, instance, cloud, nodes, precision, llm)
+            result = predict_llm(
+                workload, instance, cloud, nodes, precision, llm, store_url=store, read_store=True
+            )
         if json_output:
             emit_json(result)
         else:
@@ -151,12 +154,11 @@ def predict_command(
         )
     from perdollar import catalog as catalog_mod
     from perdollar.predict import Calibration, predict
-    from perdollar.profile import profile_workload
-    from perdollar.workload import load_workload
+    from perdollar.profile.profiler import load_to_profile, profile_workload
 
     cat = catalog_mod.load()
     target = cat.instance(instance, cloud=cloud)
-    spec = load_workload(workload, batch_size=batch_size, precision=precision)
+    spec = load_to_profile(workload, batch_size=batch_size, precision=precision)
     with progress(f"tracing {spec.name}", quiet=json_output):
         profile = profile_workload(spec)
     found = []

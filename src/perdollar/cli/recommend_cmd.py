@@ -68,7 +68,8 @@ def recommend(
     max_nodes: int = typer.Option(4, "--max-nodes", help="Largest node count tried (1, 2, 4, … up to it)."),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Per-device batch size."),
     precision: str | None = typer.Option(
-        None, "--precision", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16."
+        None, "--precision", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16;"
+        " language models also fp8 (FP8 linear layers).",
     ),
     measure: bool = typer.Option(False, "--measure", help="Benchmark locally first and calibrate from it."),
     measurements: Path | None = typer.Option(
@@ -290,7 +291,8 @@ def compare_command(
     deadline: str | None = typer.Option(None, "--deadline", help="Adds P(finish by the deadline)."),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Per-device batch size."),
     precision: str | None = typer.Option(
-        None, "--precision", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16."
+        None, "--precision", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16;"
+        " language models also fp8 (FP8 linear layers).",
     ),
     measurements: Path | None = typer.Option(
         None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."

@@ -40,6 +40,7 @@ def plan_environment(plan: Mapping[str, Any], *, seq_len: int, global_batch: int
         "PERDOLLAR_GLOBAL_BATCH": str(global_batch),
         "PERDOLLAR_SEQ_LEN": str(seq_len),
         "PERDOLLAR_ACTIVATION_CHECKPOINTING": "1" if plan["activation_checkpointing"] else "0",
+        "PERDOLLAR_SELECTIVE_CHECKPOINTING": "1" if plan.get("selective_checkpointing") else "0",
         "PERDOLLAR_CPU_OFFLOAD": "1" if plan["cpu_offload"] else "0",
         "PERDOLLAR_PRECISION": precision,
         "PERDOLLAR_FINETUNE": str(plan.get("finetune", "full")),
@@ -55,6 +56,7 @@ def fsdp_settings(plan: Mapping[str, Any], precision: str) -> dict[str, Any]:
         if dtype else None,
         "cpu_offload": bool(plan["cpu_offload"]),
         "activation_checkpointing": bool(plan["activation_checkpointing"]),
+        "selective_checkpointing": bool(plan.get("selective_checkpointing")),
         "note": "fp32 master weights and optimizer states, as the memory model assumes"
         if dtype and precision.startswith("amp") else "",
     }  # fmt: skip

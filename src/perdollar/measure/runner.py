@@ -115,7 +115,9 @@ def to_measurement(result: dict[str, Any], *, workload: Any, mode: str, nproc: i
         status=status,
         mode=mode,  # type: ignore[arg-type]
         workload_name=workload.name,
-        workload_fingerprint=workload.fingerprint,
+        # A language model's runs at any micro-batch and precision are filed under one key, so that
+        # predictions of the model (which choose their own micro-batch) find them all.
+        workload_fingerprint=str(workload.config.get("measured_as") or workload.fingerprint),
         batch_size=workload.batch_size,
         precision=workload.precision,
         host=host,

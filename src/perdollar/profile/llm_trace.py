@@ -29,12 +29,18 @@ class LayerTrace:
     seq_len: int
     layer_ops: tuple[OperatorRecord, ...]
     other_ops: tuple[OperatorRecord, ...]
-    layer_saved_bytes: float  # activations one layer keeps for its backward
-    other_saved_bytes: float  # embedding, final norm, logits and loss
+    layer_saved_bytes: float  # activations one layer keeps for its backward, elementwise chains fused
+    other_saved_bytes: float  # embedding, final norm, logits and loss, likewise
     hidden_state_bytes: float  # one layer's input (what activation checkpointing keeps)
+    layer_saved_eager_bytes: float = 0.0  # what the model's eager code keeps (one kernel per operator)
+    other_saved_eager_bytes: float = 0.0
+    layer_saved_selective_bytes: float = 0.0  # kept under selective checkpointing (beside the layer input)
 
 
 _Key = tuple[object, ...]
+# FP8 training keeps bf16 autocast around FP8 linear layers: its operators and saved activations are
+# those of amp-bf16 (the predictor moves the linear GEMMs to the chip's FP8 rate).
+TRACED_AS = {"fp8": "amp-bf16"}
 
 
 def _key(op: OperatorRecord) -> _Key:
@@ -70,22 +76,19 @@ def _split_layers(one: tuple[OperatorRecord, ...], two: tuple[OperatorRecord, ..
 
 def _trace_model(
     arch: DecoderArchitecture, layers: int, micro_batch: int, seq_len: int, precision: str, train_base: bool
-) -> tuple[tuple[OperatorRecord, ...], float, float]:
-    """(operators, saved bytes, hidden-state bytes) of forward + backward of a ``layers``-layer model."""
+) -> tuple[tuple[OperatorRecord, ...], float, float, float, float]:
+    """(operators, saved bytes fused, eager and under selective checkpointing, hidden-state bytes)
+    of forward + backward of a ``layers``-layer model (:mod:`perdollar.profile.fusion` says what
+    fusion and selective checkpointing keep)."""
     import torch
 
-    from perdollar.profile.tracer import (
-        _materialise_fake,
-        _OperatorRecorder,
-        _phase,
-        _RecordingFakeMode,
-        _SavedTensors,
-    )
+    from perdollar.profile.fusion import DataflowFakeMode
+    from perdollar.profile.tracer import _materialise_fake, _OperatorRecorder, _phase, _SavedTensors
     from perdollar.workload.llm.meta_model import build_meta_model, trace_config
     from perdollar.workload.step import autocast_dtype, parameter_dtype
 
     recorder = _OperatorRecorder(tf32=precision == "tf32")
-    fake_mode = _RecordingFakeMode(recorder)
+    fake_mode = DataflowFakeMode(recorder)
     model = build_meta_model(trace_config(arch, num_layers=layers))
     storage = parameter_dtype(precision)
     if not train_base and storage == torch.float32 and precision != "fp32":
@@ -115,8 +118,12 @@ def _trace_model(
             loss = model(input_ids=ids, labels=ids).loss
         with _phase(recorder, "backward"):
             loss.backward()
-    saved_bytes = float(sum(live._history[s].nbytes for s in saved.serials - weights))
-    return recorder.records(), saved_bytes, float(hidden_bytes)
+    activations = saved.serials - weights
+    size = {s: live._history[s].nbytes for s in activations}
+    eager = float(sum(size.values()))
+    fused = float(sum(size[s] for s in fake_mode.kept_after_fusion(activations)))
+    selective = float(fake_mode.kept_by_selective_checkpointing(activations, size))
+    return recorder.records(), fused, eager, selective, float(hidden_bytes)
 
 
 @functools.lru_cache(maxsize=64)
@@ -126,10 +133,11 @@ def _traced(
     from perdollar.profile import llm_trace_store
 
     key = llm_trace_store.trace_key(arch, micro_batch, seq_len, precision, train_base)
-    stored = llm_trace_store.load(key)
-    if stored is not None:
-        with contextlib.suppress(TypeError):
-            return LayerTrace(**stored)
+    shipped = llm_trace_store.shipped_key(arch, micro_batch, seq_len, precision, train_base)
+    for stored in (llm_trace_store.load(key), llm_trace_store.load_shipped(shipped)):
+        if stored is not None:
+            with contextlib.suppress(TypeError):
+                return LayerTrace(**stored)
     traced = _trace_layers(arch, micro_batch, seq_len, precision, train_base)
     llm_trace_store.save(key, {f.name: getattr(traced, f.name) for f in dataclasses.fields(traced)})
     return traced
@@ -139,8 +147,12 @@ def _trace_layers(
     arch: DecoderArchitecture, micro_batch: int, seq_len: int, precision: str, train_base: bool
 ) -> LayerTrace:
     try:
-        one, saved_one, hidden = _trace_model(arch, 1, micro_batch, seq_len, precision, train_base)
-        two, saved_two, _ = _trace_model(arch, 2, micro_batch, seq_len, precision, train_base)
+        one, saved_one, eager_one, selective_one, hidden = _trace_model(
+            arch, 1, micro_batch, seq_len, precision, train_base
+        )
+        two, saved_two, eager_two, selective_two, _ = _trace_model(
+            arch, 2, micro_batch, seq_len, precision, train_base
+        )
     except PerdollarError:
         raise
     except Exception as error:  # transformers and fake tensors can fail on unusual configs
@@ -149,9 +161,10 @@ def _trace_layers(
             "check the config (pass --debug for the traceback)",
         ) from error
     layer, other = _split_layers(one, two)
-    layer_saved = saved_two - saved_one
+    layer_saved, layer_eager = saved_two - saved_one, eager_two - eager_one
     return LayerTrace(
-        micro_batch, seq_len, tuple(layer), tuple(other), layer_saved, saved_one - layer_saved, hidden
+        micro_batch, seq_len, tuple(layer), tuple(other), layer_saved, saved_one - layer_saved, hidden,
+        layer_eager, eager_one - layer_eager, selective_two - selective_one,
     )
 
 
@@ -236,10 +249,12 @@ def layer_trace(
     not grow with the batch is the low-precision copy of the weights autocast keeps for backward,
     which the weight accounting of the plan already holds.
     """
-    at_one = _traced(arch, 1, seq_len, precision, train_base)
-    at_two = _traced(arch, 2, seq_len, precision, train_base)
-    layer_per_sequence = max(at_two.layer_saved_bytes - at_one.layer_saved_bytes, 0.0)
-    other_per_sequence = max(at_two.other_saved_bytes - at_one.other_saved_bytes, 0.0)
+    traced_as = TRACED_AS.get(precision, precision)
+    at_one = _traced(arch, 1, seq_len, traced_as, train_base)
+    at_two = _traced(arch, 2, seq_len, traced_as, train_base)
+    def per_sequence(field: str) -> float:
+        return max(getattr(at_two, field) - getattr(at_one, field), 0.0)
+
     if micro_batch <= 2:
         traced = at_one if micro_batch == 1 else at_two
         layer_ops, other_ops = traced.layer_ops, traced.other_ops
@@ -251,7 +266,10 @@ def layer_trace(
         seq_len,
         layer_ops,
         other_ops,
-        layer_per_sequence * micro_batch,
-        other_per_sequence * micro_batch,
+        per_sequence("layer_saved_bytes") * micro_batch,
+        per_sequence("other_saved_bytes") * micro_batch,
         at_one.hidden_state_bytes * micro_batch,
+        per_sequence("layer_saved_eager_bytes") * micro_batch,
+        per_sequence("other_saved_eager_bytes") * micro_batch,
+        per_sequence("layer_saved_selective_bytes") * micro_batch,
     )

@@ -1,22 +1,29 @@
 """Traced decoder layers kept on disk, so that a new process prices plans without importing
 transformers or tracing again. One JSON file per (architecture, micro-batch, sequence length,
-precision, trained base, torch and transformers versions); an unreadable file is traced again."""
+precision, trained base, torch and transformers versions); an unreadable file is traced again.
+
+The package also ships the traces of its built-in language models at their default shapes
+(``data/llm_traces.json.gz``, written by :mod:`perdollar.profile.llm_trace_bundle`), keyed
+without the library versions: a first ``recommend llama-3.1-8b`` then neither imports
+transformers nor traces."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import gzip
 import hashlib
 import json
 import os
 import tempfile
-from importlib import metadata
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
 from perdollar.profile.model import OperatorRecord
 
-_SCHEMA = 1
+_SCHEMA = 3  # 2: saved activations fused and eager; 3: and under selective checkpointing
 
 
 def _version(package: str) -> str:
@@ -26,18 +33,62 @@ def _version(package: str) -> str:
         return "absent"
 
 
-def trace_key(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> str:
-    payload = {
+def _shape(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> dict[str, Any]:
+    return {
         "schema": _SCHEMA,
         "architecture": dataclasses.asdict(arch),
         "micro_batch": micro_batch,
         "seq_len": seq_len,
         "precision": precision,
         "train_base": train_base,
-        "torch": _version("torch"),
-        "transformers": _version("transformers"),
     }
+
+
+def _digest(payload: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def trace_key(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> str:
+    """The key of a trace made here, with this machine's torch and transformers."""
+    payload = _shape(arch, micro_batch, seq_len, precision, train_base)
+    return _digest({**payload, "torch": _version("torch"), "transformers": _version("transformers")})
+
+
+def shipped_key(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> str:
+    """The key of a trace shipped with the package (made once, with the versions the file records)."""
+    return _digest(_shape(arch, micro_batch, seq_len, precision, train_base))
+
+
+SHIPPED_FILE = "data/llm_traces.json.gz"
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped() -> dict[str, Any]:
+    try:
+        blob = resources.files("perdollar.profile").joinpath(SHIPPED_FILE).read_bytes()
+        return dict(json.loads(gzip.decompress(blob))["traces"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def load_shipped(key: str) -> dict[str, Any] | None:
+    """The shipped trace under ``key`` (operators as records), or None."""
+    document = _shipped().get(key)
+    if document is None:
+        return None
+    return {
+        **document,
+        "layer_ops": tuple(_record(v) for v in document["layer_ops"]),
+        "other_ops": tuple(_record(v) for v in document["other_ops"]),
+    }
+
+
+def as_document(fields: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **fields,
+        "layer_ops": [dataclasses.asdict(op) for op in fields["layer_ops"]],
+        "other_ops": [dataclasses.asdict(op) for op in fields["other_ops"]],
+    }
 
 
 def _directory() -> Path:
@@ -65,11 +116,7 @@ def load(key: str) -> dict[str, Any] | None:
 
 def save(key: str, fields: dict[str, Any]) -> None:
     """Write atomically; a read-only or full disk only costs the next process a trace."""
-    document = {
-        **fields,
-        "layer_ops": [dataclasses.asdict(op) for op in fields["layer_ops"]],
-        "other_ops": [dataclasses.asdict(op) for op in fields["other_ops"]],
-    }
+    document = as_document(fields)
     with contextlib.suppress(OSError):
         directory = _directory()
         directory.mkdir(parents=True, exist_ok=True)

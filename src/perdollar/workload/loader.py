@@ -8,10 +8,13 @@ import importlib.util
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from perdollar.errors import PerdollarError
 from perdollar.files import shorten
 from perdollar.sandbox import UserCodeFailed, described, in_sandbox, status_of, user_frame
+from perdollar.workload.after_loading import NextInChild, Pending, load_isolated_then
+from perdollar.workload.llm.workload import looks_like_llm
 from perdollar.workload.references import REFERENCES
 from perdollar.workload.spec import PRECISIONS, Kind, Workload
 from perdollar.workload.stand_in import load_isolated
@@ -42,6 +45,12 @@ def reference_names() -> list[str]:
 def _reference(name: str) -> Workload:
     key = name.strip().lower().replace("_", "-")
     key = _ALIASES.get(key, key)
+    if key not in REFERENCES and looks_like_llm(name):
+        # A language model (built-in or config.json) measured by bench: its config, random weights.
+        from perdollar.workload.llm import load_llm_workload
+        from perdollar.workload.llm.trainable import training_workload
+
+        return training_workload(load_llm_workload(name))
     if key not in REFERENCES:
         close = difflib.get_close_matches(key, list(REFERENCES), n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
@@ -68,11 +77,15 @@ def _file_and_function(spec: str) -> tuple[str, Path, str]:
     return path_text, path, function_name
 
 
-def _from_file(spec: str, timeout_s: float | None) -> Workload:
+def _from_file(
+    spec: str, timeout_s: float | None, options: dict[str, Any], next_in_child: NextInChild | None
+) -> tuple[Workload, Pending | None]:
     _file_and_function(spec)  # a mistyped path is a usage error, found before any process starts
     if in_sandbox():
-        return import_from_file(spec)
-    return load_isolated(spec, timeout_s=timeout_s)
+        return import_from_file(spec), None
+    if next_in_child is not None:
+        return load_isolated_then(spec, options, next_in_child, timeout_s=timeout_s)
+    return load_isolated(spec, timeout_s=timeout_s), None
 
 
 def import_from_file(spec: str) -> Workload:
@@ -113,7 +126,8 @@ def import_from_file(spec: str) -> Workload:
     return replace(workload, config=config, origin=spec)
 
 
-def _check(workload: Workload) -> Workload:
+def check_workload(workload: Workload) -> Workload:
+    """``workload`` if its precision, kind, batch size and optimizer are valid; else a usage error."""
     if workload.precision not in PRECISIONS:
         raise PerdollarError(
             f"unknown precision {workload.precision!r}", f"use one of {', '.join(PRECISIONS)}"
@@ -137,11 +151,15 @@ def load_workload(
     precision: str | None = None,
     kind: Kind | None = None,
     timeout_s: float | None = None,
+    next_in_child: NextInChild | None = None,
 ) -> Workload:
     """A built-in name (``vit-b16``), ``path/file.py:function``, or a Workload; then the overrides.
 
     A file is imported in a child process (``timeout_s`` bounds its import and call), never here.
+    ``next_in_child``: work that child does next on the Workload, the overrides applied (see
+    :mod:`perdollar.workload.after_loading`); ``timeout_s`` bounds it too.
     """
+    pending = None
     if isinstance(spec, Workload):
         workload = spec
     elif not isinstance(spec, str) or not spec.strip():
@@ -151,7 +169,8 @@ def load_workload(
             raise PerdollarError(
                 f"{spec!r} does not say which function returns the Workload", f"write it as {spec}:function"
             )
-        workload = _from_file(spec, timeout_s)
+        options = {"batch_size": batch_size, "precision": precision, "kind": kind}
+        workload, pending = _from_file(spec, timeout_s, options, next_in_child)
     else:
         workload = _reference(spec)
     if precision is not None and precision not in PRECISIONS:
@@ -162,4 +181,7 @@ def load_workload(
         raise PerdollarError(
             f"batch size must be a positive integer, got {batch_size!r}", "pass --batch-size N with N ≥ 1"
         )
-    return _check(workload.with_overrides(batch_size=batch_size, precision=precision, kind=kind))
+    workload = check_workload(workload.with_overrides(batch_size=batch_size, precision=precision, kind=kind))
+    if pending is not None:
+        pending.file_under(workload.fingerprint)
+    return workload

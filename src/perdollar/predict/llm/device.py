@@ -27,6 +27,7 @@ from perdollar.workload.llm.architecture import DecoderArchitecture
 # both moments and the half-precision gradient and writes the three back plus the half-precision copy.
 OPTIMIZER_BYTES_PER_PARAM = {"amp-bf16": 28.0, "amp-fp16": 28.0, "bf16": 14.0, "fp16": 14.0}
 OPTIMIZER_FLOPS_PER_PARAM = 12.0
+FUSIBLE_CLASSES = frozenset({"elementwise", "copy", "reduction", "normalization"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,9 @@ class MicroBatchTimes:
     other_forward: float  # embedding, final norm, LM head, loss
     other_backward: float
     memory_bound_share: float  # of the device time, the part bound by memory bandwidth
+    # What selective checkpointing recomputes of a layer's forward: all but attention and half the
+    # matrix products (PyTorch's per-operator policy saves every other one).
+    layer_selective_recompute: float = 0.0
 
 
 def _split(op: OperatorRecord, ways: int) -> OperatorRecord:
@@ -74,17 +78,57 @@ def _dequantise_ops(arch: DecoderArchitecture) -> tuple[OperatorRecord, ...]:
     )
 
 
+def _fp8_linears(ops: tuple[OperatorRecord, ...]) -> tuple[OperatorRecord, ...]:
+    """A layer's linear GEMMs at FP8, each with the cast of its two operands to FP8.
+
+    Attention, norms and the LM head (outside the layer) stay in bf16, as FP8 training recipes
+    leave them. The casts read the bf16 operands and write them at one byte per element; scaling
+    factors are negligible.
+    """
+    out: list[OperatorRecord] = []
+    for op in ops:
+        if op.op_class != "matmul" or op.gemm_mnk is None:
+            out.append(op)
+            continue
+        operands = op.bytes_read
+        out.append(replace(op, dtype="fp8", bytes_read=operands / 2))
+        out.append(OperatorRecord(name="fp8.cast", op_class="elementwise", phase=op.phase, flops=operands / 2,
+                                  bytes_read=operands, bytes_written=operands / 2, dtype="bf16",
+                                  count=op.count))
+    return tuple(out)
+
+
 def _seconds(
-    ops: tuple[OperatorRecord, ...], accelerator: Accelerator, gemm_efficiency: float
+    ops: tuple[OperatorRecord, ...],
+    accelerator: Accelerator,
+    gemm_efficiency: float,
+    fused_traffic: float = 1.0,
+    attention_efficiency: float = 1.0,
+    fp8_efficiency: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(seconds per op, memory-bound seconds per op, backward mask)."""
+    """(seconds per op, memory-bound seconds per op, backward mask).
+
+    ``attention_efficiency`` scales the fused attention kernels' rate against the GEMMs' (training
+    runs their slower backward too); ``fused_traffic`` is the share of the traced elementwise,
+    copy, reduction and normalization traffic left once a training framework fuses those chains
+    into few kernels (the trace is of the model's eager code, one kernel per operator);
+    ``fp8_efficiency`` scales FP8 GEMMs' rate (per-tensor scaling and casts keep them further
+    from their peak than bf16 GEMMs).
+    """
     params = shipped_model().params
     table = OperatorTable.from_operators(ops, params.gemm_tile)
     times = operator_times(DeviceTable.from_accelerators([accelerator]), table, params)
     compute = np.where(table.is_gemm, times.compute[0] / gemm_efficiency, times.compute[0])
-    bound = np.maximum(compute, times.memory[0])
-    memory_bound = np.where(times.memory[0] > compute, bound, 0.0)
-    return bound + times.overhead, memory_bound, table.is_backward
+    attention = np.array([op.op_class == "attention" for op in ops], dtype=bool)
+    compute = np.where(attention, compute / attention_efficiency, compute)
+    fp8 = np.array([op.dtype == "fp8" for op in ops], dtype=bool)
+    compute = np.where(fp8, compute / fp8_efficiency, compute)
+    fusible = np.array([op.op_class in FUSIBLE_CLASSES for op in ops], dtype=bool)
+    memory = np.where(fusible, times.memory[0] * fused_traffic, times.memory[0])
+    overhead = np.where(fusible, times.overhead * fused_traffic, times.overhead)
+    bound = np.maximum(compute, memory)
+    memory_bound = np.where(memory > compute, bound, 0.0)
+    return bound + overhead, memory_bound, table.is_backward
 
 
 @functools.lru_cache(maxsize=8192)
@@ -98,17 +142,29 @@ def micro_batch_times(
     tensor_parallel: int,
     finetune: str,
     gemm_efficiency: float = 1.0,
+    fused_traffic: float = 1.0,
+    attention_efficiency: float = 1.0,
+    fp8_efficiency: float = 1.0,
 ) -> MicroBatchTimes:
     trace = layer_trace(arch, micro_batch, seq_len, precision, train_base=finetune == "full")
-    layer_ops = tuple(_split(op, tensor_parallel) for op in trace.layer_ops)
+    traced_layer = _fp8_linears(trace.layer_ops) if precision == "fp8" else trace.layer_ops
+    layer_ops = tuple(_split(op, tensor_parallel) for op in traced_layer)
     if finetune == "qlora":
         layer_ops += tuple(_split(op, tensor_parallel) for op in _dequantise_ops(arch))
     other_ops = tuple(_split(op, tensor_parallel) for op in trace.other_ops)
-    layer, layer_memory, layer_back = _seconds(layer_ops, accelerator, gemm_efficiency)
-    other, other_memory, other_back = _seconds(other_ops, accelerator, gemm_efficiency)
+    layer, layer_memory, layer_back = _seconds(
+        layer_ops, accelerator, gemm_efficiency, fused_traffic, attention_efficiency, fp8_efficiency
+    )
+    other, other_memory, other_back = _seconds(
+        other_ops, accelerator, gemm_efficiency, fused_traffic, attention_efficiency, fp8_efficiency
+    )
     total = arch.num_layers * layer.sum() + other.sum()
     memory = arch.num_layers * layer_memory.sum() + other_memory.sum()
+    forward = ~layer_back
+    classes = np.array([op.op_class for op in layer_ops])
+    share = np.where(classes == "attention", 0.0, np.where(classes == "matmul", 0.5, 1.0))
     return MicroBatchTimes(
+        layer_selective_recompute=float((layer * share)[forward].sum()),
         layer_forward=float(layer[~layer_back].sum()),
         layer_backward=float(layer[layer_back].sum()),
         other_forward=float(other[~other_back].sum()),

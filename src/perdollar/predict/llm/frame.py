@@ -32,7 +32,8 @@ LLM_COLUMNS = (
 )
 
 
-def _excluded(instance: Any, accelerator: Any, workload: LLMWorkload) -> str:
+def excluded_reason(instance: Any, accelerator: Any, workload: LLMWorkload) -> str:
+    """Why ``instance`` cannot train ``workload`` at all ('' when it can)."""
     if accelerator is None:
         return "no GPU" if instance.is_cpu_only else "accelerator not in the accelerator table"
     if accelerator.software_stack not in SUPPORTED_STACKS:
@@ -40,6 +41,8 @@ def _excluded(instance: Any, accelerator: Any, workload: LLMWorkload) -> str:
         return f"PyTorch eager on a {stack} stack needs a compiler path perdollar does not model"
     if workload.precision in ("amp-bf16", "bf16") and not accelerator.supports_bf16:
         return "bf16 not supported by this accelerator"
+    if workload.precision == "fp8" and not accelerator.peak_fp8_tflops:
+        return "no FP8 tensor cores (fp8 training needs an H100, L4, L40S, MI300 or newer)"
     if (instance.accelerator_count or 0) < 1:
         return "a fraction of a GPU cannot train a language model"
     return ""
@@ -156,7 +159,7 @@ def llm_prediction_frame(
     rows = []
     for instance in catalog.instance_types.values():
         accelerator = accelerators.get(instance.accelerator_key or "")
-        excluded = _excluded(instance, accelerator, workload)
+        excluded = excluded_reason(instance, accelerator, workload)
         for nodes in counts:
             if excluded:
                 rows.append(_row(instance, nodes, None, excluded, ""))

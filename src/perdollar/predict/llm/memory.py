@@ -173,18 +173,26 @@ def activation_bytes(
     other_saved: float,
     hidden_state: float,
     micro_batches: int,
+    layer_selective: float = 0.0,
 ) -> float:
     """Saved activations on the busiest pipeline stage, at the plan's micro-batch.
 
     1F1B keeps up to ``pipeline_parallel`` micro-batches in flight on the first stage; the last
     stage holds one, plus the logits and loss. With checkpointing each layer keeps its input and
-    one layer at a time is recomputed in full. Tensor parallelism splits what it saves.
+    one layer at a time is recomputed in full; selective checkpointing keeps the layer's input and
+    what its policy saves (``layer_selective``) and recomputes the rest one layer at a time. Tensor
+    parallelism splits what it saves.
     """
     tp, pp = plan.tensor_parallel, plan.pipeline_parallel
     layers = math.ceil(arch.num_layers / pp)
     in_flight = min(pp, max(micro_batches, 1))
-    per_layer = hidden_state / tp if plan.activation_checkpointing else layer_saved / tp
-    recompute = layer_saved / tp if plan.activation_checkpointing else 0.0
+    if plan.activation_checkpointing:
+        per_layer, recompute = hidden_state / tp, layer_saved / tp
+    elif plan.selective_checkpointing:
+        kept = hidden_state + layer_selective
+        per_layer, recompute = kept / tp, max(layer_saved - kept, 0.0) / tp
+    else:
+        per_layer, recompute = layer_saved / tp, 0.0
     first_stage = layers * in_flight * per_layer + recompute
     last_stage = layers * per_layer + recompute + other_saved / tp
     return max(first_stage, last_stage) if pp > 1 else last_stage
@@ -200,6 +208,7 @@ def memory_per_gpu(
     hidden_state_per_sequence: float,
     micro_batches: int,
     accelerator_memory_gib: float,
+    layer_selective_per_sequence: float = 0.0,
     headroom: float = DEFAULT_MEMORY_HEADROOM,
 ) -> MemoryPerGPU:
     """Peak bytes per GPU of ``plan`` (its micro-batch) and the usable capacity after ``headroom``."""
@@ -210,6 +219,7 @@ def memory_per_gpu(
         other_saved=other_saved_per_sequence,
         hidden_state=hidden_state_per_sequence,
         micro_batches=micro_batches,
+        layer_selective=layer_selective_per_sequence,
     )
     if plan.strategy in ("fsdp", "hsdp"):
         # The layer being computed and the one prefetched, gathered whole, and one layer's full gradient.

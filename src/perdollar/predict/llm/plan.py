@@ -2,8 +2,10 @@
 
 A plan names the data-parallel strategy (how weights, gradients and optimizer states are
 sharded), tensor parallelism inside a host, pipeline parallelism across hosts, activation
-checkpointing, the micro-batch and gradient accumulation, and the fine-tuning mode. Its token
-(``fsdp+ac,mb4,ga8``, ``hsdp,tp8,pp2``, ``ddp,lora16``) is compact and parses back.
+checkpointing (full: each layer recomputed from its input; selective: PyTorch's per-operator
+policy, keeping attention's and every other matrix product's outputs), the micro-batch and
+gradient accumulation, and the fine-tuning mode. Its token (``fsdp+ac,mb4,ga8``,
+``fsdp+sac,mb2``, ``hsdp,tp8,pp2``, ``ddp,lora16``) is compact and parses back.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class TrainingPlan:
     cpu_offload: bool = False  # optimizer states (and master weights) in host memory
     finetune: str = "full"  # full | lora | qlora
     lora_rank: int = 16
+    selective_checkpointing: bool = False  # recompute all but attention and half the matrix products
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -46,6 +49,10 @@ class TrainingPlan:
         if self.finetune not in FINETUNE_MODES:
             raise PerdollarError(
                 f"unknown fine-tuning mode {self.finetune!r}", f"use one of {', '.join(FINETUNE_MODES)}"
+            )
+        if self.activation_checkpointing and self.selective_checkpointing:
+            raise PerdollarError(
+                "a plan checkpoints activations fully or selectively, not both", "write +ac or +sac"
             )
         for name in (
             "tensor_parallel",
@@ -79,6 +86,8 @@ class TrainingPlan:
             parts.append(f"QLoRA rank {self.lora_rank} (4-bit base weights)")
         if self.activation_checkpointing:
             parts.append("activation checkpointing")
+        if self.selective_checkpointing:
+            parts.append("selective activation checkpointing")
         if self.cpu_offload:
             parts.append("optimizer offloaded to CPU")
         parts.append(f"micro-batch {self.micro_batch}")
@@ -90,6 +99,7 @@ class TrainingPlan:
         head = (
             self.strategy
             + ("+ac" if self.activation_checkpointing else "")
+            + ("+sac" if self.selective_checkpointing else "")
             + ("+offload" if self.cpu_offload else "")
         )
         parts = [head]
@@ -111,6 +121,7 @@ class TrainingPlan:
             "tensor_parallel": self.tensor_parallel,
             "pipeline_parallel": self.pipeline_parallel,
             "activation_checkpointing": self.activation_checkpointing,
+            "selective_checkpointing": self.selective_checkpointing,
             "micro_batch": self.micro_batch,
             "gradient_accumulation": self.gradient_accumulation,
             "cpu_offload": self.cpu_offload,
@@ -125,18 +136,19 @@ _PART = re.compile(r"^(tp|pp|mb|ga|lora|qlora)(\d+)$")
 
 def parse_plan(token: str) -> TrainingPlan:
     """The plan a :meth:`TrainingPlan.token` names; one-line error for anything else."""
-    fix = "write it as STRATEGY[+ac][+offload][,tpN][,ppN][,loraR|qloraR][,mbN][,gaN], e.g. fsdp+ac,mb4"
+    fix = "write it as STRATEGY[+ac|+sac][+offload][,tpN][,ppN][,loraR|qloraR][,mbN][,gaN], e.g. fsdp+ac,mb4"
     parts = [p.strip().lower() for p in token.replace(" ", "").split(",") if p.strip()]
     if not parts:
         raise PerdollarError("empty training plan", fix)
     head = parts[0].split("+")
     flags = set(head[1:])
-    unknown = flags - {"ac", "offload"}
+    unknown = flags - {"ac", "sac", "offload"}
     if head[0] not in STRATEGIES or unknown:
         raise PerdollarError(f"cannot read the training plan {token!r}", fix)
     values: dict[str, object] = {
         "strategy": head[0],
         "activation_checkpointing": "ac" in flags,
+        "selective_checkpointing": "sac" in flags,
         "cpu_offload": "offload" in flags,
     }
     names = {

@@ -61,7 +61,7 @@ class LLMTrainingPrediction:
 MFU_CONVENTION = (
     "model FLOPs per token = 6·N + 12·layers·(heads·head_dim)·seq_len (N: parameters a token passes "
     "through, the input embedding excluded; PaLM's convention; 4·N + 8·… for LoRA/QLoRA, which compute "
-    "no weight gradients of the base), over the GPUs' dense peak"
+    "no weight gradients of the base), over the GPUs' dense peak of the precision (bf16 for fp8 runs)"
 )
 
 
@@ -74,7 +74,10 @@ def model_flops_per_token(arch: DecoderArchitecture, seq_len: int, finetune: str
 
 
 def _peak_flops(accelerator: Accelerator, precision: str) -> float:
-    dtype = {"amp-bf16": "bf16", "bf16": "bf16", "amp-fp16": "fp16", "fp16": "fp16"}.get(precision, precision)
+    # FP8 runs are reported against the bf16 peak, as published FP8 training tables do.
+    dtype = {"amp-bf16": "bf16", "bf16": "bf16", "amp-fp16": "fp16", "fp16": "fp16", "fp8": "bf16"}.get(
+        precision, precision
+    )
     return (accelerator.peak_tflops(dtype) or accelerator.peak_tflops("fp32") or 1.0) * 1e12
 
 
@@ -133,6 +136,7 @@ def plan_memory(
         layer_saved_per_sequence=per_sequence.layer_saved_bytes,
         other_saved_per_sequence=per_sequence.other_saved_bytes,
         hidden_state_per_sequence=per_sequence.hidden_state_bytes,
+        layer_selective_per_sequence=per_sequence.layer_saved_selective_bytes,
         micro_batches=micro_batches,
         accelerator_memory_gib=accelerator.memory_gib,
         headroom=efficiency.memory_headroom,
@@ -234,7 +238,7 @@ def predict_llm_training(
         "optimizer": optimizer,
     }
     breakdown = {k: v for k, v in breakdown.items() if v > 0}
-    step = (micro_batches + pp - 1) * stage + sum(exposed.values()) + optimizer
+    step = ((micro_batches + pp - 1) * stage + sum(exposed.values()) + optimizer) / eff.calibration_factor
     sequences = micro_batches * plan.micro_batch * dp
     tokens_per_second = sequences * seq_len / step
     mfu = (

@@ -26,6 +26,13 @@ _NOT_ARCHITECTURE = (
 def build_meta_model(config: Mapping[str, Any], *, num_layers: int | None = None) -> Any:
     """``AutoModelForCausalLM.from_config`` under ``torch.device("meta")`` (``num_layers`` overrides)."""
     import torch
+
+    with torch.device("meta"):
+        return build_model(config, num_layers=num_layers)
+
+
+def build_model(config: Mapping[str, Any], *, num_layers: int | None = None) -> Any:
+    """``AutoModelForCausalLM.from_config`` on the current default device, randomly initialised."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     settings = {k: v for k, v in config.items() if k not in _NOT_ARCHITECTURE and k != "model_type"}
@@ -36,8 +43,7 @@ def build_meta_model(config: Mapping[str, Any], *, num_layers: int | None = None
                 settings[key] = num_layers
     try:
         hf_config = AutoConfig.for_model(model_type, **settings)
-        with torch.device("meta"):
-            return AutoModelForCausalLM.from_config(hf_config)
+        return AutoModelForCausalLM.from_config(hf_config)
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise PerdollarError(
             f"transformers cannot build a causal language model of type {model_type!r} ({error})",

@@ -124,6 +124,11 @@ def _config_for(spec: str) -> tuple[dict[str, Any], str]:
     raise PerdollarError(f"unknown language model {spec!r}", f"{hint} (or give a config.json path)")
 
 
+# fp8: the linear layers' matrix products in FP8 (Transformer Engine, torchao float8), everything
+# else under bf16 autocast with fp32 master weights, as those libraries train.
+TRAINING_PRECISIONS = ("amp-bf16", "amp-fp16", "bf16", "fp16", "fp32", "tf32", "fp8")
+
+
 def load_llm_workload(
     spec: str,
     *,
@@ -154,10 +159,8 @@ def load_llm_workload(
     if mode not in ("full", "lora", "qlora"):
         raise PerdollarError(f"unknown fine-tuning mode {mode!r}", "use --finetune full, lora or qlora")
     chosen = precision or "amp-bf16"
-    if chosen not in ("amp-bf16", "amp-fp16", "bf16", "fp16", "fp32", "tf32"):
-        raise PerdollarError(
-            f"unknown precision {chosen!r}", "use amp-bf16, amp-fp16, bf16, fp16, fp32 or tf32"
-        )
+    if chosen not in TRAINING_PRECISIONS:
+        raise PerdollarError(f"unknown precision {chosen!r}", f"use {', '.join(TRAINING_PRECISIONS)}")
     return LLMWorkload(
         architecture=arch,
         name=name,
