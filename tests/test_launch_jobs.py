@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import subprocess
 
@@ -173,3 +174,22 @@ def test_stopping_rule() -> None:
     assert "3 benchmark runs" in stop_reason(
         [measured, near], confidence=0.9, spent_usd=0, budget_usd=None, runs=3, max_runs=3
     )
+
+
+@pytest.mark.parametrize(
+    ("plan", "bench"),
+    [
+        ("fsdp+ac,mb4,ga8", "fsdp+ac,mb4"),
+        ("zero1,mb2,ga16", "zero2,mb2"),  # FSDP has no ZeRO-1: SHARD_GRAD_OP is the nearest
+        ("fsdp,tp2,ga16", "fsdp"),  # tensor parallel is not run by bench: full-shard stands in
+        ("ddp,qlora16,mb8,ga4", "fsdp,mb8"),
+        ("", ""),
+    ],
+)
+def test_a_language_model_candidate_is_benched_at_its_plan(plan: str, bench: str) -> None:
+    estimate = dataclasses.replace(make_estimate("p5.48xlarge", 1e5, 98.0, accelerators=8.0), plan=plan)
+    job = job_for_estimate(estimate, 0, JobOptions(workload="llama-3.1-8b"))
+    if bench:
+        assert f"--plan {bench} " in job.run and "--nproc 8" in job.run
+    else:
+        assert "--plan" not in job.run

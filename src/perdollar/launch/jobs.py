@@ -71,8 +71,36 @@ def setup_script(options: JobOptions) -> str:
     return "\n".join(lines) + "\n"
 
 
-def bench_arguments(options: JobOptions, duration_s: float, resources: JobResources) -> list[str]:
+# What bench's FSDP runs can stand in for: ZeRO-1 has no FSDP mode (SHARD_GRAD_OP is the nearest)
+# and HSDP on one host is FULL_SHARD. A run calibrates whatever plan it ran (the measurement says
+# which), so a nearby plan is still a valid point.
+_BENCH_STRATEGY = {"ddp": "ddp", "zero1": "zero2", "zero2": "zero2", "fsdp": "fsdp", "hsdp": "fsdp"}
+
+
+def bench_plan(token: str) -> str:
+    """The ``bench --plan`` nearest a candidate's training plan ('' when it has none).
+
+    bench shards over one host's processes: tensor and pipeline parallelism and LoRA are not run,
+    so such a plan is measured as FSDP full-shard at its micro-batch.
+    """
+    if not token:
+        return ""
+    parts = token.split(",")
+    head = parts[0].split("+")
+    strategy = _BENCH_STRATEGY.get(head[0], "fsdp")
+    if any(p.startswith(("tp", "pp", "lora", "qlora")) for p in parts[1:]):
+        strategy = "fsdp"
+    flags = "+ac" if "ac" in head[1:] else ""
+    micro = [p for p in parts[1:] if p.startswith("mb")]
+    return ",".join([strategy + flags, *micro])
+
+
+def bench_arguments(
+    options: JobOptions, duration_s: float, resources: JobResources, plan: str = ""
+) -> list[str]:
     args = ["bench", options.workload, "--json", "--mode", options.mode, "--duration", f"{duration_s:g}"]
+    if plan:
+        args += ["--plan", plan]
     if options.batch_size is not None:
         args += ["--batch-size", str(options.batch_size)]
     if options.precision is not None:
@@ -86,13 +114,15 @@ def bench_arguments(options: JobOptions, duration_s: float, resources: JobResour
     return args
 
 
-def run_script(options: JobOptions, duration_s: float, max_seconds: float, resources: JobResources) -> str:
+def run_script(
+    options: JobOptions, duration_s: float, max_seconds: float, resources: JobResources, plan: str = ""
+) -> str:
     """The benchmark command under its time cap, its JSON result framed in the log.
 
     The result travels back in the job's log between two marker lines, so every engine that
     can stream a log (SkyPilot, a subprocess) can fetch it without extra storage.
     """
-    bench = " ".join(shlex.quote(a) for a in bench_arguments(options, duration_s, resources))
+    bench = " ".join(shlex.quote(a) for a in bench_arguments(options, duration_s, resources, plan))
     lines = ["set -u", 'PERDOLLAR_CMD="${PERDOLLAR_BIN:-perdollar}"', 'result_file="$(mktemp)"']
     if resources.num_nodes > 1:
         # torch.distributed rendezvous over the co-located nodes (rank 0's address first).
@@ -155,7 +185,7 @@ def job_for_estimate(
         resources=resources,
         caps=caps,
         setup=setup_script(options),
-        run=run_script(options, duration, caps.max_seconds, resources),
+        run=run_script(options, duration, caps.max_seconds, resources, bench_plan(estimate.plan)),
         duration_s=duration,
         batch_size=options.batch_size,
         precision=options.precision,
