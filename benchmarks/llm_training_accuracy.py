@@ -189,9 +189,8 @@ def fitted_fields(efficiency: Any) -> list[str]:
     return [name for name in FITTED if hasattr(efficiency, name)]
 
 
-# Overlaps and link efficiencies are shares of something (at most 1), and a link reaches at least
-# half its line rate with NCCL's large messages; the efficiencies that scale a roofline rate may
-# exceed 1 a little (the roofline's own GEMM efficiency is fitted on smaller models than these).
+# Overlaps are shares (at most 1); the efficiencies that scale a roofline rate may exceed 1 a little
+# (the roofline's own GEMM efficiency is fitted on smaller models than these).
 BOUNDS = {
     "gemm_efficiency": (0.3, 1.3),
     "attention_efficiency": (0.3, 1.0),  # fused attention never outruns the GEMMs
@@ -199,9 +198,6 @@ BOUNDS = {
     "fused_traffic": (0.05, 1.0),
     "communication_overlap": (0.0, 1.0),
     "tensor_parallel_overlap": (0.0, 0.9),
-    "intra_link_efficiency": (0.5, 0.9),
-    "rdma_efficiency": (0.5, 0.95),
-    "tcp_efficiency": (0.3, 0.9),
 }
 
 
@@ -224,7 +220,7 @@ def fit(runs: list[PublishedRun], predict: Predictor, start: Any) -> Any:
             abs(math.log(predicted[r.index] / r.tokens_per_second)) for r in runs if r.index in predicted
         )
 
-    bounds = [BOUNDS.get(n, (0.05, 1.0)) for n in names]
+    bounds = [BOUNDS[n] for n in names]
     first = [min(max(getattr(start, n), low), high) for n, (low, high) in zip(names, bounds, strict=True)]
     result = minimize(loss, first, method="Powell", bounds=bounds, options={"xtol": 1e-2, "ftol": 1e-4})
     return candidate(result.x)

@@ -19,6 +19,7 @@ from perdollar.launch.spec import (
     job_name,
 )
 from perdollar.launch.wheel import remote_path
+from perdollar.predict.llm.plan import parse_plan
 from perdollar.price.model import Estimate
 
 MASTER_PORT = 29500
@@ -85,14 +86,12 @@ def bench_plan(token: str) -> str:
     """
     if not token:
         return ""
-    parts = token.split(",")
-    head = parts[0].split("+")
-    strategy = _BENCH_STRATEGY.get(head[0], "fsdp")
-    if any(p.startswith(("tp", "pp", "lora", "qlora")) for p in parts[1:]):
-        strategy = "fsdp"
-    flags = "+ac" if "ac" in head[1:] else ""
-    micro = [p for p in parts[1:] if p.startswith("mb")]
-    return ",".join([strategy + flags, *micro])
+    plan = parse_plan(token)
+    runnable = plan.tensor_parallel == 1 and plan.pipeline_parallel == 1 and plan.finetune == "full"
+    strategy = _BENCH_STRATEGY[plan.strategy] if runnable else "fsdp"
+    checkpointing = "+ac" if plan.activation_checkpointing else ""
+    micro_batch = f",mb{plan.micro_batch}" if plan.micro_batch != 1 else ""
+    return f"{strategy}{checkpointing}{micro_batch}"
 
 
 def bench_arguments(

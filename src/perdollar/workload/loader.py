@@ -174,7 +174,9 @@ def load_workload(
     else:
         workload = _reference(spec)
     if precision is not None and precision not in PRECISIONS:
-        raise PerdollarError(f"unknown precision {precision!r}", f"use one of {', '.join(PRECISIONS)}")
+        # fp8 is a precision of the language-model predictions; a run here needs an FP8 library.
+        why = " (fp8 is predicted for language models, not run)" if precision == "fp8" else ""
+        raise PerdollarError(f"unknown precision {precision!r}{why}", f"use one of {', '.join(PRECISIONS)}")
     if kind is not None and kind not in ("train", "inference"):
         raise PerdollarError(f"unknown workload kind {kind!r}", "use train or inference")
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):

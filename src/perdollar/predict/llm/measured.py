@@ -15,12 +15,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from perdollar.errors import PerdollarError
+from perdollar.measure.fsdp import SHARDING
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.llm.stage import LLMEfficiency
 from perdollar.predict.llm.step import predict_llm_training
 from perdollar.workload.llm.workload import LLMWorkload
 
-SHARDING_STRATEGY = {"NO_SHARD": "ddp", "SHARD_GRAD_OP": "zero2", "FULL_SHARD": "fsdp"}
+# The plan a bench run recorded, read back from the FSDP sharding it ran.
+SHARDING_STRATEGY = {sharding: strategy for strategy, sharding in SHARDING.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -237,7 +237,8 @@ def predict_llm_training(
         **{f"exposed {name}": seconds for name, seconds in exposed.items()},
         "optimizer": optimizer,
     }
-    breakdown = {k: v for k, v in breakdown.items() if v > 0}
+    # A calibration from the user's own runs scales the whole step, each part alike.
+    breakdown = {k: v / eff.calibration_factor for k, v in breakdown.items() if v > 0}
     step = ((micro_batches + pp - 1) * stage + sum(exposed.values()) + optimizer) / eff.calibration_factor
     sequences = micro_batches * plan.micro_batch * dp
     tokens_per_second = sequences * seq_len / step

@@ -15,12 +15,8 @@ import json
 from functools import partial
 from typing import Any
 
-from perdollar.errors import PerdollarError
 from perdollar.workload.llm.workload import LLMWorkload
 from perdollar.workload.spec import Workload
-
-# What bench's step runs the model in; fp8 needs Transformer Engine or torchao, which bench does not drive.
-BENCH_PRECISIONS = ("amp-bf16", "amp-fp16", "bf16", "fp16", "fp32", "tf32")
 
 
 def build_causal_lm(config_json: str) -> Any:
@@ -40,9 +36,6 @@ def training_workload(llm: LLMWorkload) -> Workload:
     """The Workload ``bench`` measures for ``llm``: one sequence per sample, tokens counted."""
     from perdollar.workload.references import inputs
 
-    if llm.precision not in BENCH_PRECISIONS:
-        choices = " or ".join(BENCH_PRECISIONS[:2])
-        raise PerdollarError(f"bench cannot run {llm.name} at {llm.precision}", f"use --precision {choices}")
     arch = llm.architecture
     return Workload(
         name=llm.name,
