@@ -54,6 +54,7 @@ class PublishedRun:
     activation_checkpointing: bool
     selective_checkpointing: bool  # the source says "selective" (PyTorch's per-operator policy)
     finetune: str  # full | lora
+    attention_kernel: str  # flash2 | native (see attention_kernel_of)
     virtual_pipeline: int  # interleaved 1F1B stages per GPU; the model runs plain 1F1B
     tokens_per_second: float  # published, total over all GPUs
     notes: str
@@ -86,6 +87,13 @@ def architecture_of(config: str) -> DecoderArchitecture:
             )
         return from_hf_config(document, name=config)
     return from_hf_config(load_config_file(CONFIGS / f"{config}.json"), name=config)
+
+
+def attention_kernel_of(framework: str) -> str:
+    """Megatron-Core (alone or under NeMo) runs attention through Transformer Engine, whose fused
+    attention on Hopper is cuDNN's; the PyTorch trainers (LLM Foundry's flash-attn 2, torchtitan's
+    and fms-fsdp's SDPA) run FlashAttention-2's kernels."""
+    return "native" if "Megatron-Core" in framework else "flash2"
 
 
 def _int(text: str, default: int) -> int:
@@ -135,6 +143,7 @@ def load_runs(path: Path) -> tuple[list[PublishedRun], dict[str, int]]:
                     selective_checkpointing=row["activation_checkpointing"] != "1"
                     and row["activation_checkpointing_kind"] == "selective",
                     finetune=row["finetune"] or "full",
+                    attention_kernel=attention_kernel_of(row["framework"]),
                     virtual_pipeline=_int(row["virtual_pipeline"], 1),
                     tokens_per_second=float(row["throughput"]) * (gpus if per_gpu else 1),
                     notes=row["notes"],

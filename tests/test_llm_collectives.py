@@ -127,7 +127,7 @@ def test_pipeline_bubble_is_p_minus_one_stage_times(small) -> None:
     eff = LLMEfficiency()  # the shipped rates the prediction above used
     times = micro_batch_times(
         arch, h100, micro_batch=1, seq_len=512, precision="amp-bf16", tensor_parallel=1, finetune="full",
-        gemm_efficiency=eff.gemm_efficiency, fused_traffic=eff.fused_traffic,
+        gemm_efficiency=eff.gemm_efficiency, fusion=eff.fusion,
         attention_efficiency=eff.attention_efficiency,
     )  # fmt: skip
     compute = 6 * (

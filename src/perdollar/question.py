@@ -51,6 +51,7 @@ class LanguageModelSettings:
     finetune: str | None = None  # full | lora | qlora
     lora_rank: int | None = None
     plan: str | None = None  # a plan token ("fsdp+ac,tp2"); None: the planner searches
+    attention_kernel: str | None = None  # flash2 | native (None: flash2)
     # Serving: tokens in and out of a request and the latency objectives (p99, milliseconds).
     input_tokens: int | None = None
     output_tokens: int | None = None

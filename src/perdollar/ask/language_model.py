@@ -52,6 +52,7 @@ def load_language_model(question: Question) -> LLMWorkload:
         precision=question.precision,
         finetune=settings.finetune,
         lora_rank=settings.lora_rank,
+        attention_kernel=settings.attention_kernel,
     )
 
 

@@ -22,6 +22,7 @@ class LLMOptions:
     finetune: str | None = None
     lora_rank: int | None = None
     cpu_offload: bool | None = None
+    attention_kernel: str | None = None
 
     def given(self) -> list[str]:
         names = {
@@ -35,6 +36,7 @@ class LLMOptions:
             "finetune": "--finetune",
             "lora_rank": "--lora-rank",
             "cpu_offload": "--cpu-offload",
+            "attention_kernel": "--attention-kernel",
         }
         return [flag for field, flag in names.items() if getattr(self, field) not in (None, False)]
 
@@ -91,6 +93,7 @@ def predict_llm(
         precision=precision,
         finetune=options.finetune,
         lora_rank=options.lora_rank,
+        attention_kernel=options.attention_kernel,
     )
     accelerator = cat.accelerators.get(instance.accelerator_key or "")
     if accelerator is None or (instance.accelerator_count or 0) < 1:
@@ -115,6 +118,7 @@ def predict_llm(
         "network_gbps": instance.network_gbps,
         "efa_interfaces": instance.efa_interfaces,
         "efficiency": calibration.efficiency if calibration else None,
+        "attention_kernel": workload.attention_kernel,
     }
     arch = workload.architecture
     searched = 0
@@ -156,6 +160,7 @@ def predict_llm(
         "global_batch": p.global_batch,
         "precision": workload.precision,
         "finetune": p.plan.finetune,
+        "attention_kernel": workload.attention_kernel,
         "sample_unit": "tokens",
         "tokens_per_second": p.tokens_per_second,
         "tokens_per_second_low": p.tokens_per_second_low,

@@ -109,6 +109,9 @@ def predict_command(
     finetune: str = typer.Option(None, "--finetune", help="LLM: full, lora or qlora."),
     lora_rank: int = typer.Option(None, "--lora-rank", min=1, help="LLM: LoRA rank (default 16)."),
     cpu_offload: bool = typer.Option(False, "--cpu-offload", help="LLM: optimizer on CPU."),
+    attention_kernel: str = typer.Option(
+        None, "--attention-kernel", help="LLM: flash2 (PyTorch SDPA, default) or native (cuDNN/TE)."
+    ),
     inference: bool = typer.Option(False, "--inference", help="Serve an LLM config: prefill and decode."),
     accelerator: str = typer.Option(None, "--accelerator", help="LLM: accelerator name or alias."),
     gpus: int = typer.Option(1, "--gpus", min=1, help="LLM: GPUs in all (replicas × TP × PP)."),
@@ -120,7 +123,7 @@ def predict_command(
 
     llm = LLMOptions(
         seq_len, micro_batch, global_batch, plan, activation_checkpointing, tensor_parallel,
-        pipeline_parallel, finetune, lora_rank, cpu_offload,
+        pipeline_parallel, finetune, lora_rank, cpu_offload, attention_kernel,
     )  # fmt: skip
     if inference and looks_like_llm(workload):
         from perdollar.cli.llm_serving_cmd import predict_llm_inference

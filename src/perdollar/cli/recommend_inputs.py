@@ -78,6 +78,7 @@ def language_model_settings(
     pipeline_parallel: int | None,
     finetune: str | None,
     lora_rank: int | None,
+    attention_kernel: str | None = None,
 ) -> tuple[float | None, LanguageModelSettings | None]:
     """A language model's target in tokens and its settings; (None, None) for other workloads."""
     from perdollar.workload.llm import looks_like_llm
@@ -97,6 +98,7 @@ def language_model_settings(
             ("--plan", plan),
             ("--finetune", finetune),
             ("--lora-rank", lora_rank),
+            ("--attention-kernel", attention_kernel),
         )
         if value is not None
     ]
@@ -136,6 +138,7 @@ def language_model_settings(
         global_batch=global_batch,
         finetune=finetune,
         lora_rank=lora_rank,
+        attention_kernel=attention_kernel,
         plan=token,
     )
     return target, settings

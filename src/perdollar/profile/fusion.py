@@ -9,6 +9,11 @@ notes, during the forward pass, which storages elementwise, copy and reduction o
 which storages the large kernels read; :meth:`DataflowFakeMode.kept_after_fusion` applies that.
 It also notes what matrix products and attention made, which is what selective activation
 checkpointing keeps (:meth:`DataflowFakeMode.kept_by_selective_checkpointing`).
+
+The same dataflow says how much memory traffic fusion leaves (:meth:`DataflowFakeMode.
+fused_traffic_share`): a fused chain of elementwise, copy, reduction and normalization operators
+reads each tensor that enters it from outside once and writes only the tensors that leave it for a
+large kernel, where the eager code reads and writes every intermediate.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from perdollar.profile.tracer import _OperatorRecorder, _RecordingFakeMode
 # Operators whose chains fuse into one kernel; normalization stays a kernel of its own (a fused
 # layer norm still saves its input).
 FUSED_CLASSES = frozenset({"elementwise", "copy", "reduction"})
+# For memory traffic a normalization joins its neighbours' chain too (fused residual add + norm).
+CHAIN_CLASSES = FUSED_CLASSES | {"normalization"}
 
 
 class DataflowFakeMode(_RecordingFakeMode):
@@ -32,6 +39,10 @@ class DataflowFakeMode(_RecordingFakeMode):
         self.read_by_kernel: set[int] = set()
         self.made_by_matmul: set[int] = set()
         self.made_by_attention: set[int] = set()
+        self.made_by_chain: set[int] = set()
+        self.read_by_chain: dict[int, int] = {}  # storage → bytes, inputs of chain operators
+        self.chain_eager_bytes = 0.0  # what the chain operators read and write, one kernel each
+        self.chain_output_bytes: dict[int, int] = {}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         outermost = self.depth == 0
@@ -50,11 +61,32 @@ class DataflowFakeMode(_RecordingFakeMode):
             self.made_by_matmul |= made
         elif op_class == "attention":
             self.made_by_attention |= made
+        inputs = operators.tensors_in(list(args) + list(kwargs.values()))
         if op_class in FUSED_CLASSES:
             self.made_by_fused |= made
+        if op_class in CHAIN_CLASSES:
+            outputs = operators.tensors_in(out)
+            self.chain_eager_bytes += sum(operators.tensor_bytes(t) for t in inputs + outputs)
+            for tensor in inputs:
+                self.read_by_chain.setdefault(self.live.serial_of(tensor), operators.tensor_bytes(tensor))
+            for tensor in outputs:
+                serial = self.live.serial_of(tensor)
+                self.made_by_chain.add(serial)
+                self.chain_output_bytes[serial] = operators.tensor_bytes(tensor)
         else:
-            inputs = operators.tensors_in(list(args) + list(kwargs.values()))
             self.read_by_kernel.update(self.live.serial_of(t) for t in inputs)
+
+    def fused_chain_bytes(self) -> float:
+        """Bytes the forward's chains move once fused (compare :attr:`chain_eager_bytes`).
+
+        A chain reads what no chain operator made (GEMM and attention outputs, weights, the
+        input) once, and writes what a large kernel reads next; the rest stays in registers.
+        """
+        reads = sum(size for serial, size in self.read_by_chain.items() if serial not in self.made_by_chain)
+        writes = sum(
+            size for serial, size in self.chain_output_bytes.items() if serial in self.read_by_kernel
+        )
+        return float(min(reads + writes, self.chain_eager_bytes))
 
     def kept_after_fusion(self, saved: set[int]) -> set[int]:
         """The saved storages a fused implementation keeps as well."""

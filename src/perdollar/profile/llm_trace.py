@@ -35,6 +35,9 @@ class LayerTrace:
     layer_saved_eager_bytes: float = 0.0  # what the model's eager code keeps (one kernel per operator)
     other_saved_eager_bytes: float = 0.0
     layer_saved_selective_bytes: float = 0.0  # kept under selective checkpointing (beside the layer input)
+    # Share of the elementwise chains' memory traffic left once they are fused (profile.fusion).
+    layer_fused_traffic_share: float = 1.0
+    other_fused_traffic_share: float = 1.0
 
 
 _Key = tuple[object, ...]
@@ -76,10 +79,10 @@ def _split_layers(one: tuple[OperatorRecord, ...], two: tuple[OperatorRecord, ..
 
 def _trace_model(
     arch: DecoderArchitecture, layers: int, micro_batch: int, seq_len: int, precision: str, train_base: bool
-) -> tuple[tuple[OperatorRecord, ...], float, float, float, float]:
-    """(operators, saved bytes fused, eager and under selective checkpointing, hidden-state bytes)
-    of forward + backward of a ``layers``-layer model (:mod:`perdollar.profile.fusion` says what
-    fusion and selective checkpointing keep)."""
+) -> tuple[tuple[OperatorRecord, ...], float, float, float, float, tuple[float, float]]:
+    """(operators, saved bytes fused, eager and under selective checkpointing, hidden-state bytes,
+    the forward's chain traffic fused and eager) of forward + backward of a ``layers``-layer model
+    (:mod:`perdollar.profile.fusion` says what fusion and selective checkpointing keep)."""
     import torch
 
     from perdollar.profile.fusion import DataflowFakeMode
@@ -90,9 +93,11 @@ def _trace_model(
     recorder = _OperatorRecorder(tf32=precision == "tf32")
     fake_mode = DataflowFakeMode(recorder)
     model = build_meta_model(trace_config(arch, num_layers=layers))
-    storage = parameter_dtype(precision)
-    if not train_base and storage == torch.float32 and precision != "fp32":
-        storage = torch.bfloat16  # frozen base weights are kept in the compute dtype
+    # Mixed precision at scale computes with half-precision copies of the weights: FSDP's and
+    # ZeRO's mixed-precision policies gather them in half precision, Megatron keeps them so, and
+    # frozen base weights are stored so. The per-forward cast plain DDP under autocast does is
+    # priced apart (predict.llm.device.weight_cast_seconds), not traced.
+    storage = autocast_dtype(precision) or parameter_dtype(precision)
     model = _materialise_fake(model, fake_mode, storage)
     if not train_base:
         for param in model.parameters():
@@ -123,7 +128,8 @@ def _trace_model(
     eager = float(sum(size.values()))
     fused = float(sum(size[s] for s in fake_mode.kept_after_fusion(activations)))
     selective = float(fake_mode.kept_by_selective_checkpointing(activations, size))
-    return recorder.records(), fused, eager, selective, float(hidden_bytes)
+    chains = (fake_mode.fused_chain_bytes(), fake_mode.chain_eager_bytes)
+    return recorder.records(), fused, eager, selective, float(hidden_bytes), chains
 
 
 @functools.lru_cache(maxsize=64)
@@ -147,10 +153,10 @@ def _trace_layers(
     arch: DecoderArchitecture, micro_batch: int, seq_len: int, precision: str, train_base: bool
 ) -> LayerTrace:
     try:
-        one, saved_one, eager_one, selective_one, hidden = _trace_model(
+        one, saved_one, eager_one, selective_one, hidden, chains_one = _trace_model(
             arch, 1, micro_batch, seq_len, precision, train_base
         )
-        two, saved_two, eager_two, selective_two, _ = _trace_model(
+        two, saved_two, eager_two, selective_two, _, chains_two = _trace_model(
             arch, 2, micro_batch, seq_len, precision, train_base
         )
     except PerdollarError:
@@ -162,10 +168,17 @@ def _trace_layers(
         ) from error
     layer, other = _split_layers(one, two)
     layer_saved, layer_eager = saved_two - saved_one, eager_two - eager_one
+    layer_chains = (chains_two[0] - chains_one[0], chains_two[1] - chains_one[1])
+    other_chains = (chains_one[0] - layer_chains[0], chains_one[1] - layer_chains[1])
     return LayerTrace(
         micro_batch, seq_len, tuple(layer), tuple(other), layer_saved, saved_one - layer_saved, hidden,
         layer_eager, eager_one - layer_eager, selective_two - selective_one,
+        _share(*layer_chains), _share(*other_chains),
     )
+
+
+def _share(fused: float, eager: float) -> float:
+    return min(max(fused / eager, 0.0), 1.0) if eager > 0 else 1.0
 
 
 def _extend(a: OperatorRecord, b: OperatorRecord, micro_batch: int) -> OperatorRecord:
@@ -272,4 +285,6 @@ def layer_trace(
         per_sequence("layer_saved_eager_bytes") * micro_batch,
         per_sequence("other_saved_eager_bytes") * micro_batch,
         per_sequence("layer_saved_selective_bytes") * micro_batch,
+        (at_one if micro_batch == 1 else at_two).layer_fused_traffic_share,
+        (at_one if micro_batch == 1 else at_two).other_fused_traffic_share,
     )

@@ -23,7 +23,7 @@ from typing import Any
 
 from perdollar.profile.model import OperatorRecord
 
-_SCHEMA = 3  # 2: saved activations fused and eager; 3: and under selective checkpointing
+_SCHEMA = 5  # 2: saved fused and eager; 3: under selective checkpointing; 4: chain traffic; 5: half weights
 
 
 def _version(package: str) -> str:

@@ -28,6 +28,16 @@ from perdollar.workload.llm.architecture import DecoderArchitecture
 OPTIMIZER_BYTES_PER_PARAM = {"amp-bf16": 28.0, "amp-fp16": 28.0, "bf16": 14.0, "fp16": 14.0}
 OPTIMIZER_FLOPS_PER_PARAM = 12.0
 FUSIBLE_CLASSES = frozenset({"elementwise", "copy", "reduction", "normalization"})
+# Share of the tensor-core peak that the Ampere-era warp-level MMA instructions reach, by compute
+# capability major: FlashAttention-2's kernels use them everywhere, and on Hopper they reach about
+# 2/3 of the peak that its warpgroup instructions (cuBLAS, cuDNN, FlashAttention-3) reach
+# (Shah et al. 2024, "FlashAttention-3", section 1).
+WARP_MMA_SHARE = {"9": 2 / 3}
+
+
+def warp_mma_share(accelerator: Accelerator) -> float:
+    major = (accelerator.compute_capability or "").split(".")[0]
+    return WARP_MMA_SHARE.get(major, 1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,13 +115,14 @@ def _seconds(
     fused_traffic: float = 1.0,
     attention_efficiency: float = 1.0,
     fp8_efficiency: float = 1.0,
+    attention_kernel: str = "flash2",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(seconds per op, memory-bound seconds per op, backward mask).
 
     ``attention_efficiency`` scales the fused attention kernels' rate against the GEMMs' (training
     runs their slower backward too); ``fused_traffic`` is the share of the traced elementwise,
-    copy, reduction and normalization traffic left once a training framework fuses those chains
-    into few kernels (the trace is of the model's eager code, one kernel per operator);
+    copy, reduction and normalization traffic (and kernel launches) the framework leaves (the
+    trace is of the model's eager code, one kernel per operator; see :func:`chain_traffic`);
     ``fp8_efficiency`` scales FP8 GEMMs' rate (per-tensor scaling and casts keep them further
     from their peak than bf16 GEMMs).
     """
@@ -120,7 +131,11 @@ def _seconds(
     times = operator_times(DeviceTable.from_accelerators([accelerator]), table, params)
     compute = np.where(table.is_gemm, times.compute[0] / gemm_efficiency, times.compute[0])
     attention = np.array([op.op_class == "attention" for op in ops], dtype=bool)
-    compute = np.where(attention, compute / attention_efficiency, compute)
+    ceiling = warp_mma_share(accelerator) if attention_kernel == "flash2" else 1.0
+    # Against the GEMMs' rate: the roofline's own attention factor (fitted on eager vision models)
+    # is taken back out.
+    attention_rate = attention_efficiency * ceiling / params.attention_relative_efficiency
+    compute = np.where(attention, compute / attention_rate, compute)
     fp8 = np.array([op.dtype == "fp8" for op in ops], dtype=bool)
     compute = np.where(fp8, compute / fp8_efficiency, compute)
     fusible = np.array([op.op_class in FUSIBLE_CLASSES for op in ops], dtype=bool)
@@ -129,6 +144,12 @@ def _seconds(
     bound = np.maximum(compute, memory)
     memory_bound = np.where(memory > compute, bound, 0.0)
     return bound + overhead, memory_bound, table.is_backward
+
+
+def chain_traffic(fusion: float, fused_share: float) -> float:
+    """Share of the eager chains' traffic left when ``fusion`` of them run as fused kernels that
+    move ``fused_share`` of their eager bytes (derived from the traced dataflow)."""
+    return 1.0 - fusion * (1.0 - fused_share)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -142,9 +163,10 @@ def micro_batch_times(
     tensor_parallel: int,
     finetune: str,
     gemm_efficiency: float = 1.0,
-    fused_traffic: float = 1.0,
+    fusion: float = 0.0,
     attention_efficiency: float = 1.0,
     fp8_efficiency: float = 1.0,
+    attention_kernel: str = "flash2",
 ) -> MicroBatchTimes:
     trace = layer_trace(arch, micro_batch, seq_len, precision, train_base=finetune == "full")
     traced_layer = _fp8_linears(trace.layer_ops) if precision == "fp8" else trace.layer_ops
@@ -152,12 +174,11 @@ def micro_batch_times(
     if finetune == "qlora":
         layer_ops += tuple(_split(op, tensor_parallel) for op in _dequantise_ops(arch))
     other_ops = tuple(_split(op, tensor_parallel) for op in trace.other_ops)
-    layer, layer_memory, layer_back = _seconds(
-        layer_ops, accelerator, gemm_efficiency, fused_traffic, attention_efficiency, fp8_efficiency
-    )
-    other, other_memory, other_back = _seconds(
-        other_ops, accelerator, gemm_efficiency, fused_traffic, attention_efficiency, fp8_efficiency
-    )
+    rates = (attention_efficiency, fp8_efficiency, attention_kernel)
+    layer_traffic = chain_traffic(fusion, trace.layer_fused_traffic_share)
+    other_traffic = chain_traffic(fusion, trace.other_fused_traffic_share)
+    layer, layer_memory, layer_back = _seconds(layer_ops, accelerator, gemm_efficiency, layer_traffic, *rates)
+    other, other_memory, other_back = _seconds(other_ops, accelerator, gemm_efficiency, other_traffic, *rates)
     total = arch.num_layers * layer.sum() + other.sum()
     memory = arch.num_layers * layer_memory.sum() + other_memory.sum()
     forward = ~layer_back
@@ -188,6 +209,29 @@ def optimizer_seconds(accelerator: Accelerator, trained_params: float, precision
         bytes_written=per_param / 2 * trained_params,
         dtype="fp32",
         count=4,
+    )
+    seconds, _, _ = _seconds((op,), accelerator, 1.0)
+    return float(seconds.sum())
+
+
+@functools.lru_cache(maxsize=8192)
+def weight_cast_seconds(accelerator: Accelerator, params: float) -> float:
+    """Plain DDP under autocast casts every fp32 weight to half precision in each forward.
+
+    Sharded mixed precision (FSDP, ZeRO) and Megatron compute with half-precision weights and
+    skip it; the traced layer is of that case.
+    """
+    if params <= 0:
+        return 0.0
+    op = OperatorRecord(
+        name="autocast.weight_cast",
+        op_class="copy",
+        phase="forward",
+        flops=0.0,
+        bytes_read=4.0 * params,
+        bytes_written=2.0 * params,
+        dtype="fp32",
+        count=1,
     )
     seconds, _, _ = _seconds((op,), accelerator, 1.0)
     return float(seconds.sum())

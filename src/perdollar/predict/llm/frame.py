@@ -67,6 +67,7 @@ def _search(
         "network_gbps": instance.network_gbps,
         "efa_interfaces": instance.efa_interfaces,
         "efficiency": efficiency,
+        "attention_kernel": workload.attention_kernel,
     }
     if plan is None:
         return search_plans(

@@ -158,6 +158,7 @@ def predict_llm_training(
     efa_interfaces: int | None = None,
     efficiency: LLMEfficiency | None = None,
     interconnect: str | None = None,
+    attention_kernel: str = "flash2",
 ) -> LLMTrainingPrediction:
     """Throughput, memory and bottleneck of ``plan`` on ``nodes`` hosts of ``gpus_per_node`` GPUs."""
     eff = efficiency or LLMEfficiency()
@@ -183,7 +184,8 @@ def predict_llm_training(
     )
     plan = replace(plan, gradient_accumulation=micro_batches)
     times = stage_times(
-        arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, interconnect
+        arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, interconnect,
+        attention_kernel,
     )
     forward, backward, recompute = times.forward, times.backward, times.recompute
     tp_seconds, p2p, overhead, stage = times.tensor_parallel, times.p2p, times.overhead, times.total

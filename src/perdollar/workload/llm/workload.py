@@ -60,6 +60,7 @@ class LLMWorkload:
     finetune: str = "full"  # full | lora | qlora
     lora_rank: int = 16
     kind: str = "train"  # train | inference
+    attention_kernel: str = "flash2"  # see ATTENTION_KERNELS
     config_json: str = ""  # the config it came from (canonical JSON), for the fingerprint and meta builds
 
     sample_unit = "tokens"
@@ -80,6 +81,8 @@ class LLMWorkload:
             "lora_rank": self.lora_rank if self.finetune != "full" else None,
             "kind": self.kind,
         }
+        if self.attention_kernel != "flash2":  # the default leaves earlier fingerprints as they were
+            payload["attention_kernel"] = self.attention_kernel
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -127,6 +130,11 @@ def _config_for(spec: str) -> tuple[dict[str, Any], str]:
 # fp8: the linear layers' matrix products in FP8 (Transformer Engine, torchao float8), everything
 # else under bf16 autocast with fp32 master weights, as those libraries train.
 TRAINING_PRECISIONS = ("amp-bf16", "amp-fp16", "bf16", "fp16", "fp32", "tf32", "fp8")
+# Which attention kernels the training step runs. flash2: FlashAttention-2's (PyTorch SDPA's flash
+# backend, flash-attn 2, Hugging Face): warp-level MMA instructions on every GPU. native: kernels
+# written for the GPU's newest matrix instructions (cuDNN fused attention as Transformer Engine,
+# NeMo and Megatron-Core run it; FlashAttention-3). They differ on Hopper.
+ATTENTION_KERNELS = ("flash2", "native")
 
 
 def load_llm_workload(
@@ -139,6 +147,7 @@ def load_llm_workload(
     finetune: str | None = None,
     lora_rank: int | None = None,
     kind: str = "train",
+    attention_kernel: str | None = None,
 ) -> LLMWorkload:
     """An LLM workload from a reference name or a config.json path, with one-line errors."""
     config, name = _config_for(spec)
@@ -158,6 +167,12 @@ def load_llm_workload(
     mode = finetune or "full"
     if mode not in ("full", "lora", "qlora"):
         raise PerdollarError(f"unknown fine-tuning mode {mode!r}", "use --finetune full, lora or qlora")
+    kernel = attention_kernel or "flash2"
+    if kernel not in ATTENTION_KERNELS:
+        raise PerdollarError(
+            f"unknown attention kernel {kernel!r}",
+            "use --attention-kernel flash2 (PyTorch SDPA, flash-attn 2) or native (cuDNN, TE)",
+        )
     chosen = precision or "amp-bf16"
     if chosen not in TRAINING_PRECISIONS:
         raise PerdollarError(f"unknown precision {chosen!r}", f"use {', '.join(TRAINING_PRECISIONS)}")
@@ -171,5 +186,6 @@ def load_llm_workload(
         finetune=mode,
         lora_rank=lora_rank or 16,
         kind=kind,
+        attention_kernel=kernel,
         config_json=json.dumps({k: v for k, v in config.items() if not k.startswith("_")}, sort_keys=True),
     )

@@ -1,0 +1,128 @@
+"""What the training model's kernels cost: fused elementwise chains, attention's kernel on Hopper,
+and the weight cast of plain DDP under autocast."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import replace
+
+import pytest
+import torch
+
+from fixtures.store.bench import perdollar_command
+from perdollar.catalog import load as load_catalog
+from perdollar.errors import PerdollarError
+from perdollar.predict.llm import TrainingPlan
+from perdollar.predict.llm.device import micro_batch_times, warp_mma_share, weight_cast_seconds
+from perdollar.predict.llm.stage import LLMEfficiency, stage_times
+from perdollar.profile.fusion import DataflowFakeMode
+from perdollar.profile.llm_trace import layer_trace
+from perdollar.profile.tracer import _OperatorRecorder, _phase
+from perdollar.workload.llm import load_llm_workload
+
+ROWS, WIDE, NARROW = 32, 256, 64
+
+
+def _gelu_chain_traffic() -> tuple[float, float]:
+    """(fused, eager) bytes the forward's elementwise chain moves in Linear → tanh-GELU → Linear (fp32)."""
+    recorder = _OperatorRecorder(tf32=False)
+    mode = DataflowFakeMode(recorder)
+    with mode:
+        first = torch.empty(WIDE, NARROW, requires_grad=True)
+        second = torch.empty(NARROW, WIDE, requires_grad=True)
+        x = torch.empty(ROWS, NARROW)
+        with _phase(recorder, "forward"):
+            h = x @ first.t()
+            out = (0.5 * h * (1.0 + torch.tanh(0.79788456 * (h + 0.044715 * h.pow(3))))) @ second.t()
+        with _phase(recorder, "backward"):
+            out.sum().backward()
+    return mode.fused_chain_bytes(), mode.chain_eager_bytes
+
+
+def test_a_fused_chain_reads_its_input_once_and_writes_only_what_the_next_product_reads() -> None:
+    fused, eager = _gelu_chain_traffic()
+    # The first product's output is read once and the GELU's output written once (4-byte floats);
+    # the eight eager operators read and write every intermediate.
+    assert fused == 4 * (ROWS * WIDE + ROWS * WIDE)
+    # mul, pow, mul, add, mul, tanh, add, mul: 8 operators each writing a [ROWS, WIDE] tensor and
+    # reading one or two of them.
+    assert eager >= 4 * ROWS * WIDE * (8 + 8)
+
+
+def test_a_decoder_layer_moves_a_fraction_of_its_eager_chain_traffic_once_fused() -> None:
+    arch = load_llm_workload("llama-3.1-8b").architecture
+    trace = layer_trace(arch, 1, 512)
+    assert 0.05 < trace.layer_fused_traffic_share < 0.5
+    assert 0.0 < trace.other_fused_traffic_share <= 1.0
+
+
+def _layer_times(accelerator: str, kernel: str, seq_len: int = 8192):  # type: ignore[no-untyped-def]
+    arch = load_llm_workload("llama-3.1-8b").architecture
+    return micro_batch_times(
+        arch, load_catalog().accelerator(accelerator), micro_batch=1, seq_len=seq_len, precision="amp-bf16",
+        tensor_parallel=1, finetune="full", attention_efficiency=0.773, attention_kernel=kernel,
+    )  # fmt: skip
+
+
+def test_flash_attention_2_is_slower_than_native_kernels_on_hopper_only() -> None:
+    assert warp_mma_share(load_catalog().accelerator("H100-SXM5-80GB")) == pytest.approx(2 / 3)
+    assert warp_mma_share(load_catalog().accelerator("A100-SXM4-80GB")) == 1.0
+    flash2, native = _layer_times("H100-SXM5-80GB", "flash2"), _layer_times("H100-SXM5-80GB", "native")
+    assert flash2.layer_forward > native.layer_forward
+    assert flash2.layer_backward > native.layer_backward
+    ampere = (_layer_times("A100-SXM4-80GB", "flash2"), _layer_times("A100-SXM4-80GB", "native"))
+    assert ampere[0] == ampere[1]
+
+
+def test_the_attention_penalty_grows_with_the_sequence() -> None:
+    def penalty(seq_len: int) -> float:
+        slow, fast = (_layer_times("H100-SXM5-80GB", k, seq_len) for k in ("flash2", "native"))
+        return (slow.layer_forward + slow.layer_backward) / (fast.layer_forward + fast.layer_backward)
+
+    # Attention's FLOPs grow with the square of the sequence, the GEMMs' linearly.
+    assert 1.0 < penalty(1024) < penalty(8192) < penalty(32768) <= 1.5
+
+
+def _stage(strategy: str, precision: str = "amp-bf16"):  # type: ignore[no-untyped-def]
+    arch = load_llm_workload("gpt-350m").architecture
+    plan = TrainingPlan(strategy=strategy, micro_batch=4)
+    return stage_times(
+        arch, load_catalog().accelerator("A100-SXM4-80GB"), plan, 1024, precision, LLMEfficiency(),
+        None, None, None,
+    )  # fmt: skip
+
+
+def test_plain_ddp_under_autocast_pays_one_weight_cast_per_forward() -> None:
+    arch = load_llm_workload("gpt-350m").architecture
+    cast = weight_cast_seconds(load_catalog().accelerator("A100-SXM4-80GB"), float(arch.total_params))
+    # 6 bytes per weight (fp32 read, half written) at a fraction of 2 TB/s.
+    assert 6 * arch.total_params / 2.04e12 < cast < 6 * arch.total_params / 0.5e12
+    assert _stage("ddp").forward == pytest.approx(_stage("zero1").forward + cast)
+    assert _stage("ddp", "bf16").forward == pytest.approx(_stage("zero1", "bf16").forward)
+
+
+def test_the_workload_refuses_an_unknown_attention_kernel_and_keeps_old_fingerprints() -> None:
+    with pytest.raises(PerdollarError, match="unknown attention kernel 'fa9'"):
+        load_llm_workload("llama-3.1-8b", attention_kernel="fa9")
+    default = load_llm_workload("llama-3.1-8b")
+    assert default.fingerprint == replace(default, attention_kernel="flash2").fingerprint
+    assert default.fingerprint != load_llm_workload("llama-3.1-8b", attention_kernel="native").fingerprint
+
+
+def _predict(*extra: str) -> subprocess.CompletedProcess[str]:
+    command = [*perdollar_command(), "predict", "llama-3.1-8b", "--instance", "p5.48xlarge", "--plan", "fsdp"]
+    command += ["--seq-len", "8192", *extra]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+
+
+def test_predict_takes_the_attention_kernel() -> None:
+    flash2, native = _predict("--json"), _predict("--attention-kernel", "native", "--json")
+    assert flash2.returncode == 0 and native.returncode == 0, flash2.stderr + native.stderr
+    slow, fast = json.loads(flash2.stdout), json.loads(native.stdout)
+    assert (slow["attention_kernel"], fast["attention_kernel"]) == ("flash2", "native")
+    assert fast["tokens_per_second"] > 1.05 * slow["tokens_per_second"]
+    bad = _predict("--attention-kernel", "fa9")
+    assert bad.returncode == 2
+    lines = [line for line in bad.stderr.splitlines() if line.strip() and "loss_type" not in line]
+    assert len(lines) == 1 and "unknown attention kernel 'fa9'" in lines[0], bad.stderr
