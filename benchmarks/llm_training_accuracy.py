@@ -2,16 +2,17 @@
 
     python benchmarks/llm_training_accuracy.py [--csv FILE] [--fit] [--save FILE] [--worst N]
 
-Every row of ``published_llm_training.csv`` (LLM Foundry's MPT tables, Megatron-LM's and
-Megatron-Core's weak-scaling tables, NeMo's performance summary, fms-fsdp's and torchtitan's
-tables) is predicted at its own plan (strategy, tensor/pipeline parallel, micro-batch, activation
+Every row of ``published_llm_training.csv`` (LLM Foundry's MPT tables, Megatron-LM's and Megatron-
+Core's weak-scaling tables, NeMo's performance summary, fms-fsdp's and torchtitan's tables) is
+predicted at its own plan (strategy, tensor/pipeline parallel, micro-batch, activation
 checkpointing, LoRA), GPU, node count, network and attention kernel (Megatron-Core's Transformer
-Engine runs cuDNN's fused attention, the PyTorch trainers FlashAttention-2's), first with the neutral starting values
-(``FIT_START``: nothing fitted to these rows), then with the shipped ``LLMEfficiency`` (fitted
-here, on every collection but the holdout). Prints the absolute percentage error of tokens/s
-(median, mean, max) overall, by collection, by model size, by GPU count and by GPU, the worst
-rows, the rows the memory model says would not fit, and, on the same rows, a naive baseline:
-every GPU at 40% of its peak on 6·N + 12·layers·width·sequence FLOPs per token (PaLM's MFU count).
+Engine runs cuDNN's fused attention, the PyTorch trainers FlashAttention-2's), first with the
+neutral starting values (``FIT_START``: nothing fitted to these rows), then with the shipped
+``LLMEfficiency`` (fitted here, on every collection but the holdout). Prints the absolute
+percentage error of tokens/s (median, mean, max) overall, by collection, by model size, by GPU
+count and by GPU, the worst rows, the rows the memory model says would not fit, and, on the same
+rows, a naive baseline: every GPU at 40% of its peak on 6·N + 12·layers·width·sequence FLOPs per
+token (PaLM's MFU count).
 
 ``--fit`` then fits the ``LLMEfficiency`` parameters leave-one-collection-out: each collection is
 predicted by a fit on the others (never on itself), and the collection marked ``holdout`` in the

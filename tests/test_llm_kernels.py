@@ -126,3 +126,23 @@ def test_predict_takes_the_attention_kernel() -> None:
     assert bad.returncode == 2
     lines = [line for line in bad.stderr.splitlines() if line.strip() and "loss_type" not in line]
     assert len(lines) == 1 and "unknown attention kernel 'fa9'" in lines[0], bad.stderr
+
+
+def _recommend(*extra: str) -> subprocess.CompletedProcess[str]:
+    command = [*perdollar_command(), "recommend", "llama-3.1-8b", "--tokens", "1e9", "--no-store", "--json"]
+    return subprocess.run([*command, *extra], capture_output=True, text=True, timeout=600)
+
+
+def test_recommend_takes_the_attention_kernel_and_keeps_it_in_the_question() -> None:
+    flash2, native = _recommend("--top", "40"), _recommend("--top", "40", "--attention-kernel", "native")
+    assert flash2.returncode == 0 and native.returncode == 0, flash2.stderr + native.stderr
+    slow, fast = json.loads(flash2.stdout), json.loads(native.stdout)
+    assert fast["question"]["language_model"]["attention_kernel"] == "native"
+
+    def h100_rate(document: dict) -> float:  # type: ignore[type-arg]
+        estimates = document["estimates"]
+        rates = [e["samples_per_second"] for e in estimates if e["accelerator"] == "H100-SXM5-80GB"]
+        assert rates, "no H100 among the estimates"
+        return max(rates)
+
+    assert h100_rate(fast) > h100_rate(slow)

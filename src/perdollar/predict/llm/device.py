@@ -5,6 +5,9 @@ row-parallel output and MLP-down) and the vocabulary-parallel LM head over its r
 traced operator's work is divided by the degree and each GEMM's output width with it (so wave
 quantisation sees the narrower GEMM). LoRA's rank-r adapter GEMMs (r/hidden of the base work)
 are left out; QLoRA adds the dequantisation of each layer's 4-bit weights in every pass.
+Elementwise chains move what a fused kernel moves (the share ``profile.fusion`` derives from the
+traced dataflow, for the fitted share of chains fused); attention runs at a published share of
+the GEMMs' rate, lowered on chips where FlashAttention-2's instructions cannot reach the peak.
 """
 
 from __future__ import annotations
