@@ -91,9 +91,13 @@ def architecture_of(config: str) -> DecoderArchitecture:
 
 def attention_kernel_of(framework: str) -> str:
     """Megatron-Core (alone or under NeMo) runs attention through Transformer Engine, whose fused
-    attention on Hopper is cuDNN's; the PyTorch trainers (LLM Foundry's flash-attn 2, torchtitan's
-    and fms-fsdp's SDPA) run FlashAttention-2's kernels."""
-    return "native" if "Megatron-Core" in framework else "flash2"
+    attention on Hopper is cuDNN's; Megatron-LM's 2019 and 2021 tables predate FlashAttention
+    (2022): their attention is two batched GEMMs around a fused softmax, the scores through
+    memory; the PyTorch trainers (LLM Foundry's flash-attn 2, torchtitan's and fms-fsdp's SDPA)
+    run FlashAttention-2's kernels."""
+    if "Megatron-Core" in framework:
+        return "native"
+    return "unfused" if framework.startswith("Megatron-LM (") else "flash2"
 
 
 def _int(text: str, default: int) -> int:

@@ -16,6 +16,7 @@ from perdollar.errors import PerdollarError
 from perdollar.predict.llm import TrainingPlan
 from perdollar.predict.llm.device import micro_batch_times, warp_mma_share, weight_cast_seconds
 from perdollar.predict.llm.stage import LLMEfficiency, stage_times
+from perdollar.predict.llm.step import plan_memory
 from perdollar.profile.fusion import DataflowFakeMode
 from perdollar.profile.llm_trace import layer_trace
 from perdollar.profile.tracer import _OperatorRecorder, _phase
@@ -82,6 +83,39 @@ def test_the_attention_penalty_grows_with_the_sequence() -> None:
 
     # Attention's FLOPs grow with the square of the sequence, the GEMMs' linearly.
     assert 1.0 < penalty(1024) < penalty(8192) < penalty(32768) <= 1.5
+
+
+def _unfused_slowdown(model: str) -> float:
+    arch = load_llm_workload(model).architecture
+    a100 = load_catalog().accelerator("A100-SXM4-80GB")
+
+    def step(kernel: str) -> float:
+        times = micro_batch_times(
+            arch, a100, micro_batch=1, seq_len=2048, precision="amp-bf16", tensor_parallel=1,
+            finetune="full", attention_efficiency=0.773, attention_kernel=kernel,
+        )  # fmt: skip
+        return times.layer_forward + times.layer_backward
+
+    return step("unfused") / step("flash2")
+
+
+def test_unfused_attention_costs_small_models_more_than_large_ones() -> None:
+    # The score matrix grows with heads × sequence², the GEMMs with width² × sequence.
+    small, large = _unfused_slowdown("gpt-350m"), _unfused_slowdown("gpt-13b")
+    assert small > large > 1.0
+
+
+def test_unfused_attention_keeps_its_probabilities_for_the_backward() -> None:
+    arch = load_llm_workload("gpt-350m").architecture
+    plan = TrainingPlan(strategy="ddp", micro_batch=2)
+    context = dict(gpus_per_node=1, nodes=1, seq_len=1024, global_batch=2, precision="amp-bf16")
+    flash2, _, _ = plan_memory(arch, load_catalog().accelerator("A100-SXM4-80GB"), plan, **context,
+                               efficiency=LLMEfficiency())  # fmt: skip
+    unfused, _, _ = plan_memory(arch, load_catalog().accelerator("A100-SXM4-80GB"), plan, **context,
+                                efficiency=LLMEfficiency(), attention_kernel="unfused")  # fmt: skip
+    # 2 bytes per score, heads × 1024² scores a layer, for each of the micro-batch's 2 sequences.
+    expected = 2 * 2 * arch.num_attention_heads * 1024**2 * arch.num_layers
+    assert unfused.activations - flash2.activations == pytest.approx(expected, rel=1e-6)
 
 
 def _stage(strategy: str, precision: str = "amp-bf16"):  # type: ignore[no-untyped-def]

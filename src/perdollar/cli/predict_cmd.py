@@ -110,7 +110,7 @@ def predict_command(
     lora_rank: int = typer.Option(None, "--lora-rank", min=1, help="LLM: LoRA rank (default 16)."),
     cpu_offload: bool = typer.Option(False, "--cpu-offload", help="LLM: optimizer on CPU."),
     attention_kernel: str = typer.Option(
-        None, "--attention-kernel", help="LLM: flash2 (PyTorch SDPA, default) or native (cuDNN/TE)."
+        None, "--attention-kernel", help="LLM: flash2 (PyTorch SDPA, default), native (cuDNN/TE), unfused."
     ),
     inference: bool = typer.Option(False, "--inference", help="Serve an LLM config: prefill and decode."),
     accelerator: str = typer.Option(None, "--accelerator", help="LLM: accelerator name or alias."),

@@ -124,8 +124,9 @@ def recommend(
     attention_kernel: str | None = typer.Option(
         None,
         "--attention-kernel",
-        help="Language model: flash2 (PyTorch SDPA, flash-attn 2; default) or native (cuDNN, Transformer "
-        "Engine, FlashAttention-3). On Hopper FlashAttention-2 reaches about 2/3 of the tensor-core peak.",
+        help="Language model: flash2 (PyTorch SDPA, flash-attn 2; default), native (cuDNN, Transformer "
+        "Engine, FlashAttention-3) or unfused (eager attention, scores through memory). On Hopper "
+        "FlashAttention-2 reaches about 2/3 of the tensor-core peak.",
     ),
     rps: float | None = typer.Option(None, "--rps", help="Language model --inference: requests per second."),
     tokens_per_day: str | None = typer.Option(

@@ -11,9 +11,12 @@ It also notes what matrix products and attention made, which is what selective a
 checkpointing keeps (:meth:`DataflowFakeMode.kept_by_selective_checkpointing`).
 
 The same dataflow says how much memory traffic fusion leaves (:meth:`DataflowFakeMode.
-fused_traffic_share`): a fused chain of elementwise, copy, reduction and normalization operators
-reads each tensor that enters it from outside once and writes only the tensors that leave it for a
-large kernel, where the eager code reads and writes every intermediate.
+fused_chain_bytes` against :attr:`DataflowFakeMode.chain_eager_bytes`): a fused chain of
+elementwise, copy, reduction and normalization operators reads each tensor that enters it from
+outside once and writes only the tensors that leave it for a large kernel, where the eager code
+reads and writes every intermediate. The forward's share stands for the backward's too (a fused
+chain's backward reads the same inputs and the incoming gradient, and writes the gradients of
+its inputs).
 """
 
 from __future__ import annotations

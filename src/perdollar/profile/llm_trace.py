@@ -35,7 +35,8 @@ class LayerTrace:
     layer_saved_eager_bytes: float = 0.0  # what the model's eager code keeps (one kernel per operator)
     other_saved_eager_bytes: float = 0.0
     layer_saved_selective_bytes: float = 0.0  # kept under selective checkpointing (beside the layer input)
-    # Share of the elementwise chains' memory traffic left once they are fused (profile.fusion).
+    # Share of the elementwise chains' memory traffic left once they are fused (profile.fusion),
+    # from the forward's dataflow, for forward and backward alike.
     layer_fused_traffic_share: float = 1.0
     other_fused_traffic_share: float = 1.0
 

@@ -38,9 +38,38 @@ FUSIBLE_CLASSES = frozenset({"elementwise", "copy", "reduction", "normalization"
 WARP_MMA_SHARE = {"9": 2 / 3}
 
 
+# Bytes an unfused 16-bit attention moves per element of its score matrix. Forward: the first
+# product writes the scores, a fused scale-mask-softmax reads them and writes the probabilities,
+# the second product reads those. Backward: the probabilities' gradient written, softmax's
+# backward reading it with the probabilities and writing the scores' gradient, which the two
+# products for dQ and dK read, and dV's product reading the probabilities.
+UNFUSED_SCORE_BYTES = {"forward": 8.0, "backward": 14.0}
+# The traced attention's FLOPs per score element per head dimension (PyTorch's flop counter:
+# two products forward, five backward, recomputing the scores).
+ATTENTION_FLOPS_PER_SCORE = {"forward": 4.0, "backward": 10.0}
+
+
 def warp_mma_share(accelerator: Accelerator) -> float:
     major = (accelerator.compute_capability or "").split(".")[0]
     return WARP_MMA_SHARE.get(major, 1.0)
+
+
+def _unfused_attention(ops: tuple[OperatorRecord, ...], head_dim: int) -> tuple[OperatorRecord, ...]:
+    """Attention as eager code runs it: its products as batched GEMMs (cuBLAS, at the GEMMs' rate)
+    and its score matrix through memory, as attention ran before FlashAttention (Megatron-LM to
+    2022) and as Hugging Face's ``attn_implementation="eager"`` runs it."""
+    out: list[OperatorRecord] = []
+    for op in ops:
+        if op.op_class != "attention" or op.phase not in UNFUSED_SCORE_BYTES:
+            out.append(op)
+            continue
+        scores = op.flops / (ATTENTION_FLOPS_PER_SCORE[op.phase] * head_dim)
+        traffic = UNFUSED_SCORE_BYTES[op.phase] * scores
+        out.append(replace(op, op_class="matmul", gemm_mnk=None))
+        out.append(OperatorRecord(name="attention.scores", op_class="attention", phase=op.phase, flops=0.0,
+                                  bytes_read=traffic / 2, bytes_written=traffic / 2, dtype=op.dtype,
+                                  count=op.count))
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +205,8 @@ def micro_batch_times(
     layer_ops = tuple(_split(op, tensor_parallel) for op in traced_layer)
     if finetune == "qlora":
         layer_ops += tuple(_split(op, tensor_parallel) for op in _dequantise_ops(arch))
+    if attention_kernel == "unfused":
+        layer_ops = _unfused_attention(layer_ops, arch.head_dim)
     other_ops = tuple(_split(op, tensor_parallel) for op in trace.other_ops)
     rates = (attention_efficiency, fp8_efficiency, attention_kernel)
     layer_traffic = chain_traffic(fusion, trace.layer_fused_traffic_share)

@@ -122,7 +122,10 @@ def search_plans(
         if problem:
             problems.append(problem)
             continue
-        memory, _, _ = plan_memory(arch, accelerator, first, precision=precision, **context, efficiency=eff)
+        memory, _, _ = plan_memory(
+            arch, accelerator, first, precision=precision, **context, efficiency=eff,
+            attention_kernel=attention_kernel,
+        )
         if not memory.fits:
             misses.append((memory.total - memory.capacity, first))
             continue

@@ -24,7 +24,7 @@ from perdollar.workload.llm.architecture import DecoderArchitecture
 class LLMEfficiency:
     """The parameters of the training model.
 
-    Three are fitted on published multi-GPU training figures (LLM Foundry, Megatron-LM,
+    Four are fitted on published multi-GPU training figures (LLM Foundry, Megatron-LM,
     Megatron-Core, NeMo, fms-fsdp; torchtitan held out) by ``python benchmarks/
     llm_training_accuracy.py --fit --save FILE``, starting from :data:`FIT_START`: how much of the
     elementwise chains the trainers fuse, the FP8 GEMMs' rate and the two overlaps of
@@ -36,7 +36,7 @@ class LLMEfficiency:
     gemm_efficiency: float = 1.0  # multiplies the roofline's GEMM rate (fitted on measured GPUs)
     # Share of the eager trace's elementwise chains the framework runs fused (0: one kernel per
     # operator, as the trace; 1: every chain one kernel moving only its inputs and outputs).
-    fusion: float = 0.879
+    fusion: float = 0.882
     # FlashAttention-2's rate, forward and backward, against the GEMMs': on the A100 it reaches 73%
     # of the peak forward and 63% backward (Dao 2023, section 4.1), 65.6% over a step's FLOPs (the
     # backward does 2.5 times the forward's), where cuBLAS bf16 GEMMs reach 84.8%
@@ -44,7 +44,7 @@ class LLMEfficiency:
     attention_efficiency: float = 0.773
     fp8_efficiency: float = 0.994  # FP8 GEMMs' rate against the roofline's FP8 figure
     communication_overlap: float = 0.684  # share of the overlapping compute that hides DP/FSDP collectives
-    tensor_parallel_overlap: float = 0.432  # share of TP all-reduces hidden (0: on the critical path)
+    tensor_parallel_overlap: float = 0.507  # share of TP all-reduces hidden (0: on the critical path)
     intra_link_efficiency: float = 0.7  # NCCL bus bandwidth over the link's line rate
     rdma_efficiency: float = 0.9
     tcp_efficiency: float = 0.6

@@ -116,6 +116,7 @@ def plan_memory(
     global_batch: int,
     precision: str,
     efficiency: LLMEfficiency,
+    attention_kernel: str = "flash2",
 ) -> tuple[MemoryPerGPU, int, ModelStates]:
     """Memory per GPU of ``plan``, the micro-batches per optimizer step it runs, and its model states."""
     gpus = gpus_per_node * nodes
@@ -129,14 +130,16 @@ def plan_memory(
         precision=precision,
     )
     per_sequence = layer_trace(arch, 1, seq_len, precision, train_base=plan.finetune == "full")
+    # Unfused attention keeps its 16-bit probabilities for the backward: heads × sequence² a layer.
+    scores = 2.0 * arch.num_attention_heads * seq_len**2 if attention_kernel == "unfused" else 0.0
     memory = memory_per_gpu(
         arch,
         plan,
         states=states,
-        layer_saved_per_sequence=per_sequence.layer_saved_bytes,
+        layer_saved_per_sequence=per_sequence.layer_saved_bytes + scores,
         other_saved_per_sequence=per_sequence.other_saved_bytes,
         hidden_state_per_sequence=per_sequence.hidden_state_bytes,
-        layer_selective_per_sequence=per_sequence.layer_saved_selective_bytes,
+        layer_selective_per_sequence=per_sequence.layer_saved_selective_bytes + scores,
         micro_batches=micro_batches,
         accelerator_memory_gib=accelerator.memory_gib,
         headroom=efficiency.memory_headroom,
@@ -181,6 +184,7 @@ def predict_llm_training(
         global_batch=global_batch,
         precision=precision,
         efficiency=eff,
+        attention_kernel=attention_kernel,
     )
     plan = replace(plan, gradient_accumulation=micro_batches)
     times = stage_times(

@@ -133,8 +133,9 @@ TRAINING_PRECISIONS = ("amp-bf16", "amp-fp16", "bf16", "fp16", "fp32", "tf32", "
 # Which attention kernels the training step runs. flash2: FlashAttention-2's (PyTorch SDPA's flash
 # backend, flash-attn 2, Hugging Face): warp-level MMA instructions on every GPU. native: kernels
 # written for the GPU's newest matrix instructions (cuDNN fused attention as Transformer Engine,
-# NeMo and Megatron-Core run it; FlashAttention-3). They differ on Hopper.
-ATTENTION_KERNELS = ("flash2", "native")
+# NeMo and Megatron-Core run it; FlashAttention-3). They differ on Hopper. unfused: the score
+# matrix through memory (Hugging Face's eager attention, Megatron-LM before FlashAttention).
+ATTENTION_KERNELS = ("flash2", "native", "unfused")
 
 
 def load_llm_workload(
@@ -171,7 +172,7 @@ def load_llm_workload(
     if kernel not in ATTENTION_KERNELS:
         raise PerdollarError(
             f"unknown attention kernel {kernel!r}",
-            "use --attention-kernel flash2 (PyTorch SDPA, flash-attn 2) or native (cuDNN, TE)",
+            "use --attention-kernel flash2 (PyTorch SDPA), native (cuDNN, TE) or unfused (eager)",
         )
     chosen = precision or "amp-bf16"
     if chosen not in TRAINING_PRECISIONS:
