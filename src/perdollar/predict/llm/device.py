@@ -144,7 +144,7 @@ def _seconds(
     ops: tuple[OperatorRecord, ...],
     accelerator: Accelerator,
     gemm_efficiency: float,
-    fused_traffic: float = 1.0,
+    chain_traffic_share: float = 1.0,
     attention_efficiency: float = 1.0,
     fp8_efficiency: float = 1.0,
     attention_kernel: str = "flash2",
@@ -152,7 +152,7 @@ def _seconds(
     """(seconds per op, memory-bound seconds per op, backward mask).
 
     ``attention_efficiency`` scales the fused attention kernels' rate against the GEMMs' (training
-    runs their slower backward too); ``fused_traffic`` is the share of the traced elementwise,
+    runs their slower backward too); ``chain_traffic_share`` is the share of the traced elementwise,
     copy, reduction and normalization traffic (and kernel launches) the framework leaves (the
     trace is of the model's eager code, one kernel per operator; see :func:`chain_traffic`);
     ``fp8_efficiency`` scales FP8 GEMMs' rate (per-tensor scaling and casts keep them further
@@ -171,8 +171,8 @@ def _seconds(
     fp8 = np.array([op.dtype == "fp8" for op in ops], dtype=bool)
     compute = np.where(fp8, compute / fp8_efficiency, compute)
     fusible = np.array([op.op_class in FUSIBLE_CLASSES for op in ops], dtype=bool)
-    memory = np.where(fusible, times.memory[0] * fused_traffic, times.memory[0])
-    overhead = np.where(fusible, times.overhead * fused_traffic, times.overhead)
+    memory = np.where(fusible, times.memory[0] * chain_traffic_share, times.memory[0])
+    overhead = np.where(fusible, times.overhead * chain_traffic_share, times.overhead)
     bound = np.maximum(compute, memory)
     memory_bound = np.where(memory > compute, bound, 0.0)
     return bound + overhead, memory_bound, table.is_backward
