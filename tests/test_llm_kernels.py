@@ -180,3 +180,9 @@ def test_recommend_takes_the_attention_kernel_and_keeps_it_in_the_question() -> 
         return max(rates)
 
     assert h100_rate(fast) > h100_rate(slow)
+
+
+def test_the_model_refuses_an_attention_kernel_it_does_not_know() -> None:
+    # A typo must not be priced as some other kernel.
+    with pytest.raises(PerdollarError, match="unknown attention kernel 'flash3'"):
+        _layer_times("H100-SXM5-80GB", "flash3")

@@ -42,10 +42,9 @@ class DataflowFakeMode(_RecordingFakeMode):
         self.read_by_kernel: set[int] = set()
         self.made_by_matmul: set[int] = set()
         self.made_by_attention: set[int] = set()
-        self.made_by_chain: set[int] = set()
         self.read_by_chain: dict[int, int] = {}  # storage → bytes, inputs of chain operators
+        self.made_by_chain: dict[int, int] = {}  # storage → bytes, outputs of chain operators
         self.chain_eager_bytes = 0.0  # what the chain operators read and write, one kernel each
-        self.chain_output_bytes: dict[int, int] = {}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         outermost = self.depth == 0
@@ -73,9 +72,7 @@ class DataflowFakeMode(_RecordingFakeMode):
             for tensor in inputs:
                 self.read_by_chain.setdefault(self.live.serial_of(tensor), operators.tensor_bytes(tensor))
             for tensor in outputs:
-                serial = self.live.serial_of(tensor)
-                self.made_by_chain.add(serial)
-                self.chain_output_bytes[serial] = operators.tensor_bytes(tensor)
+                self.made_by_chain[self.live.serial_of(tensor)] = operators.tensor_bytes(tensor)
         else:
             self.read_by_kernel.update(self.live.serial_of(t) for t in inputs)
 
@@ -86,9 +83,7 @@ class DataflowFakeMode(_RecordingFakeMode):
         input) once, and writes what a large kernel reads next; the rest stays in registers.
         """
         reads = sum(size for serial, size in self.read_by_chain.items() if serial not in self.made_by_chain)
-        writes = sum(
-            size for serial, size in self.chain_output_bytes.items() if serial in self.read_by_kernel
-        )
+        writes = sum(size for serial, size in self.made_by_chain.items() if serial in self.read_by_kernel)
         return float(min(reads + writes, self.chain_eager_bytes))
 
     def kept_after_fusion(self, saved: set[int]) -> set[int]:

@@ -269,9 +269,9 @@ def layer_trace(
     def per_sequence(field: str) -> float:
         return max(getattr(at_two, field) - getattr(at_one, field), 0.0)
 
+    nearest = at_one if micro_batch == 1 else at_two
     if micro_batch <= 2:
-        traced = at_one if micro_batch == 1 else at_two
-        layer_ops, other_ops = traced.layer_ops, traced.other_ops
+        layer_ops, other_ops = nearest.layer_ops, nearest.other_ops
     else:
         layer_ops = tuple(_extend(a, b, micro_batch) for a, b in _paired(at_one.layer_ops, at_two.layer_ops))
         other_ops = tuple(_extend(a, b, micro_batch) for a, b in _paired(at_one.other_ops, at_two.other_ops))
@@ -286,6 +286,6 @@ def layer_trace(
         per_sequence("layer_saved_eager_bytes") * micro_batch,
         per_sequence("other_saved_eager_bytes") * micro_batch,
         per_sequence("layer_saved_selective_bytes") * micro_batch,
-        (at_one if micro_batch == 1 else at_two).layer_fused_traffic_share,
-        (at_one if micro_batch == 1 else at_two).other_fused_traffic_share,
+        nearest.layer_fused_traffic_share,
+        nearest.other_fused_traffic_share,
     )

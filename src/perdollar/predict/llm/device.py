@@ -19,12 +19,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from perdollar.catalog.model import Accelerator
+from perdollar.errors import PerdollarError
 from perdollar.predict.params import shipped_model
 from perdollar.predict.roofline import operator_times
 from perdollar.predict.tables import DeviceTable, OperatorTable
 from perdollar.profile.llm_trace import layer_trace
 from perdollar.profile.model import OperatorRecord
 from perdollar.workload.llm.architecture import DecoderArchitecture
+from perdollar.workload.llm.workload import ATTENTION_KERNELS
 
 # Bytes an AdamW step moves per trained parameter: mixed precision reads the fp32 master weight,
 # both moments and the half-precision gradient and writes the three back plus the half-precision copy.
@@ -200,6 +202,10 @@ def micro_batch_times(
     fp8_efficiency: float = 1.0,
     attention_kernel: str = "flash2",
 ) -> MicroBatchTimes:
+    if attention_kernel not in ATTENTION_KERNELS:
+        raise PerdollarError(
+            f"unknown attention kernel {attention_kernel!r}", f"use one of {', '.join(ATTENTION_KERNELS)}"
+        )
     trace = layer_trace(arch, micro_batch, seq_len, precision, train_base=finetune == "full")
     traced_layer = _fp8_linears(trace.layer_ops) if precision == "fp8" else trace.layer_ops
     layer_ops = tuple(_split(op, tensor_parallel) for op in traced_layer)
@@ -228,6 +234,12 @@ def micro_batch_times(
     )
 
 
+def _alone_seconds(op: OperatorRecord, accelerator: Accelerator) -> float:
+    """Seconds of one operator outside any layer (no fusion, the roofline's own rates)."""
+    seconds, _, _ = _seconds((op,), accelerator, 1.0)
+    return float(seconds.sum())
+
+
 @functools.lru_cache(maxsize=8192)
 def optimizer_seconds(accelerator: Accelerator, trained_params: float, precision: str) -> float:
     """An AdamW step over ``trained_params`` on one GPU (memory-bound elementwise kernels)."""
@@ -244,8 +256,7 @@ def optimizer_seconds(accelerator: Accelerator, trained_params: float, precision
         dtype="fp32",
         count=4,
     )
-    seconds, _, _ = _seconds((op,), accelerator, 1.0)
-    return float(seconds.sum())
+    return _alone_seconds(op, accelerator)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -267,5 +278,4 @@ def weight_cast_seconds(accelerator: Accelerator, params: float) -> float:
         dtype="fp32",
         count=1,
     )
-    seconds, _, _ = _seconds((op,), accelerator, 1.0)
-    return float(seconds.sum())
+    return _alone_seconds(op, accelerator)
