@@ -4,9 +4,10 @@
 
 Every row of ``published_llm_training.csv`` (LLM Foundry's MPT tables, Megatron-LM's and Megatron-
 Core's weak-scaling tables, NeMo's performance summary, fms-fsdp's and torchtitan's tables) is
-predicted at its own plan (strategy, tensor/pipeline parallel, micro-batch, activation
-checkpointing, LoRA), GPU, node count, network and attention kernel (Megatron-Core's Transformer
-Engine runs cuDNN's fused attention, the PyTorch trainers FlashAttention-2's), first with the
+predicted at its own plan (strategy, tensor/pipeline parallel and whether its tensor-parallel
+collectives overlap, FSDP's backward prefetch, micro-batch, activation checkpointing, LoRA), GPU,
+node count, network and attention kernel (Megatron-Core's Transformer Engine runs cuDNN's fused
+attention, the PyTorch trainers FlashAttention-2's), first with the
 neutral starting values (``FIT_START``: nothing fitted to these rows), then with the shipped
 ``LLMEfficiency`` (fitted here, on every collection but the holdout). Prints the absolute
 percentage error of tokens/s (median, mean, max) overall, by collection, by model size, by GPU
@@ -66,6 +67,8 @@ def model_predictor() -> tuple[Predictor, Any] | None:
             micro_batch=run.micro_batch,
             gradient_accumulation=run.gradient_accumulation,
             finetune=run.finetune,
+            tensor_parallel_comm=run.tensor_parallel_comm,
+            backward_prefetch=run.backward_prefetch,
         )
         prediction = predict_llm_training(
             run.architecture,

@@ -8,6 +8,13 @@ accumulation that makes up the global batch. Rows whose plan the model cannot ex
 parallelism) are counted, not predicted; interleaved pipelines (virtual stages) are predicted as
 plain 1F1B, whose bubble is larger.
 
+GPUs that differ from the catalog's part: torchtitan's H100 tables ran on Meta's Grand Teton
+hosts, whose H100s carry 96 GB of HBM2e at 2.4 TB/s and a 500 W power limit (the source's
+Hardware section); those rows keep the catalog's H100-SXM5 compute and take the source's memory,
+bandwidth and power (``VARIANTS``, matched on the row's flag). The source says the chip's peak
+lies between the SXM's and the NVL's and that it does not know it; the roofline's own power law
+decides what 500 W costs.
+
 Networks: a row whose source names InfiniBand, RoCE or RDMA runs its cross-host collectives over
 RDMA. Where the source does not state the network (LLM Foundry's H100 tables, Megatron-Core's H100
 weak scaling), the row assumes the fabric of NVIDIA's reference DGX H100 system, 8 × 400 Gb/s
@@ -17,6 +24,7 @@ InfiniBand NDR (3,200 Gb/s per host; NVIDIA DGX H100 datasheet), on which such r
 from __future__ import annotations
 
 import csv
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +36,14 @@ CONFIGS = Path(__file__).resolve().parents[1] / "src" / "perdollar" / "workload"
 PRECISIONS = {"amp": "amp-bf16", "bf16": "amp-bf16", "fp16": "amp-fp16", "fp8": "fp8"}
 RDMA_WORDS = ("infiniband", "roce", "rdma", "efa")
 REFERENCE_FABRIC_GBPS = 3200.0  # DGX H100: 8 × 400 Gb/s InfiniBand NDR
+VARIANTS: dict[str, dict[str, Any]] = {
+    "96GB HBM2e at 500 W": {
+        "memory_gib": 96.0,
+        "memory_bandwidth_gbps": 2400.0,
+        "memory_type": "HBM2e",
+        "tdp_w": 500.0,
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -55,6 +71,8 @@ class PublishedRun:
     selective_checkpointing: bool  # the source says "selective" (PyTorch's per-operator policy)
     finetune: str  # full | lora
     attention_kernel: str  # flash2 | native (see attention_kernel_of)
+    tensor_parallel_comm: str  # overlapped | blocking (see tensor_parallel_comm_of)
+    backward_prefetch: str  # pre | post (see backward_prefetch_of)
     virtual_pipeline: int  # interleaved 1F1B stages per GPU; the model runs plain 1F1B
     tokens_per_second: float  # published, total over all GPUs
     notes: str
@@ -62,10 +80,13 @@ class PublishedRun:
     def describe(self) -> str:
         parts = [
             f"{self.strategy}",
-            f"tp{self.tensor_parallel}" if self.tensor_parallel > 1 else "",
+            f"tp{self.tensor_parallel}" + ("-blocking" if self.tensor_parallel_comm == "blocking" else "")
+            if self.tensor_parallel > 1
+            else "",
             f"pp{self.pipeline_parallel}" if self.pipeline_parallel > 1 else "",
             "ac" if self.activation_checkpointing else "",
             "sac" if self.selective_checkpointing else "",
+            "backward-post" if self.backward_prefetch == "post" else "",
             f"mb{self.micro_batch}",
             f"ga{self.gradient_accumulation}",
         ]
@@ -100,6 +121,41 @@ def attention_kernel_of(framework: str) -> str:
     return "unfused" if framework.startswith("Megatron-LM (") else "flash2"
 
 
+def tensor_parallel_comm_of(framework: str, notes: str) -> str:
+    """Whether the source's tensor-parallel collectives block the matrix products they feed.
+
+    Megatron-LM's 2019 and 2021 tables predate the overlap, which came later with Transformer
+    Engine (``--tp-comm-overlap``): their all-reduces run between the matrix products. torchtitan
+    runs plain ("vanilla") TP unless the row says async TP. Megatron-Core's H100 tables ran with
+    ``--tp-comm-overlap`` (its README); NeMo runs Megatron-Core's Transformer Engine layers and its
+    table does not say otherwise, so it is taken as overlapped too."""
+    if framework.startswith("Megatron-LM ("):
+        return "blocking"
+    if framework.startswith("torchtitan") and "async" not in notes.lower():
+        return "blocking"
+    return "overlapped"
+
+
+def accelerator_of(catalog: Any, gpu: str, flag: str) -> Any:
+    """The catalog's chip, with the memory and power the source states where its part differs."""
+    accelerator = catalog.accelerator(gpu)
+    for phrase, changes in VARIANTS.items():
+        if phrase in flag:
+            return dataclasses.replace(accelerator, **changes)
+    return accelerator
+
+
+def backward_prefetch_of(framework: str, strategy: str) -> str:
+    """When FSDP issues the backward's weight gather. LLM Foundry runs Composer, whose FSDP
+    defaults to ``BACKWARD_POST`` (``composer/utils/parallelism.py``; so since 2022), and its
+    tables do not say otherwise; fms-fsdp leaves PyTorch's default, ``BACKWARD_PRE``; torchtitan's
+    FSDP2 prefetches the backward's gather as ``BACKWARD_PRE`` does. Only full-shard strategies
+    gather in the backward."""
+    if framework.startswith("LLM Foundry") and strategy in ("fsdp", "hsdp"):
+        return "post"
+    return "pre"
+
+
 def _int(text: str, default: int) -> int:
     return int(text) if text.strip() else default
 
@@ -128,7 +184,7 @@ def load_runs(path: Path) -> tuple[list[PublishedRun], dict[str, int]]:
                     holdout=row["holdout"] == "1",
                     model=row["model"],
                     architecture=architecture_of(row["config"]),
-                    accelerator=catalog.accelerator(row["gpu"]),
+                    accelerator=accelerator_of(catalog, row["gpu"], row["flag"]),
                     gpu_count=gpus,
                     nodes=_int(row["nodes"], max(1, gpus // 8)),
                     gpus_per_node=_int(row["gpus_per_node"], min(gpus, 8)),
@@ -148,6 +204,8 @@ def load_runs(path: Path) -> tuple[list[PublishedRun], dict[str, int]]:
                     and row["activation_checkpointing_kind"] == "selective",
                     finetune=row["finetune"] or "full",
                     attention_kernel=attention_kernel_of(row["framework"]),
+                    tensor_parallel_comm=tensor_parallel_comm_of(row["framework"], row["notes"]),
+                    backward_prefetch=backward_prefetch_of(row["framework"], row["strategy"]),
                     virtual_pipeline=_int(row["virtual_pipeline"], 1),
                     tokens_per_second=float(row["throughput"]) * (gpus if per_gpu else 1),
                     notes=row["notes"],

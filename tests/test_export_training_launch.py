@@ -43,6 +43,15 @@ def test_a_fixed_plan_is_kept_and_a_plan_that_does_not_fit_is_refused() -> None:
     assert launch["environment"]["PERDOLLAR_ACTIVATION_CHECKPOINTING"] == "1"
     assert launch["environment"]["PERDOLLAR_MICRO_BATCH"] == "4"
     assert "--standalone" in launch["command"]
+    assert launch["environment"]["PERDOLLAR_BACKWARD_PREFETCH"] == "BACKWARD_PRE"
+    assert launch["environment"]["PERDOLLAR_TENSOR_PARALLEL_COMM"] == "overlapped"
+    composer = _export("2x p5.48xlarge", "--format", "torchrun", "--workload", "llama-3.1-8b",
+                       "--plan", "fsdp+ac+backward-post,tp2-blocking,mb4", "--json")  # fmt: skip
+    assert composer.returncode == 0, composer.stderr[-1500:]
+    environment = json.loads(composer.stdout)["environment"]
+    assert environment["PERDOLLAR_BACKWARD_PREFETCH"] == "BACKWARD_POST"
+    assert environment["PERDOLLAR_TENSOR_PARALLEL_COMM"] == "blocking"
+    assert environment["PERDOLLAR_PLAN"].startswith("fsdp+ac+backward-post,tp2-blocking")
     too_big = _export("g5.xlarge", "--format", "torchrun", "--workload", "llama-3.1-70b", "--plan", "ddp")
     assert too_big.returncode == 2 and "does not fit" in too_big.stderr
     unnamed = _export("g5.xlarge", "--format", "skypilot")

@@ -79,6 +79,33 @@ def test_fsdp_gathers_weights_twice_and_scatters_gradients_every_micro_batch(sma
     assert got.breakdown_s["exposed gradient reduce-scatter"] == pytest.approx(micro_batches * one_gather)
 
 
+def test_backward_post_waits_for_the_whole_backward_gather(small) -> None:
+    """Under BACKWARD_POST the backward's gather (one of the two per micro-batch) is exposed whatever
+    the overlap; the forward's gather and the reduce-scatter stay hidden under compute as before."""
+    arch, h100 = small
+
+    def predicted(prefetch: str, overlap: float):
+        return predict_llm_training(
+            arch, h100, gpus_per_node=8, nodes=1,
+            plan=TrainingPlan("fsdp", micro_batch=2, backward_prefetch=prefetch), seq_len=512,
+            global_batch=64, efficiency=LLMEfficiency(communication_overlap=overlap),
+        )  # fmt: skip
+
+    bandwidth = h100.interconnect_bandwidth_gbps / 2 * 1e9 * 0.7
+    one_gather = 7 / 8 * 2.0 * arch.total_params / bandwidth + 7 * cx.INTRA_HOST_LATENCY_S
+    micro_batches = 64 // (2 * 8)
+    hidden_post, hidden_pre = predicted("post", 1.0), predicted("pre", 1.0)
+    assert "exposed weight all-gather" not in hidden_pre.breakdown_s  # compute hides all of it
+    assert hidden_post.breakdown_s["exposed backward weight all-gather"] == pytest.approx(
+        micro_batches * one_gather
+    )
+    assert hidden_post.step_time_s == pytest.approx(hidden_pre.step_time_s + micro_batches * one_gather)
+    # With nothing hidden the two prefetches expose the same collectives, only named apart.
+    bare_post, bare_pre = predicted("post", 0.0), predicted("pre", 0.0)
+    assert bare_post.step_time_s == pytest.approx(bare_pre.step_time_s)
+    assert bare_post.breakdown_s["exposed weight all-gather"] == pytest.approx(micro_batches * one_gather)
+
+
 def test_hsdp_all_reduces_the_whole_gradient_across_hosts_through_the_network(small) -> None:
     arch, h100 = small
     eff = LLMEfficiency(communication_overlap=0.0)
@@ -109,6 +136,29 @@ def test_tensor_parallel_all_reduces_two_forward_two_backward_per_layer(small) -
     micro_batches = 16 // (2 * 2)
     expected = micro_batches * arch.num_layers * 4 * per_all_reduce
     assert got.breakdown_s["tensor-parallel all-reduce"] == pytest.approx(expected)
+
+
+def test_blocking_tensor_parallelism_hides_none_of_its_all_reduces(small) -> None:
+    """The fitted overlap hides a share of an overlapped plan's all-reduces and none of a blocking
+    plan's, whose all-reduces cost what they cost with no overlap at all."""
+    arch, h100 = small
+
+    def tensor_parallel_seconds(comm: str, overlap: float) -> float:
+        got = predict_llm_training(
+            arch,
+            h100,
+            gpus_per_node=8,
+            nodes=1,
+            plan=TrainingPlan("ddp", tensor_parallel=4, micro_batch=2, tensor_parallel_comm=comm),
+            seq_len=512,
+            global_batch=16,
+            efficiency=LLMEfficiency(tensor_parallel_overlap=overlap),
+        )
+        return got.breakdown_s["tensor-parallel all-reduce"]
+
+    whole = tensor_parallel_seconds("overlapped", 0.0)
+    assert tensor_parallel_seconds("blocking", 0.6) == pytest.approx(whole)
+    assert tensor_parallel_seconds("overlapped", 0.6) == pytest.approx(0.4 * whole)
 
 
 def test_pipeline_bubble_is_p_minus_one_stage_times(small) -> None:

@@ -25,6 +25,20 @@ from perdollar.workload.llm import load_llm_workload
         ("hsdp,tp8,pp2", TrainingPlan("hsdp", tensor_parallel=8, pipeline_parallel=2)),
         ("ddp,qlora64,mb2", TrainingPlan("ddp", finetune="qlora", lora_rank=64, micro_batch=2)),
         ("zero2+offload", TrainingPlan("zero2", cpu_offload=True)),
+        (
+            "fsdp+ac+backward-post,mb2",
+            TrainingPlan("fsdp", activation_checkpointing=True, backward_prefetch="post", micro_batch=2),
+        ),
+        (
+            "fsdp+sac,tp8-blocking,mb12",
+            TrainingPlan(
+                "fsdp",
+                tensor_parallel=8,
+                tensor_parallel_comm="blocking",
+                selective_checkpointing=True,
+                micro_batch=12,
+            ),
+        ),
     ],
 )
 def test_tokens_parse_back(token: str, plan: TrainingPlan) -> None:
@@ -40,7 +54,29 @@ def test_text_names_everything() -> None:
     )
 
 
-@pytest.mark.parametrize("token", ["", "zero4", "fsdp+fast", "fsdp,tpx", "ddp,mb0"])
+def test_blocking_tensor_parallelism_and_backward_post_are_named_in_the_text() -> None:
+    blocking = parse_plan("fsdp,tp8-blocking")
+    assert "tensor parallel 8 (blocking communication)" in blocking.text(64)
+    assert "blocking" not in parse_plan("fsdp,tp8").text(64)
+    assert blocking.to_dict()["tensor_parallel_comm"] == "blocking"
+    post = parse_plan("hsdp+backward-post,mb2")
+    assert "(BACKWARD_POST)" in post.text(16) and post.to_dict()["backward_prefetch"] == "post"
+    assert "BACKWARD" not in parse_plan("hsdp,mb2").text(16)
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        "",
+        "zero4",
+        "fsdp+fast",
+        "fsdp,tpx",
+        "ddp,mb0",
+        "fsdp,pp2-blocking",
+        "fsdp,tp8-async",
+        "zero2+backward-post",  # SHARD_GRAD_OP keeps the weights gathered: no backward gather to time
+    ],
+)
 def test_bad_tokens_are_one_line_errors(token: str) -> None:
     with pytest.raises(PerdollarError):
         parse_plan(token)

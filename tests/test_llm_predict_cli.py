@@ -121,3 +121,26 @@ def test_fp8_training_on_hopper_reports_fp8(config: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     document = json.loads(done.stdout)
     assert document["precision"] == "fp8" and document["tokens_per_second"] > 0
+
+
+def test_blocking_tensor_parallelism_through_the_command_line(config: Path) -> None:
+    """``tp4-blocking`` prices the tensor-parallel all-reduces with nothing hidden: slower than the
+    overlapped plan of the same shape, and the plan's JSON and token say which it was."""
+    results = {}
+    for plan in ("fsdp,tp4", "fsdp,tp4-blocking"):
+        done = perdollar(
+            "predict", str(config), "--instance", "p4d.24xlarge", "--seq-len", "1024",
+            "--micro-batch", "4", "--global-batch", "32", "--plan", plan, "--json",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        results[plan] = json.loads(done.stdout)
+    blocking, overlapped = results["fsdp,tp4-blocking"], results["fsdp,tp4"]
+    assert blocking["plan"]["tensor_parallel_comm"] == "blocking"
+    assert overlapped["plan"]["tensor_parallel_comm"] == "overlapped"
+    assert blocking["plan"]["token"].startswith("fsdp,tp4-blocking")
+    assert blocking["tokens_per_second"] < overlapped["tokens_per_second"]
+    one_line_error(
+        perdollar("predict", str(config), "--instance", "p4d.24xlarge", "--plan", "fsdp,pp2-blocking"),
+        "pp2-blocking",
+        "tpN[-blocking]",
+    )

@@ -100,7 +100,9 @@ def predict_command(
     seq_len: int = typer.Option(None, "--seq-len", min=1, help="LLM: tokens per sequence."),
     micro_batch: int = typer.Option(None, "--micro-batch", min=1, help="LLM: sequences per GPU."),
     global_batch: int = typer.Option(None, "--global-batch", min=1, help="LLM: sequences per step."),
-    plan: str = typer.Option(None, "--plan", help="LLM: ddp|zero1|zero2|fsdp|hsdp."),
+    plan: str = typer.Option(
+        None, "--plan", help="LLM: ddp|zero1|zero2|fsdp|hsdp, or a token: fsdp+ac,tp8-blocking,mb2."
+    ),
     activation_checkpointing: bool = typer.Option(
         False, "--activation-checkpointing", help="LLM: recompute activations in the backward pass."
     ),

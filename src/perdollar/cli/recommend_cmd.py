@@ -108,7 +108,10 @@ def recommend(
         None, "--global-batch", min=1, help="Language model: sequences per optimizer step."
     ),
     plan: str | None = typer.Option(
-        None, "--plan", help="Language model: fix the plan (ddp, zero1, zero2, fsdp, hsdp, or fsdp+ac,tp2)."
+        None,
+        "--plan",
+        help="Language model: fix the plan (ddp, zero1, zero2, fsdp, hsdp, or fsdp+ac,tp2;"
+        " tp2-blocking: TP collectives not overlapped).",
     ),
     activation_checkpointing: bool = typer.Option(
         False, "--activation-checkpointing", help="With --plan: recompute activations in the backward."

@@ -23,6 +23,7 @@ SHARDING = {
     "fsdp": "FULL_SHARD",
     "hsdp": "HYBRID_SHARD",
 }
+_BACKWARD_PREFETCH = {"pre": "BACKWARD_PRE", "post": "BACKWARD_POST"}  # FSDP's BackwardPrefetch names
 _PARAM_DTYPE = {"amp-bf16": "bfloat16", "bf16": "bfloat16", "amp-fp16": "float16", "fp16": "float16",
                 "fp8": "bfloat16"}  # fmt: skip
 
@@ -34,6 +35,7 @@ def plan_environment(plan: Mapping[str, Any], *, seq_len: int, global_batch: int
         "PERDOLLAR_PLAN": str(plan["token"]),
         "PERDOLLAR_SHARDING": SHARDING.get(str(plan["strategy"]), str(plan["strategy"]).upper()),
         "PERDOLLAR_TENSOR_PARALLEL": str(plan["tensor_parallel"]),
+        "PERDOLLAR_TENSOR_PARALLEL_COMM": str(plan.get("tensor_parallel_comm", "overlapped")),
         "PERDOLLAR_PIPELINE_PARALLEL": str(plan["pipeline_parallel"]),
         "PERDOLLAR_MICRO_BATCH": str(plan["micro_batch"]),
         "PERDOLLAR_GRADIENT_ACCUMULATION": str(plan["gradient_accumulation"]),
@@ -42,6 +44,7 @@ def plan_environment(plan: Mapping[str, Any], *, seq_len: int, global_batch: int
         "PERDOLLAR_ACTIVATION_CHECKPOINTING": "1" if plan["activation_checkpointing"] else "0",
         "PERDOLLAR_SELECTIVE_CHECKPOINTING": "1" if plan.get("selective_checkpointing") else "0",
         "PERDOLLAR_CPU_OFFLOAD": "1" if plan["cpu_offload"] else "0",
+        "PERDOLLAR_BACKWARD_PREFETCH": _BACKWARD_PREFETCH[str(plan.get("backward_prefetch", "pre"))],
         "PERDOLLAR_PRECISION": precision,
         "PERDOLLAR_FINETUNE": str(plan.get("finetune", "full")),
     }
@@ -55,6 +58,7 @@ def fsdp_settings(plan: Mapping[str, Any], precision: str) -> dict[str, Any]:
         "mixed_precision": {"param_dtype": dtype, "reduce_dtype": "float32", "buffer_dtype": dtype}
         if dtype else None,
         "cpu_offload": bool(plan["cpu_offload"]),
+        "backward_prefetch": _BACKWARD_PREFETCH[str(plan.get("backward_prefetch", "pre"))],
         "activation_checkpointing": bool(plan["activation_checkpointing"]),
         "selective_checkpointing": bool(plan.get("selective_checkpointing")),
         "note": "fp32 master weights and optimizer states, as the memory model assumes"

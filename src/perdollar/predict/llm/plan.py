@@ -6,6 +6,17 @@ checkpointing (full: each layer recomputed from its input; selective: PyTorch's 
 policy, keeping attention's and every other matrix product's outputs), the micro-batch and
 gradient accumulation, and the fine-tuning mode. Its token (``fsdp+ac,mb4,ga8``,
 ``fsdp+sac,mb2``, ``hsdp,tp8,pp2``, ``ddp,lora16``) is compact and parses back.
+
+Tensor parallelism's collectives either run beside the matrix products they feed (the default,
+and what the planner proposes: Megatron-Core's ``--tp-comm-overlap``, torchtitan's async TP) or
+block them (``tp8-blocking``: Megatron-LM before Transformer Engine, torchtitan's plain TP,
+Megatron-Core without the flag).
+
+FSDP full-shard and HSDP gather each layer's weights again in the backward. PyTorch's FSDP
+prefetches that gather before the layer's gradients are computed (``BACKWARD_PRE``, its
+default, and FSDP2's): it runs beside the previous layer's backward. ``+backward-post``
+(``BACKWARD_POST``, Composer's and so LLM Foundry's default) issues it only once those gradients
+are done, so the next layer's backward waits for the whole gather.
 """
 
 from __future__ import annotations
@@ -17,6 +28,9 @@ from perdollar.errors import PerdollarError
 
 STRATEGIES = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
 FINETUNE_MODES = ("full", "lora", "qlora")
+TENSOR_PARALLEL_COMMS = ("overlapped", "blocking")
+BACKWARD_PREFETCHES = ("pre", "post")
+_REGATHERING = ("fsdp", "hsdp")  # the strategies whose backward gathers the weights again
 _STRATEGY_TEXT = {
     "ddp": "DDP (replicated)",
     "zero1": "ZeRO-1 (optimizer states sharded)",
@@ -40,6 +54,8 @@ class TrainingPlan:
     finetune: str = "full"  # full | lora | qlora
     lora_rank: int = 16
     selective_checkpointing: bool = False  # recompute all but attention and half the matrix products
+    tensor_parallel_comm: str = "overlapped"  # overlapped | blocking (see the module's docstring)
+    backward_prefetch: str = "pre"  # pre | post: when FSDP issues the backward's weight gather
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -49,6 +65,21 @@ class TrainingPlan:
         if self.finetune not in FINETUNE_MODES:
             raise PerdollarError(
                 f"unknown fine-tuning mode {self.finetune!r}", f"use one of {', '.join(FINETUNE_MODES)}"
+            )
+        if self.tensor_parallel_comm not in TENSOR_PARALLEL_COMMS:
+            raise PerdollarError(
+                f"unknown tensor-parallel communication {self.tensor_parallel_comm!r}",
+                f"use one of {', '.join(TENSOR_PARALLEL_COMMS)}",
+            )
+        if self.backward_prefetch not in BACKWARD_PREFETCHES:
+            raise PerdollarError(
+                f"unknown backward prefetch {self.backward_prefetch!r}",
+                f"use one of {', '.join(BACKWARD_PREFETCHES)}",
+            )
+        if self.backward_prefetch == "post" and self.strategy not in _REGATHERING:
+            raise PerdollarError(
+                f"+backward-post needs a strategy whose backward gathers the weights, not {self.strategy}",
+                "use it with fsdp or hsdp, or drop it",
             )
         if self.activation_checkpointing and self.selective_checkpointing:
             raise PerdollarError(
@@ -77,7 +108,8 @@ class TrainingPlan:
             head += f" over {gpus} GPU{'s' if gpus != 1 else ''}"
         parts = [head]
         if self.tensor_parallel > 1:
-            parts.append(f"tensor parallel {self.tensor_parallel}")
+            blocking = " (blocking communication)" if self.tensor_parallel_comm == "blocking" else ""
+            parts.append(f"tensor parallel {self.tensor_parallel}{blocking}")
         if self.pipeline_parallel > 1:
             parts.append(f"pipeline parallel {self.pipeline_parallel} (1F1B)")
         if self.finetune == "lora":
@@ -90,6 +122,8 @@ class TrainingPlan:
             parts.append("selective activation checkpointing")
         if self.cpu_offload:
             parts.append("optimizer offloaded to CPU")
+        if self.backward_prefetch == "post":
+            parts.append("backward gathers after the gradients (BACKWARD_POST)")
         parts.append(f"micro-batch {self.micro_batch}")
         parts.append(f"accumulation {self.gradient_accumulation}")
         return ", ".join(parts)
@@ -101,10 +135,12 @@ class TrainingPlan:
             + ("+ac" if self.activation_checkpointing else "")
             + ("+sac" if self.selective_checkpointing else "")
             + ("+offload" if self.cpu_offload else "")
+            + ("+backward-post" if self.backward_prefetch == "post" else "")
         )
         parts = [head]
         if self.tensor_parallel > 1:
-            parts.append(f"tp{self.tensor_parallel}")
+            blocking = "-blocking" if self.tensor_parallel_comm == "blocking" else ""
+            parts.append(f"tp{self.tensor_parallel}{blocking}")
         if self.pipeline_parallel > 1:
             parts.append(f"pp{self.pipeline_parallel}")
         if self.finetune != "full":
@@ -119,30 +155,36 @@ class TrainingPlan:
         return {
             "strategy": self.strategy,
             "tensor_parallel": self.tensor_parallel,
+            "tensor_parallel_comm": self.tensor_parallel_comm,
             "pipeline_parallel": self.pipeline_parallel,
             "activation_checkpointing": self.activation_checkpointing,
             "selective_checkpointing": self.selective_checkpointing,
             "micro_batch": self.micro_batch,
             "gradient_accumulation": self.gradient_accumulation,
             "cpu_offload": self.cpu_offload,
+            "backward_prefetch": self.backward_prefetch,
             "finetune": self.finetune,
             "lora_rank": self.lora_rank,
             "token": self.token(),
         }
 
 
-_PART = re.compile(r"^(tp|pp|mb|ga|lora|qlora)(\d+)$")
+_PART = re.compile(r"^(tp|pp|mb|ga|lora|qlora)(\d+)(-blocking)?$")
 
 
 def parse_plan(token: str) -> TrainingPlan:
     """The plan a :meth:`TrainingPlan.token` names; one-line error for anything else."""
-    fix = "write it as STRATEGY[+ac|+sac][+offload][,tpN][,ppN][,loraR|qloraR][,mbN][,gaN], e.g. fsdp+ac,mb4"
+    fix = (
+        "write it as STRATEGY[+ac|+sac][+offload][+backward-post][,tpN[-blocking]][,ppN][,loraR|qloraR]"
+        "[,mbN][,gaN],"
+        " e.g. fsdp+ac,mb4"
+    )
     parts = [p.strip().lower() for p in token.replace(" ", "").split(",") if p.strip()]
     if not parts:
         raise PerdollarError("empty training plan", fix)
     head = parts[0].split("+")
     flags = set(head[1:])
-    unknown = flags - {"ac", "sac", "offload"}
+    unknown = flags - {"ac", "sac", "offload", "backward-post"}
     if head[0] not in STRATEGIES or unknown:
         raise PerdollarError(f"cannot read the training plan {token!r}", fix)
     values: dict[str, object] = {
@@ -150,6 +192,7 @@ def parse_plan(token: str) -> TrainingPlan:
         "activation_checkpointing": "ac" in flags,
         "selective_checkpointing": "sac" in flags,
         "cpu_offload": "offload" in flags,
+        "backward_prefetch": "post" if "backward-post" in flags else "pre",
     }
     names = {
         "tp": "tensor_parallel",
@@ -159,9 +202,11 @@ def parse_plan(token: str) -> TrainingPlan:
     }
     for part in parts[1:]:
         match = _PART.match(part)
-        if match is None:
+        if match is None or (match.group(3) and match.group(1) != "tp"):
             raise PerdollarError(f"cannot read {part!r} in the training plan {token!r}", fix)
         key, number = match.group(1), int(match.group(2))
+        if match.group(3):
+            values["tensor_parallel_comm"] = "blocking"
         if key in ("lora", "qlora"):
             values["finetune"], values["lora_rank"] = key, number
         else:

@@ -2,9 +2,10 @@
 
 A stage runs its layers forward and backward on each GPU's tensor-parallel share (plus one more
 forward per layer under activation checkpointing), the tensor-parallel all-reduces (2 in the
-forward and 2 in the backward of every layer, Megatron-style, on the critical path unless
-``tensor_parallel_overlap`` says otherwise) and its pipeline send and receive. Selective
-checkpointing recomputes part of each layer's forward (``layer_selective_recompute``).
+forward and 2 in the backward of every layer, Megatron-style: a share ``tensor_parallel_overlap``
+of them hidden when the plan overlaps them, none when they block) and its pipeline send and
+receive. Selective checkpointing recomputes part of each layer's forward
+(``layer_selective_recompute``).
 """
 
 from __future__ import annotations
@@ -36,15 +37,15 @@ class LLMEfficiency:
     gemm_efficiency: float = 1.0  # multiplies the roofline's GEMM rate (fitted on measured GPUs)
     # Share of the eager trace's elementwise chains the framework runs fused (0: one kernel per
     # operator, as the trace; 1: every chain one kernel moving only its inputs and outputs).
-    fusion: float = 0.882
+    fusion: float = 0.904
     # FlashAttention-2's rate, forward and backward, against the GEMMs': on the A100 it reaches 73%
     # of the peak forward and 63% backward (Dao 2023, section 4.1), 65.6% over a step's FLOPs (the
     # backward does 2.5 times the forward's), where cuBLAS bf16 GEMMs reach 84.8%
     # (benchmarks/published_gemm_rates.csv).
     attention_efficiency: float = 0.773
     fp8_efficiency: float = 0.994  # FP8 GEMMs' rate against the roofline's FP8 figure
-    communication_overlap: float = 0.684  # share of the overlapping compute that hides DP/FSDP collectives
-    tensor_parallel_overlap: float = 0.507  # share of TP all-reduces hidden (0: on the critical path)
+    communication_overlap: float = 0.678  # share of the overlapping compute that hides DP/FSDP collectives
+    tensor_parallel_overlap: float = 0.488  # share of an overlapped plan's TP all-reduces hidden
     intra_link_efficiency: float = 0.7  # NCCL bus bandwidth over the link's line rate
     rdma_efficiency: float = 0.9
     tcp_efficiency: float = 0.6
@@ -137,13 +138,18 @@ def stage_times(
             if plan.selective_checkpointing
             else 0.0
         ),
-        tensor_parallel=tp_seconds * (1 - eff.tensor_parallel_overlap),
+        tensor_parallel=tp_seconds * (1 - tensor_parallel_hidden(plan, eff)),
         p2p=2 * cx.point_to_point_seconds(activation_message / tp, inter) if pp > 1 else 0.0,
         overhead=shipped_model().params.step_overhead_s,
         memory_bound_share=times.memory_bound_share,
         intra=intra,
         inter=inter,
     )
+
+
+def tensor_parallel_hidden(plan: TrainingPlan, eff: LLMEfficiency) -> float:
+    """Share of the tensor-parallel collectives hidden behind compute: none when they block."""
+    return eff.tensor_parallel_overlap if plan.tensor_parallel_comm == "overlapped" else 0.0
 
 
 def throughput_ceiling(

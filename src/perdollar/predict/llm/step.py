@@ -216,7 +216,7 @@ def predict_llm_training(
         micro_batches,
     )
     hide = eff.communication_overlap
-    exposed: dict[str, float] = {}
+    per_micro, exposed = waited_for_gathers(plan, per_micro, micro_batches)
     micro_comm = sum(per_micro.values())
     micro_exposed = max(micro_comm - hide * (forward + backward + recompute), 0.0)
     for name, seconds in per_micro.items():
@@ -273,6 +273,21 @@ def predict_llm_training(
         memory_gib=memory.to_gib(),
         largest_micro_batch=memory.largest_micro_batch,
     )
+
+
+def waited_for_gathers(
+    plan: TrainingPlan, per_micro: dict[str, float], micro_batches: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The per-micro-batch collectives compute can hide (seconds per micro-batch), and those
+    nothing hides (seconds per step).
+
+    Under ``BACKWARD_POST`` the backward's weight gather (one of the layer's two) is issued only
+    once the layer's gradients are done, and the next layer's backward waits for all of it."""
+    if plan.backward_prefetch != "post" or "weight all-gather" not in per_micro:
+        return per_micro, {}
+    backward_gather = per_micro["weight all-gather"] / 2
+    hideable = {**per_micro, "weight all-gather": backward_gather}
+    return hideable, {"backward weight all-gather": micro_batches * backward_gather}
 
 
 def _miss_reason(memory: MemoryPerGPU, plan: TrainingPlan, gpus: int) -> str:
