@@ -73,7 +73,10 @@ def test_fsdp_gathers_weights_twice_and_scatters_gradients_every_micro_batch(sma
         efficiency=eff,
     )
     bandwidth = h100.interconnect_bandwidth_gbps / 2 * 1e9 * 0.7
-    one_gather = 7 / 8 * 2.0 * arch.total_params / bandwidth + 7 * cx.INTRA_HOST_LATENCY_S
+    # Gathered layer by layer: the ring's latency once per layer, the bytes once in all.
+    one_gather = (
+        7 / 8 * 2.0 * arch.total_params / bandwidth + arch.num_layers * 7 * cx.INTRA_HOST_LATENCY_S
+    )
     micro_batches = 64 // (2 * 8)
     assert got.breakdown_s["exposed weight all-gather"] == pytest.approx(micro_batches * 2 * one_gather)
     assert got.breakdown_s["exposed gradient reduce-scatter"] == pytest.approx(micro_batches * one_gather)
@@ -92,7 +95,9 @@ def test_backward_post_waits_for_the_whole_backward_gather(small) -> None:
         )  # fmt: skip
 
     bandwidth = h100.interconnect_bandwidth_gbps / 2 * 1e9 * 0.7
-    one_gather = 7 / 8 * 2.0 * arch.total_params / bandwidth + 7 * cx.INTRA_HOST_LATENCY_S
+    one_gather = (
+        7 / 8 * 2.0 * arch.total_params / bandwidth + arch.num_layers * 7 * cx.INTRA_HOST_LATENCY_S
+    )
     micro_batches = 64 // (2 * 8)
     hidden_post, hidden_pre = predicted("post", 1.0), predicted("pre", 1.0)
     assert "exposed weight all-gather" not in hidden_pre.breakdown_s  # compute hides all of it
@@ -116,6 +121,22 @@ def test_hsdp_all_reduces_the_whole_gradient_across_hosts_through_the_network(sm
     tcp = 100.0 / 8 * 1e9 * 0.6
     expected = 2 * 1 / 2 * 2.0 * arch.total_params / tcp + 2 * 1 * cx.TCP_LATENCY_S
     assert got.breakdown_s["exposed cross-host gradient all-reduce"] == pytest.approx(expected)
+
+
+def test_tensor_parallel_ranks_share_the_hosts_network_for_their_data_parallel_all_reduces(small) -> None:
+    """With TP 2 on two 8-GPU hosts, each host's 2 tensor-parallel ranks all-reduce their gradient
+    shards with the other host at once, through the same NICs: each gets half the network."""
+    arch, h100 = small
+    got = predict_llm_training(
+        arch, h100, gpus_per_node=8, nodes=2, plan=TrainingPlan("ddp", tensor_parallel=2, micro_batch=2),
+        seq_len=512, global_batch=64, network_gbps=400.0, efa_interfaces=8,
+        efficiency=LLMEfficiency(communication_overlap=0.0),
+    )  # fmt: skip
+    per_rank = 400.0 / 8 * 1e9 * 0.9 / 2  # the host's RDMA rate, halved between its two TP ranks
+    dp = 16 // 2
+    shard = 2.0 * arch.total_params / 2  # bf16 gradients of one TP rank's half of the model
+    expected = 2 * (dp - 1) / dp * shard / per_rank + 2 * (dp - 1) * cx.RDMA_LATENCY_S
+    assert got.breakdown_s["exposed gradient all-reduce"] == pytest.approx(expected, rel=1e-6)
 
 
 def test_tensor_parallel_all_reduces_two_forward_two_backward_per_layer(small) -> None:

@@ -5,7 +5,8 @@ all-reduce 2(n−1)/n·B, all-gather and reduce-scatter (n−1)/n·B each, with 
 latency steps. Inside a host the link is the accelerator's interconnect (NVLink/NVSwitch or
 PCIe: the catalog's bidirectional figure, halved, at an achievable fraction); a group that
 spans hosts is held to the instance's network, shared by the host's GPUs as NCCL's rings share
-the NICs (EFA/InfiniBand reaches more of the line rate than TCP). Layout: tensor parallel
+the NICs (EFA/InfiniBand reaches more of the line rate than TCP), and divided among the host's
+tensor-parallel ranks, whose data-parallel groups run at once. Layout: tensor parallel
 innermost (inside a host), then data parallel, then pipeline stages across hosts.
 """
 
@@ -44,10 +45,12 @@ def all_reduce_seconds(buffer_bytes: float, ranks: int, link: Link) -> float:
     return all_reduce_bytes(buffer_bytes, ranks) / link.bandwidth + 2 * (ranks - 1) * link.latency
 
 
-def all_gather_seconds(buffer_bytes: float, ranks: int, link: Link) -> float:
+def all_gather_seconds(buffer_bytes: float, ranks: int, link: Link, pieces: int = 1) -> float:
+    """``pieces``: the buffer gathered in that many collectives (FSDP: one per layer), each paying
+    the ring's latency."""
     if ranks <= 1:
         return 0.0
-    return all_gather_bytes(buffer_bytes, ranks) / link.bandwidth + (ranks - 1) * link.latency
+    return all_gather_bytes(buffer_bytes, ranks) / link.bandwidth + pieces * (ranks - 1) * link.latency
 
 
 def point_to_point_seconds(message_bytes: float, link: Link) -> float:

@@ -37,15 +37,15 @@ class LLMEfficiency:
     gemm_efficiency: float = 1.0  # multiplies the roofline's GEMM rate (fitted on measured GPUs)
     # Share of the eager trace's elementwise chains the framework runs fused (0: one kernel per
     # operator, as the trace; 1: every chain one kernel moving only its inputs and outputs).
-    fusion: float = 0.904
+    fusion: float = 0.917
     # FlashAttention-2's rate, forward and backward, against the GEMMs': on the A100 it reaches 73%
     # of the peak forward and 63% backward (Dao 2023, section 4.1), 65.6% over a step's FLOPs (the
     # backward does 2.5 times the forward's), where cuBLAS bf16 GEMMs reach 84.8%
     # (benchmarks/published_gemm_rates.csv).
     attention_efficiency: float = 0.773
     fp8_efficiency: float = 0.994  # FP8 GEMMs' rate against the roofline's FP8 figure
-    communication_overlap: float = 0.678  # share of the overlapping compute that hides DP/FSDP collectives
-    tensor_parallel_overlap: float = 0.488  # share of an overlapped plan's TP all-reduces hidden
+    communication_overlap: float = 0.881  # share of the overlapping compute that hides DP/FSDP collectives
+    tensor_parallel_overlap: float = 0.717  # share of an overlapped plan's TP all-reduces hidden
     intra_link_efficiency: float = 0.7  # NCCL bus bandwidth over the link's line rate
     rdma_efficiency: float = 0.9
     tcp_efficiency: float = 0.6
@@ -187,9 +187,13 @@ def data_parallel_seconds(
     spans: bool,
     intra: cx.Link,
     inter: cx.Link,
-    micro_batches: int,
+    layers: int,
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """(per optimizer step, per micro-batch) seconds of each data-parallel collective, before overlap."""
+    """(per optimizer step, per micro-batch) seconds of each data-parallel collective, before overlap.
+
+    Each tensor-parallel rank of a host runs its own data-parallel collectives, all at once and
+    through the same NICs: a cross-host group gets the host's network divided among them."""
+    inter = cx.Link(inter.bandwidth / plan.tensor_parallel, inter.latency, inter.name)
     link = cx.group_link(spans, intra, inter)
     if plan.strategy == "ddp":
         return {"gradient all-reduce": cx.all_reduce_seconds(grad_bytes, dp, link)}, {}
@@ -203,9 +207,9 @@ def data_parallel_seconds(
             "gradient reduce-scatter": cx.all_gather_seconds(grad_bytes, dp, link)
         }
     shard, shard_link = (dp, link) if plan.strategy == "fsdp" else (dp_in_node, intra)
-    per_micro = {
-        "weight all-gather": 2 * cx.all_gather_seconds(weight_bytes, shard, shard_link),
-        "gradient reduce-scatter": cx.all_gather_seconds(grad_bytes, shard, shard_link),
+    per_micro = {  # FSDP gathers and scatters layer by layer
+        "weight all-gather": 2 * cx.all_gather_seconds(weight_bytes, shard, shard_link, layers),
+        "gradient reduce-scatter": cx.all_gather_seconds(grad_bytes, shard, shard_link, layers),
     }
     per_step = {}
     if plan.strategy == "hsdp":

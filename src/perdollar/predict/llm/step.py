@@ -2,11 +2,13 @@
 
 Per micro-batch, the busiest pipeline stage runs its layers forward and backward (plus one more
 forward of each layer under activation checkpointing), its tensor-parallel all-reduces (2 in the
-forward and 2 in the backward of every layer, Megatron-style, on the critical path) and its
-pipeline sends. 1F1B runs m micro-batches in (m + p − 1) stage-times: the bubble is (p − 1) of
-them. Data-parallel collectives (DDP's all-reduce, ZeRO's reduce-scatter and all-gather, FSDP's
-per-micro-batch gathers) hide behind the compute they overlap with up to a calibrated share
-(``communication_overlap``); what is left is exposed. The optimizer steps each GPU's shard.
+forward and 2 in the backward of every layer, Megatron-style, partly hidden when the plan
+overlaps them) and its pipeline sends. 1F1B runs m micro-batches in (m + p − 1) stage-times: the
+bubble is (p − 1) of them. Data-parallel collectives hide behind the compute they run beside, up
+to a calibrated share (``communication_overlap``): FSDP's per-micro-batch gathers and scatters
+behind the micro-batch, the once-a-step gradient reductions (DDP, ZeRO) behind the last backward,
+ZeRO's weight gather behind the next first forward; what is left is exposed. Under
+``BACKWARD_POST`` the backward's gather is exposed whole. The optimizer steps each GPU's shard.
 """
 
 from __future__ import annotations
@@ -213,7 +215,7 @@ def predict_llm_training(
         nodes // pp > 1,
         times.intra,
         times.inter,
-        micro_batches,
+        max(arch.num_layers // pp, 1),
     )
     hide = eff.communication_overlap
     per_micro, exposed = waited_for_gathers(plan, per_micro, micro_batches)
@@ -221,10 +223,16 @@ def predict_llm_training(
     micro_exposed = max(micro_comm - hide * (forward + backward + recompute), 0.0)
     for name, seconds in per_micro.items():
         exposed[name] = micro_batches * micro_exposed * (seconds / micro_comm if micro_comm else 0.0)
-    step_comm = sum(per_step.values())
-    step_exposed = max(step_comm - hide * backward, 0.0)
-    for name, seconds in per_step.items():
-        exposed[name] = exposed.get(name, 0.0) + step_exposed * (seconds / step_comm if step_comm else 0.0)
+    # Once per step: the gradients' reduction runs beside the last micro-batch's backward, the
+    # weights' gather (ZeRO-1/2) beside the next step's first forward.
+    gathers = {k: v for k, v in per_step.items() if k == "weight all-gather"}
+    reductions = {k: v for k, v in per_step.items() if k != "weight all-gather"}
+    for group, window in ((reductions, backward), (gathers, forward)):
+        group_comm = sum(group.values())
+        group_exposed = max(group_comm - hide * window, 0.0)
+        for name, seconds in group.items():
+            share = seconds / group_comm if group_comm else 0.0
+            exposed[name] = exposed.get(name, 0.0) + group_exposed * share
 
     if plan.cpu_offload:
         optimizer = states.trainable_params_per_gpu * gpus_per_node / CPU_ADAM_PARAMS_PER_S + (
