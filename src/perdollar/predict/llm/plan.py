@@ -175,9 +175,8 @@ _PART = re.compile(r"^(tp|pp|mb|ga|lora|qlora)(\d+)(-blocking)?$")
 def parse_plan(token: str) -> TrainingPlan:
     """The plan a :meth:`TrainingPlan.token` names; one-line error for anything else."""
     fix = (
-        "write it as STRATEGY[+ac|+sac][+offload][+backward-post][,tpN[-blocking]][,ppN][,loraR|qloraR]"
-        "[,mbN][,gaN],"
-        " e.g. fsdp+ac,mb4"
+        "write it as STRATEGY[+ac|+sac][+offload][+backward-post][,tpN[-blocking]][,ppN]"
+        "[,loraR|qloraR][,mbN][,gaN], e.g. fsdp+ac,mb4"
     )
     parts = [p.strip().lower() for p in token.replace(" ", "").split(",") if p.strip()]
     if not parts:
