@@ -52,24 +52,13 @@ def baseline_tokens_per_second(run: PublishedRun, _efficiency: Any = None) -> fl
 
 def model_predictor() -> tuple[Predictor, Any] | None:
     try:
-        from perdollar.predict.llm import TrainingPlan, predict_llm_training
+        from perdollar.predict.llm import predict_llm_training
         from perdollar.predict.llm.stage import FIT_START
     except ImportError:
         return None
 
     def predict(run: PublishedRun, efficiency: Any) -> float:
-        plan = TrainingPlan(
-            strategy=run.strategy,
-            tensor_parallel=run.tensor_parallel,
-            pipeline_parallel=run.pipeline_parallel,
-            activation_checkpointing=run.activation_checkpointing,
-            selective_checkpointing=run.selective_checkpointing,
-            micro_batch=run.micro_batch,
-            gradient_accumulation=run.gradient_accumulation,
-            finetune=run.finetune,
-            tensor_parallel_comm=run.tensor_parallel_comm,
-            backward_prefetch=run.backward_prefetch,
-        )
+        plan = run.plan()
         prediction = predict_llm_training(
             run.architecture,
             run.accelerator,

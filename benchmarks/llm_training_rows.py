@@ -77,23 +77,28 @@ class PublishedRun:
     tokens_per_second: float  # published, total over all GPUs
     notes: str
 
+    def plan(self) -> Any:
+        """The row's training plan, as perdollar's planner would write it."""
+        from perdollar.predict.llm import TrainingPlan
+
+        return TrainingPlan(
+            strategy=self.strategy,
+            tensor_parallel=self.tensor_parallel,
+            pipeline_parallel=self.pipeline_parallel,
+            activation_checkpointing=self.activation_checkpointing,
+            selective_checkpointing=self.selective_checkpointing,
+            micro_batch=self.micro_batch,
+            gradient_accumulation=self.gradient_accumulation,
+            finetune=self.finetune,
+            tensor_parallel_comm=self.tensor_parallel_comm,
+            backward_prefetch=self.backward_prefetch,
+        )
+
     def describe(self) -> str:
-        parts = [
-            f"{self.strategy}",
-            f"tp{self.tensor_parallel}" + ("-blocking" if self.tensor_parallel_comm == "blocking" else "")
-            if self.tensor_parallel > 1
-            else "",
-            f"pp{self.pipeline_parallel}" if self.pipeline_parallel > 1 else "",
-            "ac" if self.activation_checkpointing else "",
-            "sac" if self.selective_checkpointing else "",
-            "backward-post" if self.backward_prefetch == "post" else "",
-            f"mb{self.micro_batch}",
-            f"ga{self.gradient_accumulation}",
-        ]
-        plan = "+".join(p for p in parts if p)
         return (
             f"{self.collection}: {self.model} on {self.gpu_count}x {self.accelerator.key}, "
-            f"seq {self.seq_len}, {self.precision}, {plan}, published {self.tokens_per_second:,.0f} tokens/s"
+            f"seq {self.seq_len}, {self.precision}, {self.plan().token()}, "
+            f"published {self.tokens_per_second:,.0f} tokens/s"
         )
 
 

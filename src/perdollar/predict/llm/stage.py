@@ -11,7 +11,7 @@ receive. Selective checkpointing recomputes part of each layer's forward
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm import collectives as cx
@@ -178,6 +178,16 @@ def throughput_ceiling(
     return micro_batches * plan.micro_batch * dp * seq_len / step
 
 
+@dataclass(frozen=True, slots=True)
+class DataParallelTimes:
+    """Seconds of each data-parallel collective before overlap, by the compute it can run beside."""
+
+    per_micro: dict[str, float] = field(default_factory=dict)  # each micro-batch, beside its compute
+    after_backward: dict[str, float] = field(default_factory=dict)  # once a step, beside the last backward
+    before_forward: dict[str, float] = field(default_factory=dict)  # once a step, beside the next forward
+    waited: dict[str, float] = field(default_factory=dict)  # each micro-batch, beside nothing
+
+
 def data_parallel_seconds(
     plan: TrainingPlan,
     grad_bytes: float,
@@ -188,33 +198,43 @@ def data_parallel_seconds(
     intra: cx.Link,
     inter: cx.Link,
     layers: int,
-) -> tuple[dict[str, float], dict[str, float]]:
-    """(per optimizer step, per micro-batch) seconds of each data-parallel collective, before overlap.
+) -> DataParallelTimes:
+    """Each data-parallel collective of the plan, with the compute it can hide behind.
 
     Each tensor-parallel rank of a host runs its own data-parallel collectives, all at once and
-    through the same NICs: a cross-host group gets the host's network divided among them."""
+    through the same NICs: a cross-host group gets the host's network divided among them. The
+    gradients' once-a-step reduction runs beside the last micro-batch's backward, ZeRO's weight
+    gather beside the next step's first forward. FSDP gathers and scatters layer by layer, each
+    micro-batch; under ``BACKWARD_POST`` the backward's gather (one of the two) is issued only once
+    the layer's gradients are done, and the next layer's backward waits for all of it."""
     inter = cx.Link(inter.bandwidth / plan.tensor_parallel, inter.latency, inter.name)
     link = cx.group_link(spans, intra, inter)
     if plan.strategy == "ddp":
-        return {"gradient all-reduce": cx.all_reduce_seconds(grad_bytes, dp, link)}, {}
+        return DataParallelTimes(
+            after_backward={"gradient all-reduce": cx.all_reduce_seconds(grad_bytes, dp, link)}
+        )
     if plan.strategy == "zero1":
-        return {
-            "gradient reduce-scatter": cx.all_gather_seconds(grad_bytes, dp, link),
-            "weight all-gather": cx.all_gather_seconds(weight_bytes, dp, link),
-        }, {}
+        return DataParallelTimes(
+            after_backward={"gradient reduce-scatter": cx.all_gather_seconds(grad_bytes, dp, link)},
+            before_forward={"weight all-gather": cx.all_gather_seconds(weight_bytes, dp, link)},
+        )
     if plan.strategy == "zero2":
-        return {"weight all-gather": cx.all_gather_seconds(weight_bytes, dp, link)}, {
-            "gradient reduce-scatter": cx.all_gather_seconds(grad_bytes, dp, link)
-        }
+        return DataParallelTimes(
+            per_micro={"gradient reduce-scatter": cx.all_gather_seconds(grad_bytes, dp, link)},
+            before_forward={"weight all-gather": cx.all_gather_seconds(weight_bytes, dp, link)},
+        )
     shard, shard_link = (dp, link) if plan.strategy == "fsdp" else (dp_in_node, intra)
-    per_micro = {  # FSDP gathers and scatters layer by layer
-        "weight all-gather": 2 * cx.all_gather_seconds(weight_bytes, shard, shard_link, layers),
-        "gradient reduce-scatter": cx.all_gather_seconds(grad_bytes, shard, shard_link, layers),
-    }
-    per_step = {}
+    gather = cx.all_gather_seconds(weight_bytes, shard, shard_link, layers)
+    scatter = cx.all_gather_seconds(grad_bytes, shard, shard_link, layers)
+    post = plan.backward_prefetch == "post"
+    after_backward = {}
     if plan.strategy == "hsdp":
         # Each local shard all-reduces with its peers on the other hosts; the host's GPUs do so at
         # once through the same NICs, so the host moves the whole gradient's ring volume.
         replicas = max(dp // max(dp_in_node, 1), 1)
-        per_step["cross-host gradient all-reduce"] = cx.all_reduce_seconds(grad_bytes, replicas, inter)
-    return per_step, per_micro
+        after_backward["cross-host gradient all-reduce"] = cx.all_reduce_seconds(grad_bytes, replicas, inter)
+    return DataParallelTimes(
+        per_micro={"weight all-gather": gather if post else 2 * gather, "gradient reduce-scatter": scatter},
+        after_backward=after_backward,
+        waited={"backward weight all-gather": gather} if post else {},
+    )

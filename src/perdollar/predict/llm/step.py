@@ -28,7 +28,12 @@ from perdollar.predict.llm.memory import (
     state_bytes_per_param,
 )
 from perdollar.predict.llm.plan import TrainingPlan
-from perdollar.predict.llm.stage import LLMEfficiency, data_parallel_seconds, stage_times
+from perdollar.predict.llm.stage import (
+    DataParallelTimes,
+    LLMEfficiency,
+    data_parallel_seconds,
+    stage_times,
+)
 from perdollar.predict.params import shipped_model
 from perdollar.profile.llm_trace import layer_trace
 from perdollar.workload.llm.architecture import DecoderArchitecture
@@ -206,7 +211,7 @@ def predict_llm_training(
     )
     if plan.strategy in ("zero1", "zero2"):
         weight_bytes = trained * weight_b
-    per_step, per_micro = data_parallel_seconds(
+    collectives = data_parallel_seconds(
         plan,
         grad_bytes,
         weight_bytes,
@@ -217,22 +222,7 @@ def predict_llm_training(
         times.inter,
         max(arch.num_layers // pp, 1),
     )
-    hide = eff.communication_overlap
-    per_micro, exposed = waited_for_gathers(plan, per_micro, micro_batches)
-    micro_comm = sum(per_micro.values())
-    micro_exposed = max(micro_comm - hide * (forward + backward + recompute), 0.0)
-    for name, seconds in per_micro.items():
-        exposed[name] = micro_batches * micro_exposed * (seconds / micro_comm if micro_comm else 0.0)
-    # Once per step: the gradients' reduction runs beside the last micro-batch's backward, the
-    # weights' gather (ZeRO-1/2) beside the next step's first forward.
-    gathers = {k: v for k, v in per_step.items() if k == "weight all-gather"}
-    reductions = {k: v for k, v in per_step.items() if k != "weight all-gather"}
-    for group, window in ((reductions, backward), (gathers, forward)):
-        group_comm = sum(group.values())
-        group_exposed = max(group_comm - hide * window, 0.0)
-        for name, seconds in group.items():
-            share = seconds / group_comm if group_comm else 0.0
-            exposed[name] = exposed.get(name, 0.0) + group_exposed * share
+    exposed = _exposed(collectives, micro_batches, eff.communication_overlap, forward, backward, recompute)
 
     if plan.cpu_offload:
         optimizer = states.trainable_params_per_gpu * gpus_per_node / CPU_ADAM_PARAMS_PER_S + (
@@ -283,19 +273,26 @@ def predict_llm_training(
     )
 
 
-def waited_for_gathers(
-    plan: TrainingPlan, per_micro: dict[str, float], micro_batches: int
-) -> tuple[dict[str, float], dict[str, float]]:
-    """The per-micro-batch collectives compute can hide (seconds per micro-batch), and those
-    nothing hides (seconds per step).
-
-    Under ``BACKWARD_POST`` the backward's weight gather (one of the layer's two) is issued only
-    once the layer's gradients are done, and the next layer's backward waits for all of it."""
-    if plan.backward_prefetch != "post" or "weight all-gather" not in per_micro:
-        return per_micro, {}
-    backward_gather = per_micro["weight all-gather"] / 2
-    hideable = {**per_micro, "weight all-gather": backward_gather}
-    return hideable, {"backward weight all-gather": micro_batches * backward_gather}
+def _exposed(
+    collectives: DataParallelTimes,
+    micro_batches: int,
+    hide: float,
+    forward: float,
+    backward: float,
+    recompute: float,
+) -> dict[str, float]:
+    """Seconds per step of each collective left over once compute beside it hides a share ``hide``."""
+    exposed = {name: micro_batches * seconds for name, seconds in collectives.waited.items()}
+    for group, window, count in (
+        (collectives.per_micro, forward + backward + recompute, micro_batches),
+        (collectives.after_backward, backward, 1),
+        (collectives.before_forward, forward, 1),
+    ):
+        comm = sum(group.values())
+        left = max(comm - hide * window, 0.0)
+        for name, seconds in group.items():
+            exposed[name] = exposed.get(name, 0.0) + count * left * (seconds / comm if comm else 0.0)
+    return exposed
 
 
 def _miss_reason(memory: MemoryPerGPU, plan: TrainingPlan, gpus: int) -> str:
