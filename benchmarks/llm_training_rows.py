@@ -73,6 +73,7 @@ class PublishedRun:
     attention_kernel: str  # flash2 | native (see attention_kernel_of)
     tensor_parallel_comm: str  # overlapped | blocking (see tensor_parallel_comm_of)
     backward_prefetch: str  # pre | post (see backward_prefetch_of)
+    data_parallel_comm: str  # overlapped | blocking (see data_parallel_comm_of)
     virtual_pipeline: int  # interleaved 1F1B stages per GPU; the model runs plain 1F1B
     tokens_per_second: float  # published, total over all GPUs
     notes: str
@@ -92,6 +93,7 @@ class PublishedRun:
             finetune=self.finetune,
             tensor_parallel_comm=self.tensor_parallel_comm,
             backward_prefetch=self.backward_prefetch,
+            data_parallel_comm=self.data_parallel_comm,
         )
 
     def describe(self) -> str:
@@ -161,6 +163,16 @@ def backward_prefetch_of(framework: str, strategy: str) -> str:
     return "pre"
 
 
+def data_parallel_comm_of(framework: str) -> str:
+    """Whether the source's gradient reduction waits for the whole backward. Megatron-LM's own
+    DDP (``--DDP-impl local``, the default) all-reduced the gradients in one call after the
+    backward in its 2019 release (``pretrain_gpt2.py`` at abe36e2: its overlapping hooks are
+    commented out, ``USE_TORCH_DDP = False``) and still in 2021 (``megatron/training.py``
+    ``train_step`` at a8d172b, after ``forward_backward_func``); Megatron-Core added
+    ``--overlap-grad-reduce``, which its H100 tables and NeMo use."""
+    return "blocking" if framework.startswith("Megatron-LM (") else "overlapped"
+
+
 def _int(text: str, default: int) -> int:
     return int(text) if text.strip() else default
 
@@ -211,6 +223,7 @@ def load_runs(path: Path) -> tuple[list[PublishedRun], dict[str, int]]:
                     attention_kernel=attention_kernel_of(row["framework"]),
                     tensor_parallel_comm=tensor_parallel_comm_of(row["framework"], row["notes"]),
                     backward_prefetch=backward_prefetch_of(row["framework"], row["strategy"]),
+                    data_parallel_comm=data_parallel_comm_of(row["framework"]),
                     virtual_pipeline=_int(row["virtual_pipeline"], 1),
                     tokens_per_second=float(row["throughput"]) * (gpus if per_gpu else 1),
                     notes=row["notes"],

@@ -52,6 +52,13 @@ def test_a_fixed_plan_is_kept_and_a_plan_that_does_not_fit_is_refused() -> None:
     assert environment["PERDOLLAR_BACKWARD_PREFETCH"] == "BACKWARD_POST"
     assert environment["PERDOLLAR_TENSOR_PARALLEL_COMM"] == "blocking"
     assert environment["PERDOLLAR_PLAN"].startswith("fsdp+ac+backward-post,tp2-blocking")
+    assert environment["PERDOLLAR_DATA_PARALLEL_COMM"] == "overlapped"
+    megatron = _export("2x p5.48xlarge", "--format", "torchrun", "--workload", "llama-3.1-8b",
+                       "--plan", "zero1+ac+blocking,tp2,mb4", "--json")  # fmt: skip
+    assert megatron.returncode == 0, megatron.stderr[-1500:]
+    environment = json.loads(megatron.stdout)["environment"]
+    assert environment["PERDOLLAR_DATA_PARALLEL_COMM"] == "blocking"
+    assert environment["PERDOLLAR_PLAN"].startswith("zero1+ac+blocking,tp2")
     too_big = _export("g5.xlarge", "--format", "torchrun", "--workload", "llama-3.1-70b", "--plan", "ddp")
     assert too_big.returncode == 2 and "does not fit" in too_big.stderr
     unnamed = _export("g5.xlarge", "--format", "skypilot")

@@ -111,6 +111,43 @@ def test_backward_post_waits_for_the_whole_backward_gather(small) -> None:
     assert bare_post.breakdown_s["exposed weight all-gather"] == pytest.approx(micro_batches * one_gather)
 
 
+@pytest.mark.parametrize("strategy", ["ddp", "zero1", "zero2"])
+def test_blocking_data_parallelism_exposes_every_collective_whatever_the_overlap(small, strategy) -> None:
+    """A +blocking plan's collectives wait for the compute before them (Megatron-LM's own DDP): a
+    full overlap hides all of an overlapped plan's and none of a blocking plan's, which then costs
+    exactly what it costs with nothing hidden, collective by collective."""
+    arch, h100 = small
+
+    def predicted(comm: str, overlap: float):
+        return predict_llm_training(
+            arch, h100, gpus_per_node=8, nodes=1,
+            plan=TrainingPlan(strategy, micro_batch=2, data_parallel_comm=comm), seq_len=512,
+            global_batch=64, efficiency=LLMEfficiency(communication_overlap=overlap),
+        )  # fmt: skip
+
+    def exposed(prediction) -> dict[str, float]:
+        return {k: v for k, v in prediction.breakdown_s.items() if k.startswith("exposed")}
+
+    hidden = predicted("overlapped", 1.0)
+    assert not exposed(hidden)  # compute hides every collective of this small model
+    blocking, bare = predicted("blocking", 1.0), predicted("overlapped", 0.0)
+    assert exposed(blocking) and exposed(blocking) == pytest.approx(exposed(bare))
+    assert blocking.step_time_s == pytest.approx(bare.step_time_s)
+    assert blocking.step_time_s > hidden.step_time_s
+
+
+def test_blocking_ddp_waits_for_the_whole_ring_all_reduce_once_a_step(small) -> None:
+    arch, h100 = small
+    got = predict_llm_training(
+        arch, h100, gpus_per_node=8, nodes=1,
+        plan=TrainingPlan("ddp", micro_batch=2, data_parallel_comm="blocking"), seq_len=512,
+        global_batch=64, efficiency=LLMEfficiency(communication_overlap=1.0),
+    )  # fmt: skip
+    bandwidth = h100.interconnect_bandwidth_gbps / 2 * 1e9 * 0.7
+    expected = 2 * 7 / 8 * 2.0 * arch.total_params / bandwidth + 2 * 7 * cx.INTRA_HOST_LATENCY_S
+    assert got.breakdown_s["exposed gradient all-reduce"] == pytest.approx(expected)
+
+
 def test_hsdp_all_reduces_the_whole_gradient_across_hosts_through_the_network(small) -> None:
     arch, h100 = small
     eff = LLMEfficiency(communication_overlap=0.0)

@@ -39,6 +39,16 @@ from perdollar.workload.llm import load_llm_workload
                 micro_batch=12,
             ),
         ),
+        (
+            "zero1+ac+blocking,tp8,mb8",
+            TrainingPlan(
+                "zero1",
+                tensor_parallel=8,
+                activation_checkpointing=True,
+                data_parallel_comm="blocking",
+                micro_batch=8,
+            ),
+        ),
     ],
 )
 def test_tokens_parse_back(token: str, plan: TrainingPlan) -> None:
@@ -62,6 +72,10 @@ def test_blocking_tensor_parallelism_and_backward_post_are_named_in_the_text() -
     post = parse_plan("hsdp+backward-post,mb2")
     assert "(BACKWARD_POST)" in post.text(16) and post.to_dict()["backward_prefetch"] == "post"
     assert "BACKWARD" not in parse_plan("hsdp,mb2").text(16)
+    reduced_after = parse_plan("ddp+blocking,mb2")
+    assert "gradients reduced after the backward (blocking)" in reduced_after.text(16)
+    assert reduced_after.to_dict()["data_parallel_comm"] == "blocking"
+    assert parse_plan("ddp,mb2").to_dict()["data_parallel_comm"] == "overlapped"
 
 
 @pytest.mark.parametrize(
@@ -75,6 +89,7 @@ def test_blocking_tensor_parallelism_and_backward_post_are_named_in_the_text() -
         "fsdp,pp2-blocking",
         "fsdp,tp8-async",
         "zero2+backward-post",  # SHARD_GRAD_OP keeps the weights gathered: no backward gather to time
+        "fsdp+blocking",  # FSDP reduces layer by layer inside the backward: nothing to wait for after it
     ],
 )
 def test_bad_tokens_are_one_line_errors(token: str) -> None:

@@ -123,6 +123,28 @@ def test_fp8_training_on_hopper_reports_fp8(config: Path) -> None:
     assert document["precision"] == "fp8" and document["tokens_per_second"] > 0
 
 
+def test_blocking_gradient_reduction_through_the_command_line(config: Path) -> None:
+    """``ddp+blocking`` waits for the gradients' all-reduce across two hosts after the backward:
+    slower than DDP's overlapped buckets, and its JSON says so; FSDP refuses it in one line."""
+    results = {}
+    for plan in ("ddp,mb4", "ddp+blocking,mb4"):
+        done = perdollar(
+            "predict", str(config), "--instance", "p4d.24xlarge", "--nodes", "2", "--seq-len", "1024",
+            "--global-batch", "64", "--plan", plan, "--json",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        results[plan] = json.loads(done.stdout)
+    blocking, overlapped = results["ddp+blocking,mb4"], results["ddp,mb4"]
+    assert blocking["plan"]["data_parallel_comm"] == "blocking"
+    assert overlapped["plan"]["data_parallel_comm"] == "overlapped"
+    assert blocking["tokens_per_second"] < overlapped["tokens_per_second"]
+    one_line_error(
+        perdollar("predict", str(config), "--instance", "p4d.24xlarge", "--plan", "fsdp+blocking"),
+        "+blocking",
+        "ddp, zero1 or zero2",
+    )
+
+
 def test_blocking_tensor_parallelism_through_the_command_line(config: Path) -> None:
     """``tp4-blocking`` prices the tensor-parallel all-reduces with nothing hidden: slower than the
     overlapped plan of the same shape, and the plan's JSON and token say which it was."""

@@ -101,7 +101,10 @@ def predict_command(
     micro_batch: int = typer.Option(None, "--micro-batch", min=1, help="LLM: sequences per GPU."),
     global_batch: int = typer.Option(None, "--global-batch", min=1, help="LLM: sequences per step."),
     plan: str = typer.Option(
-        None, "--plan", help="LLM: ddp|zero1|zero2|fsdp|hsdp, or a token: fsdp+ac,tp8-blocking,mb2."
+        None,
+        "--plan",
+        help="LLM: ddp|zero1|zero2|fsdp|hsdp, or a token: fsdp+ac,tp8-blocking,mb2"
+        " (+blocking: DDP/ZeRO reduce gradients after the backward; +backward-post: FSDP's BACKWARD_POST).",
     ),
     activation_checkpointing: bool = typer.Option(
         False, "--activation-checkpointing", help="LLM: recompute activations in the backward pass."

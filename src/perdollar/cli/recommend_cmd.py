@@ -111,7 +111,8 @@ def recommend(
         None,
         "--plan",
         help="Language model: fix the plan (ddp, zero1, zero2, fsdp, hsdp, or fsdp+ac,tp2;"
-        " tp2-blocking: TP collectives not overlapped).",
+        " tp2-blocking: TP collectives not overlapped; ddp+blocking: gradients reduced after the"
+        " backward; fsdp+backward-post: FSDP's BACKWARD_POST).",
     ),
     activation_checkpointing: bool = typer.Option(
         False, "--activation-checkpointing", help="With --plan: recompute activations in the backward."

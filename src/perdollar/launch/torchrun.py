@@ -36,6 +36,7 @@ def plan_environment(plan: Mapping[str, Any], *, seq_len: int, global_batch: int
         "PERDOLLAR_SHARDING": SHARDING.get(str(plan["strategy"]), str(plan["strategy"]).upper()),
         "PERDOLLAR_TENSOR_PARALLEL": str(plan["tensor_parallel"]),
         "PERDOLLAR_TENSOR_PARALLEL_COMM": str(plan.get("tensor_parallel_comm", "overlapped")),
+        "PERDOLLAR_DATA_PARALLEL_COMM": str(plan.get("data_parallel_comm", "overlapped")),
         "PERDOLLAR_PIPELINE_PARALLEL": str(plan["pipeline_parallel"]),
         "PERDOLLAR_MICRO_BATCH": str(plan["micro_batch"]),
         "PERDOLLAR_GRADIENT_ACCUMULATION": str(plan["gradient_accumulation"]),

@@ -17,6 +17,11 @@ prefetches that gather before the layer's gradients are computed (``BACKWARD_PRE
 default, and FSDP2's): it runs beside the previous layer's backward. ``+backward-post``
 (``BACKWARD_POST``, Composer's and so LLM Foundry's default) issues it only once those gradients
 are done, so the next layer's backward waits for the whole gather.
+
+DDP and ZeRO reduce the gradients beside the backward (PyTorch's DDP buckets, Megatron's
+``--overlap-grad-reduce``) unless the plan says ``+blocking``: Megatron-LM's own DDP before that
+flag (its 2019 and 2021 releases) reduced them only once the whole backward was done, and ZeRO's
+weight gather then waits for the optimizer step too.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ STRATEGIES = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
 FINETUNE_MODES = ("full", "lora", "qlora")
 TENSOR_PARALLEL_COMMS = ("overlapped", "blocking")
 BACKWARD_PREFETCHES = ("pre", "post")
+DATA_PARALLEL_COMMS = ("overlapped", "blocking")
 _REGATHERING = ("fsdp", "hsdp")  # the strategies whose backward gathers the weights again
 _STRATEGY_TEXT = {
     "ddp": "DDP (replicated)",
@@ -56,6 +62,7 @@ class TrainingPlan:
     selective_checkpointing: bool = False  # recompute all but attention and half the matrix products
     tensor_parallel_comm: str = "overlapped"  # overlapped | blocking (see the module's docstring)
     backward_prefetch: str = "pre"  # pre | post: when FSDP issues the backward's weight gather
+    data_parallel_comm: str = "overlapped"  # overlapped | blocking: DDP/ZeRO's gradient reduction
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -75,6 +82,16 @@ class TrainingPlan:
             raise PerdollarError(
                 f"unknown backward prefetch {self.backward_prefetch!r}",
                 f"use one of {', '.join(BACKWARD_PREFETCHES)}",
+            )
+        if self.data_parallel_comm not in DATA_PARALLEL_COMMS:
+            raise PerdollarError(
+                f"unknown data-parallel communication {self.data_parallel_comm!r}",
+                f"use one of {', '.join(DATA_PARALLEL_COMMS)}",
+            )
+        if self.data_parallel_comm == "blocking" and self.strategy in _REGATHERING:
+            raise PerdollarError(
+                f"+blocking is for strategies that reduce gradients after the backward, not {self.strategy}",
+                "use it with ddp, zero1 or zero2; for FSDP's exposed gather write +backward-post",
             )
         if self.backward_prefetch == "post" and self.strategy not in _REGATHERING:
             raise PerdollarError(
@@ -124,6 +141,8 @@ class TrainingPlan:
             parts.append("optimizer offloaded to CPU")
         if self.backward_prefetch == "post":
             parts.append("backward gathers after the gradients (BACKWARD_POST)")
+        if self.data_parallel_comm == "blocking":
+            parts.append("gradients reduced after the backward (blocking)")
         parts.append(f"micro-batch {self.micro_batch}")
         parts.append(f"accumulation {self.gradient_accumulation}")
         return ", ".join(parts)
@@ -136,6 +155,7 @@ class TrainingPlan:
             + ("+sac" if self.selective_checkpointing else "")
             + ("+offload" if self.cpu_offload else "")
             + ("+backward-post" if self.backward_prefetch == "post" else "")
+            + ("+blocking" if self.data_parallel_comm == "blocking" else "")
         )
         parts = [head]
         if self.tensor_parallel > 1:
@@ -163,6 +183,7 @@ class TrainingPlan:
             "gradient_accumulation": self.gradient_accumulation,
             "cpu_offload": self.cpu_offload,
             "backward_prefetch": self.backward_prefetch,
+            "data_parallel_comm": self.data_parallel_comm,
             "finetune": self.finetune,
             "lora_rank": self.lora_rank,
             "token": self.token(),
@@ -175,7 +196,7 @@ _PART = re.compile(r"^(tp|pp|mb|ga|lora|qlora)(\d+)(-blocking)?$")
 def parse_plan(token: str) -> TrainingPlan:
     """The plan a :meth:`TrainingPlan.token` names; one-line error for anything else."""
     fix = (
-        "write it as STRATEGY[+ac|+sac][+offload][+backward-post][,tpN[-blocking]][,ppN]"
+        "write it as STRATEGY[+ac|+sac][+offload][+backward-post|+blocking][,tpN[-blocking]][,ppN]"
         "[,loraR|qloraR][,mbN][,gaN], e.g. fsdp+ac,mb4"
     )
     parts = [p.strip().lower() for p in token.replace(" ", "").split(",") if p.strip()]
@@ -183,7 +204,7 @@ def parse_plan(token: str) -> TrainingPlan:
         raise PerdollarError("empty training plan", fix)
     head = parts[0].split("+")
     flags = set(head[1:])
-    unknown = flags - {"ac", "sac", "offload", "backward-post"}
+    unknown = flags - {"ac", "sac", "offload", "backward-post", "blocking"}
     if head[0] not in STRATEGIES or unknown:
         raise PerdollarError(f"cannot read the training plan {token!r}", fix)
     values: dict[str, object] = {
@@ -192,6 +213,7 @@ def parse_plan(token: str) -> TrainingPlan:
         "selective_checkpointing": "sac" in flags,
         "cpu_offload": "offload" in flags,
         "backward_prefetch": "post" if "backward-post" in flags else "pre",
+        "data_parallel_comm": "blocking" if "blocking" in flags else "overlapped",
     }
     names = {
         "tp": "tensor_parallel",

@@ -44,8 +44,8 @@ class LLMEfficiency:
     # (benchmarks/published_gemm_rates.csv).
     attention_efficiency: float = 0.773
     fp8_efficiency: float = 0.994  # FP8 GEMMs' rate against the roofline's FP8 figure
-    communication_overlap: float = 0.881  # share of the overlapping compute that hides DP/FSDP collectives
-    tensor_parallel_overlap: float = 0.717  # share of an overlapped plan's TP all-reduces hidden
+    communication_overlap: float = 0.879  # share of the overlapping compute that hides DP/FSDP collectives
+    tensor_parallel_overlap: float = 0.716  # share of an overlapped plan's TP all-reduces hidden
     intra_link_efficiency: float = 0.7  # NCCL bus bandwidth over the link's line rate
     rdma_efficiency: float = 0.9
     tcp_efficiency: float = 0.6
@@ -186,6 +186,14 @@ class DataParallelTimes:
     after_backward: dict[str, float] = field(default_factory=dict)  # once a step, beside the last backward
     before_forward: dict[str, float] = field(default_factory=dict)  # once a step, beside the next forward
     waited: dict[str, float] = field(default_factory=dict)  # each micro-batch, beside nothing
+    alone: dict[str, float] = field(default_factory=dict)  # once a step, beside nothing
+
+    def blocked(self) -> DataParallelTimes:
+        """The same collectives when each waits for the compute before it to finish."""
+        return DataParallelTimes(
+            waited={**self.waited, **self.per_micro},
+            alone={**self.alone, **self.after_backward, **self.before_forward},
+        )
 
 
 def data_parallel_seconds(
@@ -206,7 +214,24 @@ def data_parallel_seconds(
     gradients' once-a-step reduction runs beside the last micro-batch's backward, ZeRO's weight
     gather beside the next step's first forward. FSDP gathers and scatters layer by layer, each
     micro-batch; under ``BACKWARD_POST`` the backward's gather (one of the two) is issued only once
-    the layer's gradients are done, and the next layer's backward waits for all of it."""
+    the layer's gradients are done, and the next layer's backward waits for all of it. A
+    ``+blocking`` plan hides none of them."""
+    times = _data_parallel_seconds(plan, grad_bytes, weight_bytes, dp, dp_in_node, spans, intra, inter,
+                                   layers)  # fmt: skip
+    return times.blocked() if plan.data_parallel_comm == "blocking" else times
+
+
+def _data_parallel_seconds(
+    plan: TrainingPlan,
+    grad_bytes: float,
+    weight_bytes: float,
+    dp: int,
+    dp_in_node: int,
+    spans: bool,
+    intra: cx.Link,
+    inter: cx.Link,
+    layers: int,
+) -> DataParallelTimes:
     inter = cx.Link(inter.bandwidth / plan.tensor_parallel, inter.latency, inter.name)
     link = cx.group_link(spans, intra, inter)
     if plan.strategy == "ddp":

@@ -283,6 +283,8 @@ def _exposed(
 ) -> dict[str, float]:
     """Seconds per step of each collective left over once compute beside it hides a share ``hide``."""
     exposed = {name: micro_batches * seconds for name, seconds in collectives.waited.items()}
+    for name, seconds in collectives.alone.items():
+        exposed[name] = exposed.get(name, 0.0) + seconds
     for group, window, count in (
         (collectives.per_micro, forward + backward + recompute, micro_batches),
         (collectives.after_backward, backward, 1),
