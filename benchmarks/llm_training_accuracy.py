@@ -3,9 +3,10 @@
     python benchmarks/llm_training_accuracy.py [--csv FILE] [--fit] [--save FILE] [--worst N]
 
 Every row of ``published_llm_training.csv`` (LLM Foundry's MPT tables, Megatron-LM's and Megatron-
-Core's weak-scaling tables, NeMo's performance summary, fms-fsdp's and torchtitan's tables) is
-predicted at its own plan (strategy, tensor/pipeline parallel and whether its tensor-parallel
-collectives overlap, FSDP's backward prefetch, micro-batch, activation checkpointing, LoRA), GPU,
+Core's weak-scaling tables, NeMo's performance summary, fms-fsdp's, torchtitan's and torchao's
+float8 tables) is predicted at its own plan (strategy, tensor/pipeline parallel and whether its
+tensor-parallel and data-parallel collectives overlap, FSDP's backward prefetch, micro-batch,
+activation checkpointing, LoRA) and precision (per-tensor or row-wise FP8), GPU,
 node count, network and attention kernel (Megatron-Core's Transformer Engine runs cuDNN's fused
 attention, the PyTorch trainers FlashAttention-2's), first with the
 neutral starting values (``FIT_START``: nothing fitted to these rows), then with the shipped
@@ -16,8 +17,9 @@ rows, a naive baseline: every GPU at 40% of its peak on 6·N + 12·layers·width
 token (PaLM's MFU count).
 
 ``--fit`` then fits the ``LLMEfficiency`` parameters leave-one-collection-out: each collection is
-predicted by a fit on the others (never on itself), and the collection marked ``holdout`` in the
-file (torchtitan) by a fit on all the rest; only those held-out figures are printed after the fit.
+predicted by a fit on the others (never on itself), and the collections marked ``holdout`` in
+the file (torchtitan, torchao) by a fit on all the rest; only those held-out figures are printed
+after the fit.
 Every fit starts from ``FIT_START``, never from the shipped values (which saw every collection).
 ``--save`` writes the fit on every non-holdout row as JSON (the shipped defaults are copied from it).
 """

@@ -173,6 +173,13 @@ def data_parallel_comm_of(framework: str) -> str:
     return "blocking" if framework.startswith("Megatron-LM (") else "overlapped"
 
 
+def precision_of(precision: str, notes: str) -> str:
+    """The row's precision; an FP8 row whose source says row-wise scaling ran torchao's rowwise
+    recipe (torchtitan's async-TP table, torchao's own training table)."""
+    name = PRECISIONS[precision]
+    return "fp8-rowwise" if name == "fp8" and "rowwise" in notes.lower() else name
+
+
 def _int(text: str, default: int) -> int:
     return int(text) if text.strip() else default
 
@@ -208,7 +215,7 @@ def load_runs(path: Path) -> tuple[list[PublishedRun], dict[str, int]]:
                     network_gbps_per_node=float(row["network_gbps_per_node"] or REFERENCE_FABRIC_GBPS),
                     rdma=not row["network_gbps_per_node"]
                     or any(word in row["interconnect"].lower() for word in RDMA_WORDS),
-                    precision=PRECISIONS[row["precision"]],
+                    precision=precision_of(row["precision"], row["notes"]),
                     seq_len=int(row["seq_len"]),
                     global_batch=global_batch,
                     strategy=row["strategy"],

@@ -123,6 +123,23 @@ def test_fp8_training_on_hopper_reports_fp8(config: Path) -> None:
     assert document["precision"] == "fp8" and document["tokens_per_second"] > 0
 
 
+def test_rowwise_fp8_through_the_command_line(config: Path) -> None:
+    """``--precision fp8-rowwise`` prices torchao's row-wise recipe: FP8 GEMMs with its transposed
+    casts, so slower than per-tensor fp8 on the same plan; chips without FP8 refuse it in one line."""
+    results = {}
+    for precision in ("fp8", "fp8-rowwise"):
+        done = perdollar(
+            "predict", str(config), "--instance", "p5.48xlarge", "--seq-len", "1024", "--micro-batch", "4",
+            "--global-batch", "32", "--plan", "fsdp,tp4", "--precision", precision, "--json",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        results[precision] = json.loads(done.stdout)
+    assert results["fp8-rowwise"]["precision"] == "fp8-rowwise"
+    assert results["fp8-rowwise"]["tokens_per_second"] < results["fp8"]["tokens_per_second"]
+    refused = perdollar("predict", str(config), "--instance", "p4d.24xlarge", "--precision", "fp8-rowwise")
+    one_line_error(refused, "p4d.24xlarge", "FP8")
+
+
 def test_blocking_gradient_reduction_through_the_command_line(config: Path) -> None:
     """``ddp+blocking`` waits for the gradients' all-reduce across two hosts after the backward:
     slower than DDP's overlapped buckets, and its JSON says so; FSDP refuses it in one line."""

@@ -84,7 +84,8 @@ def predict_command(
     ),
     precision: str = typer.Option(
         None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16;"
-        " language models also fp8 (FP8 linear layers).",
+        " language models also fp8 (FP8 linear layers, a scale per tensor) and fp8-rowwise"
+        " (torchao's row-wise recipe).",
     ),
     measurements: Path = typer.Option(
         None, "--measurements", help="Bench JSON or published-schema CSV to calibrate from."

@@ -69,7 +69,8 @@ def recommend(
     batch_size: int | None = typer.Option(None, "--batch-size", help="Per-device batch size."),
     precision: str | None = typer.Option(
         None, "--precision", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16;"
-        " language models also fp8 (FP8 linear layers).",
+        " language models also fp8 (FP8 linear layers, a scale per tensor) and fp8-rowwise"
+        " (torchao's row-wise recipe).",
     ),
     measure: bool = typer.Option(False, "--measure", help="Benchmark locally first and calibrate from it."),
     measurements: Path | None = typer.Option(
@@ -304,7 +305,8 @@ def compare_command(
     batch_size: int | None = typer.Option(None, "--batch-size", help="Per-device batch size."),
     precision: str | None = typer.Option(
         None, "--precision", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16;"
-        " language models also fp8 (FP8 linear layers).",
+        " language models also fp8 (FP8 linear layers, a scale per tensor) and fp8-rowwise"
+        " (torchao's row-wise recipe).",
     ),
     measurements: Path | None = typer.Option(
         None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."

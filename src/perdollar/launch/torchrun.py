@@ -25,7 +25,7 @@ SHARDING = {
 }
 _BACKWARD_PREFETCH = {"pre": "BACKWARD_PRE", "post": "BACKWARD_POST"}  # FSDP's BackwardPrefetch names
 _PARAM_DTYPE = {"amp-bf16": "bfloat16", "bf16": "bfloat16", "amp-fp16": "float16", "fp16": "float16",
-                "fp8": "bfloat16"}  # fmt: skip
+                "fp8": "bfloat16", "fp8-rowwise": "bfloat16"}  # fmt: skip
 
 
 def plan_environment(plan: Mapping[str, Any], *, seq_len: int, global_batch: int,

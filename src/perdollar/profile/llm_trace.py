@@ -44,7 +44,7 @@ class LayerTrace:
 _Key = tuple[object, ...]
 # FP8 training keeps bf16 autocast around FP8 linear layers: its operators and saved activations are
 # those of amp-bf16 (the predictor moves the linear GEMMs to the chip's FP8 rate).
-TRACED_AS = {"fp8": "amp-bf16"}
+TRACED_AS = {"fp8": "amp-bf16", "fp8-rowwise": "amp-bf16"}
 
 
 def _key(op: OperatorRecord) -> _Key:

@@ -172,7 +172,7 @@ def check_mixed_precision(evidence: Evidence, target: Target) -> CheckItem:
     if precision is None:
         return CheckItem("mixed-precision", title, "unknown", "precision unknown", "")
     chip = target.accelerator_name or target.name
-    if precision in ("bf16", "fp16", "fp8", "amp-bf16", "amp-fp16"):
+    if precision in ("bf16", "fp16", "fp8", "fp8-rowwise", "amp-bf16", "amp-fp16"):
         return CheckItem("mixed-precision", title, "pass", f"runs in {precision} on {chip}", "")
     if target.supports_bf16 is None:
         return CheckItem(

@@ -175,7 +175,7 @@ def load_workload(
         workload = _reference(spec)
     if precision is not None and precision not in PRECISIONS:
         # fp8 is a precision of the language-model predictions; a run here needs an FP8 library.
-        why = " (fp8 is predicted for language models, not run)" if precision == "fp8" else ""
+        why = " (fp8 is predicted for language models, not run)" if precision.startswith("fp8") else ""
         raise PerdollarError(f"unknown precision {precision!r}{why}", f"use one of {', '.join(PRECISIONS)}")
     if kind is not None and kind not in ("train", "inference"):
         raise PerdollarError(f"unknown workload kind {kind!r}", "use train or inference")

@@ -20,6 +20,7 @@ import numpy as np
 
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
+from perdollar.predict.llm.fp8 import FP8_PRECISIONS, fp8_linears, rowwise_ops
 from perdollar.predict.params import shipped_model
 from perdollar.predict.roofline import operator_times
 from perdollar.predict.tables import DeviceTable, OperatorTable
@@ -122,26 +123,6 @@ def _dequantise_ops(arch: DecoderArchitecture) -> tuple[OperatorRecord, ...]:
     )
 
 
-def _fp8_linears(ops: tuple[OperatorRecord, ...]) -> tuple[OperatorRecord, ...]:
-    """A layer's linear GEMMs at FP8, each with the cast of its two operands to FP8.
-
-    Attention, norms and the LM head (outside the layer) stay in bf16, as FP8 training recipes
-    leave them. The casts read the bf16 operands and write them at one byte per element; scaling
-    factors are negligible.
-    """
-    out: list[OperatorRecord] = []
-    for op in ops:
-        if op.op_class != "matmul" or op.gemm_mnk is None:
-            out.append(op)
-            continue
-        operands = op.bytes_read
-        out.append(replace(op, dtype="fp8", bytes_read=operands / 2))
-        out.append(OperatorRecord(name="fp8.cast", op_class="elementwise", phase=op.phase, flops=operands / 2,
-                                  bytes_read=operands, bytes_written=operands / 2, dtype="bf16",
-                                  count=op.count))
-    return tuple(out)
-
-
 def _seconds(
     ops: tuple[OperatorRecord, ...],
     accelerator: Accelerator,
@@ -207,8 +188,11 @@ def micro_batch_times(
             f"unknown attention kernel {attention_kernel!r}", f"use one of {', '.join(ATTENTION_KERNELS)}"
         )
     trace = layer_trace(arch, micro_batch, seq_len, precision, train_base=finetune == "full")
-    traced_layer = _fp8_linears(trace.layer_ops) if precision == "fp8" else trace.layer_ops
+    fp8 = precision in FP8_PRECISIONS
+    traced_layer = fp8_linears(trace.layer_ops) if fp8 else trace.layer_ops
     layer_ops = tuple(_split(op, tensor_parallel) for op in traced_layer)
+    if precision == "fp8-rowwise":
+        layer_ops += rowwise_ops(arch, micro_batch * seq_len, tensor_parallel)
     if finetune == "qlora":
         layer_ops += tuple(_split(op, tensor_parallel) for op in _dequantise_ops(arch))
     if attention_kernel == "unfused":

@@ -26,7 +26,7 @@ class LLMEfficiency:
     """The parameters of the training model.
 
     Four are fitted on published multi-GPU training figures (LLM Foundry, Megatron-LM,
-    Megatron-Core, NeMo, fms-fsdp; torchtitan held out) by ``python benchmarks/
+    Megatron-Core, NeMo, fms-fsdp; torchtitan and torchao held out) by ``python benchmarks/
     llm_training_accuracy.py --fit --save FILE``, starting from :data:`FIT_START`: how much of the
     elementwise chains the trainers fuse, the FP8 GEMMs' rate and the two overlaps of
     communication with compute. The kernels' rates come from measurements elsewhere (the

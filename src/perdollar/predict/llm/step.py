@@ -82,9 +82,8 @@ def model_flops_per_token(arch: DecoderArchitecture, seq_len: int, finetune: str
 
 def _peak_flops(accelerator: Accelerator, precision: str) -> float:
     # FP8 runs are reported against the bf16 peak, as published FP8 training tables do.
-    dtype = {"amp-bf16": "bf16", "bf16": "bf16", "amp-fp16": "fp16", "fp16": "fp16", "fp8": "bf16"}.get(
-        precision, precision
-    )
+    dtype = {"amp-bf16": "bf16", "bf16": "bf16", "amp-fp16": "fp16", "fp16": "fp16", "fp8": "bf16",
+             "fp8-rowwise": "bf16"}.get(precision, precision)  # fmt: skip
     return (accelerator.peak_tflops(dtype) or accelerator.peak_tflops("fp32") or 1.0) * 1e12
 
 

@@ -127,9 +127,10 @@ def _config_for(spec: str) -> tuple[dict[str, Any], str]:
     raise PerdollarError(f"unknown language model {spec!r}", f"{hint} (or give a config.json path)")
 
 
-# fp8: the linear layers' matrix products in FP8 (Transformer Engine, torchao float8), everything
-# else under bf16 autocast with fp32 master weights, as those libraries train.
-TRAINING_PRECISIONS = ("amp-bf16", "amp-fp16", "bf16", "fp16", "fp32", "tf32", "fp8")
+# fp8: the linear layers' matrix products in FP8 with one scale per tensor (Transformer Engine,
+# torchao's tensorwise recipe), everything else under bf16 autocast with fp32 master weights, as
+# those libraries train. fp8-rowwise: torchao's rowwise recipe, a scale per row of each operand.
+TRAINING_PRECISIONS = ("amp-bf16", "amp-fp16", "bf16", "fp16", "fp32", "tf32", "fp8", "fp8-rowwise")
 # Which attention kernels the training step runs. flash2: FlashAttention-2's (PyTorch SDPA's flash
 # backend, flash-attn 2, Hugging Face): warp-level MMA instructions on every GPU. native: kernels
 # written for the GPU's newest matrix instructions (cuDNN fused attention as Transformer Engine,
