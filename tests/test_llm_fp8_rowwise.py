@@ -33,6 +33,17 @@ def test_rowwise_traffic_matches_a_hand_count_under_tensor_parallelism() -> None
     assert rescale.bytes_read + rescale.bytes_written == pytest.approx(4 * (input_gradients + weights))
 
 
+def test_a_frozen_base_makes_only_the_weights_transposed_copies() -> None:
+    """LoRA computes no weight gradient of the base: none of the activations' transposed copies,
+    and only the input gradient rescaled."""
+    arch = from_hf_config(SMALL, name="small")
+    forward, backward, rescale = rowwise_ops(arch, 10, 1, train_base=False)
+    weights = 64 * 64 + 2 * 64 * 32 + 64 * 64 + 2 * 64 * 128 + 128 * 64
+    assert forward.bytes_read == 0
+    assert backward.bytes_read + backward.bytes_written == pytest.approx(7 * weights)
+    assert rescale.bytes_read + rescale.bytes_written == pytest.approx(4 * 10 * (6 * 64 + 128))
+
+
 def test_mixture_of_experts_counts_each_token_through_its_experts_only() -> None:
     dense = from_hf_config(SMALL, name="dense")
     experts = from_hf_config({**SMALL, "model_type": "mixtral", "num_local_experts": 4,

@@ -192,7 +192,7 @@ def micro_batch_times(
     traced_layer = fp8_linears(trace.layer_ops) if fp8 else trace.layer_ops
     layer_ops = tuple(_split(op, tensor_parallel) for op in traced_layer)
     if precision == "fp8-rowwise":
-        layer_ops += rowwise_ops(arch, micro_batch * seq_len, tensor_parallel)
+        layer_ops += rowwise_ops(arch, micro_batch * seq_len, tensor_parallel, train_base=finetune == "full")
     if finetune == "qlora":
         layer_ops += tuple(_split(op, tensor_parallel) for op in _dequantise_ops(arch))
     if attention_kernel == "unfused":

@@ -69,10 +69,15 @@ def layer_linears(arch: DecoderArchitecture) -> list[tuple[int, int, bool, float
     return attention + mlp * arch.num_experts
 
 
-def rowwise_ops(arch: DecoderArchitecture, tokens: int, tensor_parallel: int) -> tuple[OperatorRecord, ...]:
+def rowwise_ops(
+    arch: DecoderArchitecture, tokens: int, tensor_parallel: int, train_base: bool = True
+) -> tuple[OperatorRecord, ...]:
     """The row-wise recipe's transposed casts and rescaling for one layer's micro-batch of
     ``tokens`` on one tensor-parallel rank, memory-bound: the transposed casts forward and
-    backward, and the backward's rescaling."""
+    backward, and the backward's rescaling.
+
+    The activations' and gradients' transposed copies feed only the weight gradient's product: a
+    frozen base (LoRA) makes none, and only the input gradient's product is rescaled."""
     act, weight = TRANSPOSED_CAST_BYTES["activation"], TRANSPOSED_CAST_BYTES["weight"]
     ways = tensor_parallel
     forward = backward = rescale = 0.0
@@ -82,14 +87,18 @@ def rowwise_ops(arch: DecoderArchitecture, tokens: int, tensor_parallel: int) ->
         whole_input = fan_in if column else fan_in / ways  # the input, and its gradient
         whole_output = fan_out / ways if column else fan_out  # the output's gradient
         weights = fan_in * fan_out / ways
-        forward += act * rows * whole_input
-        backward += act * rows * whole_output + weight * weights
-        rescale += RESCALE_BYTES * (rows * whole_input + weights)
+        backward += weight * weights
+        rescale += RESCALE_BYTES * rows * whole_input
+        if train_base:
+            forward += act * rows * whole_input
+            backward += act * rows * whole_output
+            rescale += RESCALE_BYTES * weights
         kernels += 1
     casts = tuple(
         OperatorRecord(name="fp8.rowwise_transposed_casts", op_class="unclassified", phase=phase, flops=0.0,
                        bytes_read=traffic / 2, bytes_written=traffic / 2, dtype="bf16", count=count)
-        for phase, traffic, count in (("forward", forward, kernels), ("backward", backward, 3 * kernels))
+        for phase, traffic, count in (("forward", forward, kernels if train_base else 0),
+                                      ("backward", backward, (3 if train_base else 2) * kernels))
     )  # fmt: skip
     scaling = OperatorRecord(name="fp8.rowwise_rescale", op_class="elementwise", phase="backward",
                              flops=rescale / 4, bytes_read=rescale / 2, bytes_written=rescale / 2,
