@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -123,17 +124,21 @@ def test_fp8_training_on_hopper_reports_fp8(config: Path) -> None:
     assert document["precision"] == "fp8" and document["tokens_per_second"] > 0
 
 
+def _predicted(config: Path, *options: str) -> dict[str, Any]:
+    """``predict CONFIG --json`` with these options, parsed; a failure shows its stderr."""
+    done = perdollar("predict", str(config), *options, "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
 def test_rowwise_fp8_through_the_command_line(config: Path) -> None:
     """``--precision fp8-rowwise`` prices torchao's row-wise recipe: FP8 GEMMs with its transposed
     casts, so slower than per-tensor fp8 on the same plan; chips without FP8 refuse it in one line."""
-    results = {}
-    for precision in ("fp8", "fp8-rowwise"):
-        done = perdollar(
-            "predict", str(config), "--instance", "p5.48xlarge", "--seq-len", "1024", "--micro-batch", "4",
-            "--global-batch", "32", "--plan", "fsdp,tp4", "--precision", precision, "--json",
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr[-2000:]
-        results[precision] = json.loads(done.stdout)
+    results = {
+        precision: _predicted(config, "--instance", "p5.48xlarge", "--seq-len", "1024", "--micro-batch", "4",
+                              "--global-batch", "32", "--plan", "fsdp,tp4", "--precision", precision)
+        for precision in ("fp8", "fp8-rowwise")
+    }  # fmt: skip
     assert results["fp8-rowwise"]["precision"] == "fp8-rowwise"
     assert results["fp8-rowwise"]["tokens_per_second"] < results["fp8"]["tokens_per_second"]
     refused = perdollar("predict", str(config), "--instance", "p4d.24xlarge", "--precision", "fp8-rowwise")
@@ -143,14 +148,11 @@ def test_rowwise_fp8_through_the_command_line(config: Path) -> None:
 def test_blocking_gradient_reduction_through_the_command_line(config: Path) -> None:
     """``ddp+blocking`` waits for the gradients' all-reduce across two hosts after the backward:
     slower than DDP's overlapped buckets, and its JSON says so; FSDP refuses it in one line."""
-    results = {}
-    for plan in ("ddp,mb4", "ddp+blocking,mb4"):
-        done = perdollar(
-            "predict", str(config), "--instance", "p4d.24xlarge", "--nodes", "2", "--seq-len", "1024",
-            "--global-batch", "64", "--plan", plan, "--json",
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr[-2000:]
-        results[plan] = json.loads(done.stdout)
+    results = {
+        plan: _predicted(config, "--instance", "p4d.24xlarge", "--nodes", "2", "--seq-len", "1024",
+                         "--global-batch", "64", "--plan", plan)
+        for plan in ("ddp,mb4", "ddp+blocking,mb4")
+    }  # fmt: skip
     blocking, overlapped = results["ddp+blocking,mb4"], results["ddp,mb4"]
     assert blocking["plan"]["data_parallel_comm"] == "blocking"
     assert overlapped["plan"]["data_parallel_comm"] == "overlapped"
@@ -165,14 +167,11 @@ def test_blocking_gradient_reduction_through_the_command_line(config: Path) -> N
 def test_blocking_tensor_parallelism_through_the_command_line(config: Path) -> None:
     """``tp4-blocking`` prices the tensor-parallel all-reduces with nothing hidden: slower than the
     overlapped plan of the same shape, and the plan's JSON and token say which it was."""
-    results = {}
-    for plan in ("fsdp,tp4", "fsdp,tp4-blocking"):
-        done = perdollar(
-            "predict", str(config), "--instance", "p4d.24xlarge", "--seq-len", "1024",
-            "--micro-batch", "4", "--global-batch", "32", "--plan", plan, "--json",
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr[-2000:]
-        results[plan] = json.loads(done.stdout)
+    results = {
+        plan: _predicted(config, "--instance", "p4d.24xlarge", "--seq-len", "1024", "--micro-batch", "4",
+                         "--global-batch", "32", "--plan", plan)
+        for plan in ("fsdp,tp4", "fsdp,tp4-blocking")
+    }  # fmt: skip
     blocking, overlapped = results["fsdp,tp4-blocking"], results["fsdp,tp4"]
     assert blocking["plan"]["tensor_parallel_comm"] == "blocking"
     assert overlapped["plan"]["tensor_parallel_comm"] == "overlapped"

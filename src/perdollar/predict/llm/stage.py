@@ -214,24 +214,7 @@ def data_parallel_seconds(
     gradients' once-a-step reduction runs beside the last micro-batch's backward, ZeRO's weight
     gather beside the next step's first forward. FSDP gathers and scatters layer by layer, each
     micro-batch; under ``BACKWARD_POST`` the backward's gather (one of the two) is issued only once
-    the layer's gradients are done, and the next layer's backward waits for all of it. A
-    ``+blocking`` plan hides none of them."""
-    times = _data_parallel_seconds(plan, grad_bytes, weight_bytes, dp, dp_in_node, spans, intra, inter,
-                                   layers)  # fmt: skip
-    return times.blocked() if plan.data_parallel_comm == "blocking" else times
-
-
-def _data_parallel_seconds(
-    plan: TrainingPlan,
-    grad_bytes: float,
-    weight_bytes: float,
-    dp: int,
-    dp_in_node: int,
-    spans: bool,
-    intra: cx.Link,
-    inter: cx.Link,
-    layers: int,
-) -> DataParallelTimes:
+    the layer's gradients are done, and the next layer's backward waits for all of it."""
     inter = cx.Link(inter.bandwidth / plan.tensor_parallel, inter.latency, inter.name)
     link = cx.group_link(spans, intra, inter)
     if plan.strategy == "ddp":

@@ -221,6 +221,8 @@ def predict_llm_training(
         times.inter,
         max(arch.num_layers // pp, 1),
     )
+    if plan.data_parallel_comm == "blocking":  # +blocking: each waits for the compute before it
+        collectives = collectives.blocked()
     exposed = _exposed(collectives, micro_batches, eff.communication_overlap, forward, backward, recompute)
 
     if plan.cpu_offload:
