@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from perdollar.predict.frame import PREDICTION_COLUMNS, SUPPORTED_STACKS
+from perdollar.predict.llm.fp8 import FP8_PRECISIONS
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.llm.planner import PlanSearch, search_plans
 from perdollar.predict.llm.stage import LLMEfficiency
@@ -41,7 +42,7 @@ def excluded_reason(instance: Any, accelerator: Any, workload: LLMWorkload) -> s
         return f"PyTorch eager on a {stack} stack needs a compiler path perdollar does not model"
     if workload.precision in ("amp-bf16", "bf16") and not accelerator.supports_bf16:
         return "bf16 not supported by this accelerator"
-    if workload.precision.startswith("fp8") and not accelerator.peak_fp8_tflops:
+    if workload.precision in FP8_PRECISIONS and not accelerator.peak_fp8_tflops:
         return "no FP8 tensor cores (fp8 training needs an H100, L4, L40S, MI300 or newer)"
     if (instance.accelerator_count or 0) < 1:
         return "a fraction of a GPU cannot train a language model"

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm.device import optimizer_seconds
+from perdollar.predict.llm.fp8 import FP8_PRECISIONS
 from perdollar.predict.llm.memory import (
     GIB,
     MemoryPerGPU,
@@ -82,8 +83,9 @@ def model_flops_per_token(arch: DecoderArchitecture, seq_len: int, finetune: str
 
 def _peak_flops(accelerator: Accelerator, precision: str) -> float:
     # FP8 runs are reported against the bf16 peak, as published FP8 training tables do.
-    dtype = {"amp-bf16": "bf16", "bf16": "bf16", "amp-fp16": "fp16", "fp16": "fp16", "fp8": "bf16",
-             "fp8-rowwise": "bf16"}.get(precision, precision)  # fmt: skip
+    if precision in FP8_PRECISIONS:
+        precision = "bf16"
+    dtype = {"amp-bf16": "bf16", "amp-fp16": "fp16"}.get(precision, precision)
     return (accelerator.peak_tflops(dtype) or accelerator.peak_tflops("fp32") or 1.0) * 1e12
 
 
