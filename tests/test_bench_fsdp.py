@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from perdollar.errors import PerdollarError
-from perdollar.measure.fsdp import BenchPlan, parse_bench_plan
+from perdollar.measure.fsdp import BenchPlan, collective_dtype, parse_bench_plan
 from perdollar.measure.serialize import measurement_from_dict
 from perdollar.measure.text import lines
 
@@ -89,6 +89,7 @@ def test_two_gloo_processes_measure_an_fsdp_plan_and_record_it(tmp_path: Path) -
     assert extra["sharding"] == "FULL_SHARD"
     assert extra["activation_checkpointing"] is True
     assert extra["data_parallel"] == 2
+    assert extra["collective_dtype"] == "as stored"  # gloo on the CPU keeps the fp32 parameters
     samples_per_second = document["samples_per_second"]["median"]
     assert samples_per_second > 0
     assert extra["tokens_per_second"] == pytest.approx(samples_per_second * SEQ_LEN)
@@ -134,3 +135,14 @@ def test_plan_tokens_read_as_the_planner_writes_them() -> None:
     for bad in ("", "fsdp+offload", "fsdp,mb0", "fsdp,ga4", "fsdp,mbx"):
         with pytest.raises(PerdollarError):
             parse_bench_plan(bad)
+
+
+@pytest.mark.parametrize(
+    ("precision", "device", "expected"),
+    [("amp-bf16", "cuda:0", "bfloat16"), ("amp-fp16", "cuda:1", "float16"), ("amp-bf16", "cpu", None),
+     ("fp32", "cuda:0", None), ("bf16", "cuda:0", None)],
+)  # fmt: skip
+def test_gpu_runs_gather_and_reduce_in_the_16_bit_type_of_mixed_precision(
+    precision: str, device: str, expected: str | None
+) -> None:
+    assert collective_dtype(precision, device) == expected

@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from perdollar.launch.torchrun import plan_environment, torchrun_command
+from perdollar.launch.torchrun import fsdp_settings, plan_environment, torchrun_command
+from perdollar.predict.llm.memory import state_bytes_per_param
 
 
 def _export(*args: str) -> subprocess.CompletedProcess[str]:
@@ -81,3 +82,13 @@ def test_each_strategy_names_its_fsdp_sharding(strategy: str, sharding: str) -> 
 def test_a_script_name_with_spaces_stays_one_argument() -> None:
     line = torchrun_command("my train.py", ["--lr", "1e-4; rm -rf /"], nodes=1, gpus_per_node=4)
     assert line.endswith("'my train.py' --lr '1e-4; rm -rf /'")
+
+
+@pytest.mark.parametrize("precision", ["amp-bf16", "amp-fp16", "bf16"])
+def test_the_exported_fsdp_reduces_gradients_in_the_bytes_the_prediction_prices(precision: str) -> None:
+    plan = {"token": "fsdp", "strategy": "fsdp", "cpu_offload": False, "activation_checkpointing": False}
+    settings = fsdp_settings(plan, precision)["mixed_precision"]
+    width = {"bfloat16": 2.0, "float16": 2.0, "float32": 4.0}
+    _, gradient_bytes, _ = state_bytes_per_param(precision)
+    assert width[settings["reduce_dtype"]] == gradient_bytes
+    assert width[settings["param_dtype"]] == state_bytes_per_param(precision)[0]

@@ -91,7 +91,7 @@ def _rank_main(rank: int, spec: dict[str, Any], init_file: str, out_dir: str, gi
         payload["backend"] = dist.get_backend()
         payload["world_size"] = world
         if plan is not None:
-            payload.update(plan_record(plan, world))
+            payload.update(plan_record(plan, world, precision=workload.precision, device=device))
         Path(out_dir, f"rank{rank}.json").write_text(json.dumps(payload), encoding="utf-8")
     except BaseException as error:
         # The rank's own account of its failure: the parent sees only torch's wrapped traceback.

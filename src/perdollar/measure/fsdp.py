@@ -23,6 +23,9 @@ _HINT = "write it as ddp, zero2 or fsdp, with +ac for activation checkpointing a
 # Class-name endings of the repeated blocks of common models: each is one FSDP unit and, with
 # +ac, one checkpointed region (the granularity FSDP and activation checkpointing are used at).
 _BLOCK_SUFFIXES = ("DecoderLayer", "Block", "EncoderLayer", "TransformerLayer")
+# Predictions price FSDP's gathers and gradient reductions at 2 bytes per parameter under mixed
+# precision, so a GPU run shards with the same 16-bit policy; the export writes it too.
+_COLLECTIVE_DTYPES = {"amp-bf16": "bfloat16", "amp-fp16": "float16"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +76,14 @@ def parse_bench_plan(token: str) -> BenchPlan:
     return BenchPlan(strategy, activation_checkpointing="ac" in flags, micro_batch=micro_batch)
 
 
+def collective_dtype(precision: str, device: str) -> str | None:
+    """The 16-bit type FSDP gathers weights and reduces gradients in on a GPU, or None (as stored).
+
+    A CPU run is a functional check on gloo and keeps the fp32 the parameters are stored in.
+    """
+    return _COLLECTIVE_DTYPES.get(precision) if device.startswith("cuda") else None
+
+
 def _block_classes(model: Any) -> set[type]:
     return {type(module) for module in model.modules() if type(module).__name__.endswith(_BLOCK_SUFFIXES)}
 
@@ -83,7 +94,9 @@ def wrap_for_plan(runner: Any, device: str, plan: BenchPlan) -> None:
     ``ddp`` is DistributedDataParallel itself. ``zero2`` and ``fsdp`` use FSDP2 (``fully_shard``,
     which runs on gloo as on NCCL): each repeated block is a unit, then the whole model; ``fsdp``
     frees gathered parameters after the forward (FULL_SHARD), ``zero2`` keeps them to the backward
-    (SHARD_GRAD_OP). The optimizer is rebuilt because sharding replaces the parameters.
+    (SHARD_GRAD_OP). The optimizer is rebuilt because sharding replaces the parameters. On a GPU
+    under mixed precision the weights are gathered and the gradients reduced in the 16-bit type
+    (FSDP2's ``MixedPrecisionPolicy``; DDP's compression hook), the bytes predictions price.
     """
     from perdollar.measure.distributed import wrap_data_parallel
     from perdollar.workload.step import make_optimizer
@@ -98,29 +111,45 @@ def wrap_for_plan(runner: Any, device: str, plan: BenchPlan) -> None:
         )
 
         apply_activation_checkpointing(model, check_fn=lambda module: type(module) in blocks)
+    dtype_name = collective_dtype(runner.workload.precision, device)
     if plan.strategy == "ddp":
         wrap_data_parallel(runner, device)
+        if dtype_name is not None:
+            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+            compress = {"bfloat16": default_hooks.bf16_compress_hook,
+                        "float16": default_hooks.fp16_compress_hook}  # fmt: skip
+            runner.model.register_comm_hook(None, compress[dtype_name])
         return
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
     mesh = init_device_mesh("cuda" if device.startswith("cuda") else "cpu", (dist.get_world_size(),))
-    reshard = plan.strategy == "fsdp"
+    options: dict[str, Any] = {"mesh": mesh, "reshard_after_forward": plan.strategy == "fsdp"}
+    if dtype_name is not None:
+        import torch
+        from torch.distributed.fsdp import MixedPrecisionPolicy
+
+        dtype = getattr(torch, dtype_name)
+        options["mp_policy"] = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=dtype)
     for module in [m for m in model.modules() if type(m) in blocks]:
-        fully_shard(module, mesh=mesh, reshard_after_forward=reshard)
-    fully_shard(model, mesh=mesh, reshard_after_forward=reshard)
+        fully_shard(module, **options)
+    fully_shard(model, **options)
     try:
         runner.optimizer = make_optimizer(runner.workload, model)
     except AttributeError:  # a frozen/slotted runner: set it the way its own __init__ would
         object.__setattr__(runner, "optimizer", make_optimizer(runner.workload, model))
 
 
-def plan_record(plan: BenchPlan, world: int) -> dict[str, Any]:
+def plan_record(
+    plan: BenchPlan, world: int, *, precision: str = "fp32", device: str = "cpu"
+) -> dict[str, Any]:
     """What the measurement keeps of the plan, so it can be matched to predictions of it."""
     return {
         "plan": plan.token(),
         "sharding": plan.sharding,
         "activation_checkpointing": plan.activation_checkpointing,
         "data_parallel": world,
+        "collective_dtype": collective_dtype(precision, device) or "as stored",
     }

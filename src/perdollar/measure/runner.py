@@ -104,7 +104,8 @@ def to_measurement(result: dict[str, Any], *, workload: Any, mode: str, nproc: i
     status = result["status"]
     extra_keys = ("device", "warmup_steps", "timed_steps", "blocks", "elapsed_s", "stop_reason",
                   "torch_threads", "backend", "traceback", "stdout_tail", "host_dispatch_ms",
-                  "plan", "sharding", "activation_checkpointing", "data_parallel", "where")
+                  "plan", "sharding", "activation_checkpointing", "data_parallel", "collective_dtype",
+                  "where")
     extra = {key: result[key] for key in extra_keys if key in result}
     rate = Rate(**result["rate"]) if status == "ok" else None
     tokens_per_sample = workload.config.get("tokens_per_sample")
