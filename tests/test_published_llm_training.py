@@ -130,3 +130,22 @@ def test_derived_tokens_per_second_follow_the_stated_flop_counts() -> None:
     assert float(rows["GPT 1.7B (Megatron-Core weak scaling)"]["throughput"]) == pytest.approx(
         408.8e12 * 48 / 1.12743e10, rel=1e-3
     )
+
+
+REPEATS = ROOT / "benchmarks" / "published_llm_training_repeats.csv"
+
+
+def test_each_earlier_publication_pairs_with_one_later_measurement_of_its_configuration() -> None:
+    with REPEATS.open(encoding="utf-8", newline="") as handle:
+        earlier = list(csv.DictReader(handle))
+    with CSV.open(encoding="utf-8", newline="") as handle:
+        assert next(csv.reader(handle)) == list(earlier[0])  # one schema for both files
+    columns = ("collection", "config", "gpu", "gpu_count", "seq_len", "micro_batch", "gradient_accumulation")
+    later = {tuple(row[c] for c in columns): row for row in _rows()}
+    assert len(earlier) >= 40
+    for row in earlier:
+        assert re.search(r"@[0-9a-f]{40}\b", row["source"]), row["source"]
+        match = later[tuple(row[c] for c in columns)]
+        assert match["source"] != row["source"]  # a different publication ...
+        assert match["throughput"] != row["throughput"]  # ... that measured again
+    assert len({tuple(row[c] for c in columns) for row in earlier}) == len(earlier)
