@@ -126,3 +126,29 @@ def test_compare_and_export_accept_the_labels_recommend_prints_for_a_language_mo
     )  # fmt: skip
     assert exported.returncode == 0, exported.stderr[-1000:]
     assert json.loads(exported.stdout)["configuration"] == labels[0]
+
+
+def run_compare(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from perdollar.cli import main; main()", "compare", "llama-3.1-8b",
+         "1x p5.48xlarge", "2x p4d.24xlarge", "--tokens", "2e10", "--no-store", *args],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+
+
+def test_compare_takes_the_workload_and_plan_options_recommend_takes() -> None:
+    rates = {}
+    for seq_len in ("1024", "4096"):
+        completed = run_compare("--seq-len", seq_len, "--plan", "fsdp+ac", "--micro-batch", "2", "--json")
+        assert completed.returncode == 0, completed.stderr[-2000:]
+        estimates = json.loads(completed.stdout)["comparison"]["estimates"]
+        assert all(e["plan"].startswith("fsdp+ac,mb2") for e in estimates)
+        rates[seq_len] = [e["samples_per_second"] for e in estimates]
+    # Four times the tokens per sequence change every machine's rate: the option reached the model.
+    assert all(abs(long / short - 1) > 0.01 for short, long in zip(rates["1024"], rates["4096"], strict=True))
+    table = run_compare("--finetune", "lora")
+    assert table.returncode == 0, table.stderr[-2000:]
+    shown = [line for line in table.stdout.splitlines() if "p5.48xlarge with " in line]
+    assert shown and "lora" in shown[0]  # the table names the plan each row was predicted under
+    partial = run_compare("--tensor-parallel", "2")
+    assert partial.returncode == 2 and "--plan fsdp --tensor-parallel 2" in partial.stderr

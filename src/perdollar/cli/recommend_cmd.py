@@ -8,7 +8,7 @@ import typer
 
 from perdollar.ask import answer
 from perdollar.ask.compare import compare_question
-from perdollar.cli import common, recommend_inputs
+from perdollar.cli import common, llm_options, recommend_inputs
 from perdollar.cli.inference_cmd import serving_question
 from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
@@ -44,7 +44,11 @@ COMPARE_HELP = (
     "Without a market it is on-demand; without a region the cheapest region is used.\n\n"
     "Examples:\n\n"
     '  perdollar compare vit-b16 "4x g5.2xlarge spot" "4x g5.4xlarge spot" "1x g5.12xlarge on-demand"\n'
-    '  perdollar compare resnet50 "1x p4d.24xlarge spot @us-east-1" "8x g6e.xlarge spot" --samples 1e9'
+    '  perdollar compare resnet50 "1x p4d.24xlarge spot @us-east-1" "8x g6e.xlarge spot" --samples 1e9\n'
+    '  perdollar compare llama-3.1-8b "1x p5.48xlarge" "2x p4d.24xlarge" --tokens 2e10 --seq-len 4096\n\n'
+    "A language model runs each configuration under the plan its label names, else --plan, else the "
+    "planner's best for that machine; --seq-len, --micro-batch, --global-batch, --finetune and "
+    "--attention-kernel describe the workload as for recommend."
 )
 
 
@@ -100,39 +104,17 @@ def recommend(
     max_wait_ms: float | None = typer.Option(
         None, "--max-wait-ms", help="--inference: batching wait cap (ms)."
     ),
-    tokens: str | None = typer.Option(None, "--tokens", help="Language model: target tokens, e.g. 2e10."),
-    seq_len: int | None = typer.Option(None, "--seq-len", min=1, help="Language model: tokens per sequence."),
-    micro_batch: int | None = typer.Option(
-        None, "--micro-batch", min=1, help="Language model: sequences per GPU per micro-step."
-    ),
-    global_batch: int | None = typer.Option(
-        None, "--global-batch", min=1, help="Language model: sequences per optimizer step."
-    ),
-    plan: str | None = typer.Option(
-        None,
-        "--plan",
-        help="Language model: fix the plan (ddp, zero1, zero2, fsdp, hsdp, or fsdp+ac,tp2;"
-        " tp2-blocking: TP collectives not overlapped; ddp+blocking: gradients reduced after the"
-        " backward; fsdp+backward-post: FSDP's BACKWARD_POST).",
-    ),
-    activation_checkpointing: bool = typer.Option(
-        False, "--activation-checkpointing", help="With --plan: recompute activations in the backward."
-    ),
-    tensor_parallel: int | None = typer.Option(
-        None, "--tensor-parallel", min=1, help="With --plan: TP size."
-    ),
-    pipeline_parallel: int | None = typer.Option(
-        None, "--pipeline-parallel", min=1, help="With --plan: pipeline stages across hosts."
-    ),
-    finetune: str | None = typer.Option(None, "--finetune", help="Language model: full, lora or qlora."),
-    lora_rank: int | None = typer.Option(None, "--lora-rank", min=1, help="Language model: LoRA rank."),
-    attention_kernel: str | None = typer.Option(
-        None,
-        "--attention-kernel",
-        help="Language model: flash2 (PyTorch SDPA, flash-attn 2; default), native (cuDNN, Transformer "
-        "Engine, FlashAttention-3) or unfused (eager attention, scores through memory). On Hopper "
-        "FlashAttention-2 reaches about 2/3 of the tensor-core peak.",
-    ),
+    tokens: str | None = llm_options.TOKENS,
+    seq_len: int | None = llm_options.SEQ_LEN,
+    micro_batch: int | None = llm_options.MICRO_BATCH,
+    global_batch: int | None = llm_options.GLOBAL_BATCH,
+    plan: str | None = llm_options.PLAN,
+    activation_checkpointing: bool = llm_options.ACTIVATION_CHECKPOINTING,
+    tensor_parallel: int | None = llm_options.TENSOR_PARALLEL,
+    pipeline_parallel: int | None = llm_options.PIPELINE_PARALLEL,
+    finetune: str | None = llm_options.FINETUNE,
+    lora_rank: int | None = llm_options.LORA_RANK,
+    attention_kernel: str | None = llm_options.ATTENTION_KERNEL,
     rps: float | None = typer.Option(None, "--rps", help="Language model --inference: requests per second."),
     tokens_per_day: str | None = typer.Option(
         None, "--tokens-per-day", help="Language model --inference: output tokens a day (instead of --rps)."
@@ -325,22 +307,32 @@ def compare_command(
         None, "--store", help="Calibrate from the measurements stored at this SQLAlchemy URL."
     ),
     no_store: bool = typer.Option(False, "--no-store", help="Ignore stored measurements."),
-    tokens: str | None = typer.Option(None, "--tokens", help="Language model: target tokens, e.g. 2e10."),
+    tokens: str | None = llm_options.TOKENS,
+    seq_len: int | None = llm_options.SEQ_LEN,
+    micro_batch: int | None = llm_options.MICRO_BATCH,
+    global_batch: int | None = llm_options.GLOBAL_BATCH,
+    plan: str | None = llm_options.PLAN,
+    activation_checkpointing: bool = llm_options.ACTIVATION_CHECKPOINTING,
+    tensor_parallel: int | None = llm_options.TENSOR_PARALLEL,
+    pipeline_parallel: int | None = llm_options.PIPELINE_PARALLEL,
+    finetune: str | None = llm_options.FINETUNE,
+    lora_rank: int | None = llm_options.LORA_RANK,
+    attention_kernel: str | None = llm_options.ATTENTION_KERNEL,
 ) -> int:
-    token_target, _ = recommend_inputs.language_model_settings(
+    token_target, language_model = recommend_inputs.language_model_settings(
         workload,
         tokens=tokens,
         samples=samples,
-        seq_len=None,
-        micro_batch=None,
-        global_batch=None,
-        plan=None,
-        activation_checkpointing=False,
-        tensor_parallel=None,
-        pipeline_parallel=None,
-        finetune=None,
-        lora_rank=None,
-        attention_kernel=None,
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        global_batch=global_batch,
+        plan=plan,
+        activation_checkpointing=activation_checkpointing,
+        tensor_parallel=tensor_parallel,
+        pipeline_parallel=pipeline_parallel,
+        finetune=finetune,
+        lora_rank=lora_rank,
+        attention_kernel=attention_kernel,
     )
     target_samples = token_target or recommend_inputs.target_samples(samples, None, None)
     deadline_hours = common.parse_duration_hours(deadline, "--deadline") if deadline else None
@@ -357,6 +349,7 @@ def compare_command(
             restart_minutes=restart_minutes,
             interruption_rate=recommend_inputs.interruption_rate_from_text(interruption_rate),
         ),
+        language_model=language_model,
     )
     with common.progress("compare", quiet=json_output) as handle:
 

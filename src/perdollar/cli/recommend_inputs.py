@@ -128,7 +128,7 @@ def language_model_settings(
     elif any(plan_flags.values()):
         flags = ", ".join(f for f, v in plan_flags.items() if v)
         raise PerdollarError(
-            f"{flags} fix part of a plan, and recommend searches every plan unless one is given",
+            f"{flags} fix part of a plan, and the planner searches every plan unless one is given",
             "give the whole plan, e.g. --plan fsdp --tensor-parallel 2 (or drop them)",
         )
     target = common.parse_count(tokens, "--tokens") if tokens else None

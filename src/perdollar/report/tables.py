@@ -176,7 +176,10 @@ def comparison_table(
     cost = Column(escape("E[cost]"), "right")
     deadline = Column(f"P(≤{format_hours(deadline_hours)})", "right", drop_order=1)
     for text, estimate in zip(labels, estimates, strict=True):
-        label.cells.append(text)
+        # A language model's row is half-described without the whole plan the prediction assumed
+        # (the user's "with fsdp" comes back with its micro-batch and accumulation).
+        base = text.split(" with ")[0]
+        label.cells.append(f"{base} with {estimate.plan}" if estimate.plan else text)
         nodes.cells.append(shape(estimate))
         rate.cells.append(_rate_with_basis(estimate))
         bound.cells.append(estimate.bottleneck)
