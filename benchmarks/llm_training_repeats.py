@@ -20,25 +20,16 @@ import math
 import statistics
 from pathlib import Path
 
-from llm_training_accuracy import CSV, fit, model_predictor, predict_all  # this folder
+from llm_training_accuracy import CSV, fit, model_predictor, predict_all, summary  # this folder
 from llm_training_rows import PublishedRun, load_runs  # this folder
 
 REPEATS = Path(__file__).with_name("published_llm_training_repeats.csv")
 COLLECTION = "llm-foundry"
-WORSE_THAN = 0.35
 
 
 def configuration(run: PublishedRun) -> tuple[object, ...]:
     return (run.model, run.accelerator.key, run.gpu_count, run.seq_len, run.micro_batch,
             run.gradient_accumulation)  # fmt: skip
-
-
-def spread(label: str, values: list[float]) -> str:
-    return (
-        f"  {label:<34} n={len(values):<3} median {statistics.median(values):6.1%}  "
-        f"mean {statistics.fmean(values):6.1%}  max {max(values):6.1%}  "
-        f"worse than {WORSE_THAN:.0%}: {sum(v > WORSE_THAN for v in values)}"
-    )
 
 
 def main() -> None:
@@ -70,10 +61,10 @@ def main() -> None:
     print(f" predicted by the fit on the {len(train)} rows of the other collections")
     predicted = predict_all([later for later, _ in pairs], predict, efficiency)
     rows = [(predicted[later.index], later, first) for later, first in pairs if later.index in predicted]
-    print(spread("error against the later figure", [abs(p / a.tokens_per_second - 1) for p, a, _ in rows]))
-    print(spread("error against the earlier figure", [abs(p / b.tokens_per_second - 1) for p, _, b in rows]))
+    print(summary("error against the later figure", [abs(p / a.tokens_per_second - 1) for p, a, _ in rows]))
+    print(summary("error against the earlier figure", [abs(p / b.tokens_per_second - 1) for p, _, b in rows]))
     print(
-        spread(
+        summary(
             "error against their geometric mean",
             [abs(p / math.sqrt(a.tokens_per_second * b.tokens_per_second) - 1) for p, a, b in rows],
         )
