@@ -23,9 +23,6 @@ _HINT = "write it as ddp, zero2 or fsdp, with +ac for activation checkpointing a
 # Class-name endings of the repeated blocks of common models: each is one FSDP unit and, with
 # +ac, one checkpointed region (the granularity FSDP and activation checkpointing are used at).
 _BLOCK_SUFFIXES = ("DecoderLayer", "Block", "EncoderLayer", "TransformerLayer")
-# Predictions price FSDP's gathers and gradient reductions at 2 bytes per parameter under mixed
-# precision, so a GPU run shards with the same 16-bit policy; the export writes it too.
-_COLLECTIVE_DTYPES = {"amp-bf16": "bfloat16", "amp-fp16": "float16"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +76,16 @@ def parse_bench_plan(token: str) -> BenchPlan:
 def collective_dtype(precision: str, device: str) -> str | None:
     """The 16-bit type FSDP gathers weights and reduces gradients in on a GPU, or None (as stored).
 
-    A CPU run is a functional check on gloo and keeps the fp32 the parameters are stored in.
+    Predictions price those collectives at 2 bytes per parameter under mixed precision, so a GPU
+    run uses the autocast type for them (the export writes the same). A CPU run is a functional
+    check on gloo and keeps the fp32 the parameters are stored in.
     """
-    return _COLLECTIVE_DTYPES.get(precision) if device.startswith("cuda") else None
+    if not device.startswith("cuda"):
+        return None
+    from perdollar.workload.step import autocast_dtype  # torch: only when a run is being set up
+
+    dtype = autocast_dtype(precision)
+    return str(dtype).removeprefix("torch.") if dtype is not None else None
 
 
 def _block_classes(model: Any) -> set[type]:
@@ -142,9 +146,7 @@ def wrap_for_plan(runner: Any, device: str, plan: BenchPlan) -> None:
         object.__setattr__(runner, "optimizer", make_optimizer(runner.workload, model))
 
 
-def plan_record(
-    plan: BenchPlan, world: int, *, precision: str = "fp32", device: str = "cpu"
-) -> dict[str, Any]:
+def plan_record(plan: BenchPlan, world: int, *, precision: str, device: str) -> dict[str, Any]:
     """What the measurement keeps of the plan, so it can be matched to predictions of it."""
     return {
         "plan": plan.token(),
