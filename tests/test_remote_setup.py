@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,19 @@ import pytest
 import yaml
 
 from perdollar.launch.spec import RESULT_BEGIN, RESULT_END
+
+
+def see_this_interpreters_packages(venv: Path) -> None:
+    """Let `venv` import what this interpreter has installed, wherever that is.
+
+    `--system-site-packages` reaches only the base interpreter's packages: when the tests run
+    inside a virtual environment (as most users install), its packages would be invisible and the
+    offline install could not find perdollar's dependencies. A path file lists them; as plain paths
+    (not `site.addsitedir`) their own path files are not run, so an editable perdollar of this
+    interpreter is not importable there and the wheel must be what `import perdollar` finds.
+    """
+    (site_packages,) = venv.glob("lib/python*/site-packages")
+    (site_packages / "this-interpreter.pth").write_text("\n".join(site.getsitepackages()) + "\n")
 
 
 @pytest.mark.slow
@@ -44,6 +58,7 @@ def test_a_dry_run_task_installs_perdollar_from_the_checkout_and_benchmarks(tmp_
     # Without a pip of its own, the environment uses this interpreter's pip and setuptools.
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
                    check=True)  # fmt: skip
+    see_this_interpreters_packages(venv)
     path = f"{venv / 'bin'}:{os.environ['PATH']}"
     env = {**os.environ, "HOME": str(home), "PATH": path, "PIP_NO_INDEX": "1"}
     env.pop("PERDOLLAR_SKIP_INSTALL", None)
