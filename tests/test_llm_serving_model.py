@@ -19,6 +19,7 @@ from perdollar.predict.llm_serving import (
     kv_bytes_per_token_per_gpu,
     max_concurrent_sequences,
     predict_llm_serving,
+    prefill_time,
     serving_format,
 )
 from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_config, load_config_file
@@ -162,6 +163,20 @@ def test_static_batch_is_limited_by_the_kv_cache(catalog: catalog_mod.Catalog) -
     ok = predict_llm_serving(arch, chip, FP16, Workload(2048, 2048), batch=max(limit, 1))
     assert ok.fits and ok.mode == "static-batch"
     assert ok.batch == max(limit, 1)
+
+
+def test_a_static_batch_prefills_its_prompts_apart_not_as_one_long_prompt() -> None:
+    """Sixteen 8k-token prompts cost sixteen 8k prompts' attention, not one 128k prompt's (256x more)."""
+    arch, chip = _arch("llama-3.1-8b"), _board(141.0)
+    quiet = ServingEfficiency(step_overhead_s_per_layer=0.0)
+    one = prefill_time(arch, FP16, chip, GroupShape(), 8192, quiet)
+    batched = prefill_time(arch, FP16, chip, GroupShape(), 8192, quiet, sequences=16)
+    # Compute-bound at this size: the batch does exactly sixteen prompts' FLOPs (weights read once).
+    assert batched.seconds == pytest.approx(16 * one.seconds, rel=0.02)
+    as_one_prompt = prefill_time(arch, FP16, chip, GroupShape(), 16 * 8192, quiet)
+    assert as_one_prompt.seconds > 2 * batched.seconds
+    ttft = predict_llm_serving(arch, chip, FP16, Workload(8192, 2), batch=16, efficiency=quiet).ttft_ms
+    assert ttft == pytest.approx(batched.seconds * 1e3, rel=1e-9)
 
 
 def test_pipeline_stages_work_on_micro_batches_at_the_same_time(catalog: catalog_mod.Catalog) -> None:

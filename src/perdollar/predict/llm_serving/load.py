@@ -156,7 +156,7 @@ def predict_llm_serving(
     first = prefill_time(arch, fmt, accelerator, shape, work.input_tokens, efficiency)
     if batch is not None:
         # A static batch: every prompt prefilled together, then O decode steps of the whole batch.
-        prompt = prefill_time(arch, fmt, accelerator, shape, work.input_tokens * batch, efficiency)
+        prompt = prefill_time(arch, fmt, accelerator, shape, work.input_tokens, efficiency, sequences=batch)
         prompt_s = max(prompt.seconds, first.seconds)
         step = decode_step_time(arch, fmt, accelerator, shape, batch, work.mean_context, efficiency)
         total_s = prompt_s + work.output_tokens * step.seconds

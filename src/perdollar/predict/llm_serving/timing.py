@@ -212,18 +212,23 @@ def prefill_time(
     shape: GroupShape,
     prompt_tokens: int,
     efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+    sequences: int = 1,
 ) -> StepTime:
-    """One request's prompt, alone: the time to its first token."""
-    # Causal attention: each of I tokens attends to the ones before it, 2·2·d FLOPs per pair and layer.
-    attention = 2.0 * arch.num_layers * arch.num_attention_heads * arch.head_dim * prompt_tokens**2
-    bytes_read = _weights_read_per_gpu(arch, fmt, shape, prompt_tokens)
+    """``sequences`` prompts of ``prompt_tokens`` each, prefilled in one pass: the time to their first
+    tokens (one request's alone by default)."""
+    # Causal attention: each of I tokens attends to the ones before it in its own prompt, 2·2·d FLOPs
+    # per pair and layer; prompts batched together never attend to each other.
+    per_prompt = 2.0 * arch.num_layers * arch.num_attention_heads * arch.head_dim * prompt_tokens**2
+    attention = sequences * per_prompt
+    tokens = prompt_tokens * sequences
+    bytes_read = _weights_read_per_gpu(arch, fmt, shape, tokens)
     return _stage_time(
         arch,
         fmt,
         accelerator,
         shape,
         efficiency,
-        tokens=prompt_tokens,
+        tokens=tokens,
         bytes_read=bytes_read,
         attention_flops=attention,
     )
