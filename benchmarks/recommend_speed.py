@@ -1,6 +1,12 @@
 """How long `recommend` takes over the whole bundled catalog, after profiling.
 
     python benchmarks/recommend_speed.py [WORKLOAD] [--max-nodes 8] [--repeat 5]
+    python benchmarks/recommend_speed.py --commands [--repeat 3]
+
+With --commands: the README's main question and the language-model one as whole commands in
+fresh processes, cold (an empty data directory: nothing traced or kept yet) and warm (the same
+directory again), with the wall time and the CPU time (user + system) of each run; the CPU time
+says how much of a wall time a busy machine added.
 
 All clouds, all regions, both markets, node counts 1, 2, 4, 8: prediction of every
 (instance type, node count), pricing of every offer × node count (spot model and P(deadline)
@@ -11,7 +17,12 @@ repeats, and how many candidates were priced.
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 from perdollar.ask import answer_training, load_inputs, priced_candidates
@@ -25,7 +36,11 @@ def main() -> None:
     parser.add_argument("workload", nargs="?", default="vit-b16")
     parser.add_argument("--max-nodes", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--commands", action="store_true", help="time whole commands, cold and warm")
     args = parser.parse_args()
+    if args.commands:
+        time_commands(args.repeat)
+        return
 
     question = Question(
         workload_name=args.workload, target_samples=1e9, deadline_hours=72.0, max_nodes=args.max_nodes
@@ -51,6 +66,39 @@ def main() -> None:
         f"(min {min(timings):.3f} s, max {max(timings):.3f} s)"
     )
     print(f"  top choice: {recommendation.estimates[0].label}")
+
+
+COMMANDS = (
+    ("recommend", "vit-b16", "--samples", "1e9", "--deadline", "72h", "--no-store", "--json"),
+    ("recommend", "llama-3.1-8b", "--tokens", "2e10", "--no-store", "--json"),
+)
+
+
+def _run(command: tuple[str, ...], home: str) -> tuple[float, float]:
+    """Wall and CPU seconds of one `perdollar COMMAND` in a fresh interpreter."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    begin = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "perdollar", *command], check=True, stdout=subprocess.DEVNULL,
+                   env={**os.environ, "PERDOLLAR_HOME": home})  # fmt: skip
+    wall = time.perf_counter() - begin
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def time_commands(repeat: int) -> None:
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    for command in COMMANDS:
+        cold, warm = [], []
+        for _ in range(repeat):
+            with tempfile.TemporaryDirectory(prefix="perdollar-speed-") as home:
+                cold.append(_run(command, home))
+                warm.append(_run(command, home))
+        print(f"perdollar {' '.join(command)}")
+        for label, runs in (("cold", cold), ("warm", warm)):
+            walls = ", ".join(f"{w:.2f}" for w, _ in runs)
+            cpus = ", ".join(f"{c:.2f}" for _, c in runs)
+            print(f"  {label}: wall {walls} s (median {statistics.median(w for w, _ in runs):.2f} s);"
+                  f" CPU {cpus} s")  # fmt: skip
 
 
 if __name__ == "__main__":

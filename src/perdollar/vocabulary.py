@@ -26,6 +26,8 @@ Bottleneck = Literal[
 
 TRAINING_OBJECTIVES = ("samples-per-dollar", "time", "cost", "weighted")
 SERVING_OBJECTIVE = "usd-per-million-requests"
+# A language model is served by the token: its deployments are ranked by dollars per million tokens.
+TOKEN_SERVING_OBJECTIVE = "usd-per-million-tokens"
 
 SECONDS_PER_HOUR = 3600.0
 GIB = float(2**30)

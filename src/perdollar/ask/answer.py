@@ -12,6 +12,7 @@ from perdollar.ask.inputs import (
     with_stored_measurements,
 )
 from perdollar.ask.language_model import answer_language_model
+from perdollar.ask.language_model_serving import LanguageModelServingAnswer, answer_language_model_serving
 from perdollar.ask.serving import ServingAnswer, answer_serving
 from perdollar.ask.training import answer_training
 from perdollar.catalog import Catalog
@@ -21,7 +22,7 @@ from perdollar.measure.result import Measurement
 from perdollar.question import Question, SpotSettings
 from perdollar.select.model import Recommendation
 from perdollar.workload import Workload, load_workload
-from perdollar.workload.llm import looks_like_llm
+from perdollar.workload.llm import load_llm_workload, looks_like_llm
 
 
 def answer(
@@ -41,10 +42,10 @@ def answer(
     catalog = catalog if catalog is not None else load_catalog()
     if is_language_model(question):
         if question.kind == "inference":
-            raise PerdollarError(
-                f"serving {question.workload_name!r} is priced per request, not per token yet",
-                "rank its training with perdollar recommend (without --inference)",
-            )
+            return ask_language_model_serving(
+                question, catalog=catalog, measurements=measurements, store_url=store_url,
+                use_store=use_store, progress=progress,
+            ).recommendation  # fmt: skip
         return answer_language_model(
             question,
             catalog=catalog,
@@ -100,6 +101,27 @@ def ask_serving(
         # Latency curves are stored under the workload at batch 1, whatever batches they reached.
         found += stored_measurements(workload.with_overrides(batch_size=1).fingerprint, store_url)
     return answer_serving(question, catalog=catalog, workload=workload, measurements=found, progress=progress)
+
+
+def ask_language_model_serving(
+    question: Question,
+    *,
+    catalog: Catalog | None = None,
+    measurements: Sequence[Measurement] = (),
+    store_url: str | None = None,
+    use_store: bool = False,
+    progress: Progress = quiet,
+) -> LanguageModelServingAnswer:
+    """A language model's serving question with its whole answer (every deployment, ranked).
+
+    With ``use_store`` the model's stored ``serve-bench --url`` runs calibrate it, as they do
+    when the question is first asked."""
+    catalog = catalog if catalog is not None else load_catalog()
+    found = list(measurements)
+    if use_store:
+        fingerprint = load_llm_workload(question.workload_name, kind="inference").fingerprint
+        found += [m for m in stored_measurements(fingerprint, store_url) if m.mode == "inference"]
+    return answer_language_model_serving(question, catalog=catalog, progress=progress, measurements=found)
 
 
 def recommend(

@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from perdollar.cli import common
 from perdollar.errors import NothingFeasibleError, PerdollarError
 from perdollar.question import LanguageModelSettings, Question, ServingGoal
-from perdollar.vocabulary import MARKET_CHOICES, SERVING_OBJECTIVE
+from perdollar.vocabulary import MARKET_CHOICES, TOKEN_SERVING_OBJECTIVE
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -54,7 +53,7 @@ def llm_serving_question(
     return Question(
         workload_name=workload,
         kind="inference",
-        objective=SERVING_OBJECTIVE,
+        objective=TOKEN_SERVING_OBJECTIVE,
         market=market,
         clouds=tuple(c.lower() for c in clouds),
         regions=tuple(regions),
@@ -107,15 +106,6 @@ def request_lengths(
     )
 
 
-def _endpoint_measurements(workload: str, store_url: str | None) -> list[Any]:
-    """Stored ``serve-bench WORKLOAD --url`` runs of this model (they calibrate its predictions)."""
-    from perdollar.ask.inputs import stored_measurements
-    from perdollar.workload.llm import load_llm_workload
-
-    fingerprint = load_llm_workload(workload, kind="inference").fingerprint
-    return [m for m in stored_measurements(fingerprint, store_url) if m.mode == "inference"]
-
-
 def recommend_llm_inference(
     question: Question,
     *,
@@ -126,8 +116,7 @@ def recommend_llm_inference(
     report_path: Path | None,
     lengths_note: str | None = None,
 ) -> int:
-    from perdollar.ask.language_model_serving import answer_language_model_serving
-    from perdollar.catalog import load as load_catalog
+    from perdollar.ask.answer import ask_language_model_serving
     from perdollar.cli.llm_deployment_render import (
         llm_deployment_rows,
         llm_deployment_table,
@@ -135,12 +124,11 @@ def recommend_llm_inference(
     )
     from perdollar.cli.persist import attempt_store, save_recommendation
 
-    measured = _endpoint_measurements(question.workload_name, store_url) if store else []
     with common.progress("recommend --inference", quiet=json_output) as bar:
-        answer = answer_language_model_serving(
-            question, catalog=load_catalog(), progress=lambda message: bar.update(description=message),
-            measurements=measured,
-        )
+        answer = ask_language_model_serving(
+            question, store_url=store_url, use_store=store,
+            progress=lambda message: bar.update(description=message),
+        )  # fmt: skip
     recommendation = answer.recommendation
     stored_id, store_failure = attempt_store(
         lambda: save_recommendation(recommendation, store_url=store_url, enabled=store)

@@ -8,35 +8,14 @@ from __future__ import annotations
 
 import gzip
 import json
-from dataclasses import asdict
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
-from perdollar.profile.model import MemoryBreakdown, OperatorRecord, Profile
+from perdollar.profile.model import Profile
+from perdollar.profile.profile_store import profile_from_dict, profile_to_dict
 
 CACHE_FILE = "data/reference_profiles.json.gz"
-
-
-def profile_to_dict(profile: Profile) -> dict[str, Any]:
-    payload = asdict(profile)
-    payload["operators"] = [asdict(op) for op in profile.operators]
-    return payload
-
-
-def profile_from_dict(payload: dict[str, Any]) -> Profile:
-    ops = tuple(
-        OperatorRecord(**{**op, "gemm_mnk": tuple(op["gemm_mnk"]) if op.get("gemm_mnk") else None})
-        for op in payload["operators"]
-    )
-    fields = {k: v for k, v in payload.items() if k not in ("operators", "memory", "unclassified_ops")}
-    return Profile(
-        **fields,
-        operators=ops,
-        memory=MemoryBreakdown(**payload["memory"]),
-        unclassified_ops=tuple(payload.get("unclassified_ops", ())),
-    )
 
 
 @lru_cache(maxsize=1)

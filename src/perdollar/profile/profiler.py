@@ -5,10 +5,12 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from perdollar.profile import profile_store
 from perdollar.profile.model import Profile
 from perdollar.sandbox import in_sandbox, run_isolated
 from perdollar.workload.after_loading import NextInChild, take_outcome
 from perdollar.workload.loader import load_workload
+from perdollar.workload.references import is_reference_workload
 from perdollar.workload.spec import Kind, Workload
 
 if TYPE_CHECKING:
@@ -49,6 +51,11 @@ def profile_workload(workload: Workload, *, timeout_s: float | None = None) -> P
              "precision": workload.precision, "kind": workload.kind},
             what=f"profiling {workload.origin}", timeout_s=timeout_s,
         )
+    elif is_reference_workload(workload):
+        kept = profile_store.load(key)
+        profile = kept if kept is not None else _traced(workload)
+        if kept is None:
+            profile_store.save(profile)
     else:
         profile = _traced(workload)
     with _CACHE_LOCK:

@@ -7,14 +7,40 @@ can be compared with them.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from perdollar.workload.spec import Workload
 
-# The model and input modules import torch (about a second): each builder imports what it uses,
-# so that naming or listing the references, or loading a user's file, does not.
+# The model and input modules import torch (about a second): a reference names the functions it
+# uses and each is imported when first called, so that naming, listing or fingerprinting a
+# reference — all a profile found on disk needs — imports no torch.
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """``module.function(*args, *more, **keywords)`` of this package, imported only when called."""
+
+    module: str  # hf, inputs, small or vision
+    function: str
+    args: tuple[Any, ...] = ()
+    keywords: tuple[tuple[str, Any], ...] = ()
+
+    def __call__(self, *more: Any, **keywords: Any) -> Any:
+        found = getattr(importlib.import_module(f"{__name__}.{self.module}"), self.function)
+        return found(*self.args, *more, **dict(self.keywords), **keywords)
+
+
+def deferred(module: str, function: str, *args: Any, **keywords: Any) -> Deferred:
+    return Deferred(module, function, args, tuple(sorted(keywords.items())))
+
+
+def is_reference_workload(workload: Workload) -> bool:
+    """A workload built by this module (its model is one of ours), not a user's of the same name."""
+    return isinstance(workload.model_factory, Deferred) and workload.origin is None
 
 
 @dataclass(frozen=True)
@@ -37,16 +63,14 @@ def _images(
 ) -> Workload:
     """``model``: a class or function of ``vision``, or of ``hf`` (``hf_style``: it takes the classes
     and the image size, and its output holds the loss)."""
-    from perdollar.workload.references import hf, inputs, vision
-
-    factory = partial(getattr(hf, model), 1000, size) if hf_style else getattr(vision, model)
-    input_factory = partial(inputs.image_dict if hf_style else inputs.images, size=size, classes=1000)
+    factory = deferred("hf", model, 1000, size) if hf_style else deferred("vision", model)
+    input_factory = deferred("inputs", "image_dict" if hf_style else "images", size=size, classes=1000)
     return Workload(
         name=name,
         model_factory=factory,
         input_factory=input_factory,
         batch_size=batch,
-        loss_fn=None if hf_style else inputs.cross_entropy,
+        loss_fn=None if hf_style else deferred("inputs", "cross_entropy"),
         precision=precision,
         optimizer=optimizer,
         learning_rate=0.1 if optimizer == "sgd" else 1e-4,
@@ -57,13 +81,12 @@ def _images(
 
 
 def _bert(size: str) -> Workload:
-    from perdollar.workload.references import hf, inputs
 
     seq_len = 384
     return Workload(
         name=f"bert-{size}",
-        model_factory=partial(hf.bert_qa, size),
-        input_factory=partial(inputs.question_answering, seq_len=seq_len, vocab=30522),
+        model_factory=deferred("hf", "bert_qa", size),
+        input_factory=deferred("inputs", "question_answering", seq_len=seq_len, vocab=30522),
         batch_size=32 if size == "base" else 16,
         precision="amp-fp16",
         optimizer="adamw",
@@ -75,13 +98,12 @@ def _bert(size: str) -> Workload:
 
 
 def _gpt2() -> Workload:
-    from perdollar.workload.references import hf, inputs
 
     seq_len = 1024
     return Workload(
         name="gpt2",
-        model_factory=partial(hf.gpt2_small, seq_len),
-        input_factory=partial(inputs.causal_lm, seq_len=seq_len, vocab=50257),
+        model_factory=deferred("hf", "gpt2_small", seq_len),
+        input_factory=deferred("inputs", "causal_lm", seq_len=seq_len, vocab=50257),
         batch_size=8,
         precision="amp-bf16",
         optimizer="adamw",
@@ -93,13 +115,12 @@ def _gpt2() -> Workload:
 
 
 def _llama() -> Workload:
-    from perdollar.workload.references import hf, inputs
 
     seq_len = 2048
     return Workload(
         name="llama-8b",
-        model_factory=hf.llama3_8b,
-        input_factory=partial(inputs.causal_lm, seq_len=seq_len, vocab=128256),
+        model_factory=deferred("hf", "llama3_8b"),
+        input_factory=deferred("inputs", "causal_lm", seq_len=seq_len, vocab=128256),
         batch_size=1,
         precision="bf16",
         optimizer="adamw",
@@ -111,14 +132,13 @@ def _llama() -> Workload:
 
 
 def _mlp() -> Workload:
-    from perdollar.workload.references import inputs, small
 
     return Workload(
         name="mlp",
-        model_factory=small.mlp,
-        input_factory=partial(inputs.features, width=256, classes=10),
+        model_factory=deferred("small", "mlp"),
+        input_factory=deferred("inputs", "features", width=256, classes=10),
         batch_size=64,
-        loss_fn=inputs.cross_entropy,
+        loss_fn=deferred("inputs", "cross_entropy"),
         precision="fp32",
         optimizer="adamw",
         learning_rate=1e-3,
@@ -129,14 +149,13 @@ def _mlp() -> Workload:
 
 
 def _ncf() -> Workload:
-    from perdollar.workload.references import small
 
     return Workload(
         name="ncf",
-        model_factory=small.NeuMF,
-        input_factory=small.ncf_inputs,
+        model_factory=deferred("small", "NeuMF"),
+        input_factory=deferred("small", "ncf_inputs"),
         batch_size=65536,
-        loss_fn=small.ncf_loss,
+        loss_fn=deferred("small", "ncf_loss"),
         precision="amp-fp16",
         optimizer="adam",
         learning_rate=4.5e-3,
@@ -147,15 +166,14 @@ def _ncf() -> Workload:
 
 
 def _gnmt() -> Workload:
-    from perdollar.workload.references import small
 
     seq_len = 50
     return Workload(
         name="gnmt",
-        model_factory=small.GNMT,
-        input_factory=partial(small.gnmt_inputs, seq_len=seq_len),
+        model_factory=deferred("small", "GNMT"),
+        input_factory=deferred("small", "gnmt_inputs", seq_len=seq_len),
         batch_size=128,
-        loss_fn=small.gnmt_loss,
+        loss_fn=deferred("small", "gnmt_loss"),
         precision="amp-fp16",
         optimizer="adam",
         learning_rate=2e-3,
