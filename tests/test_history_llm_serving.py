@@ -10,7 +10,7 @@ from fixtures.store.bench import perdollar_command
 from perdollar.store import open_store
 
 QUESTION = ("llama-3.1-8b", "--inference", "--rps", "5", "--input-tokens", "1000", "--output-tokens", "200",
-            "--cloud", "aws", "--market", "on-demand")  # fmt: skip
+            "--cloud", "aws")  # fmt: skip
 
 
 def perdollar(*args: str) -> subprocess.CompletedProcess[str]:
@@ -27,6 +27,9 @@ def test_history_reevaluate_asks_a_language_model_serving_question_again(tmp_pat
 
     again = json.loads(perdollar("history", "reevaluate", stored, "--json").stdout)
     assert again["new_id"] and not again["flipped"]
+    # Nothing moved: the same catalog snapshot cannot show a price move (an excluded machine's
+    # price once counted one instance over the instances it would have needed).
+    assert again["price_moves"] == [] and again["reasons"] == []
     with open_store() as store:
         old, new = store.get_recommendation(stored), store.get_recommendation(again["new_id"])
     # The same question against the same catalog: the same deployments, figure for figure.

@@ -37,7 +37,11 @@ def llm_deployment_estimates(frame: pd.DataFrame) -> tuple[Estimate, ...]:
     estimates = []
     for row in pd.concat([feasible.head(MAX_FEASIBLE_ESTIMATES), excluded]).to_dict("records"):
         ok = bool(row["feasible"])
-        price = _number(row["deployment_price_per_hour"]) if ok else _number(row["price_per_hour"])
+        instances = max(int(row["instances"]), 1)
+        # Every estimate's price is that of all its instances, so that its price per instance
+        # (history's price moves) is the catalog's, deployable or not.
+        per_instance = _number(row["price_per_hour"])
+        price = _number(row["deployment_price_per_hour"]) if ok else per_instance * instances
         tokens = _number(row["output_tokens_per_second"])
         serving: dict[str, float | int | str] = {
             key: row[key] if isinstance(row[key], str) else _number(row[key])
@@ -63,7 +67,7 @@ def llm_deployment_estimates(frame: pd.DataFrame) -> tuple[Estimate, ...]:
                 instance_type=str(row["instance_type"]),
                 region=str(row["region"]),
                 market=str(row["market"]),
-                nodes=int(row["instances"]),
+                nodes=instances,
                 accelerator=str(row["accelerator_key"]),
                 accelerators_per_node=float(row["accelerator_count"]),
                 samples_per_second=tokens,
