@@ -144,8 +144,8 @@ def predict_llm(
         prediction = found.best or found.nearest_miss
         if prediction is None:
             raise PerdollarError(
-                f"no training plan can run {workload.name} on {nodes} × {instance.name}",
-                "raise --global-batch or change --tensor-parallel/--pipeline-parallel",
+                f"no training plan can run {workload.name} on {nodes} × {instance.name}: {found.problem}",
+                "change --global-batch, --micro-batch or --tensor-parallel/--pipeline-parallel",
             )
     p = prediction
     return {
