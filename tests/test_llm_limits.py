@@ -66,6 +66,11 @@ REFUSED = [
         id="recommend-serving-context",
     ),
     pytest.param(
+        "predict gpt-125m --instance p4d.24xlarge --nodes 16 --pipeline-parallel 16",
+        ("pipeline parallel 16", "12 layers"),
+        id="training-searched-pp",
+    ),
+    pytest.param(
         "predict gpt-125m --instance p4d.24xlarge --global-batch 7",
         ("global batch 7", "8 data-parallel ranks", "nearest that divide evenly: 8"),
         id="training-searched-global-batch",
