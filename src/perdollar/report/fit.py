@@ -74,7 +74,7 @@ class FittedTable:
             names = ", ".join(header.replace("\n", " ") for header in self.left_out)
             parts.append(f"left out for the terminal's width: {names}")
         if self.needed:
-            parts.append(f"lines cut at the terminal's width (the table needs {self.needed} columns)")
+            parts.append(f"cells cut for the terminal's width (the table needs {self.needed} columns)")
         return f"{'; '.join(parts)} (widen it, or use --json)" if parts else ""
 
 
