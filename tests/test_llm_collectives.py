@@ -249,7 +249,8 @@ def test_pipeline_bubble_is_p_minus_one_stage_times(small) -> None:
 
 
 def test_a_slower_interconnect_slows_tensor_parallelism(small) -> None:
-    arch, h100 = small
+    _, h100 = small
+    arch = load_llm_workload("gpt-350m").architecture  # 16 heads: eight ranks split them evenly
     pcie = dataclasses.replace(h100, interconnect="PCIe Gen5 x16", interconnect_bandwidth_gbps=128.0)
     plan = TrainingPlan("ddp", tensor_parallel=8, micro_batch=2)
     fast = predict_llm_training(arch, h100, gpus_per_node=8, nodes=1, plan=plan, seq_len=512, global_batch=8)

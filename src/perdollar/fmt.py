@@ -93,3 +93,24 @@ def format_bytes(count: float) -> str:
         if abs(count) >= threshold:
             return f"{count / threshold:.3g} {suffix}"
     return f"{count:.0f} B"
+
+
+def least_table_width(table: object) -> int:
+    """The fewest terminal columns a Rich table prints in without shortening or cropping a cell."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    console = Console(width=100_000)
+    return Measurement.get(console, console.options, table).minimum  # type: ignore[arg-type]
+
+
+def cut_note(table: object, width: int, *, fuller: str = "use --json") -> str:
+    """One line when ``width`` is too narrow to print ``table`` whole ('' when it is wide enough).
+
+    Rich fits a table that is too wide by shortening cells with an ellipsis and cropping the
+    right edge; the line says so, with the width that shows everything.
+    """
+    needed = least_table_width(table)
+    if needed <= width:
+        return ""
+    return f"cells cut for the terminal's width (the table needs {needed} columns): widen it, or {fuller}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 from typing import Any
 
@@ -11,6 +12,7 @@ from rich.table import Table
 
 from perdollar.catalog.provenance import NOT_FOR_TRAINING
 from perdollar.cli.common import console
+from perdollar.cli.common import print_table as common_print_table
 
 
 def format_price(value: Any) -> str:
@@ -52,8 +54,9 @@ def age_line(catalog: Any) -> str:
 
 def print_table(table: Table) -> None:
     # Piped output has no terminal width; rich's default of 80 columns would truncate every cell.
-    target = console if console.is_terminal else Console(file=sys.stdout, width=200, highlight=False)
-    target.print(table)
+    wide = console.is_terminal or os.environ.get("COLUMNS")
+    target = console if wide else Console(file=sys.stdout, width=200, highlight=False)
+    common_print_table(table, target=target)
 
 
 def listing_table(rows: list[dict[str, Any]], title: str, *, with_instance: bool = True) -> Table:

@@ -42,6 +42,17 @@ console = Console(width=_width())
 err_console = Console(stderr=True)
 
 
+def print_table(table: Any, *, target: Console | None = None, fuller: str = "use --json") -> None:
+    """``table``, and a dim line under it when the terminal is too narrow to show all of it."""
+    from perdollar.fmt import cut_note
+
+    out = target or console
+    out.print(table)
+    note = cut_note(table, out.width, fuller=fuller)
+    if note:
+        out.print(f"[dim]{note}[/]", highlight=False)
+
+
 def print_error(message: str) -> None:
     # The message is user data (file names, extras like perdollar[gpu]): never read it as markup.
     err_console.print(f"[bold red]perdollar: error:[/] {escape(message)}", highlight=False, soft_wrap=True)

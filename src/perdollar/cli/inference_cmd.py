@@ -118,7 +118,7 @@ def bench_inference(
         if curve.status != "ok" and not curve.points:
             common.console.print(f"[red]{curve.status}[/]: {escape(curve.message)}", highlight=False)
         else:
-            common.console.print(curve_table(curve))
+            common.print_table(curve_table(curve))
             common.console.print(
                 f"Stopped: {curve.stop_reason}. Each point: {point_seconds:g} s after warm-up; "
                 "latency per request of one batch, closed-loop clients.",
@@ -214,7 +214,7 @@ def recommend_inference(
         )
     else:
         if rows:
-            common.console.print(deployment_table(rows, target.slo_label, target.qps))
+            common.print_table(deployment_table(rows, target.slo_label, target.qps))
             common.console.print(
                 f"P ms: predicted P{round(max(target.slo_ms) * 100)} at {target.headroom:g}× the rate "
                 "(in brackets: if every batch ran at the slow edge of the prediction); $/M req in brackets: "

@@ -155,7 +155,7 @@ def recommend_llm_inference(
         )
     else:
         if rows:
-            common.console.print(llm_deployment_table(rows, answer.slo_label, rps))
+            common.print_table(llm_deployment_table(rows, answer.slo_label, rps))
         common.console.print(recommendation.explanation, highlight=False, markup=False)
         for note in (*recommendation.notes, *([lengths_note] if lengths_note else [])):
             common.console.print(note, highlight=False, markup=False)

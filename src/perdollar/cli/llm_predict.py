@@ -80,7 +80,9 @@ def predict_llm(
     from perdollar import catalog as catalog_mod
     from perdollar.predict.llm import MFU_CONVENTION, predict_llm_training
     from perdollar.predict.llm.frame import excluded_reason
-    from perdollar.predict.llm.planner import plan_shapes, search_plans
+    from perdollar.predict.llm.plan import TrainingPlan
+    from perdollar.predict.llm.planner import MAX_TENSOR_PARALLEL, plan_shapes, search_plans
+    from perdollar.predict.llm.step import plan_problem
     from perdollar.workload.llm import load_llm_workload
 
     cat = catalog_mod.load()
@@ -134,18 +136,21 @@ def predict_llm(
         ]
         shapes = [replace(s, cpu_offload=True) for s in shapes] if options.cpu_offload else shapes
         if not shapes:
+            asked = TrainingPlan("ddp", options.tensor_parallel or 1, options.pipeline_parallel or 1)
+            why = plan_problem(asked, arch, gpus, nodes, workload.global_batch)
             raise PerdollarError(
-                f"no plan has tensor parallel {options.tensor_parallel} and pipeline parallel "
-                f"{options.pipeline_parallel} on {nodes} × {gpus} GPUs",
-                "tensor parallel must divide the GPUs of a host, pipeline parallel the hosts",
+                f"no plan has tensor parallel {options.tensor_parallel or 1} and pipeline parallel "
+                f"{options.pipeline_parallel or 1} on {nodes} × {gpus} GPUs" + (f": {why}" if why else ""),
+                "tensor parallel must divide the GPUs of a host and the model's heads (at most "
+                f"{MAX_TENSOR_PARALLEL}), pipeline parallel the hosts (at most one stage a layer)",
             )
         found = search_plans(arch, accelerator, micro_batch=workload.micro_batch, shapes=shapes, **common)
         searched = found.evaluated
         prediction = found.best or found.nearest_miss
         if prediction is None:
             raise PerdollarError(
-                f"no training plan can run {workload.name} on {nodes} × {instance.name}",
-                "raise --global-batch or change --tensor-parallel/--pipeline-parallel",
+                f"no training plan can run {workload.name} on {nodes} × {instance.name}: {found.problem}",
+                "change --global-batch, --micro-batch or --tensor-parallel/--pipeline-parallel",
             )
     p = prediction
     return {

@@ -7,7 +7,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from perdollar.cli.common import console
+from perdollar.cli.common import console, print_table
 from perdollar.fmt import format_band, format_number
 
 
@@ -56,4 +56,4 @@ def print_llm_prediction(result: dict[str, Any]) -> None:
         total = sum(breakdown.values()) or 1.0
         for name, seconds in sorted(breakdown.items(), key=lambda kv: -kv[1]):
             table.add_row(name, format_number(seconds), f"{100 * seconds / total:.0f}%")
-        console.print(table)
+        print_table(table)

@@ -48,6 +48,8 @@ def predict_llm_inference(
 ) -> None:
     from perdollar import catalog as catalog_mod
     from perdollar.predict.llm_serving import GroupShape, Workload, predict_llm_serving, serving_format
+    from perdollar.predict.llm_serving.load import serving_shape_problem
+    from perdollar.predict.parallel_limits import context_problem
 
     if not accelerator:
         raise PerdollarError(
@@ -70,6 +72,14 @@ def predict_llm_inference(
         )
     fmt = serving_format(_TRAINING_PRECISIONS.get((precision or "fp16").lower(), precision or "fp16"))
     arch = load_architecture(workload)
+    too_long = context_problem(arch, input_tokens, output_tokens)
+    if too_long:
+        raise PerdollarError(
+            too_long, "lower --input-tokens/--output-tokens, or choose a longer-context model"
+        )
+    misshapen = serving_shape_problem(arch, GroupShape(degree, pipeline_parallel))
+    if misshapen:
+        raise PerdollarError(misshapen, "change --tensor-parallel/--pipeline-parallel (and --gpus)")
     chip = catalog_mod.load().accelerator(accelerator)
     work = Workload(input_tokens, output_tokens)
     shape = GroupShape(tensor_parallel=degree, pipeline_parallel=pipeline_parallel)

@@ -79,7 +79,7 @@ def print_prediction(
         f"{p.precision}), {work.input_tokens} input → {work.output_tokens} output tokens"
     )
     if not p.fits:
-        label = "cannot run" if p.bottleneck == "unsupported-format" else "does not fit"
+        label = "cannot run" if p.bottleneck in ("unsupported-format", "model-shape") else "does not fit"
         console.print(f"[yellow]{label}:[/] {escape(p.fit_reason)}")
         return
     load = (
@@ -102,3 +102,10 @@ def print_prediction(
         f"memory per GPU: weights {p.weights_gib_per_gpu:.1f} GiB · KV cache {p.kv_cache_gib:.1f} GiB "
         f"→ {p.max_concurrent_sequences * replicas} concurrent sequences"
     )
+    if p.tensor_parallel > arch.num_key_value_heads:
+        copies = p.tensor_parallel // arch.num_key_value_heads
+        console.print(
+            f"note: TP {p.tensor_parallel} exceeds the model's {arch.num_key_value_heads} KV heads: each KV "
+            f"head is copied onto {copies} ranks (as vLLM does), so the KV cache per GPU holds one head",
+            highlight=False,
+        )

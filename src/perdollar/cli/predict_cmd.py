@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from perdollar.catalog.model import InstanceType
-from perdollar.cli.common import console, emit_json, err_console, progress
+from perdollar.cli.common import console, emit_json, err_console, print_table, progress
 from perdollar.errors import PerdollarError
 from perdollar.fmt import format_band, format_number
 from perdollar.predict.model import Prediction
@@ -264,7 +264,7 @@ def _print_prediction(name: str, profile: Profile, instance: InstanceType, p: Pr
         total = sum(p.breakdown_s.values()) or 1.0
         for cls, seconds in sorted(p.breakdown_s.items(), key=lambda kv: -kv[1]):
             table.add_row(cls, format_number(seconds * 1e3), f"{100 * seconds / total:.0f}%")
-        console.print(table)
+        print_table(table)
 
 
 def _print_validation(result: dict) -> None:
@@ -291,7 +291,7 @@ def _print_validation(result: dict) -> None:
             _bar(s["within_10pct"]),
             _bar(s["within_25pct"]),
         )
-    console.print(table)
+    print_table(table)
     rho, cov = result["spearman"], result["coverage"]
     rho_text = "n/a" if rho["mean"] is None else f"{rho['mean']:.3f}"
     console.print(
@@ -324,7 +324,7 @@ def _print_llm_serving(section: dict) -> None:
                 kind, str(s["n"]), _bar(s["median_ape"]), _bar(s["mean_ape"]), _bar(s["within_10pct"]),
                 _bar(roof["median_ape"]),
             )  # fmt: skip
-    console.print(table)
+    print_table(table)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from perdollar.cli.common import console, emit_json, progress
+from perdollar.cli.common import console, emit_json, print_table, progress
 from perdollar.fmt import format_bytes, format_si
 
 HELP = (
@@ -71,7 +71,7 @@ def _print_summary(profile: object, top: int) -> None:
             f"{100 * group['bytes'] / all_bytes:.1f}%",
             f"{group['calls']:,.0f}",
         )
-    console.print(by_class)
+    print_table(by_class)
     for key, title in (("flops", "Top operators by FLOPs"), ("bytes", "Top operators by bytes moved")):
         table = Table(title=f"{title} (per step)", title_justify="left")
         for column in ("operator", "phase", "dtype", "calls", "FLOPs", "bytes moved", "shape"):
@@ -91,7 +91,7 @@ def _print_summary(profile: object, top: int) -> None:
                 format_bytes(op.bytes_moved),
                 _shape(op),
             )
-        console.print(table)
+        print_table(table)
     memory = profile.memory
     table = Table(
         title="Accelerator memory per device at the step's peak (traced, data parallel)", title_justify="left"
@@ -108,7 +108,7 @@ def _print_summary(profile: object, top: int) -> None:
     )
     for name, value in rows:
         table.add_row(name, format_bytes(value))
-    console.print(table)
+    print_table(table)
     console.print(
         f"gradient all-reduce per step: {format_bytes(profile.gradient_bytes)} · input: "
         f"{format_bytes(profile.input_bytes_per_sample)} per {unit}"

@@ -208,7 +208,7 @@ def serve_bench_command(
             }
         )
         return 0
-    common.console.print(
+    common.print_table(
         load_table(
             f"HTTP serving check: {target}, uvicorn on 127.0.0.1, latency in ms, "
             f"{step_seconds:g} s of Poisson traffic per rate",

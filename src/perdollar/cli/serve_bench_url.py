@@ -118,7 +118,7 @@ def _print_run(run: LoadRun, stored: str | None) -> None:
     table.add_column("output tok/s", justify="right")
     for step in run.steps:
         table.add_row(*_row(step))
-    common.console.print(table)
+    common.print_table(table)
     common.console.print(f"Stopped: {run.stop_reason}.", highlight=False)
     if any(step.failures for step in run.steps):
         first = next(f for step in run.steps for f in step.failures)

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from perdollar.cli.common import console, emit_json, err_console, progress
+from perdollar.cli.common import console, emit_json, err_console, print_table, progress
 from perdollar.errors import EXIT_FAILURE
 
 STORE_HELP = "Results store: any SQLAlchemy URL (default: PERDOLLAR_STORE, else SQLite in the data dir)."
@@ -85,7 +85,7 @@ def history(
             escape(entry.at[:19].replace("T", " ")), entry.kind, escape(entry.id),
             escape(entry.workload_name), escape(entry.summary),
         )
-    console.print(table)
+    print_table(table)
 
 
 def _check_rows(store_url: str | None, json_output: bool) -> None:
@@ -104,7 +104,7 @@ def _check_rows(store_url: str | None, json_output: bool) -> None:
             table.add_column(column, overflow="fold")
         for row in damaged:
             table.add_row(row.kind, escape(row.id), escape(row.reason))
-        console.print(table)
+        print_table(table)
         err_console.print(
             f"{len(damaged)} damaged row(s): other commands skip them with a warning; delete them "
             "with an SQL client if they are of no use", highlight=False)
@@ -303,7 +303,7 @@ def check(
         style = STATUS_STYLE.get(item.status, "")
         table.add_row(f"[{style}]{item.status}[/]", escape(item.title), escape(item.evidence),
                       escape(item.fix or "—"))
-    console.print(table)
+    print_table(table)
     _fail_on_failed_runs(result.measurements)
 
 

@@ -44,7 +44,7 @@ def print_plan(rows: list[dict[str, Any]], total: float) -> None:
             format_money(row["cost_cap_usd"]),
             Path(row["yaml"]).name,
         )
-    common.console.print(table)
+    common.print_table(table)
     common.console.print(
         f"worst case for all {len(rows)} jobs: {format_money(total)} "
         f"(caps include provisioning and setup time); task files in {folder}",
@@ -73,7 +73,7 @@ def print_result(result: Any, saved: dict[str, str | None], out_dir: Path) -> No
             format_money(row["cost_cap_usd"]),
             Text(row["reason"] or ""),
         )
-    common.console.print(table)
+    common.print_table(table)
     for line in result.changes:
         common.console.print(f"• {line}", highlight=False, markup=False)
     common.console.print(

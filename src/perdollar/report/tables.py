@@ -110,12 +110,16 @@ def recommendation_table(
 def excluded_table(recommendation: Recommendation, *, limit: int, width: int | None = None) -> FittedTable:
     label = Column("configuration")
     nodes = Column("nodes × accel", drop_order=1)
-    why = Column("why not")
-    for estimate in [e for e in recommendation.estimates if not e.feasible][:limit]:
+    why = Column("why not", wraps=True)  # a reason wraps over lines rather than being cut
+    excluded = [e for e in recommendation.estimates if not e.feasible]
+    for estimate in excluded[:limit]:
         label.cells.append(configuration(estimate))
         nodes.cells.append(shape(estimate))
         why.cells.append(estimate.excluded_reason)
-    return fitted_table("Excluded (near-misses first)", [label, nodes, why], width)
+    title = "Excluded (near-misses first)"
+    if len(excluded) > limit:
+        title += f": the first {limit} of {len(excluded)} (--json lists them all)"
+    return fitted_table(title, [label, nodes, why], width)
 
 
 def print_recommendation(
@@ -144,6 +148,8 @@ def print_recommendation(
     if show_excluded:
         excluded = excluded_table(recommendation, limit=max(top, 20), width=console.width)
         console.print(excluded.table)
+        if excluded.footnote:
+            console.print(f"[dim]{excluded.footnote}[/]", highlight=False)
     console.print()
     console.print(recommendation.explanation, highlight=False)
     console.print()

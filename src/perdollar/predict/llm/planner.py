@@ -2,15 +2,18 @@
 
 The search space, for G GPUs per host and H hosts: strategy ∈ {ddp, zero1, zero2, fsdp, hsdp}
 (sharding strategies only where there are several data-parallel ranks, HSDP only across hosts)
-× tensor parallel ∈ divisors of G up to 8 × pipeline parallel ∈ divisors of H (at most the
-number of layers) × activation checkpointing off/on × micro-batch ∈ {1, 2, 4, …, 64} up to the
-largest that fits and the global batch allows: at most 5 × 4 × d(H) × 2 × 7 plans, each priced
-by arithmetic on cached traces. A plan whose throughput before data-parallel communication and
-the optimizer (an upper bound) cannot come within the margin of the best found so far is skipped.
+× tensor parallel ∈ divisors of G up to 8 × pipeline parallel ∈ divisors of H × activation
+checkpointing off/on × micro-batch ∈ {1, 2, 4, …, 64} up to the largest that fits: at most
+5 × 4 × d(H) × 2 × 7 plans, each priced by arithmetic on cached traces. A plan whose throughput
+before data-parallel communication and the optimizer (an upper bound) cannot come within the
+margin of the best found so far is skipped.
 Price is fixed per cluster, so the fastest feasible plan is best for every objective; among
 plans within ``SIMPLER_PLAN_MARGIN`` of the fastest, the simplest wins (no model parallelism,
 DDP before ZeRO before FSDP, no checkpointing), so a small model keeps plain data parallelism.
-When nothing fits, the nearest miss (fewest bytes over) is reported.
+When nothing fits, the nearest miss (fewest bytes over) is reported. Plans the model's shape or
+the global batch rule out are skipped with their reason (:func:`plan_problem`): tensor parallel
+must split the attention and KV heads evenly, pipeline stages cannot outnumber the layers, and
+data-parallel ranks × micro-batch must divide the global batch.
 """
 
 from __future__ import annotations
@@ -136,7 +139,7 @@ def search_plans(
             largest_without[plain] = largest
         recomputes = shape.activation_checkpointing and not micro_batch
         smallest = largest_without.get(plain, 0) + 1 if recomputes else 1
-        allowed = [s for s in sizes if smallest <= s <= largest and s * data_parallel <= global_batch]
+        allowed = [s for s in sizes if smallest <= s <= largest and global_batch % (s * data_parallel) == 0]
         for size in reversed(allowed):  # large micro-batches first: a fast plan early prunes the rest
             plan = replace(shape, micro_batch=size)
             if (
@@ -156,7 +159,8 @@ def search_plans(
         close = [p for p in feasible if p.tokens_per_second >= (1 - SIMPLER_PLAN_MARGIN) * fastest]
         return PlanSearch(min(close, key=lambda p: _complexity(p.plan)), None, evaluated)
     if not misses:
-        return PlanSearch(None, None, evaluated, problems[-1] if problems else "no plan in the search space")
+        # The simplest shape's problem (the candidates run from the least model parallelism up).
+        return PlanSearch(None, None, evaluated, problems[0] if problems else "no plan in the search space")
     _, nearest = min(misses, key=lambda item: item[0])
     miss = predict_llm_training(arch, accelerator, plan=nearest, precision=precision, **context, **link)
     return PlanSearch(None, miss, evaluated + 1)

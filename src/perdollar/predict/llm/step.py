@@ -35,6 +35,7 @@ from perdollar.predict.llm.stage import (
     data_parallel_seconds,
     stage_times,
 )
+from perdollar.predict.parallel_limits import pipeline_parallel_problem, tensor_parallel_problem
 from perdollar.predict.params import shipped_model
 from perdollar.profile.llm_trace import layer_trace
 from perdollar.workload.llm.architecture import DecoderArchitecture
@@ -100,17 +101,31 @@ def plan_problem(
         return f"tensor parallel {tp} does not divide the {gpus_per_node} GPUs of a host"
     if nodes % pp:
         return f"pipeline parallel {pp} does not divide {nodes} hosts"
-    if pp > arch.num_layers:
-        return f"pipeline parallel {pp} exceeds the model's {arch.num_layers} layers"
+    shape = pipeline_parallel_problem(arch, pp) or tensor_parallel_problem(arch, tp, serving=False)
+    if shape:
+        return shape
     if plan.strategy == "hsdp" and nodes // pp < 2:
         return "HSDP replicates across hosts: it needs at least 2 hosts per pipeline stage"
     data_parallel = gpus_per_node * nodes // (tp * pp)
-    if global_batch < data_parallel * plan.micro_batch:
-        return (
-            f"global batch {global_batch} is smaller than {data_parallel} data-parallel ranks × "
-            f"micro-batch {plan.micro_batch}"
-        )
-    return ""
+    return global_batch_problem(global_batch, data_parallel, plan.micro_batch)
+
+
+def global_batch_problem(global_batch: int, data_parallel: int, micro_batch: int) -> str:
+    """Why a step of ``global_batch`` sequences cannot be split evenly ('' when it can).
+
+    Each optimizer step runs the same number of micro-batches on every data-parallel rank, so
+    the global batch is a whole multiple of ranks × micro-batch (Megatron-LM refuses any other).
+    """
+    unit = data_parallel * micro_batch
+    if global_batch % unit == 0:
+        return ""
+    lower, upper = global_batch // unit * unit, (global_batch // unit + 1) * unit
+    nearest = f"{lower} or {upper}" if lower else str(upper)
+    size = "smaller than" if global_batch < unit else "not a multiple of"
+    return (
+        f"global batch {global_batch} is {size} {data_parallel} data-parallel ranks × micro-batch "
+        f"{micro_batch} = {unit} (nearest that divide evenly: {nearest})"
+    )
 
 
 def plan_memory(

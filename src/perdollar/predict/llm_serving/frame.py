@@ -16,9 +16,11 @@ import pandas as pd
 
 from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.model import Accelerator
+from perdollar.errors import PerdollarError
 from perdollar.predict.llm_serving.formats import serving_format
 from perdollar.predict.llm_serving.load import LoadPoint, Workload, at_rate, predict_llm_serving
 from perdollar.predict.llm_serving.timing import DEFAULT_EFFICIENCY, GroupShape, ServingEfficiency
+from perdollar.predict.parallel_limits import context_problem
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 # A replica is loaded to at most this share of its ceiling: beyond it the running batch hits the
@@ -111,7 +113,16 @@ def llm_serving_frame(
     tensor_parallel_options: Iterable[int] = (1, 2, 4, 8),
     efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
 ) -> pd.DataFrame:
-    """One row per (instance type × TP × precision) with at least one whole accelerator per replica."""
+    """One row per (instance type × TP × precision) with at least one whole accelerator per replica.
+
+    A degree the model's heads cannot be split over is a row excluded with that reason; a
+    request longer than the model's context is refused outright.
+    """
+    too_long = context_problem(arch, input_tokens, output_tokens)
+    if too_long:
+        raise PerdollarError(
+            too_long, "lower --input-tokens/--output-tokens, or choose a longer-context model"
+        )
     work = Workload(input_tokens, output_tokens)
     instances = catalog.instances_frame()
     instances = instances[instances["accelerator_key"].notna() & (instances["accelerator_count"] >= 1)]

@@ -29,6 +29,7 @@ from perdollar.predict.llm_serving.timing import (
     prefill_time,
     weight_bytes_per_gpu,
 )
+from perdollar.predict.parallel_limits import pipeline_parallel_problem, tensor_parallel_problem
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 # 80% band: the 80th percentile of held-out errors of max-throughput output tokens/s in
@@ -143,7 +144,9 @@ def predict_llm_serving(
         "weights_gib_per_gpu": weights_gib,
     }
     unsupported = unsupported_reason(accelerator, fmt)
-    reason = unsupported or _fit_reason(accelerator, shape, weights_gib, kv_gib, limit)
+    misshapen = serving_shape_problem(arch, shape)
+    reason = unsupported or misshapen or _fit_reason(accelerator, shape, weights_gib, kv_gib, limit)
+    cause = "unsupported-format" if unsupported else "model-shape" if misshapen else "memory-capacity"
     if batch is not None and not reason and batch > limit:
         reason = f"a batch of {batch} needs the KV cache of {batch} sequences; {limit} fit"
     if reason:
@@ -151,7 +154,7 @@ def predict_llm_serving(
             **base, output_tokens_per_second=0.0, output_tokens_per_second_low=0.0,
             output_tokens_per_second_high=0.0, requests_per_second=0.0, ttft_ms=math.nan, tpot_ms=math.nan,
             batch=0, fits=False, fit_reason=reason,
-            bottleneck="unsupported-format" if unsupported else "memory-capacity",
+            bottleneck=cause,
         )  # fmt: skip
     first = prefill_time(arch, fmt, accelerator, shape, work.input_tokens, efficiency)
     if batch is not None:
@@ -181,6 +184,13 @@ def predict_llm_serving(
         bottleneck=step.bottleneck,
         mode=mode,
         breakdown_ms=_breakdown(step),
+    )
+
+
+def serving_shape_problem(arch: DecoderArchitecture, shape: GroupShape) -> str:
+    """Why a replica cannot be laid over ``shape`` as vLLM lays it ('' when it can)."""
+    return pipeline_parallel_problem(arch, shape.pipeline_parallel) or tensor_parallel_problem(
+        arch, shape.tensor_parallel, serving=True
     )
 
 
