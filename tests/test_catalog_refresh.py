@@ -246,3 +246,33 @@ def test_recommend_shows_the_outlier_flag_on_the_placeholder_price() -> None:
     tpu = [e for e in estimates if "tpu-v6e" in e["label"]]
     assert tpu and all("price-outlier" in e["flags"] for e in tpu)
     assert not any("price-outlier" in e["flags"] for e in estimates if "n2d-standard-8 " in e["label"])
+
+
+def test_a_name_in_a_hand_edited_snapshot_is_printed_as_text_not_markup() -> None:
+    from perdollar.catalog.snapshot_write import write_new_snapshot
+    from perdollar.paths import catalog_snapshot_dir
+
+    base = catalog.load()
+    key = ("aws", "g5.xlarge")
+    marked = "[reverse]g5.xlarge[/reverse]"
+    types = {k: v for k, v in base.instance_types.items() if k != key}
+    types[("aws", marked)] = dataclasses.replace(base.instance_types[key], name=marked)
+    offers = [dataclasses.replace(o, instance_type=marked) if (o.cloud, o.instance_type) == key else o
+              for o in base.offers]  # fmt: skip
+    write_new_snapshot(base, types, offers, dict(base.manifest), catalog_snapshot_dir(), "edited")
+    listing = (
+        "catalog",
+        "--cloud",
+        "aws",
+        "--accelerator",
+        "a10g",
+        "--region",
+        "us-east-1",
+        "--limit",
+        "500",
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "250"}
+    shown = subprocess.run([sys.executable, "-m", "perdollar", *listing], capture_output=True, text=True,
+                           timeout=120, env=env)  # fmt: skip
+    assert shown.returncode == 0, shown.stderr[-1500:]
+    assert marked in shown.stdout

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from perdollar.catalog.provenance import NOT_FOR_TRAINING
@@ -81,7 +82,7 @@ def listing_table(rows: list[dict[str, Any]], title: str, *, with_instance: bool
             " ".join([FLAG_MARKS.get(f, f) for f in row["flags"]] + (
                 [NOT_FOR_TRAINING] if row.get("excluded_reason") else [])),
         ]  # fmt: skip
-        table.add_row(*cells)
+        table.add_row(*map(escape, cells))  # names come from provider files: never read as markup
     return table
 
 
@@ -114,7 +115,7 @@ def records(frame: Any, fields: tuple[str, ...]) -> list[dict[str, Any]]:
 
 def print_show(result: dict[str, Any], chip: Any) -> None:
     parts = result["name_parts"]
-    console.print(f"[bold]{result['instance_type']}[/] ({result['cloud']})", highlight=False)
+    console.print(f"[bold]{escape(result['instance_type'])}[/] ({escape(result['cloud'])})", highlight=False)
     if parts is not None:
         console.print(
             f"  name: prefix={parts.prefix or '—'} family={parts.family} "
