@@ -77,9 +77,11 @@ def provider_name(name: str) -> str:
 # A provider's file is data from outside: read at most this much of it (a real provider CSV is a few
 # MB; a zip member that expands past this is refused, not decompressed into memory).
 MAX_FILE_BYTES = 128 * 2**20
-# What a row's numbers may be; anything outside is a broken or hostile file, not an offer.
-RANGES = {"price": (0.0, 10_000.0), "cpu": (0.0, 100_000.0), "memory": (0.0, 10_000_000.0),
-          "gpu_count": (0.0, 4096.0), "gpu_memory": (0.0, 100_000.0)}  # fmt: skip
+# What a row's numbers may be; anything outside is a broken or hostile file, not an offer. Wide enough
+# for a whole TPU pod (thousands of chips, tens of thousands of $/h): implausible prices within it are
+# flagged as outliers when the catalog loads, not refused here.
+RANGES = {"price": (0.0, 1_000_000.0), "cpu": (0.0, 1_000_000.0), "memory": (0.0, 100_000_000.0),
+          "gpu_count": (0.0, 100_000.0), "gpu_memory": (0.0, 100_000.0)}  # fmt: skip
 MAX_NAME_CHARS = 200
 # Names are printed in tables: no control characters (a newline would forge a row) and no square
 # brackets (read as markup by the terminal renderer); no real provider name has either.

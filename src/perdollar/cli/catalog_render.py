@@ -89,6 +89,7 @@ def listing_table(rows: list[dict[str, Any]], title: str, *, with_instance: bool
 # Short marks for data-quality flags in tables (the JSON carries the full flag names).
 FLAG_MARKS = {
     "gcp-gpu-sku-price-inconsistent-across-regions": "price?",
+    "price-outlier": "outlier",
     "gcp-h100-spot-close-to-on-demand": "spot≈od",
     "spot-price-equals-on-demand": "spot=od",
     "accelerator-filled-in-from-size-docs": "acc-filled",
