@@ -276,3 +276,29 @@ def test_a_name_in_a_hand_edited_snapshot_is_printed_as_text_not_markup() -> Non
                            timeout=120, env=env)  # fmt: skip
     assert shown.returncode == 0, shown.stderr[-1500:]
     assert marked in shown.stdout
+
+
+def test_a_top_choice_at_an_outlier_price_is_named_in_the_explanation() -> None:
+    from perdollar.catalog.snapshot_write import write_new_snapshot
+    from perdollar.paths import catalog_snapshot_dir
+
+    base = catalog.load()
+    where = ("aws", "g5.xlarge", "us-east-1", "on-demand")  # a typo: 2 cents an hour for an A10G
+    offers = [
+        dataclasses.replace(o, price_per_hour=0.02)
+        if (o.cloud, o.instance_type, o.region, o.market) == where
+        else o
+        for o in base.offers
+    ]
+    write_new_snapshot(
+        base, dict(base.instance_types), offers, dict(base.manifest), catalog_snapshot_dir(), "typo"
+    )
+    question = ("recommend", "vit-b16", "--cloud", "aws", "--region", "us-east-1", "--market", "on-demand",
+                "--samples", "1e8", "--no-store", "--json")  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "perdollar", *question], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(SRC)})  # fmt: skip
+    assert done.returncode == 0, done.stderr[-1500:]
+    answer = json.loads(done.stdout)
+    top = answer["estimates"][0]
+    assert "g5.xlarge" in top["label"] and "price-outlier" in top["flags"]
+    assert "flagged price-outlier" in answer["explanation"]

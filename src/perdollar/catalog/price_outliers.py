@@ -26,6 +26,11 @@ PRICE_OUTLIER_MEANING = (
     "its accelerator's median price per accelerator-hour), or a spot price is above on-demand in the "
     "same region: probably a placeholder or an error in the source; check it before trusting it."
 )
+# Said under a recommendation whose top choice carries the flag, as a stale price's age is.
+OUTLIER_SENTENCE = (
+    "Its price is flagged price-outlier: far outside the same machine's or accelerator's prices elsewhere "
+    "(`perdollar catalog flags`); confirm it with the provider before relying on this choice."
+)
 OUTLIER_FACTOR = 3.0
 FAMILY_FACTOR = 10.0
 MIN_GROUP = 4  # fewer prices than this say nothing about a family's range
