@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +138,167 @@ def test_refresh_command_reports_the_new_snapshot(stubbed: Any, monkeypatch: pyt
     summary = json.loads(result.stdout)
     assert summary["regions"] == ["us-east-1"] and summary["snapshot_id"].startswith("aws-refresh-")
     assert catalog.load().snapshot_id == summary["snapshot_id"]
+
+
+# ---- catalog refresh through gpuhunt: failures read as one line, bad files keep the old offers ----
+GPUHUNT_FILES = Path(__file__).parent / "fixtures" / "gpuhunt"
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def _refresh(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environment = {**(env or os.environ), "COLUMNS": "200"}
+    environment["PYTHONPATH"] = str(SRC) + os.pathsep + environment.get("PYTHONPATH", "")
+    return subprocess.run([sys.executable, "-m", "perdollar", "catalog", "refresh", *args],
+                          capture_output=True, text=True, env=environment, timeout=120)  # fmt: skip
+
+
+def test_no_network_is_one_line_and_verbose_shows_the_rest() -> None:
+    pytest.importorskip("gpuhunt")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    env = {**os.environ, "GPUHUNT_CATALOG_URL": f"http://127.0.0.1:{port}/v3", "NO_PROXY": "127.0.0.1"}
+    quiet = _refresh(env=env)
+    lines = quiet.stderr.strip().splitlines()
+    assert quiet.returncode == 2 and len(lines) == 1, quiet.stderr[-2000:]
+    assert "could not download gpuhunt's catalogs (" in lines[0] and "--verbose shows" in lines[0]
+    assert "Traceback" not in quiet.stderr
+    loud = _refresh("--verbose", env=env)
+    assert loud.returncode == 2 and "Failed to load aws catalog" in loud.stderr
+    assert (
+        "caused by URLError" in loud.stderr
+        and loud.stderr.strip().splitlines()[-1] == lines[0].split(" (--verbose")[0]
+    )
+
+
+HEADER = "instance_name,location,price,cpu,memory,gpu_count,gpu_name,gpu_memory,spot,disk_size,gpu_vendor"
+GOOD_ROW = "g5.xlarge,us-east-1,1.006,4,16.0,1,A10G,24.0,False,,nvidia"
+BAD_AWS_FILES = {
+    "negative prices": [GOOD_ROW.replace("1.006", "-1.006"), GOOD_ROW.replace("1.006", "-0.4")],
+    "header only": [],
+    "NaN price": [GOOD_ROW.replace("1.006", "nan")],
+    "negative GPU count": [GOOD_ROW.replace(",1,A10G", ",-1,A10G")],
+    "markup in a name": [GOOD_ROW.replace("g5.xlarge", "[bold red]g5.xlarge[/]")],
+    "newline in a name": [GOOD_ROW.replace("g5.xlarge", '"g5.xlarge\nFORGED ROW"')],
+    "infinite memory": [GOOD_ROW.replace(",16.0,", ",inf,")],
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_AWS_FILES))
+def test_a_provider_whose_file_fails_validation_keeps_its_offers(case: str, tmp_path: Path) -> None:
+    shutil.copy(GPUHUNT_FILES / "runpod.csv", tmp_path / "runpod.csv")
+    (tmp_path / "aws.csv").write_text("\n".join([HEADER, *BAD_AWS_FILES[case]]) + "\n")
+    before = sum(o.cloud == "aws" for o in catalog.load().offers)
+    done = _refresh("--from", str(tmp_path), "--captured-at", "2026-11-20")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "not refreshed: aws" in done.stderr and "previous offers are kept" in done.stderr
+    assert not any(line.startswith("FORGED") for line in done.stderr.splitlines())  # never a row of its own
+    fresh = catalog.load()  # the new snapshot loads, and later commands work
+    assert fresh.snapshot_id.startswith("gpuhunt-refresh-")
+    assert sum(o.cloud == "aws" for o in fresh.offers) == before
+    assert any(o.cloud == "runpod" for o in fresh.offers)
+    listed = subprocess.run([sys.executable, "-m", "perdollar", "catalog", "--cloud", "aws", "--json"],
+                            capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "PYTHONPATH": str(SRC)})  # fmt: skip
+    assert listed.returncode == 0 and json.loads(listed.stdout), listed.stderr[-1000:]
+
+
+def test_a_snapshot_that_would_not_load_is_never_written(tmp_path: Path) -> None:
+    from perdollar.catalog.snapshot_write import write_new_snapshot
+
+    base = catalog.load()
+    offer = next(o for o in base.offers if o.cloud == "aws")
+    broken = [*base.offers, dataclasses.replace(offer, region="", price_per_hour=float("nan"))]
+    with pytest.raises(PerdollarError, match="would not load"):
+        write_new_snapshot(base, dict(base.instance_types), broken, dict(base.manifest), tmp_path, "bad")
+    assert list(tmp_path.iterdir()) == []
+    assert catalog.load().snapshot_id == base.snapshot_id
+
+
+def test_prices_far_outside_their_family_are_flagged_like_stale_ones() -> None:
+    from perdollar.catalog.price_outliers import PRICE_OUTLIER_FLAG
+
+    bundled = catalog.load()
+    placeholder = [o for o in bundled.offers if o.instance_type.startswith("tpu-v6e")
+                   and o.region == "southamerica-west1" and o.market == "spot"]  # fmt: skip
+    assert placeholder and all(o.price_per_hour == 700 for o in placeholder)  # the source's $700/h
+    assert all(PRICE_OUTLIER_FLAG in o.flags for o in placeholder)
+    usual = [o for o in bundled.offers if o.instance_type in ("g5.xlarge", "p5.48xlarge", "tpu-v6e-8")
+             and o.region in ("us-east-1", "us-east5") and o.market == "on-demand"]  # fmt: skip
+    assert usual and not any(PRICE_OUTLIER_FLAG in o.flags for o in usual)
+    flagged = sum(PRICE_OUTLIER_FLAG in o.flags for o in bundled.offers)
+    assert 0 < flagged < len(bundled.offers) / 50  # a few, not the catalog
+    explained = subprocess.run([sys.executable, "-m", "perdollar", "catalog", "flags", "--json"],
+                               capture_output=True, text=True, timeout=120,
+                               env={**os.environ, "PYTHONPATH": str(SRC)})  # fmt: skip
+    row = next(r for r in json.loads(explained.stdout) if r["flag"] == PRICE_OUTLIER_FLAG)
+    assert row["offers"] == flagged and "median" in row["meaning"]
+
+
+def test_recommend_shows_the_outlier_flag_on_the_placeholder_price() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "perdollar", "recommend", "vit-b16", "--cloud", "gcp", "--region",
+         "southamerica-west1", "--market", "spot", "--samples", "1e8", "--no-store", "--json"],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(SRC)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-1500:]
+    estimates = json.loads(done.stdout)["estimates"]
+    tpu = [e for e in estimates if "tpu-v6e" in e["label"]]
+    assert tpu and all("price-outlier" in e["flags"] for e in tpu)
+    assert not any("price-outlier" in e["flags"] for e in estimates if "n2d-standard-8 " in e["label"])
+
+
+def test_a_name_in_a_hand_edited_snapshot_is_printed_as_text_not_markup() -> None:
+    from perdollar.catalog.snapshot_write import write_new_snapshot
+    from perdollar.paths import catalog_snapshot_dir
+
+    base = catalog.load()
+    key = ("aws", "g5.xlarge")
+    marked = "[reverse]g5.xlarge[/reverse]"
+    types = {k: v for k, v in base.instance_types.items() if k != key}
+    types[("aws", marked)] = dataclasses.replace(base.instance_types[key], name=marked)
+    offers = [dataclasses.replace(o, instance_type=marked) if (o.cloud, o.instance_type) == key else o
+              for o in base.offers]  # fmt: skip
+    write_new_snapshot(base, types, offers, dict(base.manifest), catalog_snapshot_dir(), "edited")
+    listing = (
+        "catalog",
+        "--cloud",
+        "aws",
+        "--accelerator",
+        "a10g",
+        "--region",
+        "us-east-1",
+        "--limit",
+        "500",
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "250"}
+    shown = subprocess.run([sys.executable, "-m", "perdollar", *listing], capture_output=True, text=True,
+                           timeout=120, env=env)  # fmt: skip
+    assert shown.returncode == 0, shown.stderr[-1500:]
+    assert marked in shown.stdout
+
+
+def test_a_top_choice_at_an_outlier_price_is_named_in_the_explanation() -> None:
+    from perdollar.catalog.snapshot_write import write_new_snapshot
+    from perdollar.paths import catalog_snapshot_dir
+
+    base = catalog.load()
+    where = ("aws", "g5.xlarge", "us-east-1", "on-demand")  # a typo: 2 cents an hour for an A10G
+    offers = [
+        dataclasses.replace(o, price_per_hour=0.02)
+        if (o.cloud, o.instance_type, o.region, o.market) == where
+        else o
+        for o in base.offers
+    ]
+    write_new_snapshot(
+        base, dict(base.instance_types), offers, dict(base.manifest), catalog_snapshot_dir(), "typo"
+    )
+    question = ("recommend", "vit-b16", "--cloud", "aws", "--region", "us-east-1", "--market", "on-demand",
+                "--samples", "1e8", "--no-store", "--json")  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "perdollar", *question], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(SRC)})  # fmt: skip
+    assert done.returncode == 0, done.stderr[-1500:]
+    answer = json.loads(done.stdout)
+    top = answer["estimates"][0]
+    assert "g5.xlarge" in top["label"] and "price-outlier" in top["flags"]
+    assert "flagged price-outlier" in answer["explanation"]

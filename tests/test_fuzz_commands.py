@@ -72,3 +72,12 @@ def test_hostile_text_for_every_argument_is_one_line(
         errors = [line for line in err.strip().splitlines() if line.startswith("perdollar: error:")]
         assert code in (1, 2, 3), (path, value, code, err[-800:])
         assert len(errors) == 1, (path, value, err[-800:])
+
+
+@pytest.mark.parametrize("path", [p for p, _ in COMMANDS], ids=[" ".join(p) for p, _ in COMMANDS])
+def test_every_command_takes_verbose_after_its_name(
+    path: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --verbose shows what a one-line error collapsed (a library's log, the exception chain behind it)
+    code, out, err = _invoke([*path, "--verbose", "--help"], capsys)
+    assert code == 0 and "--verbose" in out, err[-800:]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,41 @@ def test_a_bad_file_is_one_line(command: tuple[str, ...], name: str, tmp_path: P
     assert done.returncode == 2, done.stderr[-1500:]
     assert "Traceback" not in done.stderr and lines[-1].startswith("perdollar: error:") and len(lines) == 1
     assert path.name in lines[-1]
+
+
+def _hostile_catalog_sources(folder: Path) -> dict[str, Path]:
+    """What a careless or hostile user gives `catalog refresh --from`: never a provider's table."""
+    (folder / "a-folder").mkdir()
+    (folder / "a-folder" / "aws.csv").mkdir()  # a folder where the provider's file should be
+    (folder / "zero").mkdir()
+    (folder / "zero" / "aws.csv").symlink_to("/dev/zero")
+    (folder / "pipe").mkdir()
+    os.mkfifo(folder / "pipe" / "aws.csv")  # nobody writes to it: reading it would wait forever
+    header = "instance_name,location,price,cpu,memory,gpu_count,gpu_name,gpu_memory,spot\n"
+    # 129 MiB of one byte in a few hundred kB
+    with (zipfile.ZipFile(folder / "bomb.zip", "w", zipfile.ZIP_DEFLATED) as archive,
+          archive.open("aws.csv", "w", force_zip64=True) as member):  # fmt: skip
+        member.write(header.encode())
+        for _ in range(129):
+            member.write(b"x" * 2**20)
+    return {"folder-named-aws.csv": folder / "a-folder", "dev-zero": Path("/dev/zero"),
+            "link-to-dev-zero": folder / "zero", "named-pipe": folder / "pipe",
+            "named-pipe-itself": folder / "pipe" / "aws.csv", "zip-bomb": folder / "bomb.zip"}  # fmt: skip
+
+
+HOSTILE_SOURCES = ["folder-named-aws.csv", "dev-zero", "link-to-dev-zero", "named-pipe", "named-pipe-itself",
+                   "zip-bomb"]  # fmt: skip
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+@pytest.mark.parametrize("name", HOSTILE_SOURCES)
+def test_catalog_refresh_from_a_hostile_source_is_one_line(name: str, tmp_path: Path) -> None:
+    source = _hostile_catalog_sources(tmp_path)[name]
+    done = subprocess.run(
+        [sys.executable, "-c", "from perdollar.cli import main; main()", "catalog", "refresh", "--from",
+         str(source)], capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr[-1500:]
+    assert "Traceback" not in done.stderr and len(lines) == 1 and lines[0].startswith("perdollar: error:")
+    assert ("not a regular file" in lines[0]) or ("more than 128 MiB" in lines[0])

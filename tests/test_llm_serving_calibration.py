@@ -12,7 +12,7 @@ import pytest
 from cli_runner import run_perdollar
 from llm_stream_server import streaming_server
 from perdollar import catalog as catalog_mod
-from perdollar.predict.llm_serving.calibrate import EndpointReading, _cases, calibrate
+from perdollar.predict.llm_serving.calibrate import EndpointReading, _cases, calibrate, impossible_reason
 from perdollar.predict.llm_serving.published import predict_case
 from perdollar.predict.llm_serving.timing import DEFAULT_EFFICIENCY
 from perdollar.workload.llm import load_llm_workload
@@ -71,3 +71,43 @@ def test_serve_bench_of_a_named_model_calibrates_recommend(tmp_path: Path) -> No
     slower = [row["tpot_p99_ms"] / tpot[row["label"]]
               for row in calibrated["deployments"] if row["label"] in tpot]  # fmt: skip
     assert slower and min(slower) > 1.1  # a 150 ms/token endpoint on an L4 is slower than shipped
+    assert {row["basis"] for row in calibrated["deployments"]} == {"calibrated"}  # not "(spec)"
+    assert {row["basis"] for row in shipped["deployments"]} == {"spec"}
+
+
+def test_a_reading_beyond_the_chips_physical_limit_calibrates_nothing() -> None:
+    catalog = catalog_mod.load()
+    arch = load_llm_workload("llama-3.1-8b", kind="inference").architecture
+    chips = {"L4": catalog.accelerators["L4"]}
+    # 8B fp16 weights on an L4: ~15 GB at 300 GB/s, so no decode step is faster than ~50 ms.
+    too_fast = EndpointReading("L4", 1, "fp16", 256, 128, tpot_ms=9.0, ttft_ms=500.0)
+    reason = impossible_reason(too_fast, arch, chips["L4"])
+    assert "9 ms" in reason and "50" in reason and "300 GB/s" in reason
+    assert calibrate([too_fast], arch, chips, DEFAULT_EFFICIENCY) is None
+    instant_prompt = replace(too_fast, tpot_ms=80.0, input_tokens=8192, ttft_ms=5.0)
+    assert "peak fp16 rate" in impossible_reason(instant_prompt, arch, chips["L4"])
+    plausible = replace(too_fast, tpot_ms=80.0)
+    assert impossible_reason(plausible, arch, chips["L4"]) == ""
+    calibration = calibrate([too_fast, plausible], arch, chips, DEFAULT_EFFICIENCY)
+    assert calibration is not None and calibration.readings == (plausible,)
+    assert len(calibration.refused) == 1 and "physical limit" in calibration.refused[0]
+
+
+def test_serve_bench_flags_an_impossible_endpoint_and_recommend_says_why_it_is_not_used(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "s.db"
+    with streaming_server(0.4, 0.009, max_seconds=120) as url:  # 9 ms a token "on an L4"
+        measured = _perdollar("serve-bench", "--url", url, "--model", "meta-llama/Llama-3.1-8B-Instruct",
+                              "--accelerator", "L4", "--rates", "0.5", "--max-requests", "3",
+                              "--input-tokens", "64", "--output-tokens", "8", "--step-seconds", "10",
+                              "--json", store=store)  # fmt: skip
+    assert measured.returncode == 0, measured.stderr[-1500:]
+    warnings = json.loads(measured.stdout)["warnings"]
+    assert any("beyond the physical limit" in w and "300 GB/s" in w for w in warnings)
+    question = ("recommend", "llama-3.1-8b", "--inference", "--rps", "1", "--input-tokens", "64",
+                "--output-tokens", "8", "--precision", "fp16", "--json")  # fmt: skip
+    answer = json.loads(_perdollar(*question, store=store).stdout)
+    assert not any("calibrated on" in note for note in answer["notes"])
+    assert any("calibrates nothing" in note and "L4" in note for note in answer["notes"])
+    assert {row["basis"] for row in answer["deployments"]} == {"spec"}

@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from llm_stream_server import streaming_server
+from perdollar.fmt import mask_url, mask_urls_in
 from perdollar.measure.serving.openai_load import (
     LoadSettings,
     arrival_times,
@@ -73,12 +74,12 @@ def test_poisson_schedule_is_bounded_by_count_and_time() -> None:
     assert max(brief) <= 2.0 and 5 < len(brief) < 40  # about 20 expected in 2 s at 10/s
 
 
-def _serve_bench(url: str, *extra: str) -> subprocess.CompletedProcess[str]:
+def _serve_bench(url: str, *extra: str, json_out: bool = True) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "perdollar", "serve-bench", "--url", url, "--model", "Tiny-LM", "--rates", "4",
          "--max-requests", "6", "--step-seconds", "2", "--output-tokens", str(TOKENS), "--stall-seconds", "1",
-         "--accelerator", "L4", "--json", *extra],
-        capture_output=True, text=True, timeout=120, env=dict(os.environ),
+         "--accelerator", "L4", *(["--json"] if json_out else []), *extra],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "250"},
     )  # fmt: skip
 
 
@@ -106,3 +107,49 @@ def test_serve_bench_url_against_a_failing_server_records_the_failure_and_exits_
     assert out["status"] == "error" and out["steps"][0]["dropped"] == 6
     with open_store(None) as store:
         assert store.measurements_for(llm_endpoint_fingerprint("tiny-lm"), ok_only=False)[0].status == "error"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [("http://user:hunter2@host:8000/v1", "http://***@host:8000/v1"),
+     ("https://gw.example/v1?api_key=hunter2&model=x", "https://gw.example/v1?api_key=***&model=x"),
+     ("http://u:hunter2@[::1/v1?access_token=hunter2", "http://***@[::1/v1?access_token=***"),
+     ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1")],
+)  # fmt: skip
+def test_secrets_in_a_url_are_masked(url: str, shown: str) -> None:
+    assert mask_url(url) == shown
+    assert mask_urls_in(f"HTTP 401 for url '{url}' (retry)") == f"HTTP 401 for url '{shown}' (retry)"
+
+
+def test_credentials_in_the_url_are_never_printed_or_stored() -> None:
+    with streaming_server(FIRST_S, TOKEN_S, max_seconds=90) as url:
+        secret_url = url.replace("http://", "http://user:hunter2@") + "?api_key=hunter3"
+        table = _serve_bench(secret_url, json_out=False)
+        document = _serve_bench(secret_url)
+    assert table.returncode == 0 and document.returncode == 0, table.stderr[-1500:]
+    for done in (table, document):
+        assert "hunter" not in done.stdout + done.stderr
+    assert "http://***@127.0.0.1:" in table.stdout and json.loads(document.stdout)["endpoint"].startswith(
+        "http://***@127.0.0.1:"
+    )
+    with open_store(None) as store:
+        stored = store.measurements_for(llm_endpoint_fingerprint("tiny-lm"))
+    assert len(stored) == 2 and all(m.host.versions["endpoint"].endswith("/v1?api_key=***") for m in stored)
+    assert all("hunter" not in json.dumps(m.host.versions) for m in stored)
+    history = subprocess.run([sys.executable, "-m", "perdollar", "history"], capture_output=True, text=True,
+                             timeout=120, env={**os.environ, "COLUMNS": "250"})  # fmt: skip
+    assert history.returncode == 0 and "hunter" not in history.stdout
+    # an endpoint's rate is output tokens/s, and history says so
+    assert "output tokens/s" in history.stdout and "samples/s" not in history.stdout
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [("http://127.0.0.1:99999/v1", "Port out of range"), ("http://[::1/v1", "Invalid IPv6 URL"),
+     ("http://user:hunter2@:8000/v1", "has no host"), ("ftp://127.0.0.1/v1", "not an http(s) URL")],
+)  # fmt: skip
+def test_a_url_no_request_can_reach_is_one_line(url: str, words: str) -> None:
+    done = _serve_bench(url)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-1500:]
+    assert words in lines[0] and "hunter2" not in lines[0]

@@ -2,12 +2,14 @@
 
 Shared by every stage that prints (the CLI tables, the HTML report). A value with an
 uncertainty is printed with as many digits as the uncertainty allows, the way
-``torch.utils.benchmark`` and hyperfine do.
+``torch.utils.benchmark`` and hyperfine do. URLs are shown with their secrets masked.
 """
 
 from __future__ import annotations
 
 import math
+import re
+from urllib.parse import urlsplit, urlunsplit
 
 
 def significant_digits(value: float, spread: float | None) -> int:
@@ -114,3 +116,38 @@ def cut_note(table: object, width: int, *, fuller: str = "use --json") -> str:
     if needed <= width:
         return ""
     return f"cells cut for the terminal's width (the table needs {needed} columns): widen it, or {fuller}"
+
+
+# Query parameters that carry secrets (?api_key=…, &access_token=…, &sig=…) and a URL inside free text.
+_SECRET_WORDS = r"key|token|secret|passw|pwd|auth|sig|credential|session"
+_SECRET_QUERY_NAME = re.compile(_SECRET_WORDS, re.IGNORECASE)
+_SECRET_QUERY_PAIR = re.compile(rf"([?&][^=&#]*(?:{_SECRET_WORDS})[^=&#]*=)[^&#]*", re.IGNORECASE)
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+MASK = "***"
+
+
+def _masked_pair(pair: str) -> str:
+    name, equals, _ = pair.partition("=")
+    return f"{name}={MASK}" if equals and _SECRET_QUERY_NAME.search(name) else pair
+
+
+def mask_url(url: str) -> str:
+    """``url`` as it may be printed or stored: user and password, and query values named like
+    secrets, replaced by ``***`` (``http://user:pw@host/v1?api_key=k`` → ``http://***@host/v1?api_key=***``).
+    The one place a URL is made safe to show; a malformed URL is masked by pattern."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        masked = re.sub(r"//[^/?#\s]*@", f"//{MASK}@", url)
+        return _SECRET_QUERY_PAIR.sub(rf"\g<1>{MASK}", masked)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{MASK}@{netloc.rsplit('@', 1)[1]}"
+    # Each pair as it was written (no re-encoding of what is not a secret).
+    query = "&".join(map(_masked_pair, parts.query.split("&"))) if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def mask_urls_in(text: str) -> str:
+    """Free text (an HTTP library's error message) with every URL in it masked as :func:`mask_url` does."""
+    return _URL_IN_TEXT.sub(lambda match: mask_url(match[0]), text)

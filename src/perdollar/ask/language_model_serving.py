@@ -14,7 +14,7 @@ from perdollar.catalog.filters import allowed_offers
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict.frame import SUPPORTED_STACKS
-from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of
+from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of, refused_readings
 from perdollar.predict.llm_serving.frame import llm_serving_frame
 from perdollar.predict.llm_serving.timing import DEFAULT_EFFICIENCY
 from perdollar.price.llm_serving import price_llm_deployments
@@ -46,7 +46,10 @@ def slo_label(settings: LanguageModelSettings) -> str:
 
 
 def answer_language_model_serving(
-    question: Question, *, catalog: Catalog, progress: Progress = quiet,
+    question: Question,
+    *,
+    catalog: Catalog,
+    progress: Progress = quiet,
     measurements: Sequence[Measurement] = (),
 ) -> LanguageModelServingAnswer:
     """``measurements``: stored ``serve-bench WORKLOAD --url`` runs of this model; they calibrate."""
@@ -68,7 +71,7 @@ def answer_language_model_serving(
         priced_only=True,
     )
     formats = (question.precision,) if question.precision else FORMATS
-    calibration = _calibration(measurements, workload.architecture, catalog)
+    calibration, refused = _calibration(measurements, workload.architecture, catalog)
     progress(f"sizing {workload.name} replicas on every instance type, tensor-parallel degree and format")
     deployments = llm_serving_frame(
         workload.architecture,
@@ -81,6 +84,8 @@ def answer_language_model_serving(
         precisions=formats,
         efficiency=calibration.efficiency if calibration else DEFAULT_EFFICIENCY,
     )
+    if calibration is not None:
+        deployments = deployments.assign(basis="calibrated")  # every row is predicted with its efficiency
     deployments = _foreign_stacks_excluded(deployments, catalog)
     frame = price_llm_deployments(
         deployments,
@@ -103,6 +108,7 @@ def answer_language_model_serving(
             f"{input_tokens} tokens in, {output_tokens} out per request; replicas loaded to at most 90% "
             "of their ceiling; continuous batching (prefill and decode in one iteration)",
             *([calibration.describe(workload.name)] if calibration else []),
+            *refused,
         ),
         sample_unit="output tokens",
     )
@@ -110,13 +116,14 @@ def answer_language_model_serving(
 
 
 def _calibration(measurements: Sequence[Measurement], arch: DecoderArchitecture,
-                 catalog: Catalog) -> Calibration | None:  # fmt: skip
+                 catalog: Catalog) -> tuple[Calibration | None, tuple[str, ...]]:  # fmt: skip
+    """The calibration from the stored endpoint runs, and why any run beyond physics was not used."""
     readings = [r for r in map(reading_of, measurements) if r is not None]
     if not readings:
-        return None
+        return None, ()
     chips = {r.accelerator_key: catalog.accelerators[r.accelerator_key]
              for r in readings if r.accelerator_key in catalog.accelerators}  # fmt: skip
-    return calibrate(readings, arch, chips, DEFAULT_EFFICIENCY)
+    return calibrate(readings, arch, chips, DEFAULT_EFFICIENCY), refused_readings(readings, arch, chips)
 
 
 def _foreign_stacks_excluded(deployments: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:

@@ -5,6 +5,8 @@ Kept apart from the build code so the manifest text can be read (and reviewed) o
 
 from __future__ import annotations
 
+from perdollar.catalog.price_outliers import PRICE_OUTLIER_FLAG, PRICE_OUTLIER_MEANING
+
 # Data dates of the offline sources (from the data folder's README).
 AWS_GPU_PRICE_DATE = "2025-11-30"  # instances.vantage.sh dump (tsaol/aws-gpu)
 AWS_CPU_PRICE_DATE = "2026-07-20"  # Karpenter's generated us-east-1 price table
@@ -53,6 +55,7 @@ REFRESH_FLAG_MEANINGS = {
     "interruption-bucket-from-previous-snapshot": (
         "Spot Advisor bucket carried over from the previous snapshot (no API for it)."
     ),
+    PRICE_OUTLIER_FLAG: PRICE_OUTLIER_MEANING,
 }
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.model import InstanceType, Offer
-from perdollar.catalog.snapshot_write import catalog_frames, write_snapshot
+from perdollar.catalog.snapshot_write import catalog_frames, check_loads, write_snapshot
 from perdollar.errors import PerdollarError
 
 ClientFactory = Callable[[str, str], Any]  # (service, region) → boto3 client
@@ -299,5 +299,6 @@ def refresh_aws(
     shutil.rmtree(partial, ignore_errors=True)
     # Written aside and renamed, so a half-written folder is never taken for the newest snapshot.
     write_snapshot(partial, *frames, manifest)
+    check_loads(partial)
     partial.rename(final)
     return final

@@ -29,6 +29,8 @@ class RefreshResult:
     offers: list[Offer]
     refreshed: dict[str, int]  # cloud → offers written
     unknown_accelerators: dict[str, int] = field(default_factory=dict)  # gpu name → rows left out
+    # provider → why nothing of its file could be used (that cloud keeps its previous offers)
+    unusable: dict[str, str] = field(default_factory=dict)
 
 
 def accelerator_key(catalog: Catalog, name: str, memory_gb: float, instance_name: str = "") -> str | None:
@@ -101,6 +103,7 @@ def build_refresh(base: Catalog, sources: Iterable[ProviderOffers]) -> RefreshRe
     fresh: list[Offer] = []
     refreshed: dict[str, int] = {}
     unknown: dict[str, int] = {}
+    unusable: dict[str, str] = {}
     buckets = {(o.cloud, o.instance_type, o.region): o.interruption_bucket
                for o in base.offers if o.market == "spot" and o.interruption_bucket}  # fmt: skip
     for source in sources:
@@ -145,6 +148,11 @@ def build_refresh(base: Catalog, sources: Iterable[ProviderOffers]) -> RefreshRe
                     interruption_bucket=bucket, flags=(CARRIED_BUCKET_FLAG,) if bucket else (),
                 )
             )  # fmt: skip
+        if not offers:
+            unusable[source.provider] = (
+                f"none of its {len(source.rows)} priced rows is a machine the catalog can price"
+            )
+            continue
         fresh.extend(offers)
         refreshed[cloud] = len(offers)
     kept = [o for o in base.offers if o.cloud not in refreshed]
@@ -155,6 +163,7 @@ def build_refresh(base: Catalog, sources: Iterable[ProviderOffers]) -> RefreshRe
         offers=offers,
         refreshed=refreshed,
         unknown_accelerators=unknown,
+        unusable=unusable,
     )
 
 

@@ -22,6 +22,7 @@ from perdollar.catalog.snapshot import (
     MANIFEST,
     OFFER_COLUMNS,
     OFFERS,
+    read_snapshot,
 )
 from perdollar.errors import PerdollarError
 
@@ -76,6 +77,20 @@ def catalog_frames(
     return chips, aliases, types, pd.DataFrame(offer_rows, columns=list(OFFER_COLUMNS))
 
 
+def check_loads(partial: Path) -> None:
+    """Load a snapshot written aside before it takes over: one that would not load is removed, never
+    renamed into place (it would break every later command until deleted by hand)."""
+    try:
+        read_snapshot(partial)
+    except PerdollarError as error:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise PerdollarError(
+            f"the new catalog snapshot would not load ({error.problem.replace(str(partial), '…')})",
+            "nothing was written; the current catalog is unchanged — fix or leave out the source that "
+            "brought this value",
+        ) from None
+
+
 def write_new_snapshot(
     base: Catalog,
     instance_types: dict[tuple[str, str], InstanceType],
@@ -93,6 +108,7 @@ def write_new_snapshot(
         out_root.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(partial, ignore_errors=True)
         write_snapshot(partial, *frames, manifest)
+        check_loads(partial)
         partial.rename(final)
     except OSError as error:
         shutil.rmtree(partial, ignore_errors=True)

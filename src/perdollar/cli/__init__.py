@@ -63,6 +63,7 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show full tracebacks instead of one-line errors."),
+    verbose: bool = typer.Option(False, "--verbose", help=common.VERBOSE_HELP, callback=common.set_verbose),
     version: bool = typer.Option(
         False, "--version", callback=_print_version, is_eager=True, help="Print perdollar's version and exit."
     ),
@@ -130,7 +131,7 @@ def _as_markdown(text: str) -> str:
 CSV_HELP = "The main table (the --json document's rows) as CSV on stdout."
 
 
-def _format_help(command: click.Command) -> None:
+def _format_help(command: click.Command, verbose: click.Parameter | None = None) -> None:
     if command.help:
         command.help = _as_markdown(command.help)
     json_option = next((p for p in command.params if "--json" in getattr(p, "opts", [])), None)
@@ -142,8 +143,27 @@ def _format_help(command: click.Command) -> None:
         csv_option.opts, csv_option.secondary_opts = ["--csv"], []
         csv_option.name, csv_option.help, csv_option.expose_value = "csv", CSV_HELP, False
         command.params.append(csv_option)
-    for sub in getattr(command, "commands", {}).values():
-        _format_help(sub)
+    subcommands = getattr(command, "commands", {})
+    verbose = verbose or next((p for p in command.params if "--verbose" in getattr(p, "opts", [])), None)
+    if verbose is not None and not any("--verbose" in getattr(p, "opts", []) for p in command.params):
+        # Every command takes --verbose after its name too, as `perdollar --verbose COMMAND` does
+        # (a copy of the root's option: the option class typer parses with, never handed to the command).
+        own = copy.copy(verbose)
+        own.expose_value = False
+        command.params.append(own)
+    for sub in subcommands.values():
+        _format_help(sub, verbose)
+
+
+def _chain(error: BaseException) -> list[str]:
+    """The exceptions behind ``error`` (causes and contexts, even those hidden from the one line)."""
+    lines, seen = [], {id(error)}
+    inner = error.__cause__ or error.__context__
+    while inner is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        lines.append(f"  caused by {type(inner).__name__}: {inner}")
+        inner = inner.__cause__ or inner.__context__
+    return lines
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
@@ -175,12 +195,15 @@ def main(argv: list[str] | None = None) -> None:
         common.STATE.csv = True
     keep_stdout = common.stdout_kept_for_json() if "--json" in own else contextlib.nullcontext()
     try:
-        with keep_stdout:
+        with keep_stdout, common.logs_held():
             result = command.main(args=argv, prog_name="perdollar", standalone_mode=False)
     except PerdollarError as error:
         if common.STATE.debug:
             traceback.print_exc()
-        common.print_error(error.one_line())
+        elif common.STATE.verbose:
+            for line in _chain(error):
+                sys.stderr.write(line + "\n")
+        common.print_error(error.one_line() + common.held_note())
         sys.exit(error.exit_code)
     except (click.exceptions.Abort, typer.Abort):
         common.print_error("interrupted")
@@ -190,4 +213,6 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         common.print_error("interrupted")
         sys.exit(130)
+    if common.held_note():
+        common.print_warning("a library logged warnings while this ran" + common.held_note())
     sys.exit(result if isinstance(result, int) else 0)

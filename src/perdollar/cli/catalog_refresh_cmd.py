@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from perdollar.cli.catalog_cmd import catalog_app
 from perdollar.cli.common import emit_json, err_console, progress
@@ -89,6 +90,10 @@ def catalog_refresh(
         why = "; ".join(f"{p}: {reason}" for p, reason in failed.items()) or "no offers"
         raise PerdollarError(f"no provider could be refreshed ({why})", "the current catalog is unchanged")
     result = build_refresh(base, sources)
+    failed = failed | result.unusable
+    if not result.refreshed:
+        why = "; ".join(f"{p}: {reason}" for p, reason in failed.items())
+        raise PerdollarError(f"no provider could be refreshed ({why})", "the current catalog is unchanged")
     origin = str(from_path) if from_path is not None else "gpuhunt's published catalogs"
     manifest = refresh_manifest(base, result, stamp, origin=origin, failed=failed)
     folder = write_new_snapshot(
@@ -101,7 +106,11 @@ def catalog_refresh(
         "path": folder,
         "captured_at": fresh.captured_at,
         "offers_by_cloud": result.refreshed,
-        "captured_at_by_cloud": {PROVIDERS[s.provider]: s.captured_at.isoformat() for s in sources},
+        "captured_at_by_cloud": {
+            PROVIDERS[s.provider]: s.captured_at.isoformat()
+            for s in sources
+            if PROVIDERS[s.provider] in result.refreshed
+        },
         "failed": failed,
         "rows_with_unknown_accelerators": result.unknown_accelerators,
         "offers": len(fresh.offers),
@@ -111,11 +120,17 @@ def catalog_refresh(
         return
     clouds = ", ".join(f"{cloud} {count:,}" for cloud, count in result.refreshed.items())
     err_console.print(
-        f"wrote {fresh.snapshot_id} ({clouds} offers) to {folder}; it is now the catalog perdollar uses.",
+        escape(
+            f"wrote {fresh.snapshot_id} ({clouds} offers) to {folder}; it is now the catalog perdollar uses."
+        ),
         highlight=False,
     )
     for name, reason in failed.items():
-        err_console.print(f"not refreshed: {name} ({reason}); its previous offers are kept.", highlight=False)
+        err_console.print(
+            escape(f"not refreshed: {name} ({reason}); its previous offers are kept."),
+            highlight=False,
+            soft_wrap=True,
+        )
     if result.unknown_accelerators:
         names = ", ".join(sorted(result.unknown_accelerators))
         err_console.print(f"left out (accelerator not in the catalog): {names}", highlight=False)

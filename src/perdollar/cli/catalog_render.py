@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from perdollar.catalog.provenance import NOT_FOR_TRAINING
@@ -84,13 +85,14 @@ def listing_table(rows: list[dict[str, Any]], title: str, *, with_instance: bool
             " ".join([FLAG_MARKS.get(f, f) for f in row["flags"]] + (
                 [NOT_FOR_TRAINING] if row.get("excluded_reason") else [])),
         ]  # fmt: skip
-        table.add_row(*cells)
+        table.add_row(*map(escape, cells))  # names come from provider files: never read as markup
     return table
 
 
 # Short marks for data-quality flags in tables (the JSON carries the full flag names).
 FLAG_MARKS = {
     "gcp-gpu-sku-price-inconsistent-across-regions": "price?",
+    "price-outlier": "outlier",
     "gcp-h100-spot-close-to-on-demand": "spot≈od",
     "spot-price-equals-on-demand": "spot=od",
     "accelerator-filled-in-from-size-docs": "acc-filled",
@@ -117,7 +119,7 @@ def records(frame: Any, fields: tuple[str, ...]) -> list[dict[str, Any]]:
 
 def print_show(result: dict[str, Any], chip: Any) -> None:
     parts = result["name_parts"]
-    console.print(f"[bold]{result['instance_type']}[/] ({result['cloud']})", highlight=False)
+    console.print(f"[bold]{escape(result['instance_type'])}[/] ({escape(result['cloud'])})", highlight=False)
     if parts is not None:
         console.print(
             f"  name: prefix={parts.prefix or '—'} family={parts.family} "

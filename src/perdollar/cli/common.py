@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import re
@@ -22,6 +23,7 @@ from perdollar.jsonable import to_jsonable
 
 class _State:
     debug: bool = False
+    verbose: bool = False  # --verbose: libraries' logs and long error chains in full
     json_out: TextIO | None = None  # the real stdout while it is kept for the JSON document
     csv: bool = False  # --csv: the JSON document's main table is written as CSV instead
 
@@ -60,6 +62,70 @@ def print_error(message: str) -> None:
 
 def print_warning(message: str) -> None:
     err_console.print(f"[yellow]perdollar: warning:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+VERBOSE_HELP = "Show the libraries' logs and the full story behind an error (otherwise one line)."
+
+
+def set_verbose(_context: object, _param: object, value: bool) -> bool:
+    if value:
+        STATE.verbose = True
+        held_logs().let_through()
+    return value
+
+
+class HeldLogs(logging.Handler):
+    """Python's last-resort log handler while a command runs: what a library logs without any
+    configured handler (gpuhunt logs a traceback per provider it cannot download) is held back
+    instead of printed, so that a failure reads as perdollar's one line; ``--verbose`` lets it through.
+    A program that configures logging itself is untouched (this handler only stands in for none)."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.held: list[str] = []
+        self.passing = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = self.format(record)
+        if self.passing:
+            sys.stderr.write(text + "\n")
+        else:
+            self.held.append(text)
+
+    def let_through(self) -> None:
+        self.passing = True
+        for text in self.held:
+            sys.stderr.write(text + "\n")
+        self.held.clear()
+
+    def line_count(self) -> int:
+        return sum(text.count("\n") + 1 for text in self.held)
+
+
+_HELD = HeldLogs()
+
+
+def held_logs() -> HeldLogs:
+    return _HELD
+
+
+@contextmanager
+def logs_held() -> Iterator[HeldLogs]:
+    """Hold back unconfigured library logs for the length of a command (see :class:`HeldLogs`)."""
+    previous = logging.lastResort
+    _HELD.held.clear()
+    _HELD.passing = STATE.verbose
+    logging.lastResort = _HELD
+    try:
+        yield _HELD
+    finally:
+        logging.lastResort = previous
+
+
+def held_note() -> str:
+    """" (--verbose shows …)" when something was held back from the one line; else ""."""
+    lines = _HELD.line_count()
+    return f" (--verbose shows the {lines} lines of log behind it)" if lines and not STATE.verbose else ""
 
 
 def emit_json(value: Any) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -13,6 +15,7 @@ from perdollar.measure.serving.openai_load import (
     LoadRun,
     LoadSettings,
     RateStep,
+    check_url,
     rising_load,
     run_measurement,
 )
@@ -35,6 +38,7 @@ def run_url_bench(
     """Exit 0 when requests succeeded, 1 when the server ran and failed them all (still recorded)."""
     from perdollar.cli.persist import check_store, save_measurement
 
+    check_url(settings.url)
     if not settings.model.strip():
         raise PerdollarError("serve-bench --url needs --model", "give the model name the server serves")
     known = _known_model(workload, settings.model)
@@ -60,15 +64,20 @@ def run_url_bench(
         precision=precision or "unknown",
         workload=known,
     )
+    beyond = _beyond_physics(measurement, known)
+    if beyond:
+        measurement = dataclasses.replace(measurement, warnings=(*measurement.warnings, beyond))
     stored = save_measurement(measurement, store_url=store_url, enabled=store, source="serve-bench")
     if json_output:
         common.emit_json(
-            {"endpoint": settings.endpoint, "model": settings.model, "status": measurement.status,
+            {"endpoint": settings.shown_endpoint, "model": settings.model, "status": measurement.status,
              "steps": list(run.steps), "stop_reason": run.stop_reason, "best": run.best,
-             "measurement_id": stored}
+             "measurement_id": stored, "warnings": list(measurement.warnings)}
         )  # fmt: skip
     else:
         _print_run(run, stored)
+        if beyond:
+            common.print_warning(beyond)
         if known is None:
             common.err_console.print(
                 f"note: perdollar does not know {settings.model!r} as one of its models, so this run "
@@ -79,6 +88,28 @@ def run_url_bench(
                 "note: without --accelerator this run cannot calibrate predictions (which GPU served it?)",
                 highlight=False, markup=False)  # fmt: skip
     return 0 if measurement.status == "ok" else 1
+
+
+def _beyond_physics(measurement: Any, known: tuple[str, str] | None) -> str:
+    """'' or why the run beats its GPU's physical limit (so it will calibrate nothing), limit named."""
+    if known is None or not measurement.host.accelerator_key:
+        return ""
+    from perdollar import catalog as catalog_mod
+    from perdollar.predict.llm_serving.calibrate import impossible_reason, reading_of
+    from perdollar.workload.llm import load_llm_workload
+
+    reading = reading_of(measurement)
+    chip = catalog_mod.load().accelerators.get(str(measurement.host.accelerator_key))
+    if reading is None or chip is None:
+        return ""
+    arch = load_llm_workload(known[0], kind="inference").architecture
+    reason = impossible_reason(reading, arch, chip)
+    if not reason:
+        return ""
+    return (
+        f"this run is beyond the physical limit, so it calibrates no prediction: {reason} — is "
+        "--accelerator (and --gpus) the hardware that served it, and the model the one named?"
+    )
 
 
 def _known_model(workload: str | None, served: str) -> tuple[str, str] | None:
@@ -107,8 +138,9 @@ def _print_run(run: LoadRun, stored: str | None) -> None:
     settings = run.settings
     table = Table(
         title=(
-            f"{settings.model} at {settings.endpoint}: {settings.input_tokens} prompt → "
-            f"{settings.output_tokens} output tokens, Poisson arrivals (latency in ms)"
+            f"{escape(settings.model)} at {escape(settings.shown_endpoint)}: "
+            f"{settings.input_tokens} prompt → {settings.output_tokens} output tokens, "
+            "Poisson arrivals (latency in ms)"
         ),
         title_justify="left",
     )

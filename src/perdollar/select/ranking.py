@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.catalog.price_age import age_sentence
+from perdollar.catalog.price_outliers import OUTLIER_SENTENCE, PRICE_OUTLIER_FLAG
 from perdollar.price.frame import target_of
 from perdollar.question import Question
 from perdollar.select import constraints as cand
@@ -206,6 +207,8 @@ def build_recommendation(
     if feasible and feasible[0].captured_at:
         # A snapshot mixes prices of different ages: say how old the top choice's is.
         explanation = f"{explanation}\n{age_sentence(feasible[0].captured_at, created_at)}".strip()
+    if feasible and PRICE_OUTLIER_FLAG in feasible[0].flags:
+        explanation = f"{explanation}\n{OUTLIER_SENTENCE}"
     return Recommendation(
         question=question,
         estimates=tuple(feasible) + tuple(excluded),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,8 +20,20 @@ class HistoryEntry:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+def rate_unit(row: Any) -> str:
+    """The unit the measurement's rate is in: its own (``output tokens/s`` for a language model's
+    endpoint), else samples/s."""
+    try:
+        utilization = json.loads(getattr(row, "payload", None) or "{}").get("utilization")
+    except (ValueError, AttributeError):
+        return "samples/s"
+    unit = utilization.get("unit") if isinstance(utilization, dict) else None
+    return unit if isinstance(unit, str) and unit.endswith("/s") and len(unit) < 40 else "samples/s"
+
+
 def measurement_entry(row: Any) -> HistoryEntry:
-    rate = "" if row.samples_per_second is None else f"{row.samples_per_second:.4g} samples/s"
+    unit = rate_unit(row)
+    rate = "" if row.samples_per_second is None else f"{row.samples_per_second:.4g} {unit}"
     where = row.host_accelerator or row.host_instance_type
     summary = f"{row.mode} {row.status} {rate} on {where}, batch {row.batch_size} {row.precision}"
     return HistoryEntry(
@@ -34,6 +47,7 @@ def measurement_entry(row: Any) -> HistoryEntry:
             "mode": row.mode,
             "status": row.status,
             "samples_per_second": row.samples_per_second,
+            "rate_unit": unit,
             "host": row.host_instance_type,
             "accelerator": row.host_accelerator,
             "batch_size": row.batch_size,

@@ -13,10 +13,12 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from urllib.parse import urlsplit
 
 import httpx
 
 from perdollar.errors import PerdollarError
+from perdollar.fmt import mask_url, mask_urls_in
 from perdollar.measure.result import HostFingerprint, Measurement, Rate, Status
 from perdollar.measure.serving.openai_client import (
     StreamResult,
@@ -46,12 +48,19 @@ class LoadSettings:
 
     @property
     def endpoint(self) -> str:
-        base = self.url.rstrip("/")
-        if base.endswith(("/completions", "/chat/completions")):
-            return base
-        if not base.endswith("/v1"):
-            base += "/v1"
-        return base + ("/chat/completions" if self.chat else "/completions")
+        # A gateway's token may ride in the query (?api_key=…): the path goes before it.
+        base, mark, query = self.url.partition("?")
+        base = base.rstrip("/")
+        if not base.endswith(("/completions", "/chat/completions")):
+            if not base.endswith("/v1"):
+                base += "/v1"
+            base += "/chat/completions" if self.chat else "/completions"
+        return base + mark + query
+
+    @property
+    def shown_endpoint(self) -> str:
+        """The endpoint as it may be printed or stored (credentials masked)."""
+        return mask_url(self.endpoint)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +113,7 @@ def summarise(
         ttft_ms=_quantiles([r.ttft_s for r in ok if r.ttft_s is not None]),
         tpot_ms=_quantiles([t for r in ok if (t := r.tpot_s) is not None]),
         end_to_end_ms=_quantiles([r.end_to_end_s for r in ok if r.end_to_end_s is not None]),
-        failures=tuple(f"{r.outcome}: {r.detail}" for r in results if r.outcome != "ok")[:5],
+        failures=tuple(mask_urls_in(f"{r.outcome}: {r.detail}") for r in results if r.outcome != "ok")[:5],
     )
 
 
@@ -172,14 +181,28 @@ class LoadRun:
         )
 
 
+def check_url(url: str) -> None:
+    """Refuse a URL no request can go to (scheme, host, port) in one line, its secrets masked."""
+    problem = ""
+    try:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            problem = "is not an http(s) URL"
+        elif not parts.hostname:
+            problem = "has no host"
+        else:
+            parts.port  # noqa: B018 — raises ValueError for a port outside 0–65535 or not a number
+    except ValueError as error:
+        problem = f"is not a valid URL ({error})"
+    if problem:
+        raise PerdollarError(f"--url {mask_url(url)!r} {problem}", "give e.g. http://127.0.0.1:8000/v1")
+
+
 def rising_load(
     settings: LoadSettings, rates: Sequence[float], report: Callable[[str, float], None] | None = None
 ) -> LoadRun:
     """Offer each rate in turn until the server fails, falls behind or crosses the TTFT ceiling."""
-    if not settings.url.startswith(("http://", "https://")):
-        raise PerdollarError(
-            f"--url {settings.url!r} is not an http(s) URL", "give e.g. http://127.0.0.1:8000/v1"
-        )
+    check_url(settings.url)
     steps: list[RateStep] = []
     reason = "reached the last rate"
     for index, rate in enumerate(rates):
@@ -236,12 +259,13 @@ def run_measurement(
         driver=None,
         instance_type=instance_type,
         cloud=None,
-        versions={"endpoint": settings.url},
+        versions={"endpoint": mask_url(settings.url)},
     )
     return Measurement(
         status=status,
         mode="inference",
-        workload_name=workload[0] if workload
+        workload_name=workload[0]
+        if workload
         else f"{settings.model} ({settings.input_tokens} → {settings.output_tokens} tokens)",
         workload_fingerprint=workload[1] if workload else llm_endpoint_fingerprint(settings.model),
         batch_size=1,

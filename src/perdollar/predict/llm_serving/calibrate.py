@@ -18,12 +18,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from perdollar.catalog.model import Accelerator
-from perdollar.predict.llm_serving.formats import serving_format, unsupported_reason
+from perdollar.predict.llm_serving.formats import peak_tflops, serving_format, unsupported_reason
 from perdollar.predict.llm_serving.published import ServingCase, predict_case
 from perdollar.predict.llm_serving.timing import GroupShape, ServingEfficiency
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 _UNKNOWN_FORMATS = ("unknown", "", None)
+# A reading faster than this fraction of the chip's physical floor is refused: datasheet peaks are
+# upper bounds, so even a perfect engine stays above the floor; 20% leaves room for a spec's rounding.
+PHYSICS_MARGIN = 0.8
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,7 @@ class Calibration:
     readings: tuple[EndpointReading, ...]
     before: tuple[float, ...]  # predicted / measured of each case under the starting parameters
     after: tuple[float, ...]  # the same under the calibrated parameters
+    refused: tuple[str, ...] = ()  # readings that beat the chip's physical limit, and why
 
     def describe(self, model: str) -> str:
         where = ", ".join(sorted({f"{r.gpus}× {r.accelerator_key} {r.precision}" for r in self.readings}))
@@ -72,14 +76,59 @@ def reading_of(measurement: Any) -> EndpointReading | None:
                            int(details.get("output_tokens") or 1), float(tpot), float(ttft))  # fmt: skip
 
 
+def physical_floors_ms(reading: EndpointReading, arch: DecoderArchitecture,
+                       chip: Accelerator) -> tuple[float | None, float | None, float]:  # fmt: skip
+    """(decode step, prompt) in ms no engine can beat on ``reading``'s chips, and the weight bytes.
+
+    Each output token reads every weight the token uses once (the embedding table only by row):
+    bytes / memory bandwidth. The prompt multiplies them by each of its tokens: 2 × params × tokens
+    FLOPs at the format's peak tensor rate. None where the chip's figure is unknown.
+    """
+    fmt = serving_format(reading.precision)
+    streamed = max(arch.active_params - arch.embedding_params, 0)
+    weight_bytes = streamed * fmt.weight_bytes
+    bandwidth = chip.memory_bandwidth_gbps
+    decode = weight_bytes / (bandwidth * 1e9 * reading.gpus) * 1e3 if bandwidth and bandwidth > 0 else None
+    peak = peak_tflops(chip, fmt)
+    prompt = 2 * streamed * reading.input_tokens / (peak * 1e12 * reading.gpus) * 1e3 if peak else None
+    return decode, prompt, weight_bytes
+
+
+def impossible_reason(reading: EndpointReading, arch: DecoderArchitecture, chip: Accelerator) -> str:
+    """Why a reading beats the chip's physical limit ('' when it does not), with the limit named."""
+    decode, prompt, weight_bytes = physical_floors_ms(reading, arch, chip)
+    where = f"{reading.gpus}× {chip.key}" if reading.gpus > 1 else chip.key
+    if decode is not None and reading.tpot_ms < PHYSICS_MARGIN * decode:
+        return (f"its time per output token, {reading.tpot_ms:.3g} ms, is below the {decode:.3g} ms that "
+                f"{where} needs to read {weight_bytes / 1e9:.3g} GB of {reading.precision} weights at "
+                f"{chip.memory_bandwidth_gbps:g} GB/s")  # fmt: skip
+    if prompt is not None and reading.ttft_ms < PHYSICS_MARGIN * prompt:
+        return (
+            f"its time to first token, {reading.ttft_ms:.3g} ms, is below the {prompt:.3g} ms that "
+            f"{where}'s peak {reading.precision} rate needs for a {reading.input_tokens}-token prompt"
+        )
+    return ""
+
+
 def _cases(reading: EndpointReading, arch: DecoderArchitecture) -> list[ServingCase]:
     fmt = serving_format(reading.precision)
     shape = GroupShape(tensor_parallel=reading.gpus)
     # A batch-1 case is predicted at half its output_tokens of context; here the context is the
     # prompt plus half the answer, on average over the answer's tokens.
     context_as_output = 2 * reading.input_tokens + reading.output_tokens
-    decode = ServingCase(reading.accelerator_key, arch.name, arch, fmt, shape, "decode-batch-1",
-                         reading.input_tokens, context_as_output, 1, 1e3 / reading.tpot_ms, "endpoint")
+    decode = ServingCase(
+        reading.accelerator_key,
+        arch.name,
+        arch,
+        fmt,
+        shape,
+        "decode-batch-1",
+        reading.input_tokens,
+        context_as_output,
+        1,
+        1e3 / reading.tpot_ms,
+        "endpoint",
+    )
     first = ServingCase(reading.accelerator_key, arch.name, arch, fmt, shape, "ttft", reading.input_tokens, 1,
                         1, reading.ttft_ms, "endpoint")  # fmt: skip
     return [decode, first]
@@ -93,15 +142,20 @@ def calibrate(
 ) -> Calibration | None:
     """Parameters rescaled to the readings (None when none of them can be predicted).
 
+    A reading that beats its chip's physical limit (:func:`impossible_reason`) calibrates nothing:
+    it is a mislabelled GPU, a cache or a wrong model name, not an efficient engine.
+
     Two factors, each solved for exactly: one on every bandwidth fraction (weights, KV cache,
     weight-only kernels) from the decode steps, one on the compute fraction from the prompts. Few
     readings cannot pin more parameters than that; the per-layer overhead keeps its shipped value.
     """
-    usable = tuple(
-        r for r in readings
+    possible = tuple(
+        r
+        for r in readings
         if r.accelerator_key in chips
         and not unsupported_reason(chips[r.accelerator_key], serving_format(r.precision))
     )
+    usable = tuple(r for r in possible if not impossible_reason(r, arch, chips[r.accelerator_key]))
     cases = [case for reading in usable for case in _cases(reading, arch)]
     before = _ratios(cases, chips, start)
     if not usable or len(before) < len(cases):
@@ -112,7 +166,22 @@ def calibrate(
     compute = _geometric_mean([_solve(case, chips, rescaled, _compute_scaled) for case in cases
                                if case.kind == "ttft"])  # fmt: skip
     fitted = _compute_scaled(rescaled, compute)
-    return Calibration(fitted, usable, before, _ratios(cases, chips, fitted))
+    refused = refused_readings(possible, arch, chips)
+    return Calibration(fitted, usable, before, _ratios(cases, chips, fitted), refused)
+
+
+def refused_readings(
+    readings: Iterable[EndpointReading], arch: DecoderArchitecture, chips: Mapping[str, Accelerator]
+) -> tuple[str, ...]:
+    """One sentence per reading that beats its chip's physical limit (so it calibrates nothing)."""
+    found = []
+    for reading in readings:
+        chip = chips.get(reading.accelerator_key)
+        reason = impossible_reason(reading, arch, chip) if chip is not None else ""
+        if reason:
+            found.append(f"a serve-bench run on {reading.gpus}× {reading.accelerator_key} calibrates "
+                         f"nothing: {reason} (beyond the chip's physical limit)")  # fmt: skip
+    return tuple(found)
 
 
 def _memory_scaled(eff: ServingEfficiency, factor: float) -> ServingEfficiency:
