@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from perdollar import amounts
+from perdollar.ask.arguments import checked_target
 from perdollar.ask.inputs import (
     Progress,
     load_inputs,
@@ -105,10 +107,10 @@ def ask_serving(
 def recommend(
     workload: str | Workload,
     *,
-    samples: float | None = None,
+    samples: float | str | None = None,
     epochs: float | None = None,
-    dataset_size: float | None = None,
-    deadline_hours: float | None = None,
+    dataset_size: float | str | None = None,
+    deadline_hours: float | str | None = None,
     budget_usd: float | None = None,
     objective: str = "samples-per-dollar",
     market: str = "any",
@@ -131,10 +133,19 @@ def recommend(
 
     >>> recommend("vit-b16", samples=1e9, deadline_hours=72, max_nodes=4).estimates[0].label
     """
-    if samples is None and epochs is not None:
-        if not dataset_size:
-            raise PerdollarError("--epochs needs --dataset-size", "add --dataset-size N (samples per epoch)")
-        samples = float(epochs) * float(dataset_size)
+    target = checked_target(
+        samples=samples,
+        epochs=epochs,
+        dataset_size=dataset_size,
+        deadline_hours=deadline_hours,
+        budget_usd=budget_usd,
+        confidence=confidence,
+    )
+    if not isinstance(workload, Workload):
+        amounts.text(workload, "workload", "vit-b16")
+    amounts.check_value("max_nodes", max_nodes, integer=True)
+    amounts.optional(batch_size, "batch_size", integer=True)
+    amounts.check_value("top", top, integer=True)
     given = workload if isinstance(workload, Workload) else None
     name = given.name if given is not None else str(workload)
     if given is not None and (batch_size is not None or precision is not None):
@@ -142,11 +153,11 @@ def recommend(
     question = Question(
         workload_name=name,
         objective=objective,
-        target_samples=samples,
-        deadline_hours=deadline_hours,
-        budget_usd=budget_usd,
+        target_samples=target.samples,
+        deadline_hours=target.deadline_hours,
+        budget_usd=target.budget_usd,
         weights=weights,
-        confidence=confidence,
+        confidence=target.confidence,
         market=market,
         clouds=tuple(clouds),
         regions=tuple(regions),
