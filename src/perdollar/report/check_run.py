@@ -95,8 +95,13 @@ def run_checks(
 ) -> CheckRun:
     """Benchmark ``spec`` in the modes the checklist needs and evaluate every item."""
     from perdollar.measure import host_fingerprint, run_benchmark
+    from perdollar.measure.modes import resolve_device as device_here
     from perdollar.workload import load_workload
+    from perdollar.workload.step import resolve_device
 
+    # A misspelt or absent device is bad input (exit 2), found before any run, not four failed runs.
+    resolve_device(device)
+    device_here(device)
     workload = load_workload(spec, batch_size=batch_size, precision=precision)
     catalog = _catalog_or_none()
     if instance:
