@@ -22,7 +22,7 @@ from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.question import Question, SpotSettings
 from perdollar.select.model import Recommendation
-from perdollar.workload import Workload, load_workload
+from perdollar.workload import Workload, canonical_spec, load_workload
 from perdollar.workload.llm import looks_like_llm
 
 
@@ -147,7 +147,7 @@ def recommend(
     amounts.optional(batch_size, "batch_size", integer=True)
     amounts.check_value("top", top, integer=True)
     given = workload if isinstance(workload, Workload) else None
-    name = given.name if given is not None else str(workload)
+    name = given.name if given is not None else canonical_spec(str(workload))
     if given is not None and (batch_size is not None or precision is not None):
         given = given.with_overrides(batch_size=batch_size, precision=precision)
     question = Question(

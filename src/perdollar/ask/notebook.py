@@ -21,7 +21,7 @@ from perdollar.predict import predict as predict_on_instance
 from perdollar.predict.model import Prediction
 from perdollar.question import Question
 from perdollar.select.compare import Comparison
-from perdollar.workload import Workload
+from perdollar.workload import Workload, canonical_spec
 from perdollar.workload.llm import looks_like_llm
 
 
@@ -83,7 +83,7 @@ def compare(
         samples=samples, deadline_hours=deadline_hours, budget_usd=budget_usd, confidence=confidence
     )
     question = Question(
-        workload_name=workload,
+        workload_name=canonical_spec(workload),
         target_samples=target.samples,
         deadline_hours=target.deadline_hours,
         budget_usd=target.budget_usd,
