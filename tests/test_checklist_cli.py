@@ -44,3 +44,20 @@ def test_check_mlp_measures_and_reports_every_item() -> None:
     # The three measurements were stored for later calibration and history.
     with open_store() as store:
         assert len(store.measurements_for(result["fingerprint"], ok_only=False)) == 3
+
+
+@pytest.mark.slow
+def test_check_instance_judges_feeding_and_network_at_the_instances_predicted_rate() -> None:
+    def run(*args: str) -> dict:  # type: ignore[type-arg]
+        done = subprocess.run(
+            [*perdollar_command(), *args, "--json"], capture_output=True, text=True, timeout=400
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout)
+
+    predicted = run("predict", "mlp", "--instance", "g5.xlarge")["prediction"]["samples_per_second"]
+    result = run("check", "mlp", "--instance", "g5.xlarge", "--duration", "1", "--nproc", "1", "--no-store")
+    items = {item["key"]: item for item in result["items"]}
+    fed = f"{predicted:,.0f} samples/s (predicted on A10G)"
+    assert fed in items["cpu-ratio"]["evidence"], (fed, items["cpu-ratio"]["evidence"])
+    assert fed.replace(" samples/s", " samples/s per device") in items["network-ingest"]["evidence"]

@@ -90,6 +90,28 @@ def test_cpu_ratio_compares_input_cores_needed_with_vcpus_per_accelerator() -> N
     assert "cores per device" in check_cpu_ratio(evidence, GPU).evidence
 
 
+def test_an_instance_is_fed_at_its_predicted_rate_not_at_this_hosts_measured_one() -> None:
+    # This host trains at 1,000 samples/s; the instance's A10G is predicted at 10,000 per device.
+    evidence = Evidence(
+        cached=make_measurement(rate=1000.0),
+        data_only=make_measurement(mode="data-only", rate=1000.0),
+        input_bytes_per_sample=600_000,
+    )
+    instance = dataclasses.replace(GPU, predicted_samples_per_second=10_000.0)
+    # 10,000 samples/s at 500 per core needs 20 cores; the instance has 4.
+    cpu = check_cpu_ratio(evidence, instance)
+    assert cpu.status == "fail" and "10,000 samples/s (predicted on A10G)" in cpu.evidence
+    assert "20 cores per device" in cpu.evidence
+    network = check_network_ingest(evidence, instance)  # 10,000 × 600 kB × 8 = 48 Gbit/s of 10
+    assert network.status == "fail" and "48 Gbit/s of 10 Gbit/s" in network.evidence
+    assert "predicted on A10G" in network.evidence
+    # Judged against this host (no prediction), the measured rate is used and said to be measured.
+    assert (
+        check_cpu_ratio(evidence, GPU).status == "pass"
+        and "predicted" not in check_cpu_ratio(evidence, GPU).evidence
+    )
+
+
 def test_scaling_efficiency_of_a_multi_process_run() -> None:
     multi = make_measurement(nproc=4, scaling_efficiency=0.62)
     item = check_scaling(Evidence(multi=multi))

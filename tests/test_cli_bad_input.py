@@ -119,7 +119,7 @@ def test_serve_bench_names_an_unknown_workload_itself() -> None:
 
 @pytest.mark.parametrize(
     ("content", "expected"),
-    [(None, "is a folder"), ("[]", "holds no measurements"), ("{not json", "not valid JSON")],
+    [(None, "is a folder"), ("[]", "holds no usable measurement"), ("{not json", "not valid JSON")],
 )
 def test_unusable_measurement_files(tmp_path: Path, content: str | None, expected: str) -> None:
     path = tmp_path

@@ -81,3 +81,16 @@ def test_every_command_takes_verbose_after_its_name(
     # --verbose shows what a one-line error collapsed (a library's log, the exception chain behind it)
     code, out, err = _invoke([*path, "--verbose", "--help"], capsys)
     assert code == 0 and "--verbose" in out, err[-800:]
+
+
+@pytest.mark.parametrize("command", ["check", "bench"])
+@pytest.mark.parametrize("device", ["quantum", "[red]gpu", "cuda:x"])
+def test_a_device_that_does_not_exist_is_a_usage_error_not_a_failed_run(
+    command: str, device: str, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("PERDOLLAR_STORE", f"sqlite:///{tmp_path / 'store.db'}")
+    code, out, err = _invoke([command, "mlp", "--device", device, "--duration", "1"], capsys)
+    errors = [line for line in err.strip().splitlines() if line.startswith("perdollar: error:")]
+    assert code == 2 and len(errors) == 1 and "unknown device" in errors[0], err[-800:]
+    assert "ended" not in err and "Traceback" not in err and out == ""

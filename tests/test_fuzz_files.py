@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from perdollar.predict.published import REQUIRED_COLUMNS
+
 
 def _files(folder: Path) -> dict[str, Path]:
     (folder / "a-folder.csv").mkdir()
@@ -17,6 +19,17 @@ def _files(folder: Path) -> dict[str, Path]:
     (folder / "garbage.csv").write_bytes(b"\x00\x01\xff\xfe not a table\n")
     (folder / "empty.csv").write_text("")
     (folder / "bad.json").write_text("{not json")
+    # Files that parse, in the right schema, with nothing usable in them.
+    (folder / "null.json").write_text("null")
+    (folder / "integers.json").write_text("[1, 2, 3]")
+    (folder / "empty-list.json").write_text("[]")
+    header = ",".join(REQUIRED_COLUMNS)
+    (folder / "schema-header-only.csv").write_text(header + "\n")
+    (folder / "schema-garbage.csv").write_text(
+        header + "\n" + ",".join("zq" for _ in REQUIRED_COLUMNS) + "\n"
+    )
+    one_row = "lab,resnet50,train,T4,1,fp32,64,per_gpu,,100,images/s,throughput,per gpu,"
+    (folder / "one-usable-row.csv").write_text(header + "\n" + one_row + "\n")
     return {p.name: p for p in folder.iterdir()} | {"missing.csv": folder / "missing.csv"}
 
 
@@ -27,6 +40,10 @@ CASES = [
     for name in ("a-folder.csv", "header-only.csv", "garbage.csv", "empty.csv", "missing.csv")
 ]
 CASES += [(PREDICT, name) for name in ("a-folder.csv", "garbage.csv", "bad.json")]
+# Read without complaint and ignored once: a measurements file with no usable row names what it expected.
+UNUSABLE = ("null.json", "integers.json", "empty-list.json", "schema-header-only.csv", "schema-garbage.csv")
+CASES += [(PREDICT, name) for name in UNUSABLE]
+CASES += [(VALIDATE, name) for name in ("schema-header-only.csv", "schema-garbage.csv", "one-usable-row.csv")]
 
 
 @pytest.mark.parametrize(("command", "name"), CASES, ids=[f"{c[0]}-{n}" for c, n in CASES])
@@ -41,6 +58,8 @@ def test_a_bad_file_is_one_line(command: tuple[str, ...], name: str, tmp_path: P
     assert done.returncode == 2, done.stderr[-1500:]
     assert "Traceback" not in done.stderr and lines[-1].startswith("perdollar: error:") and len(lines) == 1
     assert path.name in lines[-1]
+    if name in UNUSABLE or (command is VALIDATE and name.startswith(("schema", "one"))):
+        assert "published_dev.csv" in lines[-1] or "bench --json" in lines[-1] or "second GPU" in lines[-1]
 
 
 def _hostile_catalog_sources(folder: Path) -> dict[str, Path]:

@@ -11,6 +11,7 @@ import math
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 
 import click
 import pytest
@@ -19,19 +20,28 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from perdollar.cli import app, main
-from perdollar.cli.option_values import ABOVE_ONE, NON_NEGATIVE, PROBABILITIES, check_value, numeric_options
+from perdollar.cli.option_values import (
+    ABOVE_ONE,
+    NON_NEGATIVE,
+    PROBABILITIES,
+    check_value,
+    numeric_options,
+    text_options,
+)
 from perdollar.errors import PerdollarError
 
 SLOW = bool(os.environ.get("PERDOLLAR_SLOW_TESTS"))
 NONSENSE = ("nan", "NaN", "inf", "-inf", "1e999", "-1", "-0.5", "abc", "", "1,5", "١٢", "10 apples")
 
 
-def _numeric_options() -> list[tuple[tuple[str, ...], str]]:
+def _options(
+    kind: Callable[[click.Command], list[click.Parameter]],
+) -> list[tuple[tuple[str, ...], str]]:
     root = typer.main.get_command(app)
     found: list[tuple[tuple[str, ...], str]] = []
 
     def walk(command: click.Command, path: tuple[str, ...]) -> None:
-        found.extend((path, param.opts[0]) for param in numeric_options(command))
+        found.extend((path, param.opts[0]) for param in kind(command))
         for name, sub in getattr(command, "commands", {}).items():
             walk(sub, (*path, name))
 
@@ -39,10 +49,12 @@ def _numeric_options() -> list[tuple[tuple[str, ...], str]]:
     return found
 
 
-OPTIONS = _numeric_options()
+OPTIONS = _options(numeric_options)
+TEXT_OPTIONS = _options(text_options)
 
 
 def _allowed(option: str, value: float) -> bool:
+    option = option.removeprefix("--")
     if not math.isfinite(value):
         return False
     if option in PROBABILITIES:
@@ -86,6 +98,26 @@ def test_nonsense_for_any_numeric_option_is_one_line_and_exit_2(
         assert code == 2, (option, value, err[-500:])
         assert "Traceback" not in err and out == ""
         assert len(lines) == 1 and lines[0].startswith("perdollar: error:"), (option, value, err)
+
+
+@pytest.mark.parametrize(
+    ("path", "option"), TEXT_OPTIONS, ids=[f"{' '.join(p)} {o}" for p, o in TEXT_OPTIONS]
+)
+def test_an_empty_text_option_is_one_line_and_exit_2(
+    path: tuple[str, ...], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for value in ("", "  "):
+        code, out, err = _invoke([*path, option, value], capsys)
+        lines = err.strip().splitlines()
+        assert code == 2, (option, value, err[-500:])
+        assert "Traceback" not in err and out == ""
+        assert len(lines) == 1 and f"{option} is empty" in lines[0], (option, value, err)
+
+
+def test_the_empty_text_table_covers_the_options_users_name_things_with() -> None:
+    covered = {(" ".join(path), option) for path, option in TEXT_OPTIONS}
+    assert {("recommend", "--samples"), ("sweep", "--workdir"), ("sweep", "--remote-store"),
+            ("predict", "--measurements"), ("sweep", "--out")} <= covered  # fmt: skip
 
 
 @settings(max_examples=300 if SLOW else 60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

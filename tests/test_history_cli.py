@@ -6,6 +6,7 @@ import dataclasses
 import datetime as dt
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,66 @@ def test_reevaluate_after_a_catalog_refresh_reports_the_flip_and_why() -> None:
     assert runner_up["instance_type"] in result["new_top"]
     assert any(f"{runner_up['instance_type']} spot price fell 60% since" in r for r in result["reasons"])
     assert result["new_id"] and perdollar("history", "--json").stdout.count('"recommendation"') == 2
+
+
+FILE_WORKLOAD = """\
+import torch
+
+from perdollar.workload import Workload
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return self.conv(x).mean()
+
+
+def inputs(batch, device):
+    return torch.randn(batch, 3, 8, 8, device=device)
+
+
+def build():
+    return Workload(name="small-cnn-64px", model_factory=Model, input_factory=inputs, batch_size=4)
+"""
+
+
+def _in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [*perdollar_command(), *args], capture_output=True, text=True, timeout=300, cwd=folder
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+@pytest.mark.slow
+def test_a_file_workload_is_stored_under_one_name_and_replays_from_another_folder(tmp_path: Path) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "my_cnn.py").write_text(FILE_WORKLOAD)
+    # Asked and measured by a relative path, from the project's folder.
+    _in(project, "recommend", "my_cnn.py:build", "--samples", "1e6", "--cloud", "aws")
+    _in(project, "bench", "my_cnn.py:build", "--duration", "1")
+    entries = json.loads(_in(elsewhere, "history", "--json").stdout)["entries"]
+    assert sorted((e["kind"], e["workload_name"]) for e in entries) == [
+        ("measurement", "small-cnn-64px"),
+        ("recommendation", "small-cnn-64px"),
+    ]
+    assert (
+        len(json.loads(_in(elsewhere, "history", "--workload", "small-cnn-64px", "--json").stdout)["entries"])
+        == 2
+    )
+    recommendation = next(e["id"] for e in entries if e["kind"] == "recommendation")
+    replayed = _in(elsewhere, "history", "reevaluate", recommendation, "--json")
+    assert json.loads(replayed.stdout)  # asked again from a folder where my_cnn.py is not
+
+
+def test_commands_are_stored_under_their_scripts_name(tmp_path: Path) -> None:
+    (tmp_path / "train_tiny.py").write_text("print('12.5 samples/s')\n")
+    _in(tmp_path, "bench", "--duration", "1", "--", sys.executable, "-u", "train_tiny.py")
+    _in(tmp_path, "bench", "--duration", "1", "--", sys.executable, "-c", "print('3 samples/s')")
+    names = {e["workload_name"] for e in json.loads(_in(tmp_path, "history", "--json").stdout)["entries"]}
+    assert names == {"command:train_tiny.py", f"command:{Path(sys.executable).name} -c"}

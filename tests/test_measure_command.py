@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from perdollar.errors import PerdollarError
-from perdollar.measure.command import compile_pattern, parse_throughput, run_command, steady_readings
+from perdollar.measure.command import (
+    command_name,
+    compile_pattern,
+    parse_throughput,
+    run_command,
+    steady_readings,
+)
 
 PERDOLLAR = [sys.executable, "-c", "from perdollar.cli import main; main()"]
 
@@ -132,3 +138,28 @@ def test_cli_runs_a_command_after_double_dash(tmp_path: Path) -> None:
     document = json.loads(completed.stdout)
     assert document["status"] == "ok"
     assert 200 <= document["samples_per_second"]["median"] <= 201
+
+
+@pytest.mark.parametrize(
+    ("argv", "name"),
+    [
+        (["python", "train.py", "--lr", "1e-3"], "train.py"),
+        (["/usr/bin/python3", "-u", "scripts/finetune.py"], "finetune.py"),
+        (["python", "-m", "pkg.train"], "pkg.train"),
+        (["torchrun", "--nproc_per_node", "2", "train.py"], "train.py"),
+        (["accelerate", "launch", "run_glue.py"], "run_glue.py"),
+        (["./train.sh"], "train.sh"),
+        (["python", "-c", "print(1)"], "python -c"),
+        (["my-trainer", "--epochs", "3"], "my-trainer"),
+    ],
+)
+def test_a_command_is_named_as_its_user_knows_it(argv: list[str], name: str) -> None:
+    assert command_name(argv) == name
+
+
+def test_a_measured_command_is_stored_under_its_scripts_name(tmp_path: Path) -> None:
+    script = _script(tmp_path, """
+        for step in range(12):
+            print(f"step {step} 100 samples/second", flush=True)
+    """)
+    assert run_command([sys.executable, str(script)]).workload_name == f"command:{script.name}"

@@ -81,3 +81,44 @@ def test_predict_at_the_top_level() -> None:
     assert two.nodes == 2 and two.communication_time_s > prediction.communication_time_s == 0
     with pytest.raises(PerdollarError, match="language model"):
         perdollar.predict("llama-3.1-8b", "p5.48xlarge")
+
+
+@pytest.mark.parametrize(
+    ("call", "words"),
+    [
+        (lambda: perdollar.recommend("mlp", samples=-1), "samples cannot be negative, got -1"),
+        (lambda: perdollar.compare("mlp", "1x g5.xlarge", samples=-5), "samples cannot be negative, got -5"),
+        (lambda: perdollar.recommend("mlp", samples="lots"), "samples 'lots' is not a count"),
+        (lambda: perdollar.recommend("mlp", samples=float("nan")), "samples must be a finite number"),
+        (lambda: perdollar.recommend("mlp", samples=1e9, deadline_hours="72x"), "'72x' is not a duration"),
+        (lambda: perdollar.compare("mlp", "1x g5.xlarge", deadline_hours=[72]), "is not a duration"),
+        (lambda: perdollar.recommend("mlp", samples=1e9, budget_usd=-3), "budget_usd cannot be negative"),
+        (lambda: perdollar.recommend("mlp", max_nodes=0), "max_nodes must be a positive integer"),
+        (lambda: perdollar.recommend("", samples=1e9), "workload must name something"),
+        (lambda: perdollar.predict("mlp", None), "instance must name something, got None"),
+        (lambda: perdollar.predict("mlp", "g5.xlarge", nodes=1.5), "nodes must be an integer"),
+    ],
+)
+def test_the_api_refuses_nonsense_in_one_line_as_the_command_line_does(call, words: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(PerdollarError) as refused:
+        call()
+    assert words in refused.value.one_line() and "\n" not in refused.value.one_line()
+
+
+def test_the_api_and_the_command_line_refuse_with_the_same_check() -> None:
+    from cli_runner import run_perdollar
+
+    for api, cli in (({"confidence": 2}, ("--confidence", "2")), ({"budget_usd": 0}, ("--budget", "0"))):
+        with pytest.raises(PerdollarError) as refused:
+            perdollar.recommend("mlp", samples=1e9, **api)
+        done = run_perdollar("recommend", "mlp", "--samples", "1e9", *cli)
+        assert done.returncode == 2
+        said = done.stderr.strip().removeprefix("perdollar: error: ")
+        assert said.replace("--budget", "budget_usd").replace("--confidence", "confidence").replace(
+            "budget_usd 10", "budget_usd=10").replace("confidence 0.9", "confidence=0.9"
+        ) == refused.value.one_line()  # fmt: skip
+
+
+def test_the_api_takes_counts_and_durations_in_the_command_line_words() -> None:
+    answer = perdollar.recommend("mlp", samples="250M", deadline_hours="3d", clouds=["aws"])
+    assert answer.question.target_samples == 2.5e8 and answer.question.deadline_hours == 72

@@ -63,8 +63,11 @@ class LanguageModelSettings:
 class Question:
     """Everything that defines one question, so that it can be stored and asked again."""
 
-    workload_name: str
+    workload_name: str  # as it loads from anywhere: a workload file by its absolute path
     workload_fingerprint: str = ""
+    # The name the workload gives itself (a file's Workload(name=...), a built-in's own name for an
+    # alias): what the history lists it under, as it lists the workload's measurements.
+    workload_label: str = ""
     kind: Kind = "train"
     objective: str = "samples-per-dollar"  # training objectives, or usd-per-million-requests
     target_samples: float | None = None

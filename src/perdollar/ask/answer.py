@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from perdollar import amounts
+from perdollar.ask.arguments import checked_target
 from perdollar.ask.inputs import (
     Progress,
     load_inputs,
@@ -17,11 +19,10 @@ from perdollar.ask.serving import ServingAnswer, answer_serving
 from perdollar.ask.training import answer_training
 from perdollar.catalog import Catalog
 from perdollar.catalog import load as load_catalog
-from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.question import Question, SpotSettings
 from perdollar.select.model import Recommendation
-from perdollar.workload import Workload, load_workload
+from perdollar.workload import Workload, canonical_spec, load_workload
 from perdollar.workload.llm import load_llm_workload, looks_like_llm
 
 
@@ -127,10 +128,10 @@ def ask_language_model_serving(
 def recommend(
     workload: str | Workload,
     *,
-    samples: float | None = None,
+    samples: float | str | None = None,
     epochs: float | None = None,
-    dataset_size: float | None = None,
-    deadline_hours: float | None = None,
+    dataset_size: float | str | None = None,
+    deadline_hours: float | str | None = None,
     budget_usd: float | None = None,
     objective: str = "samples-per-dollar",
     market: str = "any",
@@ -153,22 +154,31 @@ def recommend(
 
     >>> recommend("vit-b16", samples=1e9, deadline_hours=72, max_nodes=4).estimates[0].label
     """
-    if samples is None and epochs is not None:
-        if not dataset_size:
-            raise PerdollarError("--epochs needs --dataset-size", "add --dataset-size N (samples per epoch)")
-        samples = float(epochs) * float(dataset_size)
+    target = checked_target(
+        samples=samples,
+        epochs=epochs,
+        dataset_size=dataset_size,
+        deadline_hours=deadline_hours,
+        budget_usd=budget_usd,
+        confidence=confidence,
+    )
+    if not isinstance(workload, Workload):
+        amounts.text(workload, "workload", "vit-b16")
+    amounts.check_value("max_nodes", max_nodes, integer=True)
+    amounts.optional(batch_size, "batch_size", integer=True)
+    amounts.check_value("top", top, integer=True)
     given = workload if isinstance(workload, Workload) else None
-    name = given.name if given is not None else str(workload)
+    name = given.name if given is not None else canonical_spec(str(workload))
     if given is not None and (batch_size is not None or precision is not None):
         given = given.with_overrides(batch_size=batch_size, precision=precision)
     question = Question(
         workload_name=name,
         objective=objective,
-        target_samples=samples,
-        deadline_hours=deadline_hours,
-        budget_usd=budget_usd,
+        target_samples=target.samples,
+        deadline_hours=target.deadline_hours,
+        budget_usd=target.budget_usd,
         weights=weights,
-        confidence=confidence,
+        confidence=target.confidence,
         market=market,
         clouds=tuple(clouds),
         regions=tuple(regions),

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from perdollar import amounts
+from perdollar.ask.arguments import checked_target
 from perdollar.ask.compare import compare_question
 from perdollar.ask.inputs import measurements_from_file
 from perdollar.catalog import load as load_catalog
@@ -19,6 +21,7 @@ from perdollar.predict import predict as predict_on_instance
 from perdollar.predict.model import Prediction
 from perdollar.question import Question
 from perdollar.select.compare import Comparison
+from perdollar.workload import Workload, canonical_spec
 from perdollar.workload.llm import looks_like_llm
 
 
@@ -40,13 +43,16 @@ def predict(
     """
     from perdollar.profile.profiler import load_to_profile, profile_workload
 
+    if not isinstance(workload, Workload):
+        amounts.text(workload, "workload", "vit-b16")
+    amounts.text(instance, "instance", "g5.2xlarge")
+    amounts.check_value("nodes", nodes, integer=True)
+    amounts.optional(batch_size, "batch_size", integer=True)
     if looks_like_llm(workload):
         raise PerdollarError(
             f"{workload} is a language model: its prediction needs a training plan",
             f"use perdollar.recommend({workload!r}, samples=TOKENS) or `perdollar predict {workload}`",
         )
-    if nodes < 1:
-        raise PerdollarError(f"nodes must be at least 1, got {nodes}", "pass nodes=1 or more")
     catalog = load_catalog()
     target = catalog.instance(instance, cloud=cloud)
     profile = profile_workload(load_to_profile(workload, batch_size=batch_size, precision=precision))
@@ -61,8 +67,8 @@ def predict(
 def compare(
     workload: str,
     *configurations: str,
-    samples: float | None = None,
-    deadline_hours: float | None = None,
+    samples: float | str | None = None,
+    deadline_hours: float | str | None = None,
     budget_usd: float | None = None,
     confidence: float = 0.9,
 ) -> Comparison:
@@ -70,11 +76,17 @@ def compare(
 
     >>> compare("vit-b16", "4x g5.2xlarge spot", "1x g5.12xlarge on-demand", samples=1e9).to_frame()
     """
+    amounts.text(workload, "workload", "vit-b16")
+    for configuration in configurations:
+        amounts.text(configuration, "configuration", "4x g5.2xlarge spot")
+    target = checked_target(
+        samples=samples, deadline_hours=deadline_hours, budget_usd=budget_usd, confidence=confidence
+    )
     question = Question(
-        workload_name=workload,
-        target_samples=samples,
-        deadline_hours=deadline_hours,
-        budget_usd=budget_usd,
-        confidence=confidence,
+        workload_name=canonical_spec(workload),
+        target_samples=target.samples,
+        deadline_hours=target.deadline_hours,
+        budget_usd=target.budget_usd,
+        confidence=target.confidence,
     )
     return compare_question(question, list(configurations)).comparison

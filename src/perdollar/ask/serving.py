@@ -72,7 +72,9 @@ def answer_serving(
 ) -> ServingAnswer:
     """The whole inference question; a measured CPU host's curve makes CPU-only instances candidates."""
     target = serving_target(question)
-    question = replace(question, workload_fingerprint=workload.fingerprint, kind="inference")
+    question = replace(
+        question, workload_fingerprint=workload.fingerprint, workload_label=workload.name, kind="inference"
+    )
     offers = allowed_offers(
         catalog.offers_frame(),
         clouds=target.clouds,

@@ -91,7 +91,12 @@ def answer_training(question: Question, inputs: Inputs, progress: Progress = qui
     """The ranked recommendation for a training question."""
     check_question(question, inputs.catalog)
     profile = inputs.profile
-    question = replace(question, workload_fingerprint=profile.workload_fingerprint, kind="train")
+    question = replace(
+        question,
+        workload_fingerprint=profile.workload_fingerprint,
+        workload_label=inputs.workload.name,
+        kind="train",
+    )
     priced = priced_candidates(question, inputs, progress)
     selection = select_candidates(
         priced,

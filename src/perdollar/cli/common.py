@@ -5,9 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import os
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from perdollar.errors import PerdollarError
+from perdollar import amounts
 from perdollar.jsonable import to_jsonable
 
 
@@ -201,32 +199,11 @@ def progress(description: str, total: float | None = None, *, quiet: bool = Fals
         yield _Handle()
 
 
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*(s|sec|m|min|h|hr|d|day|days)?\s*$", re.I)
-_UNIT_HOURS = {"s": 1 / 3600, "sec": 1 / 3600, "m": 1 / 60, "min": 1 / 60, "h": 1, "hr": 1,
-               "d": 24, "day": 24, "days": 24}
-
-
 def parse_duration_hours(text: str, option: str) -> float:
     """``48h``, ``90m``, ``2d``, ``3600s`` or a bare number of hours → hours."""
-    match = _DURATION.match(text)
-    if not match:
-        raise PerdollarError(f"{option} {text!r} is not a duration", "write it like 48h, 90m, 2d or 3600s")
-    unit = (match.group(2) or "h").lower()
-    hours = float(match.group(1)) * _UNIT_HOURS[unit]
-    if not math.isfinite(hours) or hours <= 0:
-        raise PerdollarError(f"{option} must be a positive, finite duration, got {text!r}", "e.g. 48h or 2d")
-    return hours
+    return amounts.duration_hours(text, option)
 
 
 def parse_count(text: str, option: str) -> float:
     """``1e9``, ``2.5M``, ``10k`` or a plain integer → a positive number."""
-    match = re.match(r"^\s*([0-9]*\.?[0-9]+(?:e[+]?[0-9]+)?)\s*([kmgbt]?)\s*$", text, re.I)
-    if not match:
-        raise PerdollarError(f"{option} {text!r} is not a count", "write it like 1e9, 250M or 10k")
-    scale = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "b": 1e9, "t": 1e12}[match.group(2).lower()]
-    value = float(match.group(1)) * scale
-    if not math.isfinite(value):
-        raise PerdollarError(f"{option} {text!r} is too large to be a count", "write it like 1e9 or 250M")
-    if value <= 0:
-        raise PerdollarError(f"{option} must be positive, got {text!r}", "give a positive count")
-    return value
+    return amounts.count(text, option)

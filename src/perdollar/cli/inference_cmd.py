@@ -159,8 +159,10 @@ def serving_question(
     if market not in MARKET_CHOICES:
         raise PerdollarError(f"--market {market!r} is not a market", "use on-demand, spot or any")
     slo = tuple((q, ms) for q, ms in ((0.99, p99_ms), (0.95, p95_ms)) if ms is not None)
+    from perdollar.workload.loader import canonical_spec
+
     return Question(
-        workload_name=workload,
+        workload_name=canonical_spec(workload),
         kind="inference",
         objective=SERVING_OBJECTIVE,
         market=market,

@@ -3,27 +3,25 @@
 typer parses ``nan`` and ``inf`` as floats and knows no ranges unless each option declares one,
 so a value such as ``--budget nan`` or ``--qps -3`` used to reach the pipeline. Here each numeric
 option has a kind, and :func:`harden` gives every int and float option of every command a check
-of its kind before the command runs: one line, exit 2, and nothing measured or stored.
+of its kind before the command runs: one line, exit 2, and nothing measured or stored. A text
+or path option given as an empty string is refused the same way (``--samples ''`` is no target,
+``--out ''`` no folder). The kinds and their checks live in :mod:`perdollar.amounts`, which the
+Python API calls too.
 """
 
 from __future__ import annotations
 
-import math
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
+from perdollar.amounts import ABOVE_ONE, NON_NEGATIVE, PROBABILITIES, check_value
 from perdollar.errors import PerdollarError
 
-# Kinds by option name; an int or float option not named here must be positive.
-NON_NEGATIVE = {
-    "--checkpoint-seconds", "--restart-minutes", "--max-wait-ms", "--min-accelerator-memory",
-    "--min-accelerators", "--min-vcpus", "--min-memory", "--data-bytes-per-sample", "--top",
-}  # fmt: skip
-PROBABILITIES = {"--confidence", "--deadline-confidence"}
-ABOVE_ONE = {"--growth"}  # a factor each step multiplies by
+__all__ = ["ABOVE_ONE", "NON_NEGATIVE", "PROBABILITIES", "check_value", "harden", "numeric_options"]
 
 
 def numeric_kind(annotation: Any) -> type | None:
@@ -34,26 +32,12 @@ def numeric_kind(annotation: Any) -> type | None:
     return None
 
 
-def check_value(option: str, value: float, *, integer: bool = False) -> None:
-    """Raise the one-line error for ``value`` of ``option`` if its kind does not allow it."""
-    example = f"e.g. {option} {_example(option)}"
-    if isinstance(value, float) and not math.isfinite(value):
-        raise PerdollarError(f"{option} must be a finite number, got {value}", f"give {example}")
-    if option in PROBABILITIES:
-        if not 0 < value < 1:
-            raise PerdollarError(f"{option} is a probability between 0 and 1, got {value:g}", example)
-    elif option in ABOVE_ONE:
-        if value <= 1:
-            raise PerdollarError(f"{option} must be above 1, got {value:g}", example)
-    elif value < 0:
-        raise PerdollarError(f"{option} cannot be negative, got {value:g}", example)
-    elif value == 0 and option not in NON_NEGATIVE:
-        what = "a positive integer" if integer else "positive"
-        raise PerdollarError(f"{option} must be {what}, got {value:g}", example)
-
-
-def _example(option: str) -> str:
-    return "0.9" if option in PROBABILITIES else "2" if option in ABOVE_ONE else "10"
+def _is_text(annotation: Any) -> bool:
+    """An option typed as text or a path (optional or repeatable or not)."""
+    candidates = [annotation, *typing.get_args(annotation)]
+    for candidate in list(candidates):
+        candidates.extend(typing.get_args(candidate))
+    return any(candidate in (str, Path) for candidate in candidates)
 
 
 def _checked(option: str, integer: bool, previous: Callable[..., Any] | None) -> Callable[..., Any]:
@@ -82,8 +66,42 @@ def numeric_options(command: click.Command) -> list[click.Parameter]:
     return found
 
 
+def _refuse_empty(param: click.Parameter) -> None:
+    """Make ``param`` refuse an empty value typed by the user, before typing turns it into ``Path('.')``."""
+    option = param.opts[0]
+    convert = param.process_value
+
+    def process_value(ctx: click.Context, value: Any) -> Any:
+        # Only what the user typed: a default of "" (such as sweep's --install) means "not given".
+        # (typer carries its own copy of click: the source is compared by name, not by identity.)
+        source = ctx.get_parameter_source(param.name or "")
+        if getattr(source, "name", None) == "COMMANDLINE":
+            for item in value if isinstance(value, list | tuple) else (value,):
+                if isinstance(item, str) and not item.strip():
+                    raise PerdollarError(f"{option} is empty", f"give {option} a value, or leave it out")
+        return convert(ctx, value)
+
+    param.process_value = process_value  # type: ignore[method-assign]
+
+
+def text_options(command: click.Command) -> list[click.Parameter]:
+    """The text and path options of ``command`` (by the annotations typer built them from)."""
+    found = []
+    for param in command.params:
+        descriptor = getattr(param, "type_descriptor", None)
+        opts = getattr(param, "opts", [])
+        if descriptor is not None and opts and opts[0].startswith("--") and _is_text(descriptor.annotation):
+            found.append(param)
+    return found
+
+
 def harden(command: click.Command) -> None:
-    """Give every numeric option of ``command`` and its subcommands the check of its kind (once)."""
+    """Give every numeric option of ``command`` and its subcommands the check of its kind, and
+    every text option a refusal of the empty string (once)."""
+    for param in text_options(command):
+        if not getattr(param, "_perdollar_checked", False):
+            _refuse_empty(param)
+            param._perdollar_checked = True  # type: ignore[attr-defined]
     for param in numeric_options(command):
         if not getattr(param, "_perdollar_checked", False):
             integer = numeric_kind(param.type_descriptor.annotation) is int  # type: ignore[attr-defined]

@@ -3,6 +3,7 @@ one-line error instead of a traceback when the place cannot be written."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from perdollar.errors import PerdollarError
@@ -31,3 +32,22 @@ def write_text_file(path: Path, text: str, option: str, *, overwrite: bool = Fal
         write_file_safely(path, text, overwrite=overwrite, option=option)
     except OSError as error:
         raise _cannot_write(path, option, error) from None
+
+
+def refuse_links_under(folder: Path, option: str) -> None:
+    """A one-line error if anything under ``folder`` is a symbolic link.
+
+    A command that writes, replaces or deletes files under the folder a user named must not do so
+    in the place a link points to (another project's folder, say); the folder itself may be a link.
+    """
+    if not folder.is_dir():
+        return
+    for parent, folders, files in os.walk(folder):
+        for name in sorted((*folders, *files)):
+            path = Path(parent) / name
+            if path.is_symlink():
+                raise PerdollarError(
+                    f"{option} {folder} holds a symbolic link, {path} → {os.readlink(path)}: "
+                    "nothing is written through it",
+                    f"remove the link, or give {option} a new folder",
+                )

@@ -14,7 +14,7 @@ from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
 from perdollar.question import Question, SpotSettings
-from perdollar.workload import load_workload
+from perdollar.workload import canonical_spec, load_workload
 from perdollar.workload.llm import looks_like_llm
 
 RECOMMEND_HELP = (
@@ -339,7 +339,7 @@ def compare_command(
     if deadline_hours and not target_samples:
         raise PerdollarError("--deadline needs a target", "add --samples N (--tokens N for a language model)")
     question = Question(
-        workload_name=workload,
+        workload_name=canonical_spec(workload),
         target_samples=target_samples,
         deadline_hours=deadline_hours,
         batch_size=batch_size,

@@ -167,8 +167,10 @@ def training_question(
     language_model: LanguageModelSettings | None = None,
 ) -> Question:
     """The training question ``recommend`` and ``sweep`` both ask, from their shared options."""
+    from perdollar.workload.loader import canonical_spec
+
     return Question(
-        workload_name=workload,
+        workload_name=canonical_spec(workload),
         objective=objective,
         target_samples=token_target or target_samples(samples, epochs, dataset_size),
         deadline_hours=common.parse_duration_hours(deadline, "--deadline") if deadline else None,

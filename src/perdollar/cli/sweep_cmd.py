@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from perdollar.cli import common
-from perdollar.cli.output_files import ensure_folder
+from perdollar.cli.output_files import ensure_folder, refuse_links_under
 from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_inputs import training_question
 from perdollar.cli.sweep_render import outcome_row, print_event, print_plan, print_result
@@ -49,6 +49,7 @@ SWEEP_HELP = (
     "  sky jobs launch sweep-yaml/perdollar-00-1x-g5-xlarge-spot-aws-us-east-1.yaml\n\n"
     "Exit codes: 0 done (failed candidates are results); 2 bad input; 3 nothing feasible."
 )
+
 
 def _duration_seconds(text: str, option: str) -> float:
     if re.fullmatch(r"\s*[0-9]*\.?[0-9]+\s*", text):
@@ -209,8 +210,18 @@ def sweep(
     from perdollar.configuration import parse_configuration
 
     only_configurations = [parse_configuration(text) for text in only]
+    workdir = _checked_workdir(workdir, requirements)
+    remote_workload = workload
+    if ".py:" in workload and workdir is None:
+        # A user's file travels in the synced working directory; the node names it relative to it.
+        file_part, function = workload.rsplit(":", 1)
+        workdir = Path(file_part).resolve().parent
+        remote_workload = f"{Path(file_part).name}:{function}"
+    _check_remote_store(remote_store, via)
     now = dt.datetime.now(dt.UTC)
-    out_dir = ensure_folder(out or _default_out(now), "--out")
+    out_dir = out or _default_out(now)
+    refuse_links_under(out_dir, "--out")
+    out_dir = ensure_folder(out_dir, "--out")
     settings = SweepSettings(
         strategy=strategy,  # type: ignore[arg-type]
         max_runs=top if top is not None else (None if budget is not None else 3),
@@ -218,12 +229,6 @@ def sweep(
         parallel=parallel,
         confidence=confidence,
     )
-    remote_workload = workload
-    if ".py:" in workload and workdir is None:
-        # A user's file travels in the synced working directory; the node names it relative to it.
-        file_part, function = workload.rsplit(":", 1)
-        workdir = Path(file_part).resolve().parent
-        remote_workload = f"{Path(file_part).name}:{function}"
     wheel = _wheel_for_nodes(via, dry_run, install, out_dir)
     options = JobOptions(
         workload=remote_workload,
@@ -316,6 +321,41 @@ def sweep(
         print_result(result, saved, out_dir)
     # Every job failed: nothing was measured, which a script calling the sweep must see.
     return EXIT_FAILURE if result.outcomes and not any(o.ok for o in result.outcomes) else 0
+
+
+def _checked_workdir(workdir: Path | None, requirements: str | None) -> Path | None:
+    """The folder synced to the nodes, as an absolute path, if it is one; else a one-line error."""
+    if workdir is None:
+        return None
+    if not workdir.is_dir():
+        problem = "is a file, not a folder" if workdir.exists() else "does not exist"
+        raise PerdollarError(f"--workdir {workdir} {problem}", "give the folder that holds your workload")
+    if requirements and not (workdir / requirements).is_file():
+        raise PerdollarError(
+            f"--requirements {requirements} is not a file in --workdir {workdir}",
+            "give its path relative to --workdir",
+        )
+    return workdir.resolve()
+
+
+def _check_remote_store(url: str | None, via: str) -> None:
+    """A URL the nodes can write to: a database server, not a file on this machine."""
+    if url is None:
+        return
+    from perdollar.store.engine import parse_url
+
+    example = "e.g. --remote-store postgresql+psycopg://user@host/db"
+    try:
+        parsed = parse_url(url)
+    except PerdollarError:
+        problem = f"--remote-store {url!r} is not a database URL"
+        raise PerdollarError(problem, f"give one, {example}") from None
+    if via == "skypilot" and parsed.get_backend_name() == "sqlite":
+        raise PerdollarError(
+            f"--remote-store {parsed.render_as_string(hide_password=True)} is a SQLite file on this "
+            "machine, which cloud nodes cannot write to",
+            f"give a shared database, {example}",
+        )
 
 
 def _wheel_for_nodes(via: str, dry_run: bool, install: str, out_dir: Path) -> Path | None:

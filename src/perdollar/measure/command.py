@@ -223,6 +223,34 @@ def _in_samples(values: list[float], log_format: LogFormat | None, batch_size: i
     return values
 
 
+# Programs that run another program named among their arguments (python train.py, torchrun … train.py).
+_LAUNCHERS = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|torchrun|accelerate|deepspeed|uv|poetry|pipenv|conda|"
+                        r"env|bash|sh|mpirun|srun|composer|lightning|nohup|time)$")  # fmt: skip
+_SCRIPT = re.compile(r"\.(py|sh|ipynb)$")
+
+
+def command_name(argv: Sequence[str]) -> str:
+    """What a person calls the command: its script (``train.py``), module (``-m pkg.train``) or program.
+
+    ``python train.py`` and ``python finetune.py`` are different workloads; naming both ``python``
+    would make every command run look alike in the history.
+    """
+    program = os.path.basename(argv[0]) if argv else "command"
+    arguments = list(argv[1:])
+    for index, argument in enumerate(arguments):
+        if argument == "-m" and index + 1 < len(arguments):
+            return arguments[index + 1]
+        if argument == "-c":  # inline code has no name of its own
+            return f"{program} -c"
+        if _SCRIPT.search(argument) and not argument.startswith("-"):
+            return os.path.basename(argument)
+    if _LAUNCHERS.match(program):
+        first = next((a for a in arguments if not a.startswith("-") and "=" not in a), None)
+        if first is not None:
+            return os.path.basename(first)
+    return program
+
+
 def _measurement(argv: Sequence[str], log_format: LogFormat | None, capture: _Capture, status: str,
                  message: str, started_at: str, wall: float, batch_size: int | None) -> Measurement:
     # What is stored and shown is redacted: the same command with another token is the same workload.
@@ -246,7 +274,7 @@ def _measurement(argv: Sequence[str], log_format: LogFormat | None, capture: _Ca
     return Measurement(
         status=status,  # type: ignore[arg-type]
         mode="command",
-        workload_name=f"command:{os.path.basename(argv[0])}",
+        workload_name=f"command:{command_name(redact_arguments(argv))}",
         workload_fingerprint=hashlib.sha256(command_line.encode()).hexdigest()[:16],
         batch_size=batch_size or 0,
         precision="unknown",

@@ -18,9 +18,15 @@ def load_measurements_file(path: str | Path) -> list[Measurement]:
     path = Path(path)
     if not path.exists():
         raise PerdollarError(f"no such file: {path}", "give the path of a bench JSON or published-schema CSV")
-    if path.suffix.lower() == ".json":
-        return _from_json(path)
-    return _from_csv(path)
+    is_json = path.suffix.lower() == ".json"
+    found = _from_json(path) if is_json else _from_csv(path)
+    if not found:
+        why = "an empty list" if is_json else "no row has a positive, finite throughput on one GPU"
+        raise PerdollarError(
+            f"{path} holds no usable measurement ({why})",
+            "give rows in the schema of published_dev.csv or the output of `perdollar bench --json`",
+        )
+    return found
 
 
 def _from_json(path: Path) -> list[Measurement]:
@@ -33,7 +39,21 @@ def _from_json(path: Path) -> list[Measurement]:
             f"{path} is not valid JSON ({exc})", "give the output of `perdollar bench --json`"
         ) from exc
     items = payload if isinstance(payload, list) else [payload]
-    return [measurement_from_dict(item) for item in items if isinstance(item, dict)]
+    for index, item in enumerate(items):
+        if not isinstance(item, dict):
+            where = f"item {index + 1} of {path}" if isinstance(payload, list) else str(path)
+            raise PerdollarError(
+                f"{where} is JSON {_json_kind(item)}, not a measurement",
+                "give the output of `perdollar bench --json` (an object, or a list of objects)",
+            )
+    return [measurement_from_dict(item) for item in items]
+
+
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    names = {bool: "true/false", int: "number", float: "number", str: "text", list: "list"}
+    return names.get(type(value), type(value).__name__)
 
 
 def _from_csv(path: Path) -> list[Measurement]:

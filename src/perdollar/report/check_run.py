@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from perdollar.measure.result import HostFingerprint, Measurement
@@ -95,8 +95,13 @@ def run_checks(
 ) -> CheckRun:
     """Benchmark ``spec`` in the modes the checklist needs and evaluate every item."""
     from perdollar.measure import host_fingerprint, run_benchmark
+    from perdollar.measure.modes import resolve_device as device_here
     from perdollar.workload import load_workload
+    from perdollar.workload.step import resolve_device
 
+    # A misspelt or absent device is bad input (exit 2), found before any run, not four failed runs.
+    resolve_device(device)
+    device_here(device)
     workload = load_workload(spec, batch_size=batch_size, precision=precision)
     catalog = _catalog_or_none()
     if instance:
@@ -107,8 +112,10 @@ def run_checks(
                 "the catalog could not be loaded, so --instance cannot be judged",
                 "run `perdollar catalog` to see the problem, or leave out --instance",
             )
-        target = target_for_instance(catalog.instance(instance), catalog)
+        instance_type = catalog.instance(instance)
+        target = target_for_instance(instance_type, catalog)
     else:
+        instance_type = None
         target = target_for_host(host_fingerprint(), catalog)
 
     runs = [("cached-input", 1), ("full", 1), ("data-only", 1)] + (
@@ -124,7 +131,9 @@ def run_checks(
             run_benchmark(workload, mode=mode, duration_s=duration_s, nproc=processes, device=device)
         )
 
-    input_bytes, max_batch = _profile_facts(workload, target, on_step)
+    input_bytes, max_batch, predicted = _profile_facts(workload, target, instance_type, catalog, on_step)
+    if predicted:
+        target = replace(target, predicted_samples_per_second=predicted)
     evidence = evidence_from_measurements(
         measurements,
         precision=workload.precision,
@@ -146,16 +155,18 @@ def _catalog_or_none() -> Any | None:
 
 
 def _profile_facts(
-    workload: Any, target: Target, on_step: Callable[[str], None]
-) -> tuple[float | None, int | None]:
-    """Input bytes per sample and the largest batch that fits the target's memory, from the profile."""
+    workload: Any, target: Target, instance_type: Any | None, catalog: Any, on_step: Callable[[str], None]
+) -> tuple[float | None, int | None, float | None]:
+    """Input bytes per sample, the largest batch that fits the target's memory and, for a catalog
+    instance, the samples/s one of its devices is predicted to train at: all from the profile."""
     try:
         from perdollar.profile import profile_workload
 
         on_step(f"profiling {workload.name}")
         profile = profile_workload(workload)
     except Exception:
-        return None, None
+        return None, None, None
+    predicted = _predicted_per_device(profile, instance_type, catalog) if instance_type else None
     memory = profile.memory
     static = memory.weights + memory.gradients + memory.optimizer_state
     per_sample = (memory.activations + memory.workspace) / max(profile.batch_size, 1)
@@ -166,4 +177,14 @@ def _profile_facts(
         if target.memory_bytes_per_device
         else None
     )
-    return profile.input_bytes_per_sample or None, max_batch
+    return profile.input_bytes_per_sample or None, max_batch, predicted
+
+
+def _predicted_per_device(profile: Any, instance_type: Any, catalog: Any) -> float | None:
+    from perdollar.predict import predict
+
+    prediction = predict(profile, instance_type, catalog)
+    if not prediction.samples_per_second or prediction.excluded_reason:
+        return None
+    devices = prediction.nodes * max(prediction.accelerators_per_node, 1.0)
+    return prediction.samples_per_second / devices

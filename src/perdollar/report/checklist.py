@@ -49,6 +49,9 @@ class Target:
     memory_bytes_per_device: float | None = None  # accelerator memory (or host RAM on CPU)
     supports_bf16: bool | None = None
     network_gbps: float | None = None
+    # Training samples/s one of its devices is predicted to reach: an instance other than this host
+    # is fed at its own rate, not at the rate this host measured (None: judge by the measurement).
+    predicted_samples_per_second: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,11 +198,20 @@ def check_mixed_precision(evidence: Evidence, target: Target) -> CheckItem:
     )
 
 
+def _feed_rate(evidence: Evidence, target: Target) -> tuple[float | None, str]:
+    """Samples/s one device of the target consumes, and where the figure comes from."""
+    if target.predicted_samples_per_second:
+        where = target.accelerator_name or target.name
+        return target.predicted_samples_per_second, f" (predicted on {where})"
+    return _rate(evidence.cached), ""
+
+
 def check_cpu_ratio(evidence: Evidence, target: Target) -> CheckItem:
     title = "Enough host CPU per accelerator to feed it"
-    data_rate, cached = _rate(evidence.data_only), _rate(evidence.cached)
+    data_rate = _rate(evidence.data_only)
+    feed, source = _feed_rate(evidence, target)
     host_cores = evidence.data_only.host.cpu_cores if evidence.data_only else None
-    if data_rate is None or cached is None or not host_cores:
+    if data_rate is None or feed is None or not host_cores:
         return CheckItem(
             "cpu-ratio",
             title,
@@ -209,12 +221,12 @@ def check_cpu_ratio(evidence: Evidence, target: Target) -> CheckItem:
         )
     per_core = data_rate / host_cores
     devices = max(target.accelerators, 1.0)
-    cores_needed = cached / per_core  # to feed one device at its input-free rate
+    cores_needed = feed / per_core  # to feed one device at its input-free rate
     cores_available = target.vcpus / devices
     spare = cores_available / cores_needed if cores_needed else float("inf")
     status: Status = "pass" if spare >= CPU_SPARE_WARN else "warn" if spare >= 1.0 else "fail"
     evidence_text = (
-        f"input pipeline {_n(per_core)} samples/s per core; feeding {_n(cached)} samples/s needs "
+        f"input pipeline {_n(per_core)} samples/s per core; feeding {_n(feed)} samples/s{source} needs "
         f"{cores_needed:.2g} cores per device, {target.name} has {cores_available:.3g}"
     )
     fix = (
@@ -262,7 +274,7 @@ def check_scaling(evidence: Evidence) -> CheckItem:
 
 def check_network_ingest(evidence: Evidence, target: Target) -> CheckItem:
     title = "Data-ingest bandwidth fits the network"
-    cached = _rate(evidence.cached)
+    cached, source = _feed_rate(evidence, target)
     per_sample = evidence.input_bytes_per_sample
     if cached is None or not per_sample or not target.network_gbps:
         what = "network bandwidth of the target" if not target.network_gbps else "input bytes per sample"
@@ -288,7 +300,7 @@ def check_network_ingest(evidence: Evidence, target: Target) -> CheckItem:
         "network-ingest",
         title,
         status,
-        f"streaming {format_bytes(per_sample)}/sample at {_n(cached)} samples/s per device needs "
+        f"streaming {format_bytes(per_sample)}/sample at {_n(cached)} samples/s per device{source} needs "
         f"{needed_gbps:.2g} Gbit/s of {target.network_gbps:g} Gbit/s ({share:.0%})",
         fix,
     )

@@ -3,6 +3,8 @@ against the recommended instance."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from perdollar.measure.result import Measurement
 from perdollar.report.checklist import CheckItem, Target, evaluate
 from perdollar.report.checklist_inputs import evidence_from_measurements
@@ -17,7 +19,11 @@ def _target(recommendation: Recommendation, measurements: list[Measurement]) -> 
             from perdollar.report.check_run import target_for_instance
 
             catalog = load()
-            return target_for_instance(catalog.instance(top.instance_type, cloud=top.cloud), catalog)
+            target = target_for_instance(catalog.instance(top.instance_type, cloud=top.cloud), catalog)
+            # Judged at the rate the recommendation predicted for it, not at the rate measured here.
+            devices = top.nodes * max(top.accelerators_per_node, 1.0)
+            per_device = top.samples_per_second / devices if top.samples_per_second > 0 else None
+            return replace(target, predicted_samples_per_second=per_device)
         except Exception:
             pass
     from perdollar.report.check_run import target_for_host

@@ -121,7 +121,7 @@ class Store:
         row = {
             "id": _new_id(),
             "workload_fingerprint": question.workload_fingerprint,
-            "workload_name": question.workload_name[:200],
+            "workload_name": (question.workload_label or question.workload_name)[:200],
             "kind": question.kind,
             "objective": question.objective,
             "catalog_snapshot_id": recommendation.catalog_snapshot_id,

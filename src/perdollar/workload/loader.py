@@ -61,6 +61,19 @@ def _reference(name: str) -> Workload:
     return REFERENCES[key].build()
 
 
+def canonical_spec(spec: str) -> str:
+    """The spec a question is stored under: a workload file by its absolute path, so that it loads
+    again from any folder (``history reevaluate`` elsewhere); every other spec as given."""
+    path_text, _, function_name = spec.rpartition(":")
+    if not path_text.endswith(".py") or not function_name.isidentifier():
+        return spec
+    path = Path(path_text).expanduser()
+    try:
+        return f"{path.resolve()}:{function_name}" if path.is_file() else spec
+    except OSError:  # a name the file system refuses: the loader reports it
+        return spec
+
+
 def _file_and_function(spec: str) -> tuple[str, Path, str]:
     path_text, _, function_name = spec.rpartition(":")
     path = Path(path_text).expanduser()

@@ -71,6 +71,13 @@ def run_validation(
     started = time.perf_counter()
     accelerators = dict(catalog.accelerators)
     rows = normalise(read_published_csv(path), _alias(catalog))
+    if not rows["usable"].any():
+        counted = f"{len(rows)} row{'' if len(rows) == 1 else 's'}"
+        raise PerdollarError(
+            f"{path} has no usable row ({counted}; a usable one has a positive, finite throughput "
+            "on one GPU)",
+            "give rows in the schema of published_dev.csv: throughput a number, gpu_count 1",
+        )
     cases = build_cases(rows, accelerators, published_profile_provider())
     targets = set(target_gpus) if target_gpus else None
     absent = sorted(targets - set(rows["gpu"])) if targets else []
@@ -82,6 +89,12 @@ def run_validation(
         )
     all_pairs = pair_indices(cases)
     pairs = pair_indices(cases, targets)
+    if not len(pairs):
+        raise PerdollarError(
+            f"{path} has no anchor→target pair: no two usable rows measure the same model and setup "
+            "on different GPUs" + (" with a target GPU" if targets else ""),
+            "add the same measurement on a second GPU (same source, model, task, precision and batch)",
+        )
     shipped = shipped_model()
     seen = _targets_the_shipped_fit_saw(shipped, rows, targets) if targets else []
     if targets and refit and (seen is None or seen):
