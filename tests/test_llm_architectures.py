@@ -154,9 +154,13 @@ TINY_LLAMA = {
 
 def test_a_key_perdollar_does_not_read_is_named(tmp_path: Path) -> None:
     path = _write(tmp_path, {**TINY_LLAMA, "num_frobnicator_layers": 3})
-    done = run_perdollar("predict", str(path), "--instance", "p5.48xlarge")
-    assert done.returncode == 0, done.stderr[-800:]
-    assert "num_frobnicator_layers" in done.stderr
+    for serving in (
+        (),
+        ("--inference", "--accelerator", "H100", "--input-tokens", "100", "--output-tokens", "9"),
+    ):
+        done = run_perdollar("predict", str(path), *(serving or ("--instance", "p5.48xlarge")))
+        assert done.returncode == 0, done.stderr[-800:]
+        assert "num_frobnicator_layers" in done.stderr
 
 
 def test_a_family_transformers_cannot_build_is_read_with_a_warning(tmp_path: Path) -> None:

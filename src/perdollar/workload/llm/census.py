@@ -148,7 +148,7 @@ def checked(arch: DecoderArchitecture, config: dict[str, Any]) -> DecoderArchite
                 PerdollarWarning(
                     f"perdollar does not read the config keys {', '.join(unread)}; transformers' "
                     f"{arch.model_type} model of this config has the parameters perdollar counts "
-                    f"({total / 1e9:.3g}B), so they are taken to change no shape"
+                    f"({total:,}), so they are taken to change no shape"
                 ),
                 stacklevel=2,
             )

@@ -127,8 +127,10 @@ def trace_config(arch: DecoderArchitecture, *, num_layers: int) -> dict[str, Any
     """A config with ``arch``'s per-token work that the tracer can run on fake tensors.
 
     Gated-MLP models trace as Llama (GQA, optional q/k/v bias), the others as GPT-2. A mixture of
-    experts traces as the dense model each token sees (``experts_per_token`` experts' MLP), since
-    its routing has data-dependent shapes fake tensors cannot follow; the router's small GEMM is left out.
+    experts traces as the dense model each token sees (``experts_per_token`` experts' MLP and the
+    shared experts), since its routing has data-dependent shapes fake tensors cannot follow; the
+    router's small GEMM is left out. Multi-head latent attention traces as multi-head attention of
+    its query-key width (its low-rank projections, small beside the experts, are not traced).
     """
     common = {"vocab_size": arch.vocab_size, "tie_word_embeddings": arch.tie_word_embeddings}
     intermediate = arch.intermediate_size * (arch.experts_per_token if arch.is_moe else 1)
