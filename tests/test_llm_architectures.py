@@ -192,3 +192,28 @@ def test_profile_prints_total_active_and_kv_counts_of_a_mixture_of_experts(tmp_p
     assert document["active_params_per_token"] == document["params"] - 2 * 2 * expert
     assert document["kv_cache_bytes_per_token"] == 2 * 2 * 2 * 16 * 2
     assert document["params_by_role"]["routed_experts"] == 2 * 4 * expert
+
+
+def test_where_transformers_builds_other_shapes_its_counts_are_used(tmp_path: Path) -> None:
+    # GPT-NeoX's config gives the MLP 24,576 wide when the key is absent; perdollar alone would
+    # assume four times the width. Outside the verified families transformers' model decides.
+    config = {
+        "model_type": "gpt_neox", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "vocab_size": 256, "max_position_embeddings": 256,
+    }  # fmt: skip
+    path = _write(tmp_path, config)
+    done = run_perdollar("profile", str(path), "--json")
+    assert done.returncode == 0, done.stderr[-800:]
+    assert "transformers' counts are used" in done.stderr and "dense_mlp" in done.stderr
+    mlp = json.loads(done.stdout)["params_by_role"]["dense_mlp"]
+    assert mlp == 2 * (2 * 64 * 24576 + 24576 + 64)  # up and down projections with their biases
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "mixtral-8x7b", "qwen2.5-7b", "gpt-1.3b", "mpt-7b"])
+def test_built_in_models_still_find_their_shipped_traces(name: str) -> None:
+    """Reading more of a config leaves the trace keys of the models it read right before unchanged."""
+    from perdollar.profile import llm_trace_store
+
+    workload = load_llm_workload(name)
+    key = llm_trace_store.shipped_key(workload.architecture, 1, workload.seq_len, "amp-bf16", True)
+    assert llm_trace_store.load_shipped(key) is not None

@@ -144,8 +144,10 @@ def _experts(config: Mapping[str, Any], model_type: str, layers: int, hidden: in
         "intermediate_size": width,
         "shared_intermediate_size": shared,
         "dense_layers": min(dense, layers),
-        "dense_intermediate_size": optional_whole(config, dense_width_key, limit="intermediate_size")
-        or dense_width,
+        # Set only where there are dense layers: a default field leaves the stored traces' keys as they were.
+        "dense_intermediate_size": (
+            optional_whole(config, dense_width_key, limit="intermediate_size") or dense_width if dense else 0
+        ),
         "expert_bias": model_type == "gpt_oss",
     }
 

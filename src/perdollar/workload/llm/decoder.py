@@ -3,6 +3,7 @@ that follow from them (read from a config by :mod:`perdollar.workload.llm.archit
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -158,8 +159,11 @@ class DecoderArchitecture:
 
     def params_by_role(self) -> dict[str, int]:
         """Every parameter held, by what it does (attention, routed experts, shared experts …)."""
+        return dict(_roles(self))
+
+    def _count_roles(self) -> tuple[tuple[str, int], ...]:
         if self.role_params:
-            return dict(self.role_params)
+            return self.role_params
         moe = self.moe_layers
         dense = self.num_layers - moe
         roles = {
@@ -172,19 +176,19 @@ class DecoderArchitecture:
             "norms": self.num_layers * self.norm_params_per_layer + self.hidden_size,  # + the final norm
             "head": 0 if self.tie_word_embeddings else self.vocab_size * self.hidden_size,
         }
-        return {role: count for role, count in roles.items() if count}
+        return tuple((role, count) for role, count in roles.items() if count)
 
     @property
     def total_params(self) -> int:
         """Every parameter held (all experts), biases of the MLP and norms' shifts ignored."""
-        return sum(self.params_by_role().values())
+        return _total(self)
 
     @property
     def inactive_params(self) -> int:
         """Routed experts' parameters a token does not pass through."""
         if not self.is_moe:
             return 0
-        routed = self.params_by_role().get("routed_experts", 0)
+        routed = dict(_roles(self)).get("routed_experts", 0)
         return routed * (self.num_experts - self.experts_per_token) // self.num_experts
 
     @property
@@ -237,3 +241,14 @@ _TRACE_FIELDS = frozenset(
         "learned_positions",
     }
 )
+
+
+# The planner asks for the counts of one architecture thousands of times: computed once each.
+@functools.lru_cache(maxsize=256)
+def _roles(arch: DecoderArchitecture) -> tuple[tuple[str, int], ...]:
+    return arch._count_roles()
+
+
+@functools.lru_cache(maxsize=256)
+def _total(arch: DecoderArchitecture) -> int:
+    return sum(count for _, count in _roles(arch))
