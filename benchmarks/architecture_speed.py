@@ -6,8 +6,9 @@ Runs `perdollar recommend MODEL --tokens 1e9 --top 1` as a user does (a fresh in
 time) for a built-in model, a config.json of a family perdollar reads itself (Mixtral) and one of a
 family it has transformers build on the meta device (GPT-NeoX, Pythia-1B's sizes). Each model's
 first run fills the caches (layer traces, transformers' counts by role) in a data directory of its
-own and is reported apart; the figures are the median of the runs after it. With --baseline-src the
-same runs are made with another checkout's source (say, before a change), under the same load.
+own and is reported apart; the figures are the median of the runs after it, wall-clock and CPU
+time (user and system of the child: steadier than the wall clock on a machine others share). With
+--baseline-src the same runs are made with another checkout's source (say, before a change).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -35,8 +37,15 @@ PYTHIA_1B = {  # EleutherAI/pythia-1b config.json's sizes
 }  # fmt: skip
 
 
-def _run(source: Path, home: Path, model: str) -> float:
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(source: Path, home: Path, model: str) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one recommend: on a shared machine the CPU time is the steadier."""
     env = {**os.environ, "PYTHONPATH": str(source), "PERDOLLAR_HOME": str(home), "COLUMNS": "200"}
+    cpu = _cpu_of_children()
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "perdollar", "recommend", model, "--tokens", "1e9", "--top", "1"],
@@ -45,7 +54,7 @@ def _run(source: Path, home: Path, model: str) -> float:
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"recommend {model} failed: {done.stderr.strip().splitlines()[-1:]}")
-    return seconds
+    return seconds, _cpu_of_children() - cpu
 
 
 def main() -> None:
@@ -65,15 +74,20 @@ def main() -> None:
         sources = {"this checkout": HERE}
         if args.baseline_src is not None:
             sources["baseline"] = args.baseline_src.resolve()
-        print(f"{'model':<34} {'source':<14} {'first run':>10} {'cached (median)':>16}")
+        header = f"{'model':<36} {'source':<14} {'first run':>16}"
+        print(f"{header} {'cached, median wall':>20} {'cached, median CPU':>19}")
         for label, model in models.items():
             for which, source in sources.items():
                 home = folder / f"home-{which.replace(' ', '-')}-{abs(hash(model))}"
                 home.mkdir()
-                first = _run(source, home, model)
-                cached = [_run(source, home, model) for _ in range(args.repeat)]
-                spread = f"{statistics.median(cached):.2f} s (±{statistics.pstdev(cached):.2f})"
-                print(f"{label:<34} {which:<14} {first:>8.2f} s {spread:>16}")
+                first_wall, first_cpu = _run(source, home, model)
+                runs = [_run(source, home, model) for _ in range(args.repeat)]
+                wall = [w for w, _ in runs]
+                cpu = [c for _, c in runs]
+                first = f"{first_wall:.1f} s ({first_cpu:.1f} CPU)"
+                wall_text = f"{statistics.median(wall):.2f} s (±{statistics.pstdev(wall):.2f})"
+                cpu_text = f"{statistics.median(cpu):.2f} s (±{statistics.pstdev(cpu):.2f})"
+                print(f"{label:<36} {which:<14} {first:>16} {wall_text:>20} {cpu_text:>19}")
 
 
 if __name__ == "__main__":
