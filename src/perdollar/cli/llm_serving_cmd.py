@@ -8,6 +8,7 @@ from perdollar.cli.common import console, emit_json
 from perdollar.cli.llm_serving_render import prediction_document, print_prediction
 from perdollar.errors import PerdollarError
 from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_config, load_config_file
+from perdollar.workload.llm.census import checked
 
 BUNDLED_CONFIGS = Path(__file__).resolve().parents[1] / "workload" / "llm" / "configs"
 # Training precisions the predict command also takes, as the serving format they mean.
@@ -30,7 +31,8 @@ def load_architecture(workload: str) -> DecoderArchitecture:
     if not path.exists() and (bundled := _bundled(workload)) is not None:
         path = bundled
     name = path.parent.name if path.name == "config.json" else path.stem
-    return from_hf_config(load_config_file(path), name=name)
+    config = load_config_file(path)
+    return checked(from_hf_config(config, name=name), config)
 
 
 def predict_llm_inference(

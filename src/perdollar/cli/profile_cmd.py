@@ -17,7 +17,10 @@ HELP = (
     "the optimizer step; inference workloads (--inference) the forward pass only.\n\n"
     "WORKLOAD is a built-in name (mlp, vit-b16, resnet50, resnet152, vgg16, inception-v3, bert-base, "
     "bert-large, gpt2, llama-8b, gnmt, ncf) or path/to/file.py:function returning a "
-    "perdollar.workload.Workload.\n\n"
+    "perdollar.workload.Workload, or a language model: a built-in name (llama-3.1-8b, deepseek-v3, "
+    "gpt-oss-120b …) or a Hugging Face config.json, for which the summary adds its parameters by role, "
+    "those active per token and its KV cache per token (--json: params, active_params_per_token, "
+    "kv_cache_bytes_per_token).\n\n"
     "Examples:\n\n"
     "  perdollar profile vit-b16\n\n"
     "  perdollar profile resnet50 --batch-size 64 --precision amp-bf16 --json\n\n"
@@ -142,10 +145,48 @@ def profile_command(
     )
     with progress(f"tracing one step of {loaded.name}", quiet=json_output):
         result = profile_workload(loaded, timeout_s=timeout)
+    language_model = _language_model_counts(workload)
     if json_output:
-        emit_json(profile_dict(result))
+        emit_json({**profile_dict(result), **language_model})
     else:
         _print_summary(result, max(1, top))
+        if language_model:
+            _print_language_model(language_model)
+
+
+def _language_model_counts(workload: str) -> dict[str, object]:
+    """A language model's parameters, active parameters and KV cache per token, by role (16-bit KV)."""
+    from perdollar.workload.llm import load_llm_workload, looks_like_llm
+
+    if not looks_like_llm(workload):
+        return {}
+    arch = load_llm_workload(workload).architecture
+    return {
+        "params": arch.total_params,
+        "active_params_per_token": arch.active_params,
+        "kv_cache_bytes_per_token": arch.kv_elements_per_token * 2,
+        "params_by_role": arch.params_by_role(),
+        "attention": "multi-head latent" if arch.is_mla else f"{arch.num_key_value_heads} key-value heads",
+        "sliding_window_layers": arch.sliding_layers,
+        "sliding_window": arch.sliding_window,
+    }
+
+
+def _print_language_model(counts: dict[str, object]) -> None:
+    roles = counts["params_by_role"]
+    assert isinstance(roles, dict)
+    shown = " · ".join(f"{role.replace('_', ' ')} {count / 1e9:.3g}B" for role, count in roles.items())
+    window = (
+        f" ({counts['sliding_window_layers']} layers keep a {counts['sliding_window']:,}-token window)"
+        if counts["sliding_window_layers"]
+        else ""
+    )
+    console.print(
+        f"language model: {float(counts['params']) / 1e9:.3f}B parameters ({shown}); "  # type: ignore[arg-type]
+        f"{float(counts['active_params_per_token']) / 1e9:.3f}B active per token; "  # type: ignore[arg-type]
+        f"KV cache {format_bytes(float(counts['kv_cache_bytes_per_token']))} per token at 16 bits, "  # type: ignore[arg-type]
+        f"{counts['attention']}{window}"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -36,7 +36,7 @@ def _version(package: str) -> str:
 def _shape(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> dict[str, Any]:
     return {
         "schema": _SCHEMA,
-        "architecture": dataclasses.asdict(arch),
+        "architecture": arch.trace_identity(),
         "micro_batch": micro_batch,
         "seq_len": seq_len,
         "precision": precision,

@@ -32,8 +32,6 @@ _ALIASES = {
     "inception": "inception-v3",
     "bert": "bert-base",
     "gpt-2": "gpt2",
-    "llama3-8b": "llama-8b",
-    "llama-3-8b": "llama-8b",
     "neumf": "ncf",
 }
 
@@ -52,7 +50,9 @@ def _reference(name: str) -> Workload:
 
         return training_workload(load_llm_workload(name))
     if key not in REFERENCES:
-        close = difflib.get_close_matches(key, list(REFERENCES), n=1)
+        from perdollar.workload.llm import llm_reference_names
+
+        close = difflib.get_close_matches(key, [*REFERENCES, *llm_reference_names()], n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise PerdollarError(
             f"unknown workload {name!r}",

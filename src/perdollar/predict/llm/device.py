@@ -105,9 +105,9 @@ def _split(op: OperatorRecord, ways: int) -> OperatorRecord:
 
 
 def _dequantise_ops(arch: DecoderArchitecture) -> tuple[OperatorRecord, ...]:
-    from perdollar.predict.llm.memory import NF4_BYTES_PER_WEIGHT
+    from perdollar.predict.llm.memory import NF4_BYTES_PER_WEIGHT, adapted_params
 
-    weights = arch.attention_params_per_layer + arch.num_experts * arch.expert_params
+    weights = adapted_params(arch) / arch.num_layers
     return tuple(
         OperatorRecord(
             name="nf4.dequantize",

@@ -66,7 +66,11 @@ def layer_linears(arch: DecoderArchitecture) -> list[tuple[int, int, bool, float
     ups = 2 if arch.gated_mlp else 1
     mlp = [(arch.hidden_size, arch.intermediate_size, True, share)] * ups
     mlp.append((arch.intermediate_size, arch.hidden_size, False, share))
-    return attention + mlp * arch.num_experts
+    shared = []
+    if arch.shared_intermediate_size:
+        shared = [(arch.hidden_size, arch.shared_intermediate_size, True, 1.0)] * ups
+        shared.append((arch.shared_intermediate_size, arch.hidden_size, False, 1.0))
+    return attention + mlp * arch.num_experts + shared
 
 
 def rowwise_ops(

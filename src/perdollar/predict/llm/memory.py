@@ -47,13 +47,19 @@ def lora_params(arch: DecoderArchitecture, rank: int) -> int:
     hidden, q_out, kv = arch.hidden_size, arch.num_attention_heads * arch.head_dim, arch.kv_dim
     attention = (hidden + q_out) + 2 * (hidden + kv) + (q_out + hidden)
     matrices = 3 if arch.gated_mlp else 2
-    mlp = arch.num_experts * matrices * (hidden + arch.intermediate_size)
-    return rank * arch.num_layers * (attention + mlp)
+    if not arch.is_moe:
+        return rank * arch.num_layers * (attention + matrices * (hidden + arch.intermediate_size))
+    routed = arch.num_experts * matrices * (hidden + arch.intermediate_size)
+    shared = matrices * (hidden + arch.shared_intermediate_size) if arch.shared_intermediate_size else 0
+    dense = matrices * (hidden + (arch.dense_intermediate_size or arch.intermediate_size))
+    mlps = arch.moe_layers * (routed + shared) + arch.dense_layers * dense
+    return rank * (arch.num_layers * attention + mlps)
 
 
 def adapted_params(arch: DecoderArchitecture) -> int:
     """The base parameters LoRA adapts (and QLoRA quantises): attention and MLP matrices."""
-    return arch.num_layers * (arch.attention_params_per_layer + arch.num_experts * arch.expert_params)
+    roles = arch.params_by_role()
+    return sum(roles.get(role, 0) for role in ("attention", "dense_mlp", "routed_experts", "shared_experts"))
 
 
 @functools.lru_cache(maxsize=256)

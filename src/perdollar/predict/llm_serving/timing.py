@@ -57,11 +57,23 @@ def kv_bytes_per_token(arch: DecoderArchitecture, fmt: ServingFormat) -> float:
     return arch.kv_elements_per_token * fmt.kv_bytes
 
 
-def kv_bytes_per_token_per_gpu(arch: DecoderArchitecture, fmt: ServingFormat, shape: GroupShape) -> float:
-    # KV heads split over tensor-parallel ranks; with more ranks than KV heads each rank keeps one.
-    heads_per_rank = math.ceil(arch.num_key_value_heads / shape.tensor_parallel)
+def kv_bytes_per_token_per_gpu(
+    arch: DecoderArchitecture, fmt: ServingFormat, shape: GroupShape, context: float | None = None
+) -> float:
+    """Cache bytes per token of a sequence on one GPU; over a ``context`` of that many tokens,
+    sliding-window layers keep only their window, so a token costs less on average."""
     layers_per_stage = math.ceil(arch.num_layers / shape.pipeline_parallel)
-    return 2 * layers_per_stage * heads_per_rank * arch.head_dim * fmt.kv_bytes
+    if arch.is_mla:
+        # The compressed latent and the rotary key are one per token, not per head: every
+        # tensor-parallel rank keeps all of it (as vLLM and SGLang do).
+        per_layer = float(arch.kv_elements_per_layer)
+    else:
+        # KV heads split over tensor-parallel ranks; with more ranks than KV heads each rank keeps one.
+        per_layer = 2.0 * math.ceil(arch.num_key_value_heads / shape.tensor_parallel) * arch.head_dim
+    per_token = layers_per_stage * per_layer * fmt.kv_bytes
+    if context is None or not arch.sliding_layers or context <= arch.sliding_window:
+        return per_token
+    return per_token * arch.kv_elements(context) / (context * arch.kv_elements_per_token)
 
 
 def _embedding_bytes(fmt: ServingFormat) -> float:
@@ -99,7 +111,8 @@ def max_concurrent_sequences(
     """Sequences of ``tokens_per_sequence`` (prompt + output) whose KV cache fits beside the weights."""
     free = kv_cache_bytes_per_gpu(arch, fmt, accelerator, shape, efficiency)
     blocks = math.ceil(tokens_per_sequence / KV_BLOCK_TOKENS)
-    per_sequence = blocks * KV_BLOCK_TOKENS * kv_bytes_per_token_per_gpu(arch, fmt, shape)
+    held = blocks * KV_BLOCK_TOKENS
+    per_sequence = held * kv_bytes_per_token_per_gpu(arch, fmt, shape, context=held)
     return max(0, int(free // per_sequence)) if free > 0 else 0
 
 
@@ -120,7 +133,8 @@ def _weights_read_per_gpu(
     if not arch.is_moe:
         return held
     idle = arch.num_experts - _expected_experts(arch, tokens)
-    return held - arch.num_layers * idle * arch.expert_params * fmt.weight_bytes / shape.gpus
+    routed = arch.params_by_role().get("routed_experts", 0)
+    return held - routed * idle / arch.num_experts * fmt.weight_bytes / shape.gpus
 
 
 def _allreduce_per_layer_s(
@@ -244,7 +258,7 @@ def decode_step_time(
     efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
 ) -> StepTime:
     """One token for each of ``batch`` sequences holding ``context_tokens`` tokens each on average."""
-    kv = batch * context_tokens * kv_bytes_per_token_per_gpu(arch, fmt, shape)
+    kv = batch * context_tokens * kv_bytes_per_token_per_gpu(arch, fmt, shape, context=context_tokens)
     bytes_read = _weights_read_per_gpu(arch, fmt, shape, batch)
     attention = 4.0 * arch.num_layers * arch.num_attention_heads * arch.head_dim * context_tokens * batch
     return _stage_time(

@@ -13,6 +13,7 @@ from typing import Any
 
 from perdollar.errors import PerdollarError
 from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_config, load_config_file
+from perdollar.workload.llm.census import checked
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 DEFAULT_SEQ_LEN = 2048
@@ -101,9 +102,18 @@ def reference_for_served_name(served: str) -> str | None:
     return name if name in llm_reference_names() else None
 
 
+_GLUED_VERSION = re.compile(r"^llama(\d)")
+
+
+def builtin_llm_name(spec: str) -> str | None:
+    """The built-in language model ``spec`` names, however cased (``Llama3-8B`` → ``llama-3-8b``)."""
+    name = _GLUED_VERSION.sub(r"llama-\1", spec.strip().lower().replace("_", "-"))
+    return name if name in llm_reference_names() else None
+
+
 def looks_like_llm(spec: str) -> bool:
     """Whether ``spec`` names a built-in LLM or a config.json (file or folder holding one)."""
-    if spec in llm_reference_names():
+    if builtin_llm_name(spec) is not None:
         return True
     path = Path(spec)
     try:
@@ -113,8 +123,9 @@ def looks_like_llm(spec: str) -> bool:
 
 
 def _config_for(spec: str) -> tuple[dict[str, Any], str]:
-    if spec in llm_reference_names():
-        return load_config_file(CONFIG_DIR / f"{spec}.json"), spec
+    builtin = builtin_llm_name(spec)
+    if builtin is not None and not spec.endswith(".json"):
+        return load_config_file(CONFIG_DIR / f"{builtin}.json"), builtin
     path = Path(spec)
     try:
         exists = path.exists()
@@ -159,7 +170,7 @@ def load_llm_workload(
             f"{spec!r} is a {model_type or 'encoder-decoder'} config, not a decoder-only language model",
             "give the config.json of a decoder model (llama, mistral, qwen2, gpt2, gpt_neox, falcon …)",
         )
-    arch = from_hf_config(config, name=name)
+    arch = checked(from_hf_config(config, name=name), config)
     seq = seq_len or min(DEFAULT_SEQ_LEN, arch.max_position_embeddings)
     checks = [("--seq-len", seq), ("--micro-batch", micro_batch), ("--global-batch", global_batch)]
     checks.append(("--lora-rank", lora_rank))
