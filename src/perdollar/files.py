@@ -1,12 +1,15 @@
 """Writing the files a user names, and words for the operating system's refusals to write them,
-for one-line error messages."""
+for one-line error messages; perdollar's own caches in the data directory."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from perdollar.errors import PerdollarError
 
@@ -76,3 +79,22 @@ def shorten(text: str, limit: int = 120) -> str:
         return text
     keep = (limit - 1) // 2
     return f"{text[:keep]}…{text[-keep:]}"
+
+
+def installed_version(package: str) -> str:
+    """The installed version of ``package`` without importing it ("absent" when it is not there)."""
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def keep_json(path: Path, document: Any) -> None:
+    """Write one of perdollar's own cache files atomically (a concurrent reader sees the whole file
+    or none); a read-only or full disk only costs the next process the work again."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(document, out)
+        os.replace(temporary, path)

@@ -9,28 +9,23 @@ transformers nor traces."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import gzip
 import hashlib
 import json
-import os
-import tempfile
-from importlib import metadata, resources
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from perdollar.files import installed_version, keep_json
 from perdollar.profile.model import OperatorRecord
 
 _SCHEMA = 5  # 2: saved fused and eager; 3: under selective checkpointing; 4: chain traffic; 5: half weights
 
 
 def _version(package: str) -> str:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "absent"
+    return installed_version(package)
 
 
 def _shape(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> dict[str, Any]:
@@ -115,12 +110,4 @@ def load(key: str) -> dict[str, Any] | None:
 
 
 def save(key: str, fields: dict[str, Any]) -> None:
-    """Write atomically; a read-only or full disk only costs the next process a trace."""
-    document = as_document(fields)
-    with contextlib.suppress(OSError):
-        directory = _directory()
-        directory.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(document, out)
-        os.replace(temporary, directory / f"{key}.json")
+    keep_json(_directory() / f"{key}.json", as_document(fields))

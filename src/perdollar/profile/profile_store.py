@@ -10,17 +10,14 @@ full disk only costs the next process a trace.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import asdict
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from perdollar.files import installed_version, keep_json
 from perdollar.profile.model import MemoryBreakdown, OperatorRecord, Profile
 
 _SCHEMA = 1
@@ -59,10 +56,7 @@ def _code_digest() -> str:
 
 
 def _torch_version() -> str:
-    try:
-        return metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        return "absent"
+    return installed_version("torch")
 
 
 def _path(fingerprint: str) -> Path:
@@ -84,11 +78,4 @@ def load(fingerprint: str) -> Profile | None:
 
 
 def save(profile: Profile) -> None:
-    """Write atomically, so that a concurrent reader sees the whole file or none."""
-    with contextlib.suppress(OSError):
-        path = _path(profile.workload_fingerprint)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(profile_to_dict(profile), out)
-        os.replace(temporary, path)
+    keep_json(_path(profile.workload_fingerprint), profile_to_dict(profile))

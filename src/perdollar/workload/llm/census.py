@@ -12,18 +12,15 @@ transformers has no class for the family, perdollar's own description is used an
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
-import os
-import tempfile
 import warnings
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from perdollar.errors import PerdollarWarning
+from perdollar.files import installed_version, keep_json
 from perdollar.workload.llm.architecture import DecoderArchitecture, language_model_config
 from perdollar.workload.llm.config_values import unread_shape_keys
 
@@ -54,10 +51,7 @@ CENSUS_TIMEOUT_S = 180.0
 
 
 def _transformers_version() -> str:
-    try:
-        return metadata.version("transformers")
-    except metadata.PackageNotFoundError:
-        return "absent"
+    return installed_version("transformers")
 
 
 def census_key(config_json: str) -> str:
@@ -80,14 +74,7 @@ def _load(key: str) -> dict[str, Any] | None:
 
 
 def _save(key: str, document: dict[str, Any]) -> None:
-    """Written atomically; a read-only or full disk costs the next process one more build."""
-    with contextlib.suppress(OSError):
-        directory = _directory()
-        directory.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(document, out)
-        os.replace(temporary, directory / f"{key}.json")
+    keep_json(_directory() / f"{key}.json", document)
 
 
 def census(config_json: str) -> dict[str, Any]:
