@@ -125,7 +125,7 @@ def predict_command(
     output_tokens: int = typer.Option(None, "--output-tokens", help="LLM: tokens generated a request."),
 ) -> None:
     from perdollar.cli.llm_predict import LLMOptions
-    from perdollar.workload.llm import looks_like_llm
+    from perdollar.workload.llm import looks_like_llm, near_language_model
 
     llm = LLMOptions(
         seq_len, micro_batch, global_batch, plan, activation_checkpointing, tensor_parallel,
@@ -157,9 +157,13 @@ def predict_command(
             print_llm_prediction(result)
         return
     if llm.given():
+        near = near_language_model(workload)
+        fix = f"did you mean {near!r}?" if near else (
+            "give a language model (e.g. llama-3.1-8b or a config.json) or drop them"
+        )
         raise PerdollarError(
-            f"{', '.join(llm.given())} apply to language models only",
-            "give a language model (e.g. llama-3.1-8b or a config.json) or drop them",
+            f"{', '.join(llm.given())} apply to language models only, and {workload!r} is not one",
+            fix,
         )
     from perdollar import catalog as catalog_mod
     from perdollar.predict import Calibration, predict

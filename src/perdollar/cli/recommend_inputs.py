@@ -81,7 +81,7 @@ def language_model_settings(
     attention_kernel: str | None = None,
 ) -> tuple[float | None, LanguageModelSettings | None]:
     """A language model's target in tokens and its settings; (None, None) for other workloads."""
-    from perdollar.workload.llm import looks_like_llm
+    from perdollar.workload.llm import looks_like_llm, near_language_model
 
     plan_flags = {
         "--activation-checkpointing": activation_checkpointing or None,
@@ -104,9 +104,13 @@ def language_model_settings(
     ]
     if not looks_like_llm(workload):
         if given:
+            near = near_language_model(workload)
+            fix = f"did you mean {near!r}?" if near else (
+                "give a language model (llama-3.1-8b, a config.json …) or drop them"
+            )
             raise PerdollarError(
-                f"{', '.join(given)} apply to language models only",
-                "give a language model (llama-3.1-8b, a config.json …) or drop them",
+                f"{', '.join(given)} apply to language models only, and {workload!r} is not one",
+                fix,
             )
         return None, None
     if samples:

@@ -6,6 +6,7 @@ from perdollar.workload.llm.workload import (
     llm_reference_names,
     load_llm_workload,
     looks_like_llm,
+    near_language_model,
 )
 
 __all__ = [
@@ -16,4 +17,5 @@ __all__ = [
     "load_config_file",
     "load_llm_workload",
     "looks_like_llm",
+    "near_language_model",
 ]

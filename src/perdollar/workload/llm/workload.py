@@ -48,6 +48,15 @@ def llm_reference_names() -> list[str]:
     return sorted(p.stem for p in CONFIG_DIR.glob("*.json"))
 
 
+def near_language_model(name: str) -> str | None:
+    """The built-in language model a mistyped name most likely meant (``lama-3.1-8b``), or None."""
+    import difflib
+
+    key = name.strip().lower().replace("_", "-")
+    close = difflib.get_close_matches(key, llm_reference_names(), n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
 @dataclass(frozen=True, slots=True)
 class LLMWorkload:
     """What to train (or serve): the architecture and the settings that shape the step."""
