@@ -24,10 +24,6 @@ from perdollar.profile.model import OperatorRecord
 _SCHEMA = 5  # 2: saved fused and eager; 3: under selective checkpointing; 4: chain traffic; 5: half weights
 
 
-def _version(package: str) -> str:
-    return installed_version(package)
-
-
 def _shape(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> dict[str, Any]:
     return {
         "schema": _SCHEMA,
@@ -46,7 +42,8 @@ def _digest(payload: dict[str, Any]) -> str:
 def trace_key(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> str:
     """The key of a trace made here, with this machine's torch and transformers."""
     payload = _shape(arch, micro_batch, seq_len, precision, train_base)
-    return _digest({**payload, "torch": _version("torch"), "transformers": _version("transformers")})
+    versions = {package: installed_version(package) for package in ("torch", "transformers")}
+    return _digest({**payload, **versions})
 
 
 def shipped_key(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> str:

@@ -50,12 +50,8 @@ _AGREEMENT = 0.01  # transformers' total within 1% of perdollar's: perdollar's r
 CENSUS_TIMEOUT_S = 180.0
 
 
-def _transformers_version() -> str:
-    return installed_version("transformers")
-
-
 def census_key(config_json: str) -> str:
-    payload = {"config": config_json, "transformers": _transformers_version(), "schema": 1}
+    payload = {"config": config_json, "transformers": installed_version("transformers"), "schema": 1}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -116,9 +112,10 @@ def checked(arch: DecoderArchitecture, config: dict[str, Any]) -> DecoderArchite
     if not isinstance(roles, dict) or not roles:
         why = document.get("reason") or "no parameters"
         keys = f"; keys it does not read: {', '.join(unread)}" if unread else ""
+        version = installed_version("transformers")
         warnings.warn(
             PerdollarWarning(
-                f"transformers {_transformers_version()} cannot build model_type {arch.model_type!r} "
+                f"transformers {version} cannot build model_type {arch.model_type!r} "
                 f"({why}); perdollar reads it with its own description of a "
                 f"{'gated' if arch.gated_mlp else 'plain'}-MLP decoder{keys} — check the parameter "
                 f"count ({arch.total_params / 1e9:.2f}B)"
