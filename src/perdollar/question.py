@@ -57,6 +57,8 @@ class LanguageModelSettings:
     output_tokens: int | None = None
     ttft_p99_ms: float | None = None
     tpot_p99_ms: float | None = None
+    engine: str | None = None  # vllm, sglang, tensorrt-llm, tgi, llama.cpp, hf or any (None: vllm)
+    kv_precision: str | None = None  # the KV cache's precision (None: the engine's default)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,8 @@ from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict.frame import SUPPORTED_STACKS
 from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of, refused_readings
+from perdollar.predict.llm_serving.engines import ANY_ENGINE, serving_engine
 from perdollar.predict.llm_serving.frame import llm_serving_frame
-from perdollar.predict.llm_serving.timing import DEFAULT_EFFICIENCY
 from perdollar.price.llm_serving import price_llm_deployments
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select.llm_serving import explain_llm_serving, llm_deployment_estimates
@@ -71,7 +71,7 @@ def answer_language_model_serving(
         priced_only=True,
     )
     formats = (question.precision,) if question.precision else FORMATS
-    calibration, refused = _calibration(measurements, workload.architecture, catalog)
+    calibration, refused = _calibration(measurements, workload.architecture, catalog, settings.engine)
     progress(f"sizing {workload.name} replicas on every instance type, tensor-parallel degree and format")
     deployments = llm_serving_frame(
         workload.architecture,
@@ -82,7 +82,10 @@ def answer_language_model_serving(
         ttft_p99_ms=settings.ttft_p99_ms,
         tpot_p99_ms=settings.tpot_p99_ms,
         precisions=formats,
-        efficiency=calibration.efficiency if calibration else DEFAULT_EFFICIENCY,
+        efficiency=calibration.efficiency if calibration else None,
+        engine=settings.engine,
+        kv_precision=settings.kv_precision,
+        calibrated_engine=calibration.engine if calibration else None,
     )
     if calibration is not None:
         deployments = deployments.assign(basis="calibrated")  # every row is predicted with its efficiency
@@ -115,15 +118,22 @@ def answer_language_model_serving(
     return LanguageModelServingAnswer(recommendation, frame, label)
 
 
-def _calibration(measurements: Sequence[Measurement], arch: DecoderArchitecture,
-                 catalog: Catalog) -> tuple[Calibration | None, tuple[str, ...]]:  # fmt: skip
-    """The calibration from the stored endpoint runs, and why any run beyond physics was not used."""
+def _calibration(measurements: Sequence[Measurement], arch: DecoderArchitecture, catalog: Catalog,
+                 engine_name: str | None) -> tuple[Calibration | None, tuple[str, ...]]:  # fmt: skip
+    """The calibration from the stored endpoint runs, and why any run beyond physics was not used.
+
+    A run that names no engine is taken to be of the engine the question asks about.
+    """
     readings = [r for r in map(reading_of, measurements) if r is not None]
     if not readings:
         return None, ()
     chips = {r.accelerator_key: catalog.accelerators[r.accelerator_key]
              for r in readings if r.accelerator_key in catalog.accelerators}  # fmt: skip
-    return calibrate(readings, arch, chips, DEFAULT_EFFICIENCY), refused_readings(readings, arch, chips)
+    asked = engine_name if engine_name and engine_name.lower() != ANY_ENGINE else None
+    engine = serving_engine(readings[0].engine or asked)
+    return calibrate(readings, arch, chips, engine.step_efficiency(), engine=engine.name), refused_readings(
+        readings, arch, chips
+    )
 
 
 def _foreign_stacks_excluded(deployments: pd.DataFrame, catalog: Catalog) -> pd.DataFrame:

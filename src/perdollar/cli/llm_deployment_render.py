@@ -19,6 +19,8 @@ COLUMNS = (
     "accelerator_key",
     "tensor_parallel",
     "precision",
+    "engine",
+    "kv_precision",
     "replicas",
     "instances",
     "spot_extra_instances",
@@ -45,7 +47,7 @@ def llm_deployment_rows(frame: pd.DataFrame, top: int) -> list[dict[str, Any]]:
     """The best ``top`` feasible deployments (best region per machine, degree and format)."""
     feasible = frame[frame["feasible"]].drop_duplicates(DEPLOYMENT_SHAPE).head(top)
     return [
-        {"label": llm_deployment_label(row), **{c: _plain(row[c]) for c in COLUMNS}}
+        {"label": llm_deployment_label(row), **{c: _plain(row.get(c)) for c in COLUMNS}}
         for _, row in feasible.iterrows()
     ]
 
@@ -62,7 +64,7 @@ def llm_deployment_table(rows: list[dict[str, Any]], slo: str, rps: float) -> Ta
     for name, justify in (
         ("#", "right"),
         ("configuration", "left"),
-        ("TP × format", "left"),
+        ("TP × format (engine)", "left"),
         ("replicas (inst.)", "right"),
         ("TTFT / TPOT p99 ms", "right"),
         ("$/h", "right"),
@@ -78,7 +80,7 @@ def llm_deployment_table(rows: list[dict[str, Any]], slo: str, rps: float) -> Ta
         table.add_row(
             str(rank),
             escape(f"{head.split(' with ')[0]}\n({where.split(' with ')[0]}"),
-            f"TP{row['tensor_parallel']} × {row['precision']}",
+            f"TP{row['tensor_parallel']} × {row['precision']} ({row['engine']}, KV {row['kv_precision']})",
             f"{row['replicas']} ({machines})",
             f"{row['ttft_p99_ms']:.0f} / {row['tpot_p99_ms']:.1f}",
             f"${row['deployment_price_per_hour']:,.2f}",

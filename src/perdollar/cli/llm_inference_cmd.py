@@ -14,6 +14,15 @@ from perdollar.vocabulary import MARKET_CHOICES, TOKEN_SERVING_OBJECTIVE
 SECONDS_PER_DAY = 86_400.0
 
 
+def checked_engine_options(engine: str | None, kv_precision: str | None) -> None:
+    """A mistyped --engine or --kv-precision is refused before any work, naming the choices."""
+    from perdollar.predict.llm_serving.engines import engine_choices
+    from perdollar.predict.llm_serving.formats import FORMATS, with_kv_precision
+
+    engine_choices(engine)
+    with_kv_precision(FORMATS["fp16"], kv_precision)
+
+
 def llm_serving_question(
     workload: str,
     *,
@@ -27,6 +36,8 @@ def llm_serving_question(
     market: str,
     clouds: Sequence[str],
     regions: Sequence[str],
+    engine: str | None = None,
+    kv_precision: str | None = None,
 ) -> Question:
     """The question from the options, checked: a rate (requests/s or output tokens a day) and SLOs."""
     if market not in MARKET_CHOICES:
@@ -37,6 +48,7 @@ def llm_serving_question(
     for flag, value in (("--ttft-p99-ms", ttft_p99_ms), ("--tpot-p99-ms", tpot_p99_ms)):
         if value is not None and not value > 0:
             raise PerdollarError(f"{flag} must be positive, got {value:g}", f"give e.g. {flag} 50")
+    checked_engine_options(engine, kv_precision)
     if (rps is None) == (tokens_per_day is None):
         raise PerdollarError(
             "serving a language model needs one rate: --rps or --tokens-per-day",
@@ -64,6 +76,8 @@ def llm_serving_question(
             output_tokens=output_tokens,
             ttft_p99_ms=ttft_p99_ms,
             tpot_p99_ms=tpot_p99_ms,
+            engine=engine,
+            kv_precision=kv_precision,
         ),
     )
 

@@ -47,9 +47,12 @@ def predict_llm_inference(
     precision: str | None,
     batch: int | None,
     json_output: bool,
+    engine: str | None = None,
+    kv_precision: str | None = None,
 ) -> None:
     from perdollar import catalog as catalog_mod
-    from perdollar.predict.llm_serving import GroupShape, Workload, predict_llm_serving, serving_format
+    from perdollar.predict.llm_serving import GroupShape, Workload, serving_format
+    from perdollar.predict.llm_serving.engines import predict_with_engine
     from perdollar.predict.llm_serving.load import serving_shape_problem
     from perdollar.predict.parallel_limits import context_problem
 
@@ -85,7 +88,8 @@ def predict_llm_inference(
     chip = catalog_mod.load().accelerator(accelerator)
     work = Workload(input_tokens, output_tokens)
     shape = GroupShape(tensor_parallel=degree, pipeline_parallel=pipeline_parallel)
-    result = predict_llm_serving(arch, chip, fmt, work, shape=shape, batch=batch)
+    result = predict_with_engine(arch, chip, fmt, work, shape=shape, batch=batch, engine=engine,
+                                 kv_precision=kv_precision)  # fmt: skip
     replicas = gpus // group
     if json_output:
         emit_json(prediction_document(arch, chip.key, gpus, replicas, work, result))

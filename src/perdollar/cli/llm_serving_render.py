@@ -31,6 +31,8 @@ def prediction_document(
         "tensor_parallel": p.tensor_parallel,
         "pipeline_parallel": p.pipeline_parallel,
         "precision": p.precision,
+        "engine": p.engine,
+        "kv_precision": p.kv_precision,
         "input_tokens": work.input_tokens,
         "output_tokens": work.output_tokens,
         "mode": p.mode,
@@ -76,7 +78,8 @@ def print_prediction(
     layout = f"TP {p.tensor_parallel}" + (f" × PP {p.pipeline_parallel}" if p.pipeline_parallel > 1 else "")
     console.print(
         f"[bold]{escape(arch.name)}[/] served on {gpus} × {accelerator} ({replicas} replica(s) of {layout}, "
-        f"{p.precision}), {work.input_tokens} input → {work.output_tokens} output tokens"
+        f"{p.precision}, KV cache {p.kv_precision}) with {p.engine}, {work.input_tokens} input → "
+        f"{work.output_tokens} output tokens"
     )
     if not p.fits:
         label = "cannot run" if p.bottleneck in ("unsupported-format", "model-shape") else "does not fit"

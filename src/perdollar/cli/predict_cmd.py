@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from perdollar.catalog.model import InstanceType
+from perdollar.cli import llm_options
 from perdollar.cli.common import console, emit_json, err_console, print_table, progress
 from perdollar.errors import PerdollarError
 from perdollar.fmt import format_band, format_number
@@ -123,6 +124,8 @@ def predict_command(
     gpus: int = typer.Option(1, "--gpus", min=1, help="LLM: GPUs in all (replicas × TP × PP)."),
     input_tokens: int = typer.Option(None, "--input-tokens", help="LLM: prompt tokens a request."),
     output_tokens: int = typer.Option(None, "--output-tokens", help="LLM: tokens generated a request."),
+    engine: str | None = llm_options.ENGINE,
+    kv_precision: str | None = llm_options.KV_PRECISION,
 ) -> None:
     from perdollar.cli.llm_predict import LLMOptions
     from perdollar.workload.llm import looks_like_llm, near_language_model
@@ -138,7 +141,7 @@ def predict_command(
             workload, accelerator=accelerator, gpus=gpus, tensor_parallel=tensor_parallel,
             pipeline_parallel=pipeline_parallel or 1, input_tokens=input_tokens,
             output_tokens=output_tokens, precision=precision, batch=batch_size,
-            json_output=json_output,
+            json_output=json_output, engine=engine, kv_precision=kv_precision,
         )  # fmt: skip
         return
     if instance is None:

@@ -138,6 +138,8 @@ def recommend(
     tpot_p99_ms: float | None = typer.Option(
         None, "--tpot-p99-ms", help="Language model: time per output token SLO."
     ),
+    engine: str | None = llm_options.ENGINE,
+    kv_precision: str | None = llm_options.KV_PRECISION,
 ) -> int:
     check_store(store_url, enabled=not no_store)
     if report is not None:  # before the work: a file that may not be replaced is said at once
@@ -170,6 +172,8 @@ def recommend(
                 tpot_p99_ms=tpot_p99_ms,
                 precision=precision,
                 market=market,
+                engine=engine,
+                kv_precision=kv_precision,
                 clouds=cloud,
                 regions=region,
             ),

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from perdollar.catalog.model import Accelerator
+from perdollar.predict.llm_serving.engines import DEFAULT_ENGINE
 from perdollar.predict.llm_serving.formats import peak_tflops, serving_format, unsupported_reason
 from perdollar.predict.llm_serving.published import ServingCase, predict_case
 from perdollar.predict.llm_serving.timing import GroupShape, ServingEfficiency
@@ -40,6 +41,7 @@ class EndpointReading:
     output_tokens: int
     tpot_ms: float
     ttft_ms: float
+    engine: str | None = None  # the engine the endpoint ran, when the run recorded it
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,7 @@ class Calibration:
     before: tuple[float, ...]  # predicted / measured of each case under the starting parameters
     after: tuple[float, ...]  # the same under the calibrated parameters
     refused: tuple[str, ...] = ()  # readings that beat the chip's physical limit, and why
+    engine: str = DEFAULT_ENGINE  # the serving engine the readings measured: only its predictions move
 
     def describe(self, model: str) -> str:
         where = ", ".join(sorted({f"{r.gpus}× {r.accelerator_key} {r.precision}" for r in self.readings}))
@@ -57,7 +60,7 @@ class Calibration:
         return (f"calibrated on {len(self.readings)} measured endpoint run(s) of {model} ({where}): the "
                 f"serving engine's efficiency rescaled, largest error on those readings "
                 f"{100 * worst_before:.0f}% → {100 * worst_after:.0f}%; every accelerator is predicted "
-                "with it")  # fmt: skip
+                f"with it under {self.engine}")  # fmt: skip
 
 
 def reading_of(measurement: Any) -> EndpointReading | None:
@@ -72,8 +75,10 @@ def reading_of(measurement: Any) -> EndpointReading | None:
     if not tpot or not ttft or tpot <= 0 or ttft <= 0:
         return None
     precision = "fp16" if measurement.precision in _UNKNOWN_FORMATS else str(measurement.precision)
+    engine = str(details["engine"]) if details.get("engine") else None
     return EndpointReading(str(key), int(gpus), precision, int(details.get("input_tokens") or 1),
-                           int(details.get("output_tokens") or 1), float(tpot), float(ttft))  # fmt: skip
+                           int(details.get("output_tokens") or 1), float(tpot), float(ttft),
+                           engine)  # fmt: skip
 
 
 def physical_floors_ms(reading: EndpointReading, arch: DecoderArchitecture,
@@ -139,8 +144,9 @@ def calibrate(
     arch: DecoderArchitecture,
     chips: Mapping[str, Accelerator],
     start: ServingEfficiency,
+    engine: str = DEFAULT_ENGINE,
 ) -> Calibration | None:
-    """Parameters rescaled to the readings (None when none of them can be predicted).
+    """Parameters of ``engine`` rescaled to the readings (None when none of them can be predicted).
 
     A reading that beats its chip's physical limit (:func:`impossible_reason`) calibrates nothing:
     it is a mislabelled GPU, a cache or a wrong model name, not an efficient engine.
@@ -167,7 +173,7 @@ def calibrate(
                                if case.kind == "ttft"])  # fmt: skip
     fitted = _compute_scaled(rescaled, compute)
     refused = refused_readings(possible, arch, chips)
-    return Calibration(fitted, usable, before, _ratios(cases, chips, fitted), refused)
+    return Calibration(fitted, usable, before, _ratios(cases, chips, fitted), refused, engine)
 
 
 def refused_readings(

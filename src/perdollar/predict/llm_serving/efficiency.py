@@ -32,8 +32,13 @@ class ServingEfficiency:
     compute: float = 0.55
     kv_bandwidth: float = 0.80  # attention's reads of the (paged) KV cache
     step_overhead_s_per_layer: float = 8e-6
+    # Host time of one engine step (scheduling, sampling, a CUDA-graph replay), paid once a step
+    # whatever the layer count: what an engine spends beside the GPU's kernels.
+    step_overhead_s: float = 0.0
     allreduce_latency_nvlink_s: float = 8e-6
     allreduce_latency_pcie_s: float = 25e-6
+    # AMD Infinity Fabric (xGMI) ring step: between NVLink's and PCIe's; no multi-GPU ROCm row fits it.
+    allreduce_latency_xgmi_s: float = 12e-6
     allreduce_bandwidth: float = 1.0
     bytes_per_sm_cycle: float = math.inf
     memory_utilisation: float = 0.90  # vLLM's default gpu_memory_utilization

@@ -8,7 +8,7 @@ multiply at the 16-bit rate; fp8 and fp4 multiply natively where the chip has th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
@@ -78,3 +78,27 @@ def unsupported_reason(accelerator: Accelerator, fmt: ServingFormat) -> str:
     if peak_tflops(accelerator, fmt) is None:
         return f"{accelerator.key} has no {fmt.compute_dtype} tensor units"
     return ""
+
+
+# Bytes a cached key or value element takes in each KV-cache precision an engine offers
+# (vLLM's --kv-cache-dtype, SGLang's --kv-cache-dtype, TensorRT-LLM's kv_cache_quant_algo).
+KV_PRECISIONS = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}
+
+
+def with_kv_precision(fmt: ServingFormat, kv_precision: str | None) -> ServingFormat:
+    """``fmt`` with its KV cache held in ``kv_precision`` (None: as the format says)."""
+    if kv_precision is None:
+        return fmt
+    key = kv_precision.strip().lower()
+    if key not in KV_PRECISIONS:
+        raise PerdollarError(
+            f"unknown KV-cache precision {kv_precision!r}", f"use one of {', '.join(KV_PRECISIONS)}"
+        )
+    return replace(fmt, kv_bytes=KV_PRECISIONS[key])
+
+
+def kv_precision_name(fmt: ServingFormat) -> str:
+    """The KV-cache precision a format holds, by name (the 16-bit cache named after the format)."""
+    if fmt.kv_bytes >= 2.0:
+        return "bf16" if fmt.name == "bf16" else "fp16"
+    return "fp8"

@@ -17,7 +17,8 @@ import pandas as pd
 from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
-from perdollar.predict.llm_serving.formats import serving_format
+from perdollar.predict.llm_serving.engines import ServingEngine, engine_choices
+from perdollar.predict.llm_serving.formats import kv_precision_name, serving_format, with_kv_precision
 from perdollar.predict.llm_serving.load import LoadPoint, Workload, at_rate, predict_llm_serving
 from perdollar.predict.llm_serving.timing import DEFAULT_EFFICIENCY, GroupShape, ServingEfficiency
 from perdollar.predict.parallel_limits import context_problem
@@ -53,8 +54,12 @@ def replica_rate(
     ttft_p99_ms: float | None,
     tpot_p99_ms: float | None,
     efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+    engine: ServingEngine | None = None,
+    kv_precision: str | None = None,
 ) -> ReplicaRate:
+    """``engine``: the engine's KV-cache default applies (``kv_precision`` overrides it)."""
     fmt = serving_format(precision)
+    fmt = engine.serving_format(fmt, kv_precision) if engine else with_kv_precision(fmt, kv_precision)
     top = predict_llm_serving(arch, accelerator, fmt, work, shape=shape, efficiency=efficiency)
     facts = (
         top.requests_per_second,
@@ -111,12 +116,17 @@ def llm_serving_frame(
     tpot_p99_ms: float | None = None,
     precisions: Iterable[str] = ("fp16", "fp8", "int4"),
     tensor_parallel_options: Iterable[int] = (1, 2, 4, 8),
-    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+    efficiency: ServingEfficiency | None = None,
+    engine: str | None = None,
+    kv_precision: str | None = None,
+    calibrated_engine: str | None = None,
 ) -> pd.DataFrame:
     """One row per (instance type × TP × precision) with at least one whole accelerator per replica.
 
     A degree the model's heads cannot be split over is a row excluded with that reason; a
-    request longer than the model's context is refused outright.
+    request longer than the model's context is refused outright. ``engine`` names the serving
+    engine (None: the default engine; ``any``: each row takes the engine that serves the most);
+    ``efficiency`` replaces the parameters of ``calibrated_engine`` (of every engine when None).
     """
     too_long = context_problem(arch, input_tokens, output_tokens)
     if too_long:
@@ -124,9 +134,10 @@ def llm_serving_frame(
             too_long, "lower --input-tokens/--output-tokens, or choose a longer-context model"
         )
     work = Workload(input_tokens, output_tokens)
+    setups = [(e, _engine_efficiency(e, arch, efficiency, calibrated_engine)) for e in engine_choices(engine)]
     instances = catalog.instances_frame()
     instances = instances[instances["accelerator_key"].notna() & (instances["accelerator_count"] >= 1)]
-    cache: dict[tuple[str, int, str], ReplicaRate] = {}
+    cache: dict[tuple[str, int, str], tuple[ServingEngine, ReplicaRate]] = {}
     rows = []
     for record in instances.itertuples(index=False):
         count = int(record.accelerator_count)
@@ -137,12 +148,31 @@ def llm_serving_frame(
             for precision in precisions:
                 key = (accelerator.key, degree, precision)
                 if key not in cache:
-                    cache[key] = replica_rate(
+                    cache[key] = _best_engine([(e, replica_rate(
                         arch, accelerator, precision, work, GroupShape(tensor_parallel=degree),
-                        ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, efficiency=efficiency,
-                    )  # fmt: skip
-                rows.append(_row(record, count, degree, precision, cache[key], rps, work))
+                        ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, efficiency=eff, engine=e,
+                        kv_precision=kv_precision)) for e, eff in setups])  # fmt: skip
+                chosen, rate = cache[key]
+                row = _row(record, count, degree, precision, rate, rps, work)
+                kv = chosen.serving_format(serving_format(precision), kv_precision)
+                rows.append({**row, "engine": chosen.name, "kv_precision": kv_precision_name(kv)})
     return pd.DataFrame(rows)
+
+
+def _engine_efficiency(
+    engine: ServingEngine, arch: DecoderArchitecture, efficiency: ServingEfficiency | None,
+    calibrated_engine: str | None,
+) -> ServingEfficiency:  # fmt: skip
+    """The engine's own parameters, or the calibrated ones where the calibration measured it."""
+    if efficiency is not None and calibrated_engine in (None, engine.name):
+        return efficiency
+    return engine.step_efficiency()
+
+
+def _best_engine(rated: list[tuple[ServingEngine, ReplicaRate]]) -> tuple[ServingEngine, ReplicaRate]:
+    """The engine whose replica takes the most requests within the SLOs (the first when none can)."""
+    feasible = [pair for pair in rated if not pair[1].excluded_reason]
+    return max(feasible, key=lambda pair: pair[1].rate) if feasible else rated[0]
 
 
 def _row(

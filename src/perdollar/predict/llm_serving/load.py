@@ -74,6 +74,8 @@ class LLMServingPrediction:
     bottleneck: str
     basis: str = "spec"
     mode: str = "max-load"  # max-load | static-batch | rate
+    engine: str = ""  # the serving engine predicted ('' where the caller chose none)
+    kv_precision: str = ""
     breakdown_ms: dict[str, float] = field(default_factory=dict)
 
 

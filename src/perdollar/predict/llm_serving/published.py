@@ -24,7 +24,7 @@ from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm_serving.efficiency import FIT_START, ServingEfficiency
 from perdollar.predict.llm_serving.formats import ServingFormat, serving_format, unsupported_reason
-from perdollar.predict.llm_serving.load import Workload, predict_llm_serving
+from perdollar.predict.llm_serving.load import Workload, mixed_iteration, predict_llm_serving
 from perdollar.predict.llm_serving.timing import GroupShape, decode_step_time, prefill_time
 from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_config, load_config_file
 
@@ -54,7 +54,9 @@ _MODELS = {
     "LLaMA 7B": "llama-7b", "LLaMA 70B": "llama-2-70b", "Falcon 180B": "falcon-180b",
     "Llama 3.1 405B": "llama-3.1-405b",
 }  # fmt: skip
-KINDS = ("max-throughput", "static-batch", "decode-batch-1", "prefill", "ttft")
+# decode-step: one decode step of ``batch`` sequences at ``input_tokens`` of context (tokens/s);
+# tpot: ms per output token of one request among ``batch`` running (continuous batching).
+KINDS = ("max-throughput", "static-batch", "decode-batch-1", "decode-step", "prefill", "ttft", "tpot")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +71,9 @@ class ServingCase:
     output_tokens: int
     batch: int | None
     measured: float  # tokens/s over all the row's GPUs, or ms for ttft
-    engine: str  # llama.cpp | tensorrt-llm
+    engine: str  # llama.cpp | tensorrt-llm | vllm | sglang | tgi | hf
     max_batch: int = 2048  # the engine's cap on running sequences (trtllm-bench rows)
+    source: str = ""  # the publication (or measurement file) the figure comes from
 
 
 def _architecture(name: str) -> DecoderArchitecture:
@@ -111,7 +114,7 @@ def load_cases(development_csv: Path, catalog: Catalog) -> tuple[list[ServingCas
         if case is None:
             left["unparsed"] += 1
         else:
-            cases.append(case)
+            cases.append(replace(case, source=str(row.source)))
     return cases, left
 
 
@@ -156,10 +159,19 @@ def predict_case(case: ServingCase, chip: Accelerator, eff: ServingEfficiency) -
     if case.kind == "decode-batch-1":
         step = decode_step_time(case.arch, case.fmt, chip, case.shape, 1, case.output_tokens / 2, eff)
         return 1.0 / step.seconds
+    if case.kind == "decode-step":
+        batch = case.batch or 1
+        step = decode_step_time(case.arch, case.fmt, chip, case.shape, batch, case.input_tokens, eff)
+        return batch / step.seconds
     if case.kind in ("prefill", "ttft"):
-        seconds = prefill_time(case.arch, case.fmt, chip, case.shape, case.input_tokens, eff).seconds
-        return case.input_tokens / seconds if case.kind == "prefill" else seconds * 1e3
+        prompts = case.batch or 1
+        seconds = prefill_time(
+            case.arch, case.fmt, chip, case.shape, case.input_tokens, eff, sequences=prompts
+        ).seconds
+        return prompts * case.input_tokens / seconds if case.kind == "prefill" else seconds * 1e3
     work = Workload(case.input_tokens, case.output_tokens)
+    if case.kind == "tpot":
+        return _tpot_ms(case, chip, eff, work)
     if case.kind == "static-batch":
         # The table's batch ran, so it fitted: lift the model's own memory headroom.
         eff = replace(eff, memory_utilisation=1.0, reserve_gib=0.0)
@@ -172,6 +184,17 @@ def predict_case(case: ServingCase, chip: Accelerator, eff: ServingEfficiency) -
     return result.output_tokens_per_second if result.fits else None
 
 
+def _tpot_ms(case: ServingCase, chip: Accelerator, eff: ServingEfficiency, work: Workload) -> float:
+    """A request's time per output token with ``batch`` requests running: alone, a pure decode
+    step; among others, a continuous-batching iteration that also carries their prompts."""
+    running = case.batch or 1
+    if running == 1:
+        step = decode_step_time(case.arch, case.fmt, chip, case.shape, 1, work.mean_context, eff)
+    else:
+        step = mixed_iteration(case.arch, case.fmt, chip, case.shape, running, work, eff)
+    return step.seconds * 1e3
+
+
 PLAIN_ROOFLINE = ServingEfficiency(
     bandwidth=1.0, weight_only_bandwidth=1.0, compute=1.0, kv_bandwidth=1.0, step_overhead_s_per_layer=0.0,
     allreduce_latency_nvlink_s=0.0, allreduce_latency_pcie_s=0.0,
@@ -182,6 +205,8 @@ _GRIDS: dict[str, tuple[float, ...]] = {
     "compute": tuple(0.2 + 0.025 * i for i in range(29)),
     "kv_bandwidth": tuple(0.2 + 0.05 * i for i in range(17)),
     "step_overhead_s_per_layer": tuple(10e-6 * i for i in range(31)),
+    # Host time a step: 0.1 ms steps up to 3 ms (CUDA-graph engines), then 1 ms steps (eager ones).
+    "step_overhead_s": tuple(sorted({1e-4 * i for i in range(31)} | {1e-3 * i for i in range(4, 25)})),
     "allreduce_bandwidth": tuple(0.1 + 0.05 * i for i in range(19)),
     # Bytes in flight per SM-cycle, or no ceiling at all (an engine whose kernels reach the datasheet).
     "bytes_per_sm_cycle": (*(3.0 + 0.5 * i for i in range(19)), math.inf),
@@ -215,7 +240,7 @@ def fit_efficiency(
     chips: Mapping[str, Accelerator],
     start: ServingEfficiency,
     rounds: int = 3,
-    fixed: frozenset[str] = frozenset(),
+    fixed: frozenset[str] = frozenset({"step_overhead_s"}),
 ) -> ServingEfficiency:
     """Coordinate descent over a grid of each parameter not ``fixed`` (mean absolute log error)."""
     best = start

@@ -144,12 +144,21 @@ def _allreduce_per_layer_s(
     ranks = shape.tensor_parallel
     if ranks <= 1:
         return 0.0
-    link_name = accelerator.interconnect.lower()
-    fast = "nvlink" in link_name or "infinity" in link_name or "ici" in link_name
-    latency = eff.allreduce_latency_nvlink_s if fast else eff.allreduce_latency_pcie_s
     link = (accelerator.interconnect_bandwidth_gbps or 32.0) * 1e9 / 2 * eff.allreduce_bandwidth  # one way
     message = tokens * hidden * 2.0
-    return 2 * (latency + 2 * (ranks - 1) / ranks * message / link)
+    # Decode's messages are a few KB to a few MB: at batch 1 the link's latency, not its bandwidth,
+    # sets the time, so each link keeps its own.
+    return 2 * (allreduce_latency_s(accelerator, eff) + 2 * (ranks - 1) / ranks * message / link)
+
+
+def allreduce_latency_s(accelerator: Accelerator, eff: ServingEfficiency) -> float:
+    """The fixed cost of one all-reduce on the accelerator's link (NVLink/NVSwitch, xGMI or PCIe)."""
+    link_name = accelerator.interconnect.lower()
+    if "nvlink" in link_name or "nvswitch" in link_name or "ici" in link_name:
+        return eff.allreduce_latency_nvlink_s
+    if "infinity" in link_name or "xgmi" in link_name:
+        return eff.allreduce_latency_xgmi_s
+    return eff.allreduce_latency_pcie_s
 
 
 def _in_flight_ceiling(accelerator: Accelerator, eff: ServingEfficiency) -> float:
@@ -210,12 +219,13 @@ def _stage_time(
     communication = layers * _allreduce_per_layer_s(accelerator, shape, tokens, arch.hidden_size, eff)
     overhead = layers * eff.step_overhead_s_per_layer
     stage = max(weights_s, matmul_s) + max(kv_s, attention_s) + communication + overhead
+    # The engine's host time is paid once a step, not once a layer or stage.
     return StepTime(
-        stage * stages,
+        stage * stages + eff.step_overhead_s,
         (weights_s + kv_s) * stages,
         (matmul_s + attention_s) * stages,
         communication * stages,
-        overhead * stages,
+        overhead * stages + eff.step_overhead_s,
     )
 
 

@@ -1,0 +1,112 @@
+"""How close the serving model comes to each engine's figures, each source held out of its own fit.
+
+    python3 benchmarks/llm_serving_engines_accuracy.py SHARED_DATA_DIR
+
+Cases: the development set's TensorRT-LLM tables (one source per documentation version), the
+published figures of other engines in benchmarks/published_llm_serving_engines.csv, and
+perdollar's own transformers step timings (benchmarks/gpu_llm_serving_steps_{h200,h100}.csv,
+the hf engine, one source per GPU). For every engine and source the engine's few parameters are
+fitted on its other sources and the held-out source is predicted (leave one source out).
+
+"before": the model as it was: every engine predicted with TensorRT-LLM's parameters and its
+per-layer overhead (TensorRT-LLM itself refitted without the source, per-layer overhead free).
+"after": the engine's own parameters with a per-step host time (independent of depth) in place
+of the per-layer overhead. "roofline": datasheet peaks, no efficiency, no overhead.
+Errors are |predicted / published − 1|; medians per engine, metric and GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from perdollar import catalog as catalog_mod
+from perdollar.predict.llm_serving.efficiency import DEFAULT_EFFICIENCY, FIT_START
+from perdollar.predict.llm_serving.engine_cases import (
+    leave_one_source_out,
+    load_hf_steps,
+    load_published_rows,
+    with_host_step,
+)
+from perdollar.predict.llm_serving.engines import ENGINES
+from perdollar.predict.llm_serving.published import (
+    PLAIN_ROOFLINE,
+    ServingCase,
+    errors,
+    fit_efficiency,
+    load_cases,
+)
+
+HERE = Path(__file__).resolve().parent
+PER_LAYER = frozenset({"step_overhead_s"})  # the old physics: overhead per layer only
+PER_STEP = frozenset({"step_overhead_s_per_layer"})  # the new: host time per step only
+# TensorRT-LLM's tables hold no batch-1 decode row, so nothing pins its weight-streaming fraction
+# (a free fit drifts to the grid's floor, trading it against the host time): it keeps the
+# starting value in engines.py, near what the batch-1 rows of vLLM and transformers show.
+ALSO_FIXED = {"tensorrt-llm": frozenset({"bandwidth"})}
+
+
+def _cases(data_dir: Path) -> list[ServingCase]:
+    catalog = catalog_mod.load()
+    dev, _ = load_cases(data_dir / "measurements" / "published_dev.csv", catalog)
+    trt = [case for case in dev if case.engine == "tensorrt-llm"]
+    published = load_published_rows(HERE / "published_llm_serving_engines.csv", catalog)
+    steps = load_hf_steps(sorted(HERE.glob("gpu_llm_serving_steps_*.csv")), catalog)
+    return trt + published + steps
+
+
+def _medians(pairs: list[tuple[ServingCase, float]]) -> dict[tuple[str, str, str], list[float]]:
+    out: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for case, error in pairs:
+        out[(case.engine, case.kind, case.gpu)].append(error)
+        out[(case.engine, case.kind, "all")].append(error)
+        out[(case.engine, "all", "all")].append(error)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("data_dir", type=Path, help="the shared data folder (measurements/published_dev.csv)")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    cases = _cases(args.data_dir)
+    catalog = catalog_mod.load()
+    chips = {key: catalog.accelerator(key) for key in {case.gpu for case in cases}}
+    before, after, roofline = [], [], []
+    for engine in sorted({case.engine for case in cases}):
+        rows = [case for case in cases if case.engine == engine]
+        if engine == "tensorrt-llm":
+            before += leave_one_source_out(rows, chips, FIT_START, PER_LAYER)
+        else:
+            before += [(case, e) for case in rows for e in errors([case], chips, DEFAULT_EFFICIENCY)]
+        start = with_host_step(ENGINES[engine].efficiency, ENGINES[engine].host_step_s)
+        fixed = PER_STEP | ALSO_FIXED.get(engine, frozenset())
+        after += leave_one_source_out(rows, chips, start, fixed)
+        roofline += [(case, e) for case in rows for e in errors([case], chips, PLAIN_ROOFLINE)]
+        shipped = fit_efficiency(rows, chips, start, fixed=fixed)
+        print(
+            f"{engine:<13} fitted on all {len(rows)} rows ({len({c.source for c in rows})} sources): "
+            f"bandwidth {shipped.bandwidth:.3f}  weight-only {shipped.weight_only_bandwidth:.3f}  "
+            f"compute {shipped.compute:.3f}  KV {shipped.kv_bandwidth:.2f}  "
+            f"host {1e3 * shipped.step_overhead_s:.2f} ms/step  all-reduce {shipped.allreduce_bandwidth:.2f}"
+        )
+    b, a, r = _medians(before), _medians(after), _medians(roofline)
+    print("\nmedian |predicted/published - 1|, leave one source out")
+    print(f"{'engine':<13} {'metric':<15} {'GPU':<16} {'n':>4} {'before':>8} {'after':>8} {'roofline':>9}")
+    for key in sorted(a):
+        engine, kind, gpu = key
+        print(
+            f"{engine:<13} {kind:<15} {gpu:<16} {len(a[key]):>4} "
+            f"{100 * statistics.median(b[key]):7.1f}% {100 * statistics.median(a[key]):7.1f}% "
+            f"{100 * statistics.median(r[key]):8.1f}%"
+        )
+    print(f"\n{time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,245 @@
+"""The serving engines perdollar predicts, declared in one place: their host costs, fitted
+efficiencies and the defaults a user gets without tuning.
+
+An engine's kernels reach a share of the GPU's bandwidth and tensor rate; beside them it spends
+host time on every step (scheduling, sampling, launching or replaying a CUDA graph), once a step
+whatever the model's depth. Its defaults decide how many sequences run at once (a cap, and the
+share of memory the KV cache may take) and what precision the cache is held in. The fitted
+numbers come from benchmarks/llm_serving_engines_accuracy.py (each source held out of its own
+fit there); the defaults from each engine's documentation at the version named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from perdollar.catalog.model import Accelerator
+from perdollar.errors import PerdollarError
+from perdollar.predict.llm_serving.efficiency import ENGINE_EFFICIENCY, ServingEfficiency
+from perdollar.predict.llm_serving.formats import ServingFormat, kv_precision_name, with_kv_precision
+from perdollar.predict.llm_serving.load import LLMServingPrediction, Workload, predict_llm_serving
+from perdollar.predict.llm_serving.timing import GroupShape
+from perdollar.workload.llm.architecture import DecoderArchitecture
+
+# vLLM is the engine most teams run (the most-used open serving engine, and the one cloud
+# providers' model catalogs ship), so it is what a prediction assumes unless told otherwise.
+DEFAULT_ENGINE = "vllm"
+# Every engine, for the deployment search to choose the best one per candidate.
+ANY_ENGINE = "any"
+
+
+@dataclass(frozen=True, slots=True)
+class ServingEngine:
+    """One serving engine: what it costs beside the kernels, and what it does by default.
+
+    host_step_s: host time of one step with CUDA graphs (or the engine's own fused runtime);
+    eager_launch_s_per_layer: what each layer adds when kernels are launched one by one (CUDA
+    graphs off); kv_precision: the cache's default precision, "auto" for the model's 16-bit
+    activations whatever the weights (vLLM's and SGLang's ``auto``), "format" for the precision
+    the quantised checkpoint states (TensorRT-LLM's fp8 recipes quantise the cache too).
+    """
+
+    name: str
+    efficiency: ServingEfficiency  # fitted kernel fractions (host terms are set from the fields below)
+    host_step_s: float
+    eager_launch_s_per_layer: float
+    cuda_graphs: bool
+    chunked_prefill: bool
+    max_running: int
+    memory_utilisation: float
+    kv_precision: str
+    version: str
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def step_efficiency(self, cuda_graphs: bool | None = None) -> ServingEfficiency:
+        """The serving model's parameters for this engine as deployed (defaults unless overridden)."""
+        graphs = self.cuda_graphs if cuda_graphs is None else cuda_graphs
+        return replace(
+            self.efficiency,
+            step_overhead_s=self.host_step_s,
+            step_overhead_s_per_layer=0.0 if graphs else self.eager_launch_s_per_layer,
+            memory_utilisation=self.memory_utilisation,
+            max_batch=self.max_running,
+        )
+
+    def serving_format(self, fmt: ServingFormat, kv_precision: str | None = None) -> ServingFormat:
+        """``fmt`` with the KV cache this engine holds: ``kv_precision`` when given, else its default."""
+        if kv_precision is not None:
+            return with_kv_precision(fmt, kv_precision)
+        if self.kv_precision == "auto":
+            return with_kv_precision(fmt, "bf16" if fmt.name == "bf16" else "fp16")
+        if self.kv_precision == "format":
+            return fmt
+        return with_kv_precision(fmt, self.kv_precision)
+
+
+_GPU_FIT = ServingEfficiency(bandwidth=0.85, weight_only_bandwidth=0.70, compute=0.60, kv_bandwidth=0.70)
+_TRT_FIT = replace(ENGINE_EFFICIENCY["tensorrt-llm"], bandwidth=0.85, step_overhead_s_per_layer=0.0)
+
+ENGINES: dict[str, ServingEngine] = {
+    e.name: e
+    for e in (
+        ServingEngine(
+            "vllm",
+            _GPU_FIT,
+            host_step_s=1.0e-3,
+            eager_launch_s_per_layer=40e-6,
+            cuda_graphs=True,
+            chunked_prefill=True,
+            max_running=256,
+            memory_utilisation=0.90,
+            kv_precision="auto",
+            version="0.10",
+            sources={
+                "max_running": "vLLM engine args, max_num_seqs default 256 (docs.vllm.ai, v0.10)",
+                "memory_utilisation": "vLLM engine args, gpu_memory_utilization default 0.9",
+                "cuda_graphs": "vLLM engine args, enforce_eager default False (CUDA graphs on)",
+                "chunked_prefill": "vLLM V1 engine: chunked prefill always on (v0.8+ docs)",
+                "kv_precision": "vLLM engine args, kv_cache_dtype default 'auto' (model data type)",
+            },
+        ),
+        ServingEngine(
+            "sglang",
+            _GPU_FIT,
+            host_step_s=0.8e-3,
+            eager_launch_s_per_layer=40e-6,
+            cuda_graphs=True,
+            chunked_prefill=True,
+            max_running=1024,
+            memory_utilisation=0.88,
+            kv_precision="auto",
+            version="0.4",
+            sources={
+                "max_running": "SGLang server args, max_running_requests unset: sized from the KV pool",
+                "memory_utilisation": "SGLang server args, mem_fraction_static about 0.88 on 80 GB GPUs",
+                "cuda_graphs": "SGLang server args, disable_cuda_graph default False",
+                "chunked_prefill": "SGLang server args, chunked_prefill_size 8192 on large GPUs",
+                "kv_precision": "SGLang server args, kv_cache_dtype default 'auto'",
+            },
+        ),
+        ServingEngine(
+            "tensorrt-llm",
+            _TRT_FIT,
+            host_step_s=2.0e-3,
+            eager_launch_s_per_layer=0.0,
+            cuda_graphs=True,
+            chunked_prefill=True,
+            max_running=2048,
+            memory_utilisation=0.90,
+            kv_precision="format",
+            version="0.12",
+            sources={
+                "max_running": "trtllm-bench default max_batch_size 2048 (TensorRT-LLM performance docs)",
+                "memory_utilisation": "TensorRT-LLM KvCacheConfig free_gpu_memory_fraction default 0.9",
+                "cuda_graphs": "TensorRT-LLM engines run a compiled runtime; CUDA graphs in the PyTorch flow",
+                "chunked_prefill": "trtllm-bench enables chunked context by default",
+                "kv_precision": "TensorRT-LLM fp8 quantisation recipes quantise the KV cache too",
+            },
+        ),
+        ServingEngine(
+            "tgi",
+            _GPU_FIT,
+            host_step_s=1.5e-3,
+            eager_launch_s_per_layer=40e-6,
+            cuda_graphs=True,
+            chunked_prefill=True,
+            max_running=128,
+            memory_utilisation=0.90,
+            kv_precision="auto",
+            version="3.0",
+            sources={
+                "max_running": "TGI launcher, --max-concurrent-requests default 128",
+                "memory_utilisation": "TGI launcher sizes max_batch_total_tokens from free memory",
+                "cuda_graphs": "TGI launcher, --cuda-graphs default 1,2,4,8,16,32",
+                "chunked_prefill": "TGI v3 enables chunked prefill (prefix caching) by default",
+                "kv_precision": "TGI launcher, --kv-cache-dtype unset: the model's dtype",
+            },
+        ),
+        ServingEngine(
+            "llama.cpp",
+            ENGINE_EFFICIENCY["llama.cpp"],
+            host_step_s=0.0,
+            eager_launch_s_per_layer=100e-6,
+            cuda_graphs=False,
+            chunked_prefill=False,
+            max_running=4,
+            memory_utilisation=0.95,
+            kv_precision="fp16",
+            version="b3000+",
+            sources={
+                "max_running": "llama-server --parallel default (4 slots in recent builds)",
+                "memory_utilisation": "llama.cpp allocates the KV cache for its context up front",
+                "cuda_graphs": "llama.cpp's CUDA graphs cover batch-1 decode only; fit per layer",
+                "chunked_prefill": "llama.cpp processes prompts in ubatches, not mixed iterations",
+                "kv_precision": "llama.cpp --cache-type-k/-v default f16",
+            },
+        ),
+        ServingEngine(
+            "hf",
+            _GPU_FIT,
+            host_step_s=16e-3,
+            eager_launch_s_per_layer=0.0,
+            cuda_graphs=False,
+            chunked_prefill=False,
+            max_running=256,
+            memory_utilisation=0.80,
+            kv_precision="auto",
+            version="transformers 5.17",
+            sources={
+                "max_running": "transformers generate(): a static batch, no engine cap",
+                "memory_utilisation": "benchmarks/gpu_llm_steps.py keeps the cache under 80% of memory",
+                "cuda_graphs": "transformers dynamic cache: eager kernels",
+                "chunked_prefill": "generate() prefills the whole batch, then decodes",
+                "kv_precision": "the dynamic cache holds the model's dtype",
+            },
+        ),
+    )
+}
+
+
+def serving_engine(name: str | None) -> ServingEngine:
+    """The engine called ``name`` (None: the default engine)."""
+    key = (name or DEFAULT_ENGINE).strip().lower()
+    key = {"trtllm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm", "llamacpp": "llama.cpp",
+           "transformers": "hf", "text-generation-inference": "tgi"}.get(key, key)  # fmt: skip
+    if key not in ENGINES:
+        raise PerdollarError(
+            f"unknown serving engine {name!r}", f"use one of {', '.join(ENGINES)} (or {ANY_ENGINE})"
+        )
+    return ENGINES[key]
+
+
+def engine_choices(name: str | None) -> tuple[ServingEngine, ...]:
+    """The engines a deployment search tries: every engine for ``any``, else the one named."""
+    if name is not None and name.strip().lower() == ANY_ENGINE:
+        return tuple(ENGINES.values())
+    return (serving_engine(name),)
+
+
+def predict_with_engine(
+    arch: DecoderArchitecture,
+    accelerator: Accelerator,
+    fmt: ServingFormat,
+    work: Workload,
+    *,
+    shape: GroupShape = GroupShape(),
+    batch: int | None = None,
+    engine: str | None = None,
+    kv_precision: str | None = None,
+) -> LLMServingPrediction:
+    """The prediction under ``engine``'s defaults (``any``: the engine that serves the most tokens/s)."""
+    best: LLMServingPrediction | None = None
+    for choice in engine_choices(engine):
+        held = choice.serving_format(fmt, kv_precision)
+        result = predict_llm_serving(
+            arch, accelerator, held, work, shape=shape, batch=batch, efficiency=choice.step_efficiency()
+        )
+        result = replace(result, engine=choice.name, kv_precision=kv_precision_name(held))
+        if best is None or (result.fits, result.output_tokens_per_second) > (
+            best.fits,
+            best.output_tokens_per_second,
+        ):
+            best = result
+    assert best is not None  # engine_choices names at least one engine
+    return best
