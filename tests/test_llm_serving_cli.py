@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from perdollar.predict.llm_serving import DEFAULT_EFFICIENCY
+from perdollar.predict.llm_serving.engines import ENGINES
 
 CONFIGS = Path(__file__).resolve().parents[1] / "src" / "perdollar" / "workload" / "llm" / "configs"
 
@@ -39,8 +39,10 @@ def test_the_contract_fields_from_a_config_file() -> None:
     assert out["fits"] is True and out["basis"] == "spec" and out["bottleneck"]
     assert out["accelerator"] == "H100-SXM5-80GB" and out["replicas"] == 2
     assert out["band"]["low"] < out["output_tokens_per_second"] < out["band"]["high"]
-    # KV cache per token in fp8: 32 layers × 8 heads × 128 × 2 × 1 byte = 64 KiB.
-    per_sequence_gib = 1312 * 65_536 / 1024**3  # 1,300 tokens in 82 blocks of 16
+    # vLLM (the default engine) keeps its cache in the model's 16-bit dtype under fp8 weights
+    # (kv_cache_dtype auto): 32 layers × 8 heads × 128 × 2 × 2 bytes = 128 KiB a token.
+    assert (out["engine"], out["kv_precision"]) == ("vllm", "fp16")
+    per_sequence_gib = 1312 * 131_072 / 1024**3  # 1,300 tokens in 82 blocks of 16
     assert out["max_concurrent_sequences"] == 2 * int(out["kv_cache_gib"] // per_sequence_gib)
     alone = _predict(
         "llama-3.1-8b", "--inference", "--accelerator", "h100", "--gpus", "1",
@@ -55,10 +57,10 @@ def test_batch_one_decode_is_the_weights_read_at_the_bandwidth() -> None:
         "--output-tokens", "128", "--precision", "fp16", "--batch", "1",
     )  # fmt: skip
     assert out["mode"] == "static-batch" and out["bottleneck"] == "memory-bandwidth"
-    # (8,030,261,248 − 128,256 × 4,096 embedding) × 2 bytes read at the shipped share of the L4's
-    # 300 GB/s, plus the per-layer step overhead of its 32 layers; the KV cache adds about 0.2%.
-    eff = DEFAULT_EFFICIENCY
-    expected_ms = 1e3 * (15_009_849_344 / (300e9 * eff.bandwidth) + 32 * eff.step_overhead_s_per_layer)
+    # (8,030,261,248 − 128,256 × 4,096 embedding) × 2 bytes read at the default engine's (vLLM's)
+    # share of the L4's 300 GB/s, plus its host time a step; the KV cache adds about 0.2%.
+    eff = ENGINES["vllm"].step_efficiency()
+    expected_ms = 1e3 * (15_009_849_344 / (300e9 * eff.bandwidth) + eff.step_overhead_s)
     assert expected_ms < out["tpot_ms"] < expected_ms * 1.01
 
 
