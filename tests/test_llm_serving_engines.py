@@ -43,7 +43,7 @@ def test_each_engines_defaults_reach_the_prediction(name: str, catalog: catalog_
     engine = ENGINES[name]
     arch = from_hf_config(LLAMA_8B, name="llama-8b")
     chip = catalog.accelerator("H100-SXM5-80GB")
-    fmt = serving_format("fp8")
+    fmt = serving_format("fp8" if engine.formats is None or "fp8" in engine.formats else "int4")
     result = predict_with_engine(arch, chip, fmt, Workload(200, 100), engine=name)
     assert result.engine == name and result.fits
     # The engine's cap on running sequences binds: short requests leave room for thousands.
@@ -125,6 +125,20 @@ def test_a_measured_endpoint_moves_its_engine_elsewhere_and_not_another(catalog:
 
     assert tpot_ms("vllm", calibrated=True) > 1.2 * tpot_ms("vllm", calibrated=False)
     assert tpot_ms("sglang", calibrated=True) == tpot_ms("sglang", calibrated=False)
+
+
+def test_an_engine_without_kernels_for_a_format_is_refused_and_any_passes_it_by(
+    catalog: catalog_mod.Catalog,
+) -> None:
+    arch = from_hf_config(LLAMA_8B, name="llama-8b")
+    chip = catalog.accelerator("H100-SXM5-80GB")
+    fp8 = serving_format("fp8")
+    refused = predict_with_engine(arch, chip, fp8, Workload(200, 100), engine="llama.cpp")
+    assert not refused.fits and "no fp8 kernels" in refused.fit_reason
+    best = predict_with_engine(arch, chip, fp8, Workload(200, 100), engine="any")
+    assert best.fits and best.engine != "llama.cpp"
+    served = [predict_with_engine(arch, chip, fp8, Workload(200, 100), engine=name) for name in ENGINES]
+    assert best.output_tokens_per_second == max(p.output_tokens_per_second for p in served if p.fits)
 
 
 def test_any_engine_tries_every_engine_and_a_mistyped_one_names_the_choices() -> None:

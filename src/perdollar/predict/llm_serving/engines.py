@@ -51,6 +51,7 @@ class ServingEngine:
     kv_precision: str
     version: str
     sources: Mapping[str, str] = field(default_factory=dict)
+    formats: frozenset[str] | None = None  # the weight formats it has kernels for (None: every one)
 
     def step_efficiency(self, cuda_graphs: bool | None = None) -> ServingEfficiency:
         """The serving model's parameters for this engine as deployed (defaults unless overridden)."""
@@ -62,6 +63,12 @@ class ServingEngine:
             memory_utilisation=self.memory_utilisation,
             max_batch=self.max_running,
         )
+
+    def format_problem(self, fmt: ServingFormat) -> str:
+        """Why this engine cannot serve weights in ``fmt`` ('' when it can)."""
+        if self.formats is None or fmt.name in self.formats:
+            return ""
+        return f"{self.name} has no {fmt.name} kernels (it serves {', '.join(sorted(self.formats))})"
 
     def serving_format(self, fmt: ServingFormat, kv_precision: str | None = None) -> ServingFormat:
         """``fmt`` with the KV cache this engine holds: ``kv_precision`` when given, else its default."""
@@ -177,7 +184,9 @@ ENGINES: dict[str, ServingEngine] = {
                 "cuda_graphs": "TGI launcher, --cuda-graphs default 1,2,4,8,16,32",
                 "chunked_prefill": "TGI v3 enables chunked prefill (prefix caching) by default",
                 "kv_precision": "TGI launcher, --kv-cache-dtype unset: the model's dtype",
+                "formats": "TGI quantisation options: fp8, AWQ/GPTQ/Marlin int4, bitsandbytes int8",
             },
+            formats=frozenset({"fp16", "bf16", "fp8", "int8", "int4"}),
         ),
         ServingEngine(
             "llama.cpp",
@@ -196,7 +205,9 @@ ENGINES: dict[str, ServingEngine] = {
                 "cuda_graphs": "llama.cpp's CUDA graphs cover batch-1 decode only; fit per layer",
                 "chunked_prefill": "llama.cpp processes prompts in ubatches, not mixed iterations",
                 "kv_precision": "llama.cpp --cache-type-k/-v default f16",
+                "formats": "GGUF: f16/bf16, Q8_0, Q4 variants; no fp8 or fp4 matrix kernels",
             },
+            formats=frozenset({"fp16", "bf16", "int8", "int4", "q4_k_m"}),
         ),
         ServingEngine(
             "hf",
@@ -259,6 +270,9 @@ def predict_with_engine(
             arch, accelerator, held, work, shape=shape, batch=batch, efficiency=choice.step_efficiency()
         )
         result = replace(result, engine=choice.name, kv_precision=kv_precision_name(held))
+        problem = choice.format_problem(fmt)
+        if problem:
+            result = replace(result, fits=False, fit_reason=problem, bottleneck="unsupported-format")
         if best is None or (result.fits, result.output_tokens_per_second) > (
             best.fits,
             best.output_tokens_per_second,

@@ -59,7 +59,10 @@ def replica_rate(
 ) -> ReplicaRate:
     """``engine``: the engine's KV-cache default applies (``kv_precision`` overrides it)."""
     fmt = serving_format(precision)
+    problem = engine.format_problem(fmt) if engine else ""
     fmt = engine.serving_format(fmt, kv_precision) if engine else with_kv_precision(fmt, kv_precision)
+    if problem:
+        return ReplicaRate(0.0, None, 0.0, 0.0, 0, 0.0, "unsupported-format", problem)
     top = predict_llm_serving(arch, accelerator, fmt, work, shape=shape, efficiency=efficiency)
     facts = (
         top.requests_per_second,
