@@ -87,6 +87,8 @@ def main() -> None:
     print("\n".join(fits))
     for kind in KINDS:
         subset: list[ServingCase] = [c for c in cases if c.kind == kind]
+        if not subset:  # kinds of the other engines' files (benchmarks/llm_serving_engines_accuracy.py)
+            continue
         gpus = len({c.gpu for c in subset})
         print(f"\n{LABELS[kind]} — {len(subset)} rows on {gpus} GPUs")
         print(_line("held out (leave one GPU out)", held_out[kind]))
