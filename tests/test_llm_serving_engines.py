@@ -162,3 +162,14 @@ def test_predict_inference_names_the_engine_and_kv_precision() -> None:
                           "1000", "--output-tokens", "300", "--kv-precision", "int3")  # fmt: skip
     assert wrong.returncode != 0 and "KV-cache precision" in wrong.stderr
     assert len(wrong.stderr.strip().splitlines()) == 1
+
+
+def test_recommend_inference_names_each_rows_engine_and_kv_precision() -> None:
+    done = run_perdollar("recommend", "llama-3.1-8b", "--inference", "--rps", "5", "--no-store", "--json",
+                         "--engine", "any", "--top", "5")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    rows = document["deployments"]
+    assert rows and all(row["engine"] in ENGINES for row in rows)
+    assert all(row["kv_precision"] in ("fp16", "bf16", "fp8") for row in rows)
+    assert any("the best of" in note for note in document["notes"])

@@ -15,7 +15,7 @@ from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict.frame import SUPPORTED_STACKS
 from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of, refused_readings
-from perdollar.predict.llm_serving.engines import ANY_ENGINE, serving_engine
+from perdollar.predict.llm_serving.engines import ANY_ENGINE, engine_note, serving_engine
 from perdollar.predict.llm_serving.frame import llm_serving_frame
 from perdollar.price.llm_serving import price_llm_deployments
 from perdollar.question import LanguageModelSettings, Question
@@ -110,6 +110,7 @@ def answer_language_model_serving(
         notes=(
             f"{input_tokens} tokens in, {output_tokens} out per request; replicas loaded to at most 90% "
             "of their ceiling; continuous batching (prefill and decode in one iteration)",
+            engine_note(settings.engine, settings.kv_precision),
             *([calibration.describe(workload.name)] if calibration else []),
             *refused,
         ),

@@ -244,6 +244,19 @@ def serving_engine(name: str | None) -> ServingEngine:
     return ENGINES[key]
 
 
+def engine_note(name: str | None, kv_precision: str | None) -> str:
+    """One line saying which engine the predictions assume, with its defaults."""
+    cache = f"KV cache in {kv_precision}" if kv_precision else "each engine's default KV-cache precision"
+    if name is not None and name.strip().lower() == ANY_ENGINE:
+        return f"serving engine: the best of {', '.join(ENGINES)} for each deployment; {cache}"
+    engine = serving_engine(name)
+    graphs = "CUDA graphs" if engine.cuda_graphs else "no CUDA graphs"
+    default_cache = {"auto": "the model's 16-bit dtype", "format": "the checkpoint's precision"}
+    cache = f"KV cache in {kv_precision or default_cache.get(engine.kv_precision, engine.kv_precision)}"
+    return (f"serving engine: {engine.name} {engine.version} defaults (up to {engine.max_running} running "
+            f"sequences, {engine.memory_utilisation:.0%} of memory, {graphs}, {cache})")  # fmt: skip
+
+
 def engine_choices(name: str | None) -> tuple[ServingEngine, ...]:
     """The engines a deployment search tries: every engine for ``any``, else the one named."""
     if name is not None and name.strip().lower() == ANY_ENGINE:
