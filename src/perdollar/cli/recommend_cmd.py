@@ -8,14 +8,15 @@ import typer
 
 from perdollar.ask import answer
 from perdollar.ask.compare import compare_question
-from perdollar.cli import common, llm_options, recommend_inputs
+from perdollar.ask.questions import PlanFlags, family_of, language_model_settings
+from perdollar.cli import common, recommend_inputs
+from perdollar.cli.declared import Group, StoreChoice, takes
 from perdollar.cli.inference_cmd import serving_question
 from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
-from perdollar.question import Question, SpotSettings
+from perdollar.question import LanguageModelSettings, Question, SpotSettings
 from perdollar.workload import canonical_spec, load_workload
-from perdollar.workload.llm import looks_like_llm
 
 RECOMMEND_HELP = (
     "Which machine should this workload train on? Profile it, predict it on every instance of "
@@ -52,6 +53,12 @@ COMPARE_HELP = (
 )
 
 
+@takes(
+    language_model=LanguageModelSettings,
+    plan_flags=Group(PlanFlags, ("training",)),
+    spot=SpotSettings,
+    store=StoreChoice,
+)
 def recommend(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
     samples: str | None = typer.Option(
@@ -80,22 +87,11 @@ def recommend(
     measurements: Path | None = typer.Option(
         None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."
     ),
-    checkpoint_seconds: float | None = typer.Option(
-        None, "--checkpoint-seconds", help="Checkpoint write time (default: state size / 250 MB/s + 5 s)."
-    ),
-    restart_minutes: float | None = typer.Option(
-        None, "--restart-minutes", help="Restart after an interruption (default 10)."
-    ),
-    interruption_rate: str | None = typer.Option(
-        None, "--interruption-rate", help="Monthly interruption share for every spot offer, e.g. 10%."
-    ),
     top: int = typer.Option(10, "--top", help="Rows to show."),
     show_excluded: bool = typer.Option(
         False, "--show-excluded", help="Also list excluded candidates and why."
     ),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
-    store_url: str | None = typer.Option(None, "--store", help="Store the result in this SQLAlchemy URL."),
-    no_store: bool = typer.Option(False, "--no-store", help="Do not store the result."),
     report: Path | None = typer.Option(None, "--report", help="Also write an HTML report to this file."),
     inference: bool = typer.Option(False, "--inference", help="Serving: rank by cost per million requests."),
     qps: float | None = typer.Option(None, "--qps", help="--inference: target requests per second."),
@@ -104,41 +100,23 @@ def recommend(
     max_wait_ms: float | None = typer.Option(
         None, "--max-wait-ms", help="--inference: batching wait cap (ms)."
     ),
-    tokens: str | None = llm_options.TOKENS,
-    seq_len: int | None = llm_options.SEQ_LEN,
-    micro_batch: int | None = llm_options.MICRO_BATCH,
-    global_batch: int | None = llm_options.GLOBAL_BATCH,
-    plan: str | None = llm_options.PLAN,
-    activation_checkpointing: bool = llm_options.ACTIVATION_CHECKPOINTING,
-    tensor_parallel: int | None = llm_options.TENSOR_PARALLEL,
-    pipeline_parallel: int | None = llm_options.PIPELINE_PARALLEL,
-    finetune: str | None = llm_options.FINETUNE,
-    lora_rank: int | None = llm_options.LORA_RANK,
-    attention_kernel: str | None = llm_options.ATTENTION_KERNEL,
+    tokens: str | None = typer.Option(None, "--tokens", help="Language model: target tokens, e.g. 2e10."),
     rps: float | None = typer.Option(None, "--rps", help="Language model --inference: requests per second."),
     tokens_per_day: str | None = typer.Option(
         None, "--tokens-per-day", help="Language model --inference: output tokens a day (instead of --rps)."
-    ),
-    input_tokens: int | None = typer.Option(
-        None, "--input-tokens", help="Language model --inference: prompt tokens per request (default 1000)."
-    ),
-    output_tokens: int | None = typer.Option(
-        None,
-        "--output-tokens",
-        help="Language model --inference: tokens generated per request (default 300).",
     ),
     lengths_file: Path | None = typer.Option(
         None, "--lengths-file",
         help="Language model --inference: real requests' token lengths (CSV or JSON Lines) instead of "
         "--input-tokens/--output-tokens.",
     ),
-    ttft_p99_ms: float | None = typer.Option(
-        None, "--ttft-p99-ms", help="Language model: time to first token SLO."
-    ),
-    tpot_p99_ms: float | None = typer.Option(
-        None, "--tpot-p99-ms", help="Language model: time per output token SLO."
-    ),
+    *,
+    language_model: LanguageModelSettings,
+    plan_flags: PlanFlags,
+    spot: SpotSettings,
+    store: StoreChoice,
 ) -> int:
+    store_url, no_store = store.store_url, store.no_store
     check_store(store_url, enabled=not no_store)
     if report is not None:  # before the work: a file that may not be replaced is said at once
         from perdollar.report.html import check_report_target
@@ -146,18 +124,15 @@ def recommend(
         check_report_target(report)
     if top < 1:
         raise PerdollarError(f"--top must be at least 1, got {top}", "give e.g. --top 10")
-    spot = SpotSettings(
-        checkpoint_seconds=checkpoint_seconds,
-        restart_minutes=restart_minutes,
-        interruption_rate=recommend_inputs.interruption_rate_from_text(interruption_rate),
-    )
-    if inference and looks_like_llm(workload):
+    family = family_of(workload)
+    if inference and family == "language-model":
         from perdollar.cli.llm_inference_cmd import (
             llm_serving_question,
             recommend_llm_inference,
             request_lengths,
         )
 
+        input_tokens, output_tokens = language_model.input_tokens, language_model.output_tokens
         lengths = request_lengths(lengths_file, input_tokens, output_tokens)
         return recommend_llm_inference(
             llm_serving_question(
@@ -166,8 +141,8 @@ def recommend(
                 tokens_per_day=tokens_per_day,
                 input_tokens=lengths.input_tokens if lengths else input_tokens,
                 output_tokens=lengths.output_tokens if lengths else output_tokens,
-                ttft_p99_ms=ttft_p99_ms,
-                tpot_p99_ms=tpot_p99_ms,
+                ttft_p99_ms=language_model.ttft_p99_ms,
+                tpot_p99_ms=language_model.tpot_p99_ms,
                 precision=precision,
                 market=market,
                 clouds=cloud,
@@ -202,20 +177,8 @@ def recommend(
             store=not no_store,
             report_path=report,
         )
-    token_target, language_model = recommend_inputs.language_model_settings(
-        workload,
-        tokens=tokens,
-        samples=samples,
-        seq_len=seq_len,
-        micro_batch=micro_batch,
-        global_batch=global_batch,
-        plan=plan,
-        activation_checkpointing=activation_checkpointing,
-        tensor_parallel=tensor_parallel,
-        pipeline_parallel=pipeline_parallel,
-        finetune=finetune,
-        lora_rank=lora_rank,
-        attention_kernel=attention_kernel,
+    token_target, settings = language_model_settings(
+        workload, language_model, plan_flags, tokens=tokens, samples=samples
     )
     question = recommend_inputs.training_question(
         workload,
@@ -236,7 +199,8 @@ def recommend(
         spot=spot,
         top=top,
         token_target=token_target,
-        language_model=language_model,
+        language_model=settings,
+        family=family,
     )
     with common.progress("recommend", quiet=json_output) as handle:
 
@@ -279,6 +243,12 @@ def recommend(
     return EXIT_OK
 
 
+@takes(
+    language_model=Group(LanguageModelSettings, ("training",)),
+    plan_flags=Group(PlanFlags, ("training",)),
+    spot=SpotSettings,
+    store=StoreChoice,
+)
 def compare_command(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
     configs: list[str] = typer.Argument(..., help='Configurations, e.g. "4x g5.2xlarge spot".'),
@@ -293,46 +263,18 @@ def compare_command(
     measurements: Path | None = typer.Option(
         None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."
     ),
-    checkpoint_seconds: float | None = typer.Option(
-        None, "--checkpoint-seconds", help="Checkpoint write time."
-    ),
-    restart_minutes: float | None = typer.Option(
-        None, "--restart-minutes", help="Restart time (default 10)."
-    ),
-    interruption_rate: str | None = typer.Option(
-        None, "--interruption-rate", help="Monthly interruption share for every spot offer, e.g. 10%."
-    ),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
-    store_url: str | None = typer.Option(
-        None, "--store", help="Calibrate from the measurements stored at this SQLAlchemy URL."
-    ),
-    no_store: bool = typer.Option(False, "--no-store", help="Ignore stored measurements."),
-    tokens: str | None = llm_options.TOKENS,
-    seq_len: int | None = llm_options.SEQ_LEN,
-    micro_batch: int | None = llm_options.MICRO_BATCH,
-    global_batch: int | None = llm_options.GLOBAL_BATCH,
-    plan: str | None = llm_options.PLAN,
-    activation_checkpointing: bool = llm_options.ACTIVATION_CHECKPOINTING,
-    tensor_parallel: int | None = llm_options.TENSOR_PARALLEL,
-    pipeline_parallel: int | None = llm_options.PIPELINE_PARALLEL,
-    finetune: str | None = llm_options.FINETUNE,
-    lora_rank: int | None = llm_options.LORA_RANK,
-    attention_kernel: str | None = llm_options.ATTENTION_KERNEL,
+    tokens: str | None = typer.Option(None, "--tokens", help="Language model: target tokens, e.g. 2e10."),
+    *,
+    language_model: LanguageModelSettings,
+    plan_flags: PlanFlags,
+    spot: SpotSettings,
+    store: StoreChoice,
 ) -> int:
-    token_target, language_model = recommend_inputs.language_model_settings(
-        workload,
-        tokens=tokens,
-        samples=samples,
-        seq_len=seq_len,
-        micro_batch=micro_batch,
-        global_batch=global_batch,
-        plan=plan,
-        activation_checkpointing=activation_checkpointing,
-        tensor_parallel=tensor_parallel,
-        pipeline_parallel=pipeline_parallel,
-        finetune=finetune,
-        lora_rank=lora_rank,
-        attention_kernel=attention_kernel,
+    check_store(store.store_url, enabled=store.enabled)
+    family = family_of(workload)
+    token_target, settings = language_model_settings(
+        workload, language_model, plan_flags, tokens=tokens, samples=samples
     )
     target_samples = token_target or recommend_inputs.target_samples(samples, None, None)
     deadline_hours = common.parse_duration_hours(deadline, "--deadline") if deadline else None
@@ -344,12 +286,9 @@ def compare_command(
         deadline_hours=deadline_hours,
         batch_size=batch_size,
         precision=precision,
-        spot=SpotSettings(
-            checkpoint_seconds=checkpoint_seconds,
-            restart_minutes=restart_minutes,
-            interruption_rate=recommend_inputs.interruption_rate_from_text(interruption_rate),
-        ),
-        language_model=language_model,
+        spot=spot,
+        family=family,
+        language_model=settings,
     )
     with common.progress("compare", quiet=json_output) as handle:
 
@@ -360,8 +299,8 @@ def compare_command(
             question,
             configs,
             measurements=recommend_inputs.load_measurements(measurements),
-            store_url=store_url,
-            use_store=not no_store,
+            store_url=store.store_url,
+            use_store=store.enabled,
             progress=say,
         )
     show_comparison(
