@@ -151,7 +151,8 @@ def recommend_llm_inference(
                 "catalog_captured_at": recommendation.catalog_captured_at,
                 "recommendation_id": stored_id,
                 **({"request_lengths": lengths_note} if lengths_note else {}),
-            }
+            },
+            table="deployments",
         )
     else:
         if rows:

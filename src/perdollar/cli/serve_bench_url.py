@@ -72,7 +72,8 @@ def run_url_bench(
         common.emit_json(
             {"endpoint": settings.shown_endpoint, "model": settings.model, "status": measurement.status,
              "steps": list(run.steps), "stop_reason": run.stop_reason, "best": run.best,
-             "measurement_id": stored, "warnings": list(measurement.warnings)}
+             "measurement_id": stored, "warnings": list(measurement.warnings)},
+             table="steps",
         )  # fmt: skip
     else:
         _print_run(run, stored)

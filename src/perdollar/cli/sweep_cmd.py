@@ -121,7 +121,8 @@ def _dry_run(
                 "jobs": rows,
                 "total_cost_cap_usd": total,
                 "catalog_captured_at": recommendation.catalog_captured_at,
-            }
+            },
+            table="jobs",
         )
     else:
         print_plan(rows, total)
@@ -316,7 +317,7 @@ def sweep(
     summary = json.dumps(common.to_jsonable(document), indent=2)
     write_file_safely(out_dir / "sweep.json", summary, overwrite=True)
     if json_output:
-        common.emit_json(document)
+        common.emit_json(document, table="outcomes")
     else:
         print_result(result, saved, out_dir)
     # Every job failed: nothing was measured, which a script calling the sweep must see.
