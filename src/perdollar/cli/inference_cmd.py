@@ -200,8 +200,8 @@ def recommend_inference(
         from perdollar.report.html import write_report
 
         write_report(recommendation, report_path)
-    rows = deployment_rows(answer.frame, top)
-    excluded = excluded_rows(answer.frame)
+    rows = deployment_rows(recommendation.estimates, top)
+    excluded = excluded_rows(recommendation.estimates)
     if json_output:
         common.emit_json(
             {
