@@ -32,6 +32,7 @@ class Declared:
     minimum: float | None = None
     parse: str = ""
     scope: str = ""
+    short: str = ""  # a one-letter alias, "-k"
 
     @property
     def full_help(self) -> str:
@@ -40,10 +41,11 @@ class Declared:
 
 def declared(
     default: Any, flag: str, help: str, *, unit: str = "", minimum: float | None = None, parse: str = "",
-    scope: str = "",
+    scope: str = "", short: str = "",
 ) -> Any:
     """A dataclass field that carries its command-line declaration."""
-    return field(default=default, metadata={"option": Declared(flag, help, unit, minimum, parse, scope)})
+    option = Declared(flag, help, unit, minimum, parse, scope, short)
+    return field(default=default, metadata={"option": option})
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,10 +91,13 @@ def _parameter(name: str, default: Any, option: Declared, annotation: Any) -> in
     extra: dict[str, Any] = {}
     if option.minimum is not None and annotation in (int, int | None, float, float | None):
         extra["min"] = option.minimum
+    if annotation == tuple[str, ...]:  # a repeatable option: click collects it as a list
+        annotation, default = list[str], list(default)
+    flags = (option.flag, option.short) if option.short else (option.flag,)
     return inspect.Parameter(
         name,
         inspect.Parameter.KEYWORD_ONLY,
-        default=typer.Option(default, option.flag, help=option.full_help, **extra),
+        default=typer.Option(default, *flags, help=option.full_help, **extra),
         annotation=annotation,
     )
 
@@ -120,8 +123,9 @@ def takes(**groups: type | Group) -> Callable[[F], F]:
         def run(*args: Any, **values: Any) -> Any:
             for keyword, group in resolved.items():
                 built = {}
-                for name, _default, option, _annotation in group.declarations():
-                    built[name] = _parsed(option, values.pop(name))
+                for name, _default, option, annotation in group.declarations():
+                    value = _parsed(option, values.pop(name))
+                    built[name] = tuple(value) if annotation == tuple[str, ...] else value
                 values[keyword] = group.settings(**built)
             return command(*args, **values)
 

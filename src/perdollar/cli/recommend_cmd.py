@@ -13,9 +13,12 @@ from perdollar.cli import common, recommend_inputs
 from perdollar.cli.declared import Group, StoreChoice, takes
 from perdollar.cli.inference_cmd import serving_question
 from perdollar.cli.persist import check_store
+from perdollar.cli.recommend_options import Goal, Serving, Shown, Target, Where
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
 from perdollar.question import LanguageModelSettings, Question, SpotSettings
+from perdollar.select.model import Recommendation
+from perdollar.vocabulary import Family
 from perdollar.workload import canonical_spec, load_workload
 
 RECOMMEND_HELP = (
@@ -37,6 +40,11 @@ RECOMMEND_HELP = (
     "one binds and by how much)."
 )
 
+PRECISION_HELP = (
+    "fp32, tf32, amp-bf16, amp-fp16, bf16, fp16; language models also fp8 (FP8 linear layers, a scale"
+    " per tensor) and fp8-rowwise (torchao's row-wise recipe)."
+)
+
 COMPARE_HELP = (
     'Compare a shortlist of configurations side by side, hyperfine style: "1.9 ± 0.2 times '
     'cheaper than …" with the reasons (price, throughput and bottleneck, spot losses).\n\n'
@@ -54,6 +62,11 @@ COMPARE_HELP = (
 
 
 @takes(
+    target=Target,
+    goal=Goal,
+    where=Where,
+    serving=Serving,
+    shown=Shown,
     language_model=LanguageModelSettings,
     plan_flags=Group(PlanFlags, ("training",)),
     spot=SpotSettings,
@@ -61,189 +74,114 @@ COMPARE_HELP = (
 )
 def recommend(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
-    samples: str | None = typer.Option(
-        None, "--samples", help="Target samples to process, e.g. 1e9 or 250M."
-    ),
-    epochs: float | None = typer.Option(None, "--epochs", help="Target epochs (with --dataset-size)."),
-    dataset_size: str | None = typer.Option(None, "--dataset-size", help="Samples per epoch, e.g. 1.28M."),
-    deadline: str | None = typer.Option(None, "--deadline", help="Finish within this time, e.g. 72h or 3d."),
-    budget: float | None = typer.Option(None, "--budget", help="Expected cost cap in USD."),
-    objective: str = typer.Option(
-        "samples-per-dollar", "--objective", help="samples-per-dollar | time | cost | weighted."
-    ),
-    weights: str | None = typer.Option(None, "--weights", help="For --objective weighted: time=1,cost=2."),
-    confidence: float = typer.Option(0.9, "--confidence", help="Required P(finish by --deadline)."),
-    market: str = typer.Option("any", "--market", help="on-demand | spot | any."),
-    cloud: list[str] = typer.Option([], "--cloud", help="Allowed cloud (repeatable): aws, gcp, azure."),
-    region: list[str] = typer.Option([], "--region", help="Allowed region or pattern (repeatable): us-*."),
     max_nodes: int = typer.Option(4, "--max-nodes", help="Largest node count tried (1, 2, 4, … up to it)."),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Per-device batch size."),
-    precision: str | None = typer.Option(
-        None, "--precision", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16;"
-        " language models also fp8 (FP8 linear layers, a scale per tensor) and fp8-rowwise"
-        " (torchao's row-wise recipe).",
-    ),
+    precision: str | None = typer.Option(None, "--precision", help=PRECISION_HELP),
     measure: bool = typer.Option(False, "--measure", help="Benchmark locally first and calibrate from it."),
     measurements: Path | None = typer.Option(
         None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."
     ),
-    top: int = typer.Option(10, "--top", help="Rows to show."),
-    show_excluded: bool = typer.Option(
-        False, "--show-excluded", help="Also list excluded candidates and why."
-    ),
-    json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
-    report: Path | None = typer.Option(None, "--report", help="Also write an HTML report to this file."),
-    inference: bool = typer.Option(False, "--inference", help="Serving: rank by cost per million requests."),
-    qps: float | None = typer.Option(None, "--qps", help="--inference: target requests per second."),
-    p99_ms: float | None = typer.Option(None, "--p99-ms", help="--inference: p99 latency SLO (ms)."),
-    p95_ms: float | None = typer.Option(None, "--p95-ms", help="--inference: p95 latency SLO (ms)."),
-    max_wait_ms: float | None = typer.Option(
-        None, "--max-wait-ms", help="--inference: batching wait cap (ms)."
-    ),
-    tokens: str | None = typer.Option(None, "--tokens", help="Language model: target tokens, e.g. 2e10."),
-    rps: float | None = typer.Option(None, "--rps", help="Language model --inference: requests per second."),
-    tokens_per_day: str | None = typer.Option(
-        None, "--tokens-per-day", help="Language model --inference: output tokens a day (instead of --rps)."
-    ),
-    lengths_file: Path | None = typer.Option(
-        None, "--lengths-file",
-        help="Language model --inference: real requests' token lengths (CSV or JSON Lines) instead of "
-        "--input-tokens/--output-tokens.",
-    ),
     *,
+    target: Target,
+    goal: Goal,
+    where: Where,
+    serving: Serving,
+    shown: Shown,
     language_model: LanguageModelSettings,
     plan_flags: PlanFlags,
     spot: SpotSettings,
     store: StoreChoice,
 ) -> int:
-    store_url, no_store = store.store_url, store.no_store
-    check_store(store_url, enabled=not no_store)
-    if report is not None:  # before the work: a file that may not be replaced is said at once
+    check_store(store.store_url, enabled=store.enabled)
+    if shown.report is not None:  # before the work: a file that may not be replaced is said at once
         from perdollar.report.html import check_report_target
 
-        check_report_target(report)
-    if top < 1:
-        raise PerdollarError(f"--top must be at least 1, got {top}", "give e.g. --top 10")
+        check_report_target(shown.report)
+    if shown.top < 1:
+        raise PerdollarError(f"--top must be at least 1, got {shown.top}", "give e.g. --top 10")
     family = family_of(workload)
-    if inference and family == "language-model":
+    if serving.inference:
+        return _recommend_serving(
+            workload, family, serving, where, language_model, batch_size, precision, shown, store
+        )
+    token_target, settings = language_model_settings(
+        workload, language_model, plan_flags, tokens=target.tokens, samples=target.samples
+    )
+    question = recommend_inputs.training_question(
+        workload, target, goal, where, max_nodes=max_nodes, batch_size=batch_size, precision=precision,
+        spot=spot, top=shown.top, token_target=token_target, language_model=settings, family=family,
+    )  # fmt: skip
+    with common.progress("recommend", quiet=shown.json_output) as handle:
+        found = recommend_inputs.load_measurements(measurements)
+        spec = None
+        if measure:
+            spec = load_workload(workload, batch_size=batch_size, precision=precision)
+            found += recommend_inputs.measure_here(spec, shown.json_output, store.store_url, store.enabled)
+        recommendation = answer(
+            question, workload=spec, measurements=found, store_url=store.store_url, use_store=store.enabled,
+            progress=lambda message: handle.update(description=message),
+        )  # fmt: skip
+    return _stored_and_shown(recommendation, shown, store)
+
+
+def _stored_and_shown(recommendation: Recommendation, shown: Shown, store: StoreChoice) -> int:
+    from perdollar.cli.persist import attempt_store, save_recommendation
+
+    stored, store_failure = attempt_store(
+        lambda: save_recommendation(recommendation, store_url=store.store_url, enabled=store.enabled)
+    )
+    if shown.report is not None:
+        from perdollar.report.html import write_report
+
+        write_report(recommendation, shown.report)
+    show_recommendation(
+        recommendation, stored_id=stored, report=shown.report, json_output=shown.json_output,
+        top=shown.top, show_excluded=shown.show_excluded, unit=recommendation.sample_unit,
+    )  # fmt: skip
+    if store_failure is not None:
+        raise store_failure
+    return EXIT_OK
+
+
+def _recommend_serving(
+    workload: str, family: Family, serving: Serving, where: Where, language_model: LanguageModelSettings,
+    batch_size: int | None, precision: str | None, shown: Shown, store: StoreChoice,
+) -> int:  # fmt: skip
+    """``recommend --inference``: a network served per request, a language model per token."""
+    common_args = {
+        "top": shown.top, "json_output": shown.json_output, "store_url": store.store_url,
+        "store": store.enabled, "report_path": shown.report,
+    }  # fmt: skip
+    if family == "language-model":
         from perdollar.cli.llm_inference_cmd import (
             llm_serving_question,
             recommend_llm_inference,
             request_lengths,
         )
 
-        input_tokens, output_tokens = language_model.input_tokens, language_model.output_tokens
-        lengths = request_lengths(lengths_file, input_tokens, output_tokens)
-        return recommend_llm_inference(
-            llm_serving_question(
-                workload,
-                rps=rps,
-                tokens_per_day=tokens_per_day,
-                input_tokens=lengths.input_tokens if lengths else input_tokens,
-                output_tokens=lengths.output_tokens if lengths else output_tokens,
-                ttft_p99_ms=language_model.ttft_p99_ms,
-                tpot_p99_ms=language_model.tpot_p99_ms,
-                precision=precision,
-                market=market,
-                clouds=cloud,
-                regions=region,
-            ),
-            top=top,
-            json_output=json_output,
-            store_url=store_url,
-            store=not no_store,
-            report_path=report,
-            lengths_note=lengths.note if lengths else None,
-        )
-    if inference:
-        from perdollar.cli.inference_cmd import recommend_inference
+        given = (language_model.input_tokens, language_model.output_tokens)
+        lengths = request_lengths(serving.lengths_file, *given)
+        question = llm_serving_question(
+            workload, rps=serving.rps, tokens_per_day=serving.tokens_per_day,
+            input_tokens=lengths.input_tokens if lengths else language_model.input_tokens,
+            output_tokens=lengths.output_tokens if lengths else language_model.output_tokens,
+            ttft_p99_ms=language_model.ttft_p99_ms, tpot_p99_ms=language_model.tpot_p99_ms,
+            precision=precision, market=where.market, clouds=where.clouds, regions=where.regions,
+        )  # fmt: skip
+        note = lengths.note if lengths else None
+        return recommend_llm_inference(question, lengths_note=note, **common_args)
+    from perdollar.cli.inference_cmd import recommend_inference
 
-        return recommend_inference(
-            serving_question(
-                workload,
-                qps=qps,
-                p99_ms=p99_ms,
-                p95_ms=p95_ms,
-                max_wait_ms=max_wait_ms,
-                batch_size=batch_size,
-                precision=precision,
-                market=market,
-                clouds=cloud,
-                regions=region,
-            ),
-            top=top,
-            json_output=json_output,
-            store_url=store_url,
-            store=not no_store,
-            report_path=report,
-        )
-    token_target, settings = language_model_settings(
-        workload, language_model, plan_flags, tokens=tokens, samples=samples
-    )
-    question = recommend_inputs.training_question(
-        workload,
-        samples=samples,
-        epochs=epochs,
-        dataset_size=dataset_size,
-        deadline=deadline,
-        budget=budget,
-        objective=objective,
-        weights=weights,
-        confidence=confidence,
-        market=market,
-        clouds=cloud,
-        regions=region,
-        max_nodes=max_nodes,
-        batch_size=batch_size,
-        precision=precision,
-        spot=spot,
-        top=top,
-        token_target=token_target,
-        language_model=settings,
-        family=family,
-    )
-    with common.progress("recommend", quiet=json_output) as handle:
-
-        def say(message: str) -> None:
-            handle.update(description=message)
-
-        found = recommend_inputs.load_measurements(measurements)
-        spec = None
-        if measure:
-            spec = load_workload(workload, batch_size=batch_size, precision=precision)
-            found += recommend_inputs.measure_here(spec, json_output, store_url, not no_store)
-        recommendation = answer(
-            question,
-            workload=spec,
-            measurements=found,
-            store_url=store_url,
-            use_store=not no_store,
-            progress=say,
-        )
-    from perdollar.cli.persist import attempt_store, save_recommendation
-
-    stored, store_failure = attempt_store(
-        lambda: save_recommendation(recommendation, store_url=store_url, enabled=not no_store)
-    )
-    if report is not None:
-        from perdollar.report.html import write_report
-
-        write_report(recommendation, report)
-    show_recommendation(
-        recommendation,
-        stored_id=stored,
-        report=report,
-        json_output=json_output,
-        top=top,
-        show_excluded=show_excluded,
-        unit=recommendation.sample_unit,
-    )
-    if store_failure is not None:
-        raise store_failure
-    return EXIT_OK
+    question = serving_question(
+        workload, qps=serving.qps, p99_ms=serving.p99_ms, p95_ms=serving.p95_ms,
+        max_wait_ms=serving.max_wait_ms, batch_size=batch_size, precision=precision, market=where.market,
+        clouds=where.clouds, regions=where.regions,
+    )  # fmt: skip
+    return recommend_inference(question, **common_args)
 
 
 @takes(
+    target=Group(Target, ("tokens",)),
     language_model=Group(LanguageModelSettings, ("training",)),
     plan_flags=Group(PlanFlags, ("training",)),
     spot=SpotSettings,
@@ -252,20 +190,14 @@ def recommend(
 def compare_command(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
     configs: list[str] = typer.Argument(..., help='Configurations, e.g. "4x g5.2xlarge spot".'),
-    samples: str | None = typer.Option(None, "--samples", help="Target samples (adds E[time], E[cost])."),
-    deadline: str | None = typer.Option(None, "--deadline", help="Adds P(finish by the deadline)."),
     batch_size: int | None = typer.Option(None, "--batch-size", help="Per-device batch size."),
-    precision: str | None = typer.Option(
-        None, "--precision", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16;"
-        " language models also fp8 (FP8 linear layers, a scale per tensor) and fp8-rowwise"
-        " (torchao's row-wise recipe).",
-    ),
+    precision: str | None = typer.Option(None, "--precision", help=PRECISION_HELP),
     measurements: Path | None = typer.Option(
         None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."
     ),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
-    tokens: str | None = typer.Option(None, "--tokens", help="Language model: target tokens, e.g. 2e10."),
     *,
+    target: Target,
     language_model: LanguageModelSettings,
     plan_flags: PlanFlags,
     spot: SpotSettings,
@@ -274,9 +206,10 @@ def compare_command(
     check_store(store.store_url, enabled=store.enabled)
     family = family_of(workload)
     token_target, settings = language_model_settings(
-        workload, language_model, plan_flags, tokens=tokens, samples=samples
+        workload, language_model, plan_flags, tokens=target.tokens, samples=target.samples
     )
-    target_samples = token_target or recommend_inputs.target_samples(samples, None, None)
+    target_samples = token_target or recommend_inputs.target_samples(target.samples, None, None)
+    deadline = target.deadline
     deadline_hours = common.parse_duration_hours(deadline, "--deadline") if deadline else None
     if deadline_hours and not target_samples:
         raise PerdollarError("--deadline needs a target", "add --samples N (--tokens N for a language model)")

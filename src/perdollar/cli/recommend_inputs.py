@@ -3,12 +3,12 @@ optional local measurement."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from perdollar.ask import measurements_from_file
 from perdollar.cli import common
+from perdollar.cli.recommend_options import Goal, Target, Where
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.question import LanguageModelSettings, Question, SpotSettings
@@ -52,18 +52,10 @@ def measure_here(spec: Any, json_output: bool, store_url: str | None, store: boo
 
 def training_question(
     workload: str,
+    target: Target,
+    goal: Goal,
+    where: Where,
     *,
-    samples: str | None,
-    epochs: float | None,
-    dataset_size: str | None,
-    deadline: str | None,
-    budget: float | None,
-    objective: str,
-    weights: str | None,
-    confidence: float,
-    market: str,
-    clouds: Sequence[str],
-    regions: Sequence[str],
     max_nodes: int,
     batch_size: int | None,
     precision: str | None,
@@ -76,17 +68,18 @@ def training_question(
     """The training question ``recommend`` and ``sweep`` both ask, from their shared options."""
     from perdollar.workload.loader import canonical_spec
 
+    deadline = target.deadline
     return Question(
         workload_name=canonical_spec(workload),
-        objective=objective,
-        target_samples=token_target or target_samples(samples, epochs, dataset_size),
+        objective=goal.objective,
+        target_samples=token_target or target_samples(target.samples, target.epochs, target.dataset_size),
         deadline_hours=common.parse_duration_hours(deadline, "--deadline") if deadline else None,
-        budget_usd=budget,
-        weights=weights,
-        confidence=confidence,
-        market=market,
-        clouds=tuple(clouds),
-        regions=tuple(regions),
+        budget_usd=goal.budget,
+        weights=goal.weights,
+        confidence=goal.confidence,
+        market=where.market,
+        clouds=tuple(where.clouds),
+        regions=tuple(where.regions),
         max_nodes=max_nodes,
         batch_size=batch_size,
         precision=precision,
