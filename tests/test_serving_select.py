@@ -140,8 +140,8 @@ def test_estimates_and_explanation_carry_the_serving_facts() -> None:
     assert [e.feasible for e in estimates] == [True, False]
     top = estimates[0]
     assert top.serving is not None
-    assert top.serving["replicas"] >= 1
-    assert top.serving["p99_ms"] <= 50.0
+    assert top.serving is not None and top.serving.replicas >= 1
+    assert top.serving.latency_quantile == 0.99 and top.serving.latency_ms <= 50.0
     assert top.samples_per_dollar == pytest.approx(400 * 3600 / top.price_per_hour)
     text = explain_serving(frame, TARGET, serving_mode_hint(400, 50, 1e3))
     assert "one-gpu" in text and "SLOW" in text and "real-time" in text

@@ -10,19 +10,60 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from perdollar.vocabulary import Kind
+from perdollar.vocabulary import TOKEN_SERVING_OBJECTIVE, Family, Kind
 
 DEFAULT_CONFIDENCE = 0.9
 DEFAULT_SERVING_HEADROOM = 1.25
 
 
 @dataclass(frozen=True, slots=True)
+class Declared:
+    """How a setting is asked for on the command line: declared once, beside the field it fills.
+
+    The CLI builds its options from these (``perdollar.cli.declared``), so every command that
+    takes a setting takes it the same way. ``parse`` names how text given on the command line
+    becomes the field's value ("count": 2e10 or 250M; "share": 10% or 0.1), where the two differ.
+    ``scope`` lets a command take only the settings that mean something to it.
+    """
+
+    flag: str
+    help: str
+    unit: str = ""
+    minimum: float | None = None
+    parse: str = ""
+    scope: str = ""
+    short: str = ""  # a one-letter alias, "-k"
+
+    @property
+    def full_help(self) -> str:
+        return f"{self.help} [{self.unit}]" if self.unit else self.help
+
+
+def declared(
+    default: Any, flag: str, help: str, *, unit: str = "", minimum: float | None = None, parse: str = "",
+    scope: str = "", short: str = "",
+) -> Any:
+    """A dataclass field that carries its command-line declaration."""
+    option = Declared(flag, help, unit, minimum, parse, scope, short)
+    return field(default=default, metadata={"option": option})
+
+
+@dataclass(frozen=True, slots=True)
 class SpotSettings:
     """The user's overrides of the spot model (None: perdollar's defaults)."""
 
-    checkpoint_seconds: float | None = None
-    restart_minutes: float | None = None
-    interruption_rate: float | None = None  # monthly fraction applied to every spot offer
+    checkpoint_seconds: float | None = declared(
+        None, "--checkpoint-seconds", "Checkpoint write time (default: state size / 250 MB/s + 5 s).",
+        unit="s", minimum=0,
+    )
+    restart_minutes: float | None = declared(
+        None, "--restart-minutes", "Restart after an interruption (default 10).", unit="min", minimum=0
+    )
+    # A monthly fraction applied to every spot offer.
+    interruption_rate: float | None = declared(
+        None, "--interruption-rate", "Monthly interruption share for every spot offer, e.g. 10%.",
+        unit="share a month", parse="share",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,20 +86,70 @@ class ServingGoal:
 class LanguageModelSettings:
     """A language model's step: sequence length, batches, fine-tuning, and a plan the user fixed."""
 
-    seq_len: int | None = None
-    micro_batch: int | None = None  # sequences per GPU per micro-step (None: the planner chooses)
-    global_batch: int | None = None  # sequences per optimizer step
-    finetune: str | None = None  # full | lora | qlora
-    lora_rank: int | None = None
-    plan: str | None = None  # a plan token ("fsdp+ac,tp2"); None: the planner searches
-    attention_kernel: str | None = None  # flash2 | native (None: flash2)
+    seq_len: int | None = declared(
+        None, "--seq-len", "Language model: tokens per sequence.", unit="tokens", minimum=1, scope="training"
+    )
+    # None: the planner chooses.
+    micro_batch: int | None = declared(
+        None, "--micro-batch", "Language model: sequences per GPU per micro-step.", unit="sequences",
+        minimum=1, scope="training",
+    )
+    global_batch: int | None = declared(
+        None, "--global-batch", "Language model: sequences per optimizer step.", unit="sequences",
+        minimum=1, scope="training",
+    )
+    finetune: str | None = declared(
+        None, "--finetune", "Language model: full, lora or qlora (default: pre-training).", scope="training"
+    )
+    lora_rank: int | None = declared(
+        None, "--lora-rank", "Language model: LoRA rank (default 16).", minimum=1, scope="training"
+    )
+    # A plan token ("fsdp+ac,tp2"); None: the planner searches.
+    plan: str | None = declared(
+        None, "--plan",
+        "Language model: fix the plan (ddp, zero1, zero2, fsdp, hsdp, or a token such as fsdp+ac,tp2;"
+        " tp2-blocking: TP collectives not overlapped; ddp+blocking: gradients reduced after the"
+        " backward; fsdp+backward-post: FSDP's BACKWARD_POST).",
+        scope="training",
+    )
+    attention_kernel: str | None = declared(
+        None, "--attention-kernel",
+        "Language model: flash2 (PyTorch SDPA, flash-attn 2; default), native (cuDNN, Transformer "
+        "Engine, FlashAttention-3) or unfused (eager attention, scores through memory). On Hopper "
+        "FlashAttention-2 reaches about 2/3 of the tensor-core peak.",
+        scope="training",
+    )
     # Serving: tokens in and out of a request and the latency objectives (p99, milliseconds).
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    ttft_p99_ms: float | None = None
-    tpot_p99_ms: float | None = None
-    engine: str | None = None  # vllm, sglang, tensorrt-llm, tgi, llama.cpp, hf or any (None: vllm)
-    kv_precision: str | None = None  # the KV cache's precision (None: the engine's default)
+    input_tokens: int | None = declared(
+        None, "--input-tokens", "Language model serving: prompt tokens per request (default 1000).",
+        unit="tokens", minimum=1, scope="serving",
+    )
+    output_tokens: int | None = declared(
+        None, "--output-tokens", "Language model serving: tokens generated per request (default 300).",
+        unit="tokens", minimum=1, scope="serving",
+    )
+    ttft_p99_ms: float | None = declared(
+        None, "--ttft-p99-ms", "Language model serving: time-to-first-token SLO (p99).", unit="ms",
+        scope="serving-slo",
+    )
+    tpot_p99_ms: float | None = declared(
+        None, "--tpot-p99-ms", "Language model serving: time-per-output-token SLO (p99).", unit="ms",
+        scope="serving-slo",
+    )
+    # None: vLLM, the engine most teams run.
+    engine: str | None = declared(
+        None, "--engine",
+        "Language model serving: the serving engine (vllm, sglang, tensorrt-llm, tgi, llama.cpp, hf; any:"
+        " the best for each deployment). Default vllm, the engine most teams run.",
+        scope="serving",
+    )
+    # None: the engine's default (vLLM, SGLang, TGI: the model's 16-bit dtype whatever the weights).
+    kv_precision: str | None = declared(
+        None, "--kv-precision",
+        "Language model serving: the KV cache's precision (fp16, bf16, fp8); default the engine's. fp8"
+        " halves the cache, so about twice the sequences fit.",
+        scope="serving",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +162,8 @@ class Question:
     # alias): what the history lists it under, as it lists the workload's measurements.
     workload_label: str = ""
     kind: Kind = "train"
+    # Decided once, where the question is built (perdollar.ask.questions.decided); None until then.
+    family: Family | None = None
     objective: str = "samples-per-dollar"  # training objectives, or usd-per-million-requests
     target_samples: float | None = None
     deadline_hours: float | None = None
@@ -101,6 +194,10 @@ _LEGACY_FIELDS = ("weights", "confidence", "batch_size", "precision", "top")
 def upgrade_legacy_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
     """A stored question's JSON with its old ``options`` dictionary spread into today's fields."""
     data = {k: v for k, v in payload.items() if k != "options"}
+    if data.get("family") is None and (
+        data.get("language_model") is not None or data.get("objective") == TOKEN_SERVING_OBJECTIVE
+    ):
+        data["family"] = "language-model"
     options = payload.get("options")
     if not isinstance(options, Mapping):
         return data

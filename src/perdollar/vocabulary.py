@@ -14,6 +14,9 @@ MARKET_CHOICES = ("on-demand", "spot", "any")
 MARKET_WORDS = {"spot": "spot", "on-demand": "on-demand", "ondemand": "on-demand", "od": "on-demand"}
 
 Kind = Literal["train", "inference"]
+# What a workload is, decided once per question: a network traced op by op, or a language model
+# planned from its architecture and counted in tokens.
+Family = Literal["network", "language-model"]
 
 # Where a throughput comes from: a run on that hardware, a prediction anchored on a run of the same
 # workload elsewhere, or hardware specs and fitted efficiencies alone.

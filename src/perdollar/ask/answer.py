@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from perdollar import amounts
 from perdollar.ask.arguments import checked_target
@@ -15,6 +16,7 @@ from perdollar.ask.inputs import (
 )
 from perdollar.ask.language_model import answer_language_model
 from perdollar.ask.language_model_serving import LanguageModelServingAnswer, answer_language_model_serving
+from perdollar.ask.questions import decided
 from perdollar.ask.serving import ServingAnswer, answer_serving
 from perdollar.ask.training import answer_training
 from perdollar.catalog import Catalog
@@ -22,8 +24,62 @@ from perdollar.catalog import load as load_catalog
 from perdollar.measure.result import Measurement
 from perdollar.question import Question, SpotSettings
 from perdollar.select.model import Recommendation
+from perdollar.vocabulary import Family, Kind
 from perdollar.workload import Workload, canonical_spec, load_workload
-from perdollar.workload.llm import load_llm_workload, looks_like_llm
+from perdollar.workload.llm import load_llm_workload
+
+
+@dataclass(frozen=True)
+class Asking:
+    """What an answer may use besides its question: loaded once by :func:`answer`."""
+
+    catalog: Catalog
+    workload: Workload | None
+    measurements: Sequence[Measurement]
+    store_url: str | None
+    use_store: bool
+    progress: Progress
+
+
+def _network_training(question: Question, asking: Asking) -> Recommendation:
+    inputs = load_inputs(
+        question, catalog=asking.catalog, workload=asking.workload, measurements=asking.measurements,
+        progress=asking.progress,
+    )  # fmt: skip
+    if asking.use_store:
+        inputs = with_stored_measurements(inputs, asking.store_url)
+    return answer_training(question, inputs, asking.progress)
+
+
+def _network_serving(question: Question, asking: Asking) -> Recommendation:
+    return ask_serving(
+        question, catalog=asking.catalog, workload=asking.workload, measurements=asking.measurements,
+        store_url=asking.store_url, use_store=asking.use_store, progress=asking.progress,
+    ).recommendation  # fmt: skip
+
+
+def _language_model_training(question: Question, asking: Asking) -> Recommendation:
+    return answer_language_model(
+        question, catalog=asking.catalog, measurements=asking.measurements, store_url=asking.store_url,
+        use_store=asking.use_store, progress=asking.progress,
+    )  # fmt: skip
+
+
+def _language_model_serving(question: Question, asking: Asking) -> Recommendation:
+    return ask_language_model_serving(
+        question, catalog=asking.catalog, measurements=asking.measurements, store_url=asking.store_url,
+        use_store=asking.use_store, progress=asking.progress,
+    ).recommendation  # fmt: skip
+
+
+# Each kind of question and how it is answered: the family and the kind were decided when the
+# question was built (perdollar.ask.questions.decided), and nothing downstream asks again.
+ROUTES: dict[tuple[Family, Kind], Callable[[Question, Asking], Recommendation]] = {
+    ("network", "train"): _network_training,
+    ("network", "inference"): _network_serving,
+    ("language-model", "train"): _language_model_training,
+    ("language-model", "inference"): _language_model_serving,
+}
 
 
 def answer(
@@ -40,42 +96,13 @@ def answer(
 
     With ``use_store`` the measurements stored for this workload calibrate the answer too.
     """
-    catalog = catalog if catalog is not None else load_catalog()
-    if is_language_model(question):
-        if question.kind == "inference":
-            return ask_language_model_serving(
-                question, catalog=catalog, measurements=measurements, store_url=store_url,
-                use_store=use_store, progress=progress,
-            ).recommendation  # fmt: skip
-        return answer_language_model(
-            question,
-            catalog=catalog,
-            measurements=measurements,
-            store_url=store_url,
-            use_store=use_store,
-            progress=progress,
-        )
-    if question.kind == "inference":
-        return ask_serving(
-            question,
-            catalog=catalog,
-            workload=workload,
-            measurements=measurements,
-            store_url=store_url,
-            use_store=use_store,
-            progress=progress,
-        ).recommendation
-    inputs = load_inputs(
-        question, catalog=catalog, workload=workload, measurements=measurements, progress=progress
-    )
-    if use_store:
-        inputs = with_stored_measurements(inputs, store_url)
-    return answer_training(question, inputs, progress)
-
-
-def is_language_model(question: Question) -> bool:
-    """A built-in language model or a config.json: planned, and counted in tokens."""
-    return question.language_model is not None or looks_like_llm(question.workload_name)
+    question = decided(question)
+    asking = Asking(
+        catalog if catalog is not None else load_catalog(), workload, measurements, store_url, use_store,
+        progress,
+    )  # fmt: skip
+    assert question.family is not None  # decided() always decides
+    return ROUTES[(question.family, question.kind)](question, asking)
 
 
 def ask_serving(

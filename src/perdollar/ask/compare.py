@@ -14,6 +14,7 @@ import pandas as pd
 
 from perdollar.ask.inputs import Inputs, Progress, load_inputs, quiet, with_stored_measurements
 from perdollar.ask.language_model import checkpoint_bytes, fixed_plan, load_language_model
+from perdollar.ask.questions import decided
 from perdollar.catalog import Catalog
 from perdollar.catalog import load as load_catalog
 from perdollar.catalog.model import InstanceType
@@ -29,7 +30,7 @@ from perdollar.price.table import price_table
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select import mark_constraints
 from perdollar.select.compare import Comparison, compare_priced, configuration_for_comparison
-from perdollar.workload.llm import LLMWorkload, looks_like_llm
+from perdollar.workload.llm import LLMWorkload
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ def compare_question(
     """``perdollar compare``: load what the question needs once, price the shortlist, compare."""
     _check_count(configurations)
     catalog = load_catalog()
-    if looks_like_llm(question.workload_name):
+    question = decided(question)
+    if question.family == "language-model":
         workload = load_language_model(question)
         assumptions = assumptions_for(question.spot, checkpoint_bytes(workload))
         progress("planning and pricing")

@@ -98,7 +98,7 @@ def answer_language_model_serving(
         spot_overprovision=question.serving.spot_overprovision,
     )
     label = slo_label(settings)
-    estimates = llm_deployment_estimates(frame)
+    estimates = llm_deployment_estimates(frame, rps, label)
     recommendation = Recommendation(
         question=question,
         estimates=estimates,

@@ -13,16 +13,12 @@ from perdollar import amounts
 from perdollar.ask.arguments import checked_target
 from perdollar.ask.compare import compare_question
 from perdollar.ask.inputs import measurements_from_file
-from perdollar.catalog import load as load_catalog
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
-from perdollar.predict import Calibration
-from perdollar.predict import predict as predict_on_instance
 from perdollar.predict.model import Prediction
 from perdollar.question import Question
 from perdollar.select.compare import Comparison
 from perdollar.workload import Workload, canonical_spec
-from perdollar.workload.llm import looks_like_llm
 
 
 def predict(
@@ -41,27 +37,24 @@ def predict(
 
     >>> predict("vit-b16", "g5.2xlarge").samples_per_second
     """
-    from perdollar.profile.profiler import load_to_profile, profile_workload
+    from perdollar.ask.prediction import predict_network
+    from perdollar.ask.questions import family_of
 
     if not isinstance(workload, Workload):
         amounts.text(workload, "workload", "vit-b16")
     amounts.text(instance, "instance", "g5.2xlarge")
     amounts.check_value("nodes", nodes, integer=True)
     amounts.optional(batch_size, "batch_size", integer=True)
-    if looks_like_llm(workload):
+    if isinstance(workload, str) and family_of(workload) == "language-model":
         raise PerdollarError(
             f"{workload} is a language model: its prediction needs a training plan",
             f"use perdollar.recommend({workload!r}, samples=TOKENS) or `perdollar predict {workload}`",
         )
-    catalog = load_catalog()
-    target = catalog.instance(instance, cloud=cloud)
-    profile = profile_workload(load_to_profile(workload, batch_size=batch_size, precision=precision))
-    if isinstance(measurements, str):
-        found = measurements_from_file(Path(measurements))
-    else:
-        found = list(measurements)
-    calibration = Calibration.from_measurements(profile, found, catalog) if found else None
-    return predict_on_instance(profile, target, catalog, nodes=nodes, calibration=calibration)
+    found = measurements_from_file(Path(measurements)) if isinstance(measurements, str) else measurements
+    return predict_network(
+        workload, instance, nodes=nodes, cloud=cloud, batch_size=batch_size, precision=precision,
+        measurements=found,
+    ).prediction  # fmt: skip
 
 
 def compare(

@@ -107,7 +107,7 @@ def _finish(
         if len(documents) == 1 and verdict is None:
             common.emit_json(documents[0])
         else:
-            common.emit_json({"measurements": documents, "verdict": verdict})
+            common.emit_json({"measurements": documents, "verdict": verdict}, table="measurements")
     else:
         for measurement, key in zip(measurements, stored, strict=True):
             for line in lines(measurement):

@@ -126,13 +126,15 @@ def held_note() -> str:
     return f" (--verbose shows the {lines} lines of log behind it)" if lines and not STATE.verbose else ""
 
 
-def emit_json(value: Any) -> None:
+def emit_json(value: Any, *, table: str | None = None) -> None:
+    """The command's document on stdout: as JSON, or with ``--csv`` its ``table`` (a dotted key of
+    the document's main list; None: the document is one row, or a list of rows) as CSV."""
     out = STATE.json_out or sys.stdout
     document = to_jsonable(value)
     if STATE.csv:
         from perdollar.cli.csv_output import write_csv
 
-        write_csv(document, out)
+        write_csv(document, table, out)
     else:
         out.write(json.dumps(document, indent=2, allow_nan=False) + "\n")
     out.flush()

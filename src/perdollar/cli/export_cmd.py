@@ -103,17 +103,19 @@ def _training_launch(candidate: Any, fmt: str, *, workload: str | None, plan: st
                      seq_len: int | None, global_batch: int | None, precision: str | None,
                      script: str) -> dict[str, Any]:  # fmt: skip
     """The plan for the candidate (fixed or searched) as a torchrun launch or a SkyPilot task."""
-    from perdollar.cli.llm_predict import LLMOptions, predict_llm
+    from perdollar.ask.language_model_prediction import predict_llm
+    from perdollar.ask.questions import PlanFlags
     from perdollar.launch.torchrun import skypilot_training_task, torchrun_description
+    from perdollar.question import LanguageModelSettings
 
     if not workload:
         raise PerdollarError(
             f"--format {fmt} launches a language model's training plan: name it with --workload",
             "e.g. --workload llama-3.1-8b (or a config.json), with --plan to fix the plan",
         )
-    options = LLMOptions(seq_len=seq_len, global_batch=global_batch, plan=plan)
+    settings = LanguageModelSettings(seq_len=seq_len, global_batch=global_batch, plan=plan)
     prediction = predict_llm(workload, candidate.instance_type, candidate.cloud, candidate.count, precision,
-                             options)  # fmt: skip
+                             settings, PlanFlags())  # fmt: skip
     if not prediction.get("fits", True):
         raise PerdollarError(
             f"the plan {prediction['plan']['token']} does not fit {candidate.count} × "

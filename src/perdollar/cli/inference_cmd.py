@@ -113,7 +113,7 @@ def bench_inference(
     measurement = curve_measurement(curve, host_fingerprint(), started_at, time.monotonic() - began)
     stored_id = save_measurement(measurement, store_url=store_url, enabled=store)
     if json_output:
-        common.emit_json({"curve": curve, "measurement_id": stored_id})
+        common.emit_json({"curve": curve, "measurement_id": stored_id}, table="curve.points")
     else:
         if curve.status != "ok" and not curve.points:
             common.console.print(f"[red]{curve.status}[/]: {escape(curve.message)}", highlight=False)
@@ -200,8 +200,8 @@ def recommend_inference(
         from perdollar.report.html import write_report
 
         write_report(recommendation, report_path)
-    rows = deployment_rows(answer.frame, top)
-    excluded = excluded_rows(answer.frame)
+    rows = deployment_rows(recommendation.estimates, top)
+    excluded = excluded_rows(recommendation.estimates)
     if json_output:
         common.emit_json(
             {
@@ -212,7 +212,8 @@ def recommend_inference(
                 "serving_mode": {"mode": answer.hint[0], "why": answer.hint[1]},
                 "catalog_captured_at": recommendation.catalog_captured_at,
                 "recommendation_id": stored_id,
-            }
+            },
+            table="deployments",
         )
     else:
         if rows:

@@ -3,12 +3,14 @@ steps and ranked deployments."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
 from perdollar.fmt import format_money
+from perdollar.price.model import Estimate, ServingFigures
 
 
 def format_ms(value: float) -> str:
@@ -65,48 +67,51 @@ def load_table(title: str, results: list[Any]) -> Table:
     return table
 
 
-def deployment_rows(frame: Any, top: int) -> list[dict[str, Any]]:
-    keep = [
-        "cloud",
-        "instance_type",
-        "region",
-        "market",
-        "accelerator_key",
-        "accelerator_count",
-        "instances",
-        "spot_extra_instances",
-        "replicas",
-        "batch",
-        "max_wait_ms",
-        "latency_ms",
-        "latency_high_ms",
-        "capacity_per_replica",
-        "rate_per_replica",
-        "utilisation",
-        "price_per_hour",
-        "deployment_price_per_hour",
-        "usd_per_million_requests",
-        "usd_per_million_requests_high",
-        "basis",
-        "interruption_bucket",
-        "captured_at",
-    ]
-    feasible = frame[frame["feasible"]].drop_duplicates(["cloud", "instance_type", "market"]).head(top)
-    from perdollar.select.serving import deployment_label
+def deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[str, Any]]:
+    """The best ``top`` feasible deployments, as the select stage kept them (best region each)."""
+    rows = []
+    for estimate in [e for e in estimates if e.feasible][:top]:
+        figures = estimate.serving or ServingFigures()
+        rows.append(
+            {
+                "label": estimate.label,
+                "cloud": estimate.cloud,
+                "instance_type": estimate.instance_type,
+                "region": estimate.region,
+                "market": estimate.market,
+                "accelerator_key": estimate.accelerator,
+                "accelerator_count": estimate.accelerators_per_node,
+                "instances": estimate.nodes,
+                "spot_extra_instances": figures.spot_extra_instances,
+                "replicas": figures.replicas,
+                "batch": figures.batch,
+                "max_wait_ms": figures.max_wait_ms,
+                "latency_ms": figures.latency_ms,
+                "latency_high_ms": figures.latency_high_ms,
+                "capacity_per_replica": figures.capacity_per_replica_rps,
+                "rate_per_replica": figures.rate_per_replica_rps,
+                "utilisation": figures.utilisation,
+                "price_per_hour": figures.price_per_instance_per_hour,
+                "deployment_price_per_hour": estimate.price_per_hour,
+                "usd_per_million_requests": figures.usd_per_million_requests,
+                "usd_per_million_requests_high": figures.usd_per_million_requests_high,
+                "basis": estimate.basis,
+                "interruption_bucket": estimate.interruption_bucket,
+                "captured_at": estimate.captured_at,
+            }
+        )
+    return rows
 
-    records = feasible.to_dict("records")
-    return [{"label": deployment_label(row)} | {k: row.get(k) for k in keep} for row in records]
 
-
-def excluded_rows(frame: Any) -> list[dict[str, Any]]:
-    excluded = frame[~frame["feasible"]].drop_duplicates(["accelerator_key", "excluded_reason"])
+def excluded_rows(estimates: Sequence[Estimate]) -> list[dict[str, Any]]:
     return [
         {
-            "accelerator": row["accelerator_key"] or "(CPU)",
-            "example_instance": row["instance_type"],
-            "reason": row["excluded_reason"],
+            "accelerator": e.accelerator or "(CPU)",
+            "example_instance": e.instance_type,
+            "reason": e.excluded_reason,
         }
-        for row in excluded.to_dict("records")
+        for e in estimates
+        if not e.feasible
     ]
 
 

@@ -2,61 +2,53 @@
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 from typing import Any
 
-import pandas as pd
 from rich.markup import escape
 from rich.table import Table
 
-from perdollar.select.llm_serving import DEPLOYMENT_SHAPE, llm_deployment_label
-
-COLUMNS = (
-    "cloud",
-    "instance_type",
-    "region",
-    "market",
-    "accelerator_key",
-    "tensor_parallel",
-    "precision",
-    "engine",
-    "kv_precision",
-    "replicas",
-    "instances",
-    "spot_extra_instances",
-    "batch",
-    "ttft_p99_ms",
-    "tpot_p99_ms",
-    "max_concurrent_sequences",
-    "kv_cache_gib",
-    "deployment_price_per_hour",
-    "usd_per_million_output_tokens",
-    "usd_per_million_tokens",
-    "basis",
-    "bottleneck",
-)
+from perdollar.price.model import Estimate, ServingFigures
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value.item() if hasattr(value, "item") else value
+def llm_deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[str, Any]]:
+    """The best ``top`` feasible deployments, as the select stage kept them (best region per
+    machine, degree and format)."""
+    rows = []
+    for estimate in [e for e in estimates if e.feasible][:top]:
+        figures = estimate.serving or ServingFigures()
+        rows.append(
+            {
+                "label": estimate.label,
+                "cloud": estimate.cloud,
+                "instance_type": estimate.instance_type,
+                "region": estimate.region,
+                "market": estimate.market,
+                "accelerator_key": estimate.accelerator,
+                "tensor_parallel": figures.tensor_parallel,
+                "precision": figures.precision,
+                "engine": figures.engine,
+                "kv_precision": figures.kv_precision,
+                "replicas": figures.replicas,
+                "instances": estimate.nodes,
+                "spot_extra_instances": figures.spot_extra_instances,
+                "batch": figures.batch,
+                "ttft_p99_ms": figures.ttft_p99_ms,
+                "tpot_p99_ms": figures.tpot_p99_ms,
+                "max_concurrent_sequences": figures.max_concurrent_sequences,
+                "kv_cache_gib": figures.kv_cache_gib,
+                "deployment_price_per_hour": estimate.price_per_hour,
+                "usd_per_million_output_tokens": figures.usd_per_million_output_tokens,
+                "usd_per_million_tokens": figures.usd_per_million_tokens,
+                "basis": estimate.basis,
+                "bottleneck": estimate.bottleneck,
+            }
+        )
+    return rows
 
 
-def llm_deployment_rows(frame: pd.DataFrame, top: int) -> list[dict[str, Any]]:
-    """The best ``top`` feasible deployments (best region per machine, degree and format)."""
-    feasible = frame[frame["feasible"]].drop_duplicates(DEPLOYMENT_SHAPE).head(top)
-    return [
-        {"label": llm_deployment_label(row), **{c: _plain(row.get(c)) for c in COLUMNS}}
-        for _, row in feasible.iterrows()
-    ]
-
-
-def llm_excluded_rows(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    out = frame[~frame["feasible"]].drop_duplicates(["accelerator_key", "excluded_reason"])
-    return [
-        {"accelerator": row["accelerator_key"], "reason": row["excluded_reason"]} for _, row in out.iterrows()
-    ]
+def llm_excluded_rows(estimates: Sequence[Estimate]) -> list[dict[str, Any]]:
+    return [{"accelerator": e.accelerator, "reason": e.excluded_reason} for e in estimates if not e.feasible]
 
 
 def llm_deployment_table(rows: list[dict[str, Any]], slo: str, rps: float) -> Table:

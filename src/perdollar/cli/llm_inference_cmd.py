@@ -151,8 +151,8 @@ def recommend_llm_inference(
         from perdollar.report.html import write_report
 
         write_report(recommendation, report_path)
-    rows = llm_deployment_rows(answer.frame, top)
-    excluded = llm_excluded_rows(answer.frame)
+    rows = llm_deployment_rows(recommendation.estimates, top)
+    excluded = llm_excluded_rows(recommendation.estimates)
     rps = question.serving.qps if question.serving else 0.0
     if json_output:
         common.emit_json(
@@ -165,7 +165,8 @@ def recommend_llm_inference(
                 "catalog_captured_at": recommendation.catalog_captured_at,
                 "recommendation_id": stored_id,
                 **({"request_lengths": lengths_note} if lengths_note else {}),
-            }
+            },
+            table="deployments",
         )
     else:
         if rows:

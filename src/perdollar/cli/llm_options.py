@@ -35,15 +35,3 @@ ATTENTION_KERNEL = typer.Option(
     "FlashAttention-2 reaches about 2/3 of the tensor-core peak.",
 )
 TOKENS = typer.Option(None, "--tokens", help="Language model: target tokens, e.g. 2e10.")
-ENGINE = typer.Option(
-    None,
-    "--engine",
-    help="Language model --inference: the serving engine (vllm, sglang, tensorrt-llm, tgi, llama.cpp, hf; "
-    "any: the best per deployment). Default vllm, the engine most teams run.",
-)
-KV_PRECISION = typer.Option(
-    None,
-    "--kv-precision",
-    help="Language model --inference: the KV cache's precision (fp16, bf16, fp8); default the engine's "
-    "(vLLM: the model's 16-bit dtype; fp8 halves the cache, so about twice the sequences fit).",
-)

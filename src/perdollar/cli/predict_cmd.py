@@ -8,13 +8,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from perdollar.ask.questions import PlanFlags, family_of, language_model_settings
 from perdollar.catalog.model import InstanceType
-from perdollar.cli import llm_options
 from perdollar.cli.common import console, emit_json, err_console, print_table, progress
+from perdollar.cli.declared import Group, StoreChoice, takes
 from perdollar.errors import PerdollarError
 from perdollar.fmt import format_band, format_number
 from perdollar.predict.model import Prediction
 from perdollar.profile.model import Profile
+from perdollar.question import LanguageModelSettings
 
 PREDICT_HELP = """Predict a workload's training (or inference) throughput on an instance type.
 
@@ -73,6 +75,11 @@ def _bar(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
+@takes(
+    language_model=Group(LanguageModelSettings, ("training", "serving")),
+    plan_flags=PlanFlags,
+    store=StoreChoice,
+)
 def predict_command(
     workload: str = typer.Argument(
         ..., help="Built-in workload name, path/to/file.py:function, or an LLM's config.json."
@@ -97,125 +104,89 @@ def predict_command(
     input_rate_per_core: float = typer.Option(
         None, "--input-rate-per-core", help="Data-only samples/s per host core (input-pipeline cap)."
     ),
-    store: str = typer.Option(None, "--store", help="Store URL to read earlier measurements from."),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
-    seq_len: int = typer.Option(None, "--seq-len", min=1, help="LLM: tokens per sequence."),
-    micro_batch: int = typer.Option(None, "--micro-batch", min=1, help="LLM: sequences per GPU."),
-    global_batch: int = typer.Option(None, "--global-batch", min=1, help="LLM: sequences per step."),
-    plan: str = typer.Option(
-        None,
-        "--plan",
-        help="LLM: ddp|zero1|zero2|fsdp|hsdp, or a token: fsdp+ac,tp8-blocking,mb2"
-        " (+blocking: DDP/ZeRO reduce gradients after the backward; +backward-post: FSDP's BACKWARD_POST).",
-    ),
-    activation_checkpointing: bool = typer.Option(
-        False, "--activation-checkpointing", help="LLM: recompute activations in the backward pass."
-    ),
-    tensor_parallel: int = typer.Option(None, "--tensor-parallel", min=1, help="LLM: TP in a host."),
-    pipeline_parallel: int = typer.Option(None, "--pipeline-parallel", min=1, help="LLM: PP over hosts."),
-    finetune: str = typer.Option(None, "--finetune", help="LLM: full, lora or qlora."),
-    lora_rank: int = typer.Option(None, "--lora-rank", min=1, help="LLM: LoRA rank (default 16)."),
-    cpu_offload: bool = typer.Option(False, "--cpu-offload", help="LLM: optimizer on CPU."),
-    attention_kernel: str = typer.Option(
-        None, "--attention-kernel", help="LLM: flash2 (PyTorch SDPA, default), native (cuDNN/TE), unfused."
-    ),
     inference: bool = typer.Option(False, "--inference", help="Serve an LLM config: prefill and decode."),
     accelerator: str = typer.Option(None, "--accelerator", help="LLM: accelerator name or alias."),
     gpus: int = typer.Option(1, "--gpus", min=1, help="LLM: GPUs in all (replicas × TP × PP)."),
-    input_tokens: int = typer.Option(None, "--input-tokens", help="LLM: prompt tokens a request."),
-    output_tokens: int = typer.Option(None, "--output-tokens", help="LLM: tokens generated a request."),
-    engine: str | None = llm_options.ENGINE,
-    kv_precision: str | None = llm_options.KV_PRECISION,
+    *,
+    language_model: LanguageModelSettings,
+    plan_flags: PlanFlags,
+    store: StoreChoice,
 ) -> None:
-    from perdollar.cli.llm_predict import LLMOptions
-    from perdollar.workload.llm import looks_like_llm, near_language_model
-
-    llm = LLMOptions(
-        seq_len, micro_batch, global_batch, plan, activation_checkpointing, tensor_parallel,
-        pipeline_parallel, finetune, lora_rank, cpu_offload, attention_kernel,
-    )  # fmt: skip
-    if inference and looks_like_llm(workload):
-        from perdollar.cli.llm_serving_cmd import predict_llm_inference
-
-        predict_llm_inference(
-            workload, accelerator=accelerator, gpus=gpus, tensor_parallel=tensor_parallel,
-            pipeline_parallel=pipeline_parallel or 1, input_tokens=input_tokens,
-            output_tokens=output_tokens, precision=precision, batch=batch_size,
-            json_output=json_output, engine=engine, kv_precision=kv_precision,
+    if family_of(workload) == "language-model":
+        _predict_language_model(
+            workload, instance=instance, nodes=nodes, cloud=cloud, batch_size=batch_size,
+            precision=precision, json_output=json_output, inference=inference, accelerator=accelerator,
+            gpus=gpus, settings=language_model, flags=plan_flags, store=store,
         )  # fmt: skip
         return
     if instance is None:
         raise PerdollarError("predict needs --instance", "add e.g. --instance g5.2xlarge")
-    if looks_like_llm(workload):
-        from perdollar.cli.llm_predict import predict_llm
-        from perdollar.cli.llm_render import print_llm_prediction
+    language_model_settings(workload, language_model, plan_flags)  # refuses them for a network
+    from perdollar.ask.inputs import measurements_from_file
+    from perdollar.ask.prediction import predict_network
 
-        with progress(f"planning {workload}", quiet=json_output):
-            result = predict_llm(
-                workload, instance, cloud, nodes, precision, llm, store_url=store, read_store=True
-            )
-        if json_output:
-            emit_json(result)
-        else:
-            print_llm_prediction(result)
-        return
-    if llm.given():
-        near = near_language_model(workload)
-        fix = f"did you mean {near!r}?" if near else (
-            "give a language model (e.g. llama-3.1-8b or a config.json) or drop them"
-        )
-        raise PerdollarError(
-            f"{', '.join(llm.given())} apply to language models only, and {workload!r} is not one",
-            fix,
-        )
-    from perdollar import catalog as catalog_mod
-    from perdollar.predict import Calibration, predict
-    from perdollar.profile.profiler import load_to_profile, profile_workload
-
-    cat = catalog_mod.load()
-    target = cat.instance(instance, cloud=cloud)
-    spec = load_to_profile(workload, batch_size=batch_size, precision=precision)
-    with progress(f"tracing {spec.name}", quiet=json_output):
-        profile = profile_workload(spec)
-    found = []
-    if measurements is not None:
-        from perdollar.files import readable_file
-        from perdollar.predict.imports import load_measurements_file
-
-        found.extend(load_measurements_file(readable_file(measurements, "--measurements")))
-    try:
-        from perdollar.cli.persist import stored_measurements
-
-        found.extend(stored_measurements(profile.workload_fingerprint, store_url=store))
-    except PerdollarError:
-        raise
-    except Exception as exc:  # an unreachable store only loses calibration, not the prediction
-        err_console.print(f"note: stored measurements unavailable ({exc})")
-    calibration = Calibration.from_measurements(profile, found, cat) if found else None
-    result = predict(
-        profile,
-        target,
-        cat,
-        nodes=nodes,
-        calibration=calibration,
-        data_bytes_per_sample=data_bytes_per_sample,
-        input_rate_per_core=input_rate_per_core,
-    )
+    with progress(f"predicting {workload}", quiet=json_output) as bar:
+        found = measurements_from_file(measurements) if measurements is not None else []
+        answer = predict_network(
+            workload, instance, nodes=nodes, cloud=cloud, batch_size=batch_size, precision=precision,
+            measurements=found, store_url=store.store_url, use_store=store.enabled,
+            data_bytes_per_sample=data_bytes_per_sample, input_rate_per_core=input_rate_per_core,
+            progress=lambda message: bar.update(description=message),
+            note=lambda message: err_console.print(message, markup=False),
+        )  # fmt: skip
     if json_output:
         emit_json(
             {
-                "workload": spec.name,
-                "fingerprint": profile.workload_fingerprint,
-                "batch_size_per_device": profile.batch_size,
-                "precision": profile.precision,
-                "sample_unit": profile.sample_unit,
-                "cloud": target.cloud,
-                "prediction": result,
-                "calibration_anchors": list(calibration.anchors) if calibration else [],
+                "workload": answer.name,
+                "fingerprint": answer.profile.workload_fingerprint,
+                "batch_size_per_device": answer.profile.batch_size,
+                "precision": answer.profile.precision,
+                "sample_unit": answer.profile.sample_unit,
+                "cloud": answer.instance.cloud,
+                "prediction": answer.prediction,
+                "calibration_anchors": list(answer.calibration_anchors),
             }
         )
         return
-    _print_prediction(spec.name, profile, target, result)
+    _print_prediction(answer.name, answer.profile, answer.instance, answer.prediction)
+
+
+def _predict_language_model(
+    workload: str, *, instance: str | None, nodes: int, cloud: str | None, batch_size: int | None,
+    precision: str | None, json_output: bool, inference: bool, accelerator: str | None, gpus: int,
+    settings: LanguageModelSettings, flags: PlanFlags, store: StoreChoice,
+) -> None:  # fmt: skip
+    if inference:
+        from perdollar.ask.language_model_serving_prediction import predict_language_model_serving
+        from perdollar.cli.llm_serving_render import prediction_document, print_prediction
+
+        served = predict_language_model_serving(
+            workload, accelerator=accelerator, gpus=gpus, tensor_parallel=flags.tensor_parallel,
+            pipeline_parallel=flags.pipeline_parallel or 1, input_tokens=settings.input_tokens,
+            output_tokens=settings.output_tokens, precision=precision, batch=batch_size,
+            engine=settings.engine, kv_precision=settings.kv_precision,
+        )  # fmt: skip
+        parts = (served.architecture, served.accelerator, served.gpus, served.replicas, served.work)
+        if json_output:
+            emit_json(prediction_document(*parts, served.result))
+        else:
+            print_prediction(console, *parts, served.result)
+        return
+    if instance is None:
+        raise PerdollarError("predict needs --instance", "add e.g. --instance g5.2xlarge")
+    from perdollar.ask.language_model_prediction import predict_llm
+    from perdollar.cli.llm_render import print_llm_prediction
+
+    with progress(f"planning {workload}", quiet=json_output):
+        result = predict_llm(
+            workload, instance, cloud, nodes, precision, settings, flags,
+            store_url=store.store_url, read_store=store.enabled,
+        )  # fmt: skip
+    if json_output:
+        emit_json(result)
+    else:
+        print_llm_prediction(result)
 
 
 def validate_command(

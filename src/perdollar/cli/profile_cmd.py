@@ -156,9 +156,10 @@ def profile_command(
 
 def _language_model_counts(workload: str) -> dict[str, object]:
     """A language model's parameters, active parameters and KV cache per token, by role (16-bit KV)."""
-    from perdollar.workload.llm import load_llm_workload, looks_like_llm
+    from perdollar.ask.questions import family_of
+    from perdollar.workload.llm import load_llm_workload
 
-    if not looks_like_llm(workload):
+    if family_of(workload) != "language-model":
         return {}
     arch = load_llm_workload(workload).architecture
     return {

@@ -31,7 +31,8 @@ def show_recommendation(
                 **recommendation_to_dict(recommendation),
                 "id": stored_id,
                 "report": str(report) if report else None,
-            }
+            },
+            table="estimates",
         )
         return
     from perdollar.report.tables import print_recommendation
@@ -56,7 +57,8 @@ def show_comparison(
 ) -> None:
     if json_output:
         common.emit_json(
-            {"workload": workload, "catalog_captured_at": catalog_captured_at, "comparison": comparison}
+            {"workload": workload, "catalog_captured_at": catalog_captured_at, "comparison": comparison},
+            table="comparison.estimates",
         )
         return
     from perdollar.price.frame import describe_assumptions

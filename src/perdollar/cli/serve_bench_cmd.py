@@ -205,7 +205,8 @@ def serve_bench_command(
                 "endpoint": "/noop" if noop else "/predict",
                 "steps": results,
                 "stop_reason": reason,
-            }
+            },
+            table="steps",
         )
         return 0
     common.print_table(

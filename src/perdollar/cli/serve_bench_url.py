@@ -72,7 +72,8 @@ def run_url_bench(
         common.emit_json(
             {"endpoint": settings.shown_endpoint, "model": settings.model, "status": measurement.status,
              "steps": list(run.steps), "stop_reason": run.stop_reason, "best": run.best,
-             "measurement_id": stored, "warnings": list(measurement.warnings)}
+             "measurement_id": stored, "warnings": list(measurement.warnings)},
+             table="steps",
         )  # fmt: skip
     else:
         _print_run(run, stored)
@@ -114,10 +115,11 @@ def _beyond_physics(measurement: Any, known: tuple[str, str] | None) -> str:
 
 def _known_model(workload: str | None, served: str) -> tuple[str, str] | None:
     """(name, fingerprint) of the language model the endpoint serves, as perdollar knows it."""
+    from perdollar.ask.questions import family_of
     from perdollar.workload.llm import load_llm_workload
-    from perdollar.workload.llm.workload import looks_like_llm, reference_for_served_name
+    from perdollar.workload.llm.workload import reference_for_served_name
 
-    if workload is not None and not looks_like_llm(workload):
+    if workload is not None and family_of(workload) != "language-model":
         raise PerdollarError(
             f"{workload!r} is not a language model perdollar knows",
             "name a built-in one (llama-3.1-8b, qwen2.5-7b, …) or a config.json, or leave it out",

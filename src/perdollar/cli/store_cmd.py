@@ -68,7 +68,7 @@ def history(
             raise
         entries, where = [], default_store_url()
     if json_output:
-        emit_json({"store": where, "entries": entries})
+        emit_json({"store": where, "entries": entries}, table="entries")
         return
     if not entries:
         console.print(
@@ -95,7 +95,7 @@ def _check_rows(store_url: str | None, json_output: bool) -> None:
     with open_store(store_url, create=False) as store:
         damaged, where = store.damaged_rows(), store.display_url
     if json_output:
-        emit_json({"store": where, "damaged": damaged})
+        emit_json({"store": where, "damaged": damaged}, table="damaged")
     elif not damaged:
         console.print(f"Every stored row of {escape(where)} reads back.", highlight=False)
     else:
@@ -289,7 +289,8 @@ def check(
                 "measurement_ids": ids,
                 "failed_runs": [{"mode": m.mode, "nproc": m.nproc, "status": m.status, "message": m.message}
                                 for m in result.measurements if not m.ok],
-            }
+            },
+            table="items",
         )
         _fail_on_failed_runs(result.measurements)
         return

@@ -5,18 +5,22 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from perdollar.cli import common
+from perdollar.cli.declared import Group, StoreChoice, takes
 from perdollar.cli.output_files import ensure_folder, refuse_links_under
 from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_inputs import training_question
+from perdollar.cli.recommend_options import Goal, Target, Where
 from perdollar.cli.sweep_render import outcome_row, print_event, print_plan, print_result
 from perdollar.errors import EXIT_FAILURE, PerdollarError
 from perdollar.files import write_file_safely
+from perdollar.question import declared
 
 if TYPE_CHECKING:  # types only: importing them would load pandas or the database driver at start-up
     from perdollar.launch.jobs import JobOptions
@@ -121,182 +125,212 @@ def _dry_run(
                 "jobs": rows,
                 "total_cost_cap_usd": total,
                 "catalog_captured_at": recommendation.catalog_captured_at,
-            }
+            },
+            table="jobs",
         )
     else:
         print_plan(rows, total)
     return 0
 
 
+@dataclass(frozen=True, slots=True)
+class SweepFlags:
+    """How the sweep measures: how many runs, what they may cost, where they run."""
+
+    top: int | None = declared(None, "--top", "Measure at most K candidates (default 3).", short="-k")
+    budget: float | None = declared(None, "--budget", "Spend at most this on benchmarks.", unit="USD")
+    via: str = declared("skypilot", "--via", "skypilot (real instances) or local (this machine).")
+    dry_run: bool = declared(False, "--dry-run", "Write SkyPilot task YAMLs and print the plan only.")
+    out: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
+        None, "--out", "Folder for task YAMLs, logs and sweep.json.", short="-o"
+    )
+    parallel: int = declared(2, "--parallel", "Jobs launched at once.", short="-P")
+    strategy: str = declared("voi", "--strategy", "voi (value of information per $) or top-k.")
+    confidence: float = declared(0.9, "--confidence", "Stop when P(top choice is best) reaches this.")
+    duration: str = declared("60", "--duration", "Measuring window per job (60, 90s, 2m).", short="-d")
+    only: tuple[str, ...] = declared(
+        (), "--only", "Measure only this configuration (repeatable), e.g. '1x g5.xlarge spot'."
+    )
+    max_dollars_per_run: float | None = declared(
+        None, "--max-dollars-per-run", "Cap per job (default: what --duration costs).", unit="USD"
+    )
+    overhead: str = declared(
+        "600", "--overhead-seconds", "Billed provisioning + setup time assumed per job.", unit="s"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSetup:
+    """What each node installs and syncs, and where it writes its results."""
+
+    requirements: str | None = declared(
+        None, "--requirements", "Your requirements file (relative to --workdir) to install."
+    )
+    workdir: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
+        None, "--workdir", "Folder synced to the node (your workload)."
+    )
+    install: str = declared("", "--install", "pip requirement that installs perdollar on the node.")
+    remote_store: str | None = declared(
+        None, "--remote-store",
+        "Shared store URL the nodes write to directly (sent as the secret PERDOLLAR_STORE).",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class JobGoal:
+    """The goal of the job the sweep measures for (recommend's --budget and --confidence, renamed
+    because the sweep's own budget and confidence take those names)."""
+
+    job_budget: float | None = declared(
+        None, "--job-budget", "Expected cost cap of the job itself (recommend's --budget).", unit="USD"
+    )
+    objective: str = declared(
+        "samples-per-dollar", "--objective", "samples-per-dollar | time | cost | weighted."
+    )
+    weights: str | None = declared(None, "--weights", "For --objective weighted: time=1,cost=2.")
+    deadline_confidence: float = declared(
+        0.9, "--deadline-confidence", "Required P(finish by --deadline) (recommend's --confidence)."
+    )
+
+    def goal(self) -> Goal:
+        return Goal(self.job_budget, self.objective, self.weights, self.deadline_confidence)
+
+
+@takes(
+    flags=SweepFlags,
+    target=Group(Target, ("epochs",)),
+    job=JobGoal,
+    where=Where,
+    node=NodeSetup,
+    store=StoreChoice,
+)
 def sweep(
     workload: str = typer.Argument(..., help="Built-in workload (vit-b16, mlp, …) or path/file.py:function."),
-    top: int | None = typer.Option(None, "--top", "-k", help="Measure at most K candidates (default 3)."),
-    budget: float | None = typer.Option(None, "--budget", help="Spend at most this many USD on benchmarks."),
-    via: str = typer.Option("skypilot", "--via", help="skypilot (real instances) or local (this machine)."),
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Write SkyPilot task YAMLs and print the plan only."
-    ),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Folder for task YAMLs, logs and sweep.json."),
-    parallel: int = typer.Option(2, "--parallel", "-P", help="Jobs launched at once."),
-    strategy: str = typer.Option("voi", "--strategy", help="voi (value of information per $) or top-k."),
-    confidence: float = typer.Option(
-        0.9, "--confidence", help="Stop when P(top choice is best) reaches this."
-    ),
-    duration: str = typer.Option("60", "--duration", "-d", help="Measuring window per job (60, 90s, 2m)."),
     batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="Per-device batch size."),
     precision: str | None = typer.Option(None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16 …"),
-    market: str = typer.Option("any", "--market", help="on-demand, spot or any."),
-    cloud: list[str] = typer.Option([], "--cloud", help="Only this cloud (repeatable): aws, gcp, azure."),
-    region: list[str] = typer.Option([], "--region", help="Only this region (repeatable)."),
     max_nodes: int = typer.Option(1, "--max-nodes", help="Consider up to this many nodes per candidate."),
-    samples: str | None = typer.Option(
-        None, "--samples", help="The question's target: samples to process, e.g. 1e9 (as recommend)."
-    ),
-    epochs: float | None = typer.Option(None, "--epochs", help="Target epochs (with --dataset-size)."),
-    dataset_size: str | None = typer.Option(None, "--dataset-size", help="Samples per epoch, e.g. 1.28M."),
-    deadline: str | None = typer.Option(
-        None, "--deadline", help="Finish the job within this time, e.g. 72h."
-    ),
-    job_budget: float | None = typer.Option(
-        None, "--job-budget", help="Expected cost cap of the job itself in USD (recommend's --budget)."
-    ),
-    objective: str = typer.Option(
-        "samples-per-dollar", "--objective", help="samples-per-dollar | time | cost | weighted."
-    ),
-    weights: str | None = typer.Option(None, "--weights", help="For --objective weighted: time=1,cost=2."),
-    deadline_confidence: float = typer.Option(
-        0.9, "--deadline-confidence", help="Required P(finish by --deadline) (recommend's --confidence)."
-    ),
-    only: list[str] = typer.Option(
-        [], "--only", help="Measure only this configuration (repeatable), e.g. '1x g5.xlarge spot'."
-    ),
-    max_dollars_per_run: float | None = typer.Option(
-        None, "--max-dollars-per-run", help="Cap per job in USD (default: what --duration costs)."
-    ),
-    overhead: str = typer.Option(
-        "600", "--overhead-seconds", help="Billed provisioning + setup time assumed per job (seconds)."
-    ),
-    requirements: str | None = typer.Option(
-        None, "--requirements", help="Your requirements file (relative to --workdir) to install."
-    ),
-    workdir: Path | None = typer.Option(None, "--workdir", help="Folder synced to the node (your workload)."),
-    install: str = typer.Option("", "--install", help="pip requirement that installs perdollar on the node."),
-    remote_store: str | None = typer.Option(
-        None,
-        "--remote-store",
-        help="Shared store URL the nodes write to directly (sent as the secret PERDOLLAR_STORE).",
-    ),
-    store_url: str | None = typer.Option(None, "--store", help="Store results in this SQLAlchemy URL."),
-    no_store: bool = typer.Option(False, "--no-store", help="Do not store results."),
     json_output: bool = typer.Option(False, "--json", help="Print the sweep as JSON on stdout."),
+    *,
+    flags: SweepFlags,
+    target: Target,
+    job: JobGoal,
+    where: Where,
+    node: NodeSetup,
+    store: StoreChoice,
 ) -> int:
     from perdollar.ask.sweep import prepare_sweep, sweep_context, sweep_workload
-    from perdollar.launch.jobs import JobOptions
-    from perdollar.launch.sweep import SweepSettings
 
-    _check_choice(via, ("skypilot", "local"), "--via")
-    _check_choice(strategy, ("voi", "top-k"), "--strategy")
-    _check_choice(market, ("any", "on-demand", "spot"), "--market")
-    if top is not None and top < 1:
-        raise PerdollarError(f"--top {top} measures nothing", "give --top 1 or more")
-    if budget is not None and budget <= 0:
-        raise PerdollarError(
-            f"--budget {budget} is not an amount", "give a positive USD amount, e.g. --budget 20"
-        )
-    if not 0 < confidence < 1:
-        raise PerdollarError(f"--confidence {confidence} is not a probability", "use a value like 0.9")
-    if dry_run and via != "skypilot":
-        raise PerdollarError("--dry-run writes SkyPilot task YAMLs", "use --via skypilot with --dry-run")
+    settings = _checked_settings(flags)
+    _check_choice(where.market, ("any", "on-demand", "spot"), "--market")
     from perdollar.configuration import parse_configuration
 
-    only_configurations = [parse_configuration(text) for text in only]
-    workdir = _checked_workdir(workdir, requirements)
+    only_configurations = [parse_configuration(text) for text in flags.only]
+    _checked_workdir(node.workdir, node.requirements)  # said before anything is written
+    _check_remote_store(node.remote_store, flags.via)
+    out_dir = ensure_folder(_fresh_out(flags.out), "--out")
+    options = _job_options(workload, node, flags, batch_size, precision, out_dir)
+    # Made first: a missing SkyPilot or a wrong store URL is reported before minutes of profiling.
+    executor = None if flags.dry_run else _make_executor(flags.via, out_dir / "logs")
+    check_store(store.store_url, enabled=store.enabled)
+    question = training_question(
+        workload, target, job.goal(), where, max_nodes=max_nodes, batch_size=batch_size, precision=precision
+    )
+    with common.progress("asking the recommendation", quiet=json_output) as handle:
+        inputs, recommendation = prepare_sweep(
+            question, store_url=store.store_url, use_store=store.enabled,
+            progress=lambda text: handle.update(description=text),
+        )  # fmt: skip
+    if only_configurations:
+        from perdollar.launch.restrict import restrict_recommendation
+
+        recommendation = restrict_recommendation(recommendation, only_configurations)
+    if flags.dry_run:
+        return _dry_run(
+            sweep_context(question, inputs), recommendation, options, settings, out_dir, json_output
+        )
+    result, saved, new_recommendation = sweep_workload(
+        question, inputs, recommendation, executor, settings, options, store_url=store.store_url,
+        store=store.enabled, on_event=print_event,
+    )  # fmt: skip
+    recommendation_id = None
+    if new_recommendation is not None and store.enabled:
+        from perdollar.cli.persist import save_recommendation
+
+        recommendation_id = save_recommendation(
+            new_recommendation, store_url=store.store_url, enabled=True, catalog=inputs.catalog
+        )
+    document = _document(workload, result, saved, recommendation_id, out_dir)
+    if json_output:
+        common.emit_json(document, table="outcomes")
+    else:
+        print_result(result, saved, out_dir)
+    # Every job failed: nothing was measured, which a script calling the sweep must see.
+    return EXIT_FAILURE if result.outcomes and not any(o.ok for o in result.outcomes) else 0
+
+
+def _checked_settings(flags: SweepFlags) -> SweepSettings:
+    from perdollar.launch.sweep import SweepSettings
+
+    _check_choice(flags.via, ("skypilot", "local"), "--via")
+    _check_choice(flags.strategy, ("voi", "top-k"), "--strategy")
+    if flags.top is not None and flags.top < 1:
+        raise PerdollarError(f"--top {flags.top} measures nothing", "give --top 1 or more")
+    if flags.budget is not None and flags.budget <= 0:
+        raise PerdollarError(
+            f"--budget {flags.budget} is not an amount", "give a positive USD amount, e.g. --budget 20"
+        )
+    if not 0 < flags.confidence < 1:
+        raise PerdollarError(f"--confidence {flags.confidence} is not a probability", "use a value like 0.9")
+    if flags.dry_run and flags.via != "skypilot":
+        raise PerdollarError("--dry-run writes SkyPilot task YAMLs", "use --via skypilot with --dry-run")
+    return SweepSettings(
+        strategy=flags.strategy,  # type: ignore[arg-type]
+        max_runs=flags.top if flags.top is not None else (None if flags.budget is not None else 3),
+        budget_usd=flags.budget,
+        parallel=flags.parallel,
+        confidence=flags.confidence,
+    )
+
+
+def _fresh_out(out: Path | None) -> Path:
+    out_dir = out or _default_out(dt.datetime.now(dt.UTC))
+    refuse_links_under(out_dir, "--out")
+    return out_dir
+
+
+def _job_options(
+    workload: str, node: NodeSetup, flags: SweepFlags, batch_size: int | None, precision: str | None,
+    out_dir: Path,
+) -> JobOptions:  # fmt: skip
+    from perdollar.launch.jobs import JobOptions
+
+    workdir = _checked_workdir(node.workdir, node.requirements)
     remote_workload = workload
     if ".py:" in workload and workdir is None:
         # A user's file travels in the synced working directory; the node names it relative to it.
         file_part, function = workload.rsplit(":", 1)
         workdir = Path(file_part).resolve().parent
         remote_workload = f"{Path(file_part).name}:{function}"
-    _check_remote_store(remote_store, via)
-    now = dt.datetime.now(dt.UTC)
-    out_dir = out or _default_out(now)
-    refuse_links_under(out_dir, "--out")
-    out_dir = ensure_folder(out_dir, "--out")
-    settings = SweepSettings(
-        strategy=strategy,  # type: ignore[arg-type]
-        max_runs=top if top is not None else (None if budget is not None else 3),
-        budget_usd=budget,
-        parallel=parallel,
-        confidence=confidence,
-    )
-    wheel = _wheel_for_nodes(via, dry_run, install, out_dir)
-    options = JobOptions(
+    wheel = _wheel_for_nodes(flags.via, flags.dry_run, node.install, out_dir)
+    return JobOptions(
         workload=remote_workload,
         wheel=str(wheel) if wheel else None,
         batch_size=batch_size,
         precision=precision,
-        duration_s=_duration_seconds(duration, "--duration"),
-        max_dollars_per_run=max_dollars_per_run,
-        overhead_seconds=_duration_seconds(overhead, "--overhead-seconds"),
-        install=install,
-        requirements=requirements,
+        duration_s=_duration_seconds(flags.duration, "--duration"),
+        max_dollars_per_run=flags.max_dollars_per_run,
+        overhead_seconds=_duration_seconds(flags.overhead, "--overhead-seconds"),
+        install=node.install,
+        requirements=node.requirements,
         workdir=str(workdir) if workdir else None,
-        remote_store_url=remote_store,
+        remote_store_url=node.remote_store,
     )
-    # Made first: a missing SkyPilot or a wrong store URL is reported before minutes of profiling.
-    executor = None if dry_run else _make_executor(via, out_dir / "logs")
-    check_store(store_url, enabled=not no_store)
-    question = training_question(
-        workload,
-        samples=samples,
-        epochs=epochs,
-        dataset_size=dataset_size,
-        deadline=deadline,
-        budget=job_budget,
-        objective=objective,
-        weights=weights,
-        confidence=deadline_confidence,
-        market=market,
-        clouds=cloud,
-        regions=region,
-        max_nodes=max_nodes,
-        batch_size=batch_size,
-        precision=precision,
-    )
-    with common.progress("asking the recommendation", quiet=json_output) as handle:
-        inputs, recommendation = prepare_sweep(
-            question,
-            store_url=store_url,
-            use_store=not no_store,
-            progress=lambda text: handle.update(description=text),
-        )
-    if only_configurations:
-        from perdollar.launch.restrict import restrict_recommendation
 
-        recommendation = restrict_recommendation(recommendation, only_configurations)
-    if dry_run:
-        return _dry_run(
-            sweep_context(question, inputs), recommendation, options, settings, out_dir, json_output
-        )
 
-    result, saved, new_recommendation = sweep_workload(
-        question,
-        inputs,
-        recommendation,
-        executor,
-        settings,
-        options,
-        store_url=store_url,
-        store=not no_store,
-        on_event=print_event,
-    )
-    recommendation_id = None
-    if new_recommendation is not None and not no_store:
-        from perdollar.cli.persist import save_recommendation
-
-        recommendation_id = save_recommendation(
-            new_recommendation, store_url=store_url, enabled=True, catalog=inputs.catalog
-        )
+def _document(
+    workload: str, result: Any, saved: dict[str, str], recommendation_id: str | None, out_dir: Path
+) -> dict[str, Any]:
+    """The sweep's JSON document, also written to ``sweep.json`` in its folder."""
     document = {
         "workload": workload,
         "executor": result.executor,
@@ -315,12 +349,7 @@ def sweep(
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = json.dumps(common.to_jsonable(document), indent=2)
     write_file_safely(out_dir / "sweep.json", summary, overwrite=True)
-    if json_output:
-        common.emit_json(document)
-    else:
-        print_result(result, saved, out_dir)
-    # Every job failed: nothing was measured, which a script calling the sweep must see.
-    return EXIT_FAILURE if result.outcomes and not any(o.ok for o in result.outcomes) else 0
+    return document
 
 
 def _checked_workdir(workdir: Path | None, requirements: str | None) -> Path | None:

@@ -2,11 +2,64 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
 
 from perdollar.configuration import Configuration
 from perdollar.predict.model import Basis
+
+
+@dataclass(frozen=True, slots=True)
+class ServingFigures:
+    """A serving deployment's own figures, for networks served per request and language models
+    served per token alike: what it serves, how it is laid out, its latency and its unit price.
+
+    A figure that does not apply to the kind of deployment is None.
+    """
+
+    requests_per_second: float = 0.0  # the rate asked for, all replicas together
+    slo: str = ""  # the latency objectives, as said to the user ("P99 ≤ 50 ms")
+    replicas: int = 0
+    replicas_per_instance: int = 0
+    spot_extra_instances: int = 0  # instances added on spot to cover interruptions
+    batch: float = 0  # requests per batch (networks); mean running sequences per replica (language models)
+    price_per_instance_per_hour: float | None = None  # USD/h of one instance of the deployment
+    utilisation: float | None = None  # share of the replicas' capacity the rate uses
+    # Networks, per request.
+    max_wait_ms: float | None = None
+    latency_quantile: float | None = None  # e.g. 0.99
+    latency_ms: float | None = None  # at that quantile
+    latency_high_ms: float | None = None  # the band's upper end
+    capacity_per_replica_rps: float | None = None
+    rate_per_replica_rps: float | None = None
+    usd_per_million_requests: float | None = None
+    usd_per_million_requests_high: float | None = None
+    # Language models, per token.
+    tensor_parallel: int | None = None
+    precision: str | None = None
+    ttft_p99_ms: float | None = None
+    tpot_p99_ms: float | None = None
+    max_concurrent_sequences: float | None = None
+    kv_cache_gib: float | None = None
+    engine: str | None = None  # the serving engine the figures assume
+    kv_precision: str | None = None
+    usd_per_million_output_tokens: float | None = None
+    usd_per_million_tokens: float | None = None
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> ServingFigures:
+        """Stored figures, those written by earlier versions as a loose dictionary included (the
+        request rate as ``qps``, the latency under its quantile's name, ``p99_ms``)."""
+        data = dict(payload)
+        if "qps" in data:
+            data.setdefault("requests_per_second", data.pop("qps"))
+        for key in [k for k in data if k.startswith("p") and k.endswith("_ms") and k[1:-3].isdigit()]:
+            data.setdefault("latency_quantile", int(key[1:-3]) / 100)
+            data.setdefault("latency_ms", data.pop(key))
+            data.setdefault("latency_high_ms", data.pop(f"{key}_high", None))
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +90,8 @@ class Estimate:
     captured_at: str = ""
     vcpus_per_node: float = 0.0
     network_gbps: float | None = None
-    # Inference deployments only: replicas, batch, max wait, predicted latency, $ per million requests.
-    serving: dict[str, float | int | str] | None = None
+    # Serving deployments only: replicas, batch, latency, $ per million requests or tokens.
+    serving: ServingFigures | None = None
     # Samples per dollar after spot losses (checkpoints, lost work, restarts): what ranks spot.
     effective_samples_per_dollar: float | None = None
     interruptions_per_hour: float | None = None  # all nodes together (N × per-node hazard)

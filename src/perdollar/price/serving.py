@@ -75,27 +75,52 @@ def price_deployments(
 
     replicas = frame["replicas"].to_numpy(dtype=float)
     per_instance = frame["replicas_per_instance"].to_numpy(dtype=float)
-    instances = np.ceil(replicas / per_instance).astype(int)
-    is_spot = (frame["market"] == "spot").to_numpy()
-    extra = spot_extra_instances(instances, frame["interruption_bucket"].tolist(), target.spot_overprovision)
-    frame["spot_extra_instances"] = np.where(is_spot & (instances > 0), extra, 0)
-    frame["instances"] = instances + frame["spot_extra_instances"].to_numpy()
+    feasible = frame["excluded_reason"] == ""
+    frame = billed(
+        frame,
+        instances=np.ceil(replicas / per_instance).astype(int),
+        feasible=feasible.to_numpy(),
+        served_per_second={"requests": target.qps},
+        spot_overprovision=target.spot_overprovision,
+    )
     slow_replicas = np.array(column(lambda p: p.replicas_if_slow, 0), dtype=float)
     slow_instances = np.ceil(slow_replicas / per_instance) + frame["spot_extra_instances"].to_numpy()
     price = frame["price_per_hour"].to_numpy(dtype=float)
-    frame["deployment_price_per_hour"] = frame["instances"] * price
     frame["deployment_price_per_hour_high"] = np.where(slow_replicas > 0, slow_instances * price, math.nan)
-    per_million = 1e6 / (target.qps * SECONDS_PER_HOUR)
-    frame["usd_per_million_requests"] = frame["deployment_price_per_hour"] * per_million
-    frame["usd_per_million_requests_high"] = frame["deployment_price_per_hour_high"] * per_million
-    feasible = frame["excluded_reason"] == ""
-    frame.loc[~feasible, ["deployment_price_per_hour", "usd_per_million_requests"]] = math.nan
+    frame["usd_per_million_requests_high"] = (
+        frame["deployment_price_per_hour_high"] / (target.qps * SECONDS_PER_HOUR) * 1e6
+    )
     frame["feasible"] = feasible
+    return ranked(frame, "usd_per_million_requests", "latency_ms")
+
+
+def billed(
+    frame: pd.DataFrame,
+    *,
+    instances: np.ndarray,
+    feasible: np.ndarray,
+    served_per_second: Mapping[str, float],
+    spot_overprovision: float | None,
+) -> pd.DataFrame:
+    """The one pricer of serving deployments, per request or per token: spot spares added to the
+    ``instances`` each deployment needs, the bill of all of them (USD/h; NaN where infeasible),
+    and that bill per million of each unit served (``served_per_second``: unit → rate)."""
+    is_spot = (frame["market"] == "spot").to_numpy()
+    extra = spot_extra_instances(instances, frame["interruption_bucket"].tolist(), spot_overprovision)
+    frame["spot_extra_instances"] = np.where(is_spot & (instances > 0), extra, 0)
+    frame["instances"] = (instances + frame["spot_extra_instances"].to_numpy()).astype(int)
+    price = frame["price_per_hour"].to_numpy(dtype=float)
+    bill = np.where(feasible, frame["instances"].to_numpy(dtype=float) * price, math.nan)
+    frame["deployment_price_per_hour"] = bill
+    for unit, per_second in served_per_second.items():
+        frame[f"usd_per_million_{unit}"] = bill / (per_second * SECONDS_PER_HOUR) * 1e6
+    return frame
+
+
+def ranked(frame: pd.DataFrame, cost: str, latency: str) -> pd.DataFrame:
+    """Feasible deployments first, cheapest first, the faster first among equals."""
     frame = frame.sort_values(
-        ["feasible", "usd_per_million_requests", "latency_ms"],
-        ascending=[False, True, True],
-        na_position="last",
-        kind="stable",
+        ["feasible", cost, latency], ascending=[False, True, True], na_position="last", kind="stable"
     )
     return frame.reset_index(drop=True)
 

@@ -1,14 +1,16 @@
-"""Turn rows of the candidate table into :class:`~perdollar.price.model.Estimate` records."""
+"""Turn rows of the candidate and deployment tables into :class:`~perdollar.price.model.Estimate` records."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
 from perdollar.price.frame import Target
-from perdollar.price.model import Estimate
+from perdollar.price.model import Estimate, ServingFigures
+from perdollar.vocabulary import SECONDS_PER_HOUR
 
 
 def _number(value: object) -> float | None:
@@ -86,3 +88,60 @@ def _plan_fields(row: dict[str, object]) -> dict[str, object]:
         "mfu": _number(row.get("mfu")),
         "memory_per_gpu_gib": _number(row.get("memory_per_gpu_gib")),
     }
+
+
+def deployment_estimate(
+    row: Mapping[str, Any],
+    *,
+    instances: int,
+    rate: float,
+    price_per_hour: float,
+    fits: bool,
+    figures: ServingFigures,
+    plan: str = "",
+    plan_text: str = "",
+) -> Estimate:
+    """A priced serving deployment as an :class:`Estimate`, for networks and language models alike.
+
+    ``rate`` is what the deployment serves per second in the question's unit (requests, tokens);
+    ``price_per_hour`` is that of all its instances, deployable or not.
+    """
+    paid = bool(row["feasible"]) and price_per_hour > 0
+    return Estimate(
+        cloud=str(row["cloud"]),
+        instance_type=str(row["instance_type"]),
+        region=str(row["region"]),
+        market=str(row["market"]),
+        nodes=instances,
+        accelerator=row.get("accelerator_key") or None,
+        accelerators_per_node=float(row.get("accelerator_count") or 0.0),
+        samples_per_second=rate,
+        samples_per_second_low=rate,
+        samples_per_second_high=rate,
+        basis=row["basis"],
+        bottleneck=str(row["bottleneck"]),
+        price_per_hour=price_per_hour,
+        samples_per_dollar=rate * SECONDS_PER_HOUR / price_per_hour if paid else 0.0,
+        time_to_target_hours=None,
+        cost_to_target_usd=None,
+        expected_time_hours=None,
+        expected_cost_usd=None,
+        p_meet_deadline=None,
+        fits=fits,
+        excluded_reason=str(row["excluded_reason"]),
+        interruption_bucket=row.get("interruption_bucket") or None,
+        captured_at=str(row.get("captured_at") or ""),
+        vcpus_per_node=float(row.get("vcpus") or 0.0),
+        network_gbps=_finite_or_none(row.get("network_gbps")),
+        serving=figures,
+        plan=plan,
+        plan_text=plan_text,
+    )
+
+
+def _finite_or_none(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None

@@ -8,7 +8,8 @@ from typing import Any
 import pandas as pd
 
 from perdollar.configuration import Configuration
-from perdollar.price.model import Estimate
+from perdollar.price.model import Estimate, ServingFigures
+from perdollar.select.estimates import deployment_estimate
 
 MAX_FEASIBLE_ESTIMATES = 200
 # One deployment shape: a region's best of each (machine, market, tensor-parallel degree, format).
@@ -22,6 +23,12 @@ def _number(value: Any) -> float:
         return math.nan
 
 
+def _whole(value: Any) -> int:
+    """A count from the table; 0 where an excluded deployment has none."""
+    number = _number(value)
+    return int(number) if math.isfinite(number) else 0
+
+
 def llm_deployment_label(row: pd.Series | dict[str, Any]) -> str:
     plan = f"tp{int(row['tensor_parallel'])}+{row['precision']}"
     return Configuration(
@@ -30,7 +37,9 @@ def llm_deployment_label(row: pd.Series | dict[str, Any]) -> str:
     ).label  # fmt: skip
 
 
-def llm_deployment_estimates(frame: pd.DataFrame) -> tuple[Estimate, ...]:
+def llm_deployment_estimates(
+    frame: pd.DataFrame, requests_per_second: float, slo_label: str
+) -> tuple[Estimate, ...]:
     """The feasible deployments (best region per machine, degree and format), then one row per reason."""
     feasible = frame[frame["feasible"]].drop_duplicates(DEPLOYMENT_SHAPE)
     excluded = frame[~frame["feasible"]].drop_duplicates(["accelerator_key", "excluded_reason"])
@@ -43,50 +52,30 @@ def llm_deployment_estimates(frame: pd.DataFrame) -> tuple[Estimate, ...]:
         per_instance = _number(row["price_per_hour"])
         price = _number(row["deployment_price_per_hour"]) if ok else per_instance * instances
         tokens = _number(row["output_tokens_per_second"])
-        serving: dict[str, float | int | str] = {
-            key: row[key] if isinstance(row[key], str) else _number(row[key])
-            for key in (
-                "tensor_parallel",
-                "precision",
-                "replicas",
-                "replicas_per_instance",
-                "spot_extra_instances",
-                "batch",
-                "ttft_p99_ms",
-                "tpot_p99_ms",
-                "max_concurrent_sequences",
-                "kv_cache_gib",
-                "utilisation",
-                "usd_per_million_output_tokens",
-                "usd_per_million_tokens",
-            )
-        }
+        figures = ServingFigures(
+            requests_per_second=requests_per_second,
+            slo=slo_label,
+            replicas=_whole(row["replicas"]),
+            replicas_per_instance=_whole(row["replicas_per_instance"]),
+            spot_extra_instances=_whole(row["spot_extra_instances"]),
+            batch=_number(row["batch"]),
+            price_per_instance_per_hour=per_instance,
+            utilisation=_number(row["utilisation"]),
+            tensor_parallel=_whole(row["tensor_parallel"]),
+            precision=str(row["precision"]),
+            ttft_p99_ms=_number(row["ttft_p99_ms"]),
+            tpot_p99_ms=_number(row["tpot_p99_ms"]),
+            max_concurrent_sequences=_number(row["max_concurrent_sequences"]),
+            kv_cache_gib=_number(row["kv_cache_gib"]),
+            engine=str(row["engine"]) if row.get("engine") else None,
+            kv_precision=str(row["kv_precision"]) if row.get("kv_precision") else None,
+            usd_per_million_output_tokens=_number(row["usd_per_million_output_tokens"]),
+            usd_per_million_tokens=_number(row["usd_per_million_tokens"]),
+        )
         estimates.append(
-            Estimate(
-                cloud=str(row["cloud"]),
-                instance_type=str(row["instance_type"]),
-                region=str(row["region"]),
-                market=str(row["market"]),
-                nodes=instances,
-                accelerator=str(row["accelerator_key"]),
-                accelerators_per_node=float(row["accelerator_count"]),
-                samples_per_second=tokens,
-                samples_per_second_low=tokens,
-                samples_per_second_high=tokens,
-                basis=row["basis"],
-                bottleneck=str(row["bottleneck"]),
-                price_per_hour=price,
-                samples_per_dollar=tokens * 3600.0 / price if ok and price > 0 else 0.0,
-                time_to_target_hours=None,
-                cost_to_target_usd=None,
-                expected_time_hours=None,
-                expected_cost_usd=None,
-                p_meet_deadline=None,
-                fits=not str(row["excluded_reason"]).startswith(("needs", "weights")),
-                excluded_reason=str(row["excluded_reason"]),
-                interruption_bucket=row.get("interruption_bucket") or None,
-                captured_at=str(row.get("captured_at") or ""),
-                serving=serving,
+            deployment_estimate(
+                row, instances=instances, rate=tokens, price_per_hour=price,
+                fits=not str(row["excluded_reason"]).startswith(("needs", "weights")), figures=figures,
                 plan=f"tp{int(row['tensor_parallel'])}+{row['precision']}",
                 plan_text=f"tensor parallel {int(row['tensor_parallel'])}, {row['precision']}",
             )

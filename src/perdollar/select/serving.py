@@ -10,8 +10,8 @@ import pandas as pd
 
 from perdollar.configuration import Configuration
 from perdollar.predict.serving.plans import ServingTarget
-from perdollar.price.model import Estimate
-from perdollar.vocabulary import SECONDS_PER_HOUR
+from perdollar.price.model import Estimate, ServingFigures
+from perdollar.select.estimates import deployment_estimate
 
 MAX_FEASIBLE_ESTIMATES = 200
 
@@ -21,56 +21,32 @@ def deployment_estimates(frame: pd.DataFrame, target: ServingTarget) -> tuple[Es
     feasible = frame[frame["feasible"]].drop_duplicates(["cloud", "instance_type", "market"])
     excluded = frame[~frame["feasible"]].drop_duplicates(["accelerator_key", "excluded_reason"])
     rows = pd.concat([feasible.head(MAX_FEASIBLE_ESTIMATES), excluded])
-    quantile_label = f"p{round(max(target.slo_ms) * 100)}_ms"
+    quantile = max(target.slo_ms)
     estimates = []
     for row in rows.to_dict("records"):
         price = float(row["deployment_price_per_hour"]) if row["feasible"] else float(row["price_per_hour"])
-        serving: dict[str, float | int | str] = {
-            "qps": target.qps,
-            "slo": target.slo_label,
-            "replicas": int(row["replicas"]),
-            "replicas_per_instance": int(row["replicas_per_instance"]),
-            "spot_extra_instances": int(row["spot_extra_instances"]),
-            "batch": int(row["batch"]),
-            "max_wait_ms": _finite(row["max_wait_ms"]),
-            quantile_label: _finite(row["latency_ms"]),
-            f"{quantile_label}_high": _finite(row["latency_high_ms"]),
-            "capacity_per_replica_rps": _finite(row["capacity_per_replica"]),
-            "rate_per_replica_rps": _finite(row["rate_per_replica"]),
-            "utilisation": _finite(row["utilisation"]),
-            "usd_per_million_requests": _finite(row["usd_per_million_requests"]),
-            "usd_per_million_requests_high": _finite(row["usd_per_million_requests_high"]),
-        }
+        figures = ServingFigures(
+            requests_per_second=target.qps,
+            slo=target.slo_label,
+            replicas=int(row["replicas"]),
+            replicas_per_instance=int(row["replicas_per_instance"]),
+            spot_extra_instances=int(row["spot_extra_instances"]),
+            batch=int(row["batch"]),
+            price_per_instance_per_hour=float(row["price_per_hour"]),
+            utilisation=_finite(row["utilisation"]),
+            max_wait_ms=_finite(row["max_wait_ms"]),
+            latency_quantile=quantile,
+            latency_ms=_finite(row["latency_ms"]),
+            latency_high_ms=_finite(row["latency_high_ms"]),
+            capacity_per_replica_rps=_finite(row["capacity_per_replica"]),
+            rate_per_replica_rps=_finite(row["rate_per_replica"]),
+            usd_per_million_requests=_finite(row["usd_per_million_requests"]),
+            usd_per_million_requests_high=_finite(row["usd_per_million_requests_high"]),
+        )
         estimates.append(
-            Estimate(
-                cloud=str(row["cloud"]),
-                instance_type=str(row["instance_type"]),
-                region=str(row["region"]),
-                market=str(row["market"]),
-                nodes=int(row["instances"]),
-                accelerator=row["accelerator_key"] or None,
-                accelerators_per_node=float(row["accelerator_count"] or 0.0),
-                samples_per_second=target.qps,
-                samples_per_second_low=target.qps,
-                samples_per_second_high=target.qps,
-                basis=row["basis"],
-                bottleneck=str(row["bottleneck"]),
-                price_per_hour=price,
-                samples_per_dollar=(
-                    target.qps * SECONDS_PER_HOUR / price if row["feasible"] and price > 0 else 0.0
-                ),
-                time_to_target_hours=None,
-                cost_to_target_usd=None,
-                expected_time_hours=None,
-                expected_cost_usd=None,
-                p_meet_deadline=None,
-                fits=not row["excluded_reason"].startswith("needs"),
-                excluded_reason=str(row["excluded_reason"]),
-                interruption_bucket=row.get("interruption_bucket") or None,
-                captured_at=str(row.get("captured_at", "")),
-                vcpus_per_node=float(row.get("vcpus") or 0.0),
-                network_gbps=_finite(row.get("network_gbps")),
-                serving=serving,
+            deployment_estimate(
+                row, instances=int(row["instances"]), rate=target.qps, price_per_hour=price,
+                fits=not row["excluded_reason"].startswith("needs"), figures=figures,
             )
         )
     return tuple(estimates)

@@ -106,7 +106,11 @@ def _estimate_from_payload(payload: dict[str, Any]) -> Estimate:
             "samples_per_dollar",
         )
     }
-    return build(Estimate, payload, **numbers)
+    from perdollar.price.model import ServingFigures
+
+    serving = payload.get("serving")
+    figures = ServingFigures.from_payload(serving) if isinstance(serving, dict) else None
+    return build(Estimate, payload, serving=figures, **numbers)
 
 
 def recommendation_from_payload(payload: dict[str, Any]) -> Recommendation:

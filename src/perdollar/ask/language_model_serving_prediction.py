@@ -1,24 +1,31 @@
-"""`perdollar predict CONFIG.json --inference`: an LLM served on N GPUs of one accelerator."""
+"""A language model served on N GPUs of one accelerator: ``perdollar predict CONFIG --inference``."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from perdollar.cli.common import console, emit_json
-from perdollar.cli.llm_serving_render import prediction_document, print_prediction
 from perdollar.errors import PerdollarError
 from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_config, load_config_file
 from perdollar.workload.llm.census import checked
 
+
+@dataclass(frozen=True)
+class LanguageModelServingPrediction:
+    """What the prediction was made for, and the prediction (``predict.llm_serving``'s result)."""
+
+    architecture: DecoderArchitecture
+    accelerator: str
+    gpus: int
+    replicas: int
+    work: Any
+    result: Any
+
+
 BUNDLED_CONFIGS = Path(__file__).resolve().parents[1] / "workload" / "llm" / "configs"
 # Training precisions the predict command also takes, as the serving format they mean.
 _TRAINING_PRECISIONS = {"amp-bf16": "bf16", "amp-fp16": "fp16", "amp": "fp16"}
-
-
-def is_llm_config(workload: str) -> bool:
-    """A config.json path (or folder holding one), or the name of a bundled decoder config."""
-    path = Path(workload)
-    return workload.endswith(".json") or (path / "config.json").is_file() or _bundled(workload) is not None
 
 
 def _bundled(name: str) -> Path | None:
@@ -35,7 +42,7 @@ def load_architecture(workload: str) -> DecoderArchitecture:
     return checked(from_hf_config(config, name=name), config)
 
 
-def predict_llm_inference(
+def predict_language_model_serving(
     workload: str,
     *,
     accelerator: str | None,
@@ -46,10 +53,10 @@ def predict_llm_inference(
     output_tokens: int | None,
     precision: str | None,
     batch: int | None,
-    json_output: bool,
     engine: str | None = None,
     kv_precision: str | None = None,
-) -> None:
+) -> LanguageModelServingPrediction:
+    """One replica shape of ``workload`` served on ``gpus`` of ``accelerator``, checked and predicted."""
     from perdollar import catalog as catalog_mod
     from perdollar.predict.llm_serving import GroupShape, Workload, serving_format
     from perdollar.predict.llm_serving.engines import predict_with_engine
@@ -90,8 +97,4 @@ def predict_llm_inference(
     shape = GroupShape(tensor_parallel=degree, pipeline_parallel=pipeline_parallel)
     result = predict_with_engine(arch, chip, fmt, work, shape=shape, batch=batch, engine=engine,
                                  kv_precision=kv_precision)  # fmt: skip
-    replicas = gpus // group
-    if json_output:
-        emit_json(prediction_document(arch, chip.key, gpus, replicas, work, result))
-        return
-    print_prediction(console, arch, chip.key, gpus, replicas, work, result)
+    return LanguageModelServingPrediction(arch, chip.key, gpus, gpus // group, work, result)

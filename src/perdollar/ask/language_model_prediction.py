@@ -1,62 +1,34 @@
-"""`perdollar predict` for a language model: resolve the plan (fixed or searched) and predict it."""
+"""A language model's training on one instance: the plan resolved (fixed or searched) and predicted.
+
+What ``perdollar predict LLM --instance`` prints and ``export --format torchrun`` launches.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from perdollar.ask.questions import PlanFlags
 from perdollar.errors import PerdollarError
+from perdollar.question import LanguageModelSettings
 
 
-@dataclass(frozen=True, slots=True)
-class LLMOptions:
-    """The language-model options of the command line (None: not given)."""
-
-    seq_len: int | None = None
-    micro_batch: int | None = None
-    global_batch: int | None = None
-    plan: str | None = None
-    activation_checkpointing: bool | None = None
-    tensor_parallel: int | None = None
-    pipeline_parallel: int | None = None
-    finetune: str | None = None
-    lora_rank: int | None = None
-    cpu_offload: bool | None = None
-    attention_kernel: str | None = None
-
-    def given(self) -> list[str]:
-        names = {
-            "seq_len": "--seq-len",
-            "micro_batch": "--micro-batch",
-            "global_batch": "--global-batch",
-            "plan": "--plan",
-            "activation_checkpointing": "--activation-checkpointing",
-            "tensor_parallel": "--tensor-parallel",
-            "pipeline_parallel": "--pipeline-parallel",
-            "finetune": "--finetune",
-            "lora_rank": "--lora-rank",
-            "cpu_offload": "--cpu-offload",
-            "attention_kernel": "--attention-kernel",
-        }
-        return [flag for field, flag in names.items() if getattr(self, field) not in (None, False)]
-
-
-def _fixed_plan(options: LLMOptions, workload: Any) -> Any:
+def _fixed_plan(settings: LanguageModelSettings, flags: PlanFlags, workload: Any) -> Any:
     from perdollar.predict.llm import parse_plan
 
-    plan = parse_plan(options.plan or "")
+    plan = parse_plan(settings.plan or "")
     changes: dict[str, Any] = {"finetune": workload.finetune, "lora_rank": workload.lora_rank}
-    if options.micro_batch:
-        changes["micro_batch"] = options.micro_batch
-    if options.activation_checkpointing:
+    if settings.micro_batch:
+        changes["micro_batch"] = settings.micro_batch
+    if flags.activation_checkpointing:
         changes["activation_checkpointing"] = True
-    if options.cpu_offload:
+    if flags.cpu_offload:
         changes["cpu_offload"] = True
-    if options.tensor_parallel:
-        changes["tensor_parallel"] = options.tensor_parallel
-    if options.pipeline_parallel:
-        changes["pipeline_parallel"] = options.pipeline_parallel
-    if plan.finetune != "full" and not options.finetune:
+    if flags.tensor_parallel:
+        changes["tensor_parallel"] = flags.tensor_parallel
+    if flags.pipeline_parallel:
+        changes["pipeline_parallel"] = flags.pipeline_parallel
+    if plan.finetune != "full" and not settings.finetune:
         changes.pop("finetune")
         changes.pop("lora_rank")
     return replace(plan, **changes)
@@ -68,7 +40,8 @@ def predict_llm(
     cloud: str | None,
     nodes: int,
     precision: str | None,
-    options: LLMOptions,
+    settings: LanguageModelSettings,
+    flags: PlanFlags,
     *,
     store_url: str | None = None,
     read_store: bool = False,
@@ -89,13 +62,13 @@ def predict_llm(
     instance = cat.instance(instance_name, cloud=cloud)
     workload = load_llm_workload(
         spec,
-        seq_len=options.seq_len,
-        micro_batch=options.micro_batch,
-        global_batch=options.global_batch,
+        seq_len=settings.seq_len,
+        micro_batch=settings.micro_batch,
+        global_batch=settings.global_batch,
         precision=precision,
-        finetune=options.finetune,
-        lora_rank=options.lora_rank,
-        attention_kernel=options.attention_kernel,
+        finetune=settings.finetune,
+        lora_rank=settings.lora_rank,
+        attention_kernel=settings.attention_kernel,
     )
     accelerator = cat.accelerators.get(instance.accelerator_key or "")
     if accelerator is None or (instance.accelerator_count or 0) < 1:
@@ -124,23 +97,24 @@ def predict_llm(
     }
     arch = workload.architecture
     searched = 0
-    if options.plan:
-        prediction = predict_llm_training(arch, accelerator, plan=_fixed_plan(options, workload), **common)
+    if settings.plan:
+        fixed = _fixed_plan(settings, flags, workload)
+        prediction = predict_llm_training(arch, accelerator, plan=fixed, **common)
     else:
         shapes = [
             s
             for s in plan_shapes(arch, gpus, nodes, finetune=workload.finetune, lora_rank=workload.lora_rank)
-            if (options.tensor_parallel is None or s.tensor_parallel == options.tensor_parallel)
-            and (options.pipeline_parallel is None or s.pipeline_parallel == options.pipeline_parallel)
-            and (not options.activation_checkpointing or s.activation_checkpointing)
+            if (flags.tensor_parallel is None or s.tensor_parallel == flags.tensor_parallel)
+            and (flags.pipeline_parallel is None or s.pipeline_parallel == flags.pipeline_parallel)
+            and (not flags.activation_checkpointing or s.activation_checkpointing)
         ]
-        shapes = [replace(s, cpu_offload=True) for s in shapes] if options.cpu_offload else shapes
+        shapes = [replace(s, cpu_offload=True) for s in shapes] if flags.cpu_offload else shapes
         if not shapes:
-            asked = TrainingPlan("ddp", options.tensor_parallel or 1, options.pipeline_parallel or 1)
+            asked = TrainingPlan("ddp", flags.tensor_parallel or 1, flags.pipeline_parallel or 1)
             why = plan_problem(asked, arch, gpus, nodes, workload.global_batch)
             raise PerdollarError(
-                f"no plan has tensor parallel {options.tensor_parallel or 1} and pipeline parallel "
-                f"{options.pipeline_parallel or 1} on {nodes} × {gpus} GPUs" + (f": {why}" if why else ""),
+                f"no plan has tensor parallel {flags.tensor_parallel or 1} and pipeline parallel "
+                f"{flags.pipeline_parallel or 1} on {nodes} × {gpus} GPUs" + (f": {why}" if why else ""),
                 "tensor parallel must divide the GPUs of a host and the model's heads (at most "
                 f"{MAX_TENSOR_PARALLEL}), pipeline parallel the hosts (at most one stage a layer)",
             )
@@ -177,7 +151,7 @@ def predict_llm(
         "mfu_convention": MFU_CONVENTION,
         "plan": p.plan.to_dict(),
         "plan_text": p.plan.text(p.gpus),
-        "plan_source": "given" if options.plan else f"searched ({searched} plans priced)",
+        "plan_source": "given" if settings.plan else f"searched ({searched} plans priced)",
         "memory_per_gpu_gib": p.memory_per_gpu_gib,
         "memory_gib": p.memory_gib,
         "largest_micro_batch": p.largest_micro_batch,
@@ -192,8 +166,7 @@ def predict_llm(
 
 def _calibration(workload: Any, catalog: Any, store_url: str | None) -> Any:
     """The calibration from the model's stored bench runs; an unreachable store only costs a note."""
-    from perdollar.cli.common import err_console
-    from perdollar.cli.persist import stored_measurements
+    from perdollar.ask.inputs import stored_measurements
     from perdollar.predict.llm.measured import calibrated
     from perdollar.workload.llm.trainable import measurement_key
 
@@ -202,6 +175,8 @@ def _calibration(workload: Any, catalog: Any, store_url: str | None) -> Any:
     except PerdollarError:
         raise
     except Exception as error:  # an unreachable store only loses calibration, not the prediction
-        err_console.print(f"note: stored measurements unavailable ({error})", markup=False)
+        import sys
+
+        print(f"note: stored measurements unavailable ({error})", file=sys.stderr)
         runs = []
     return calibrated(workload, runs, catalog)

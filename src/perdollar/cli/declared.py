@@ -1,0 +1,146 @@
+"""Command-line options generated from the settings dataclasses that declare them.
+
+A setting is declared once, on its dataclass field (``perdollar.question.declared``): flag, help,
+unit, lower bound. :func:`takes` adds those options to a command and hands the command the built
+dataclass instead of loose values, so ``recommend``, ``compare`` and ``predict`` take each setting
+the same way — as vLLM builds its engine arguments from its config classes.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
+
+import typer
+
+from perdollar.errors import PerdollarError
+from perdollar.question import Declared, declared
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, slots=True)
+class StoreChoice:
+    """Where results are stored and stored measurements are read, or that neither happens."""
+
+    store_url: str | None = declared(
+        None, "--store", "SQLAlchemy URL of the store to read measurements from and write results to"
+        " (default: the SQLite file in perdollar's data directory)."
+    )
+    no_store: bool = declared(False, "--no-store", "Neither read stored measurements nor store the result.")
+
+    @property
+    def enabled(self) -> bool:
+        return not self.no_store
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One settings dataclass a command takes, limited to the scopes that mean something to it."""
+
+    settings: type
+    scopes: tuple[str, ...] | None = None  # None: every declared field
+
+    def declarations(self) -> list[tuple[str, Any, Declared, Any]]:
+        """(field name, default, declaration, annotation) of each field the command takes."""
+        hints = typing.get_type_hints(self.settings)
+        out = []
+        for item in fields(self.settings):
+            option = item.metadata.get("option")
+            if not isinstance(option, Declared):
+                continue
+            if self.scopes is not None and option.scope and option.scope not in self.scopes:
+                continue
+            annotation = str | None if option.parse else hints[item.name]
+            out.append((item.name, item.default, option, annotation))
+        return out
+
+
+def _parsed(option: Declared, value: Any) -> Any:
+    if value is None or not option.parse:
+        return value
+    return PARSERS[option.parse](value, option.flag)
+
+
+def _share(text: str, flag: str) -> float:
+    from perdollar.price.frame import monthly_fraction_from_text
+
+    try:
+        return monthly_fraction_from_text(text)
+    except ValueError:
+        raise PerdollarError(
+            f"{flag} {text!r} is not a monthly fraction",
+            "write it like 10% or 0.1 (share of instances interrupted per month)",
+        ) from None
+
+
+def _count(text: str, flag: str) -> float:
+    from perdollar import amounts
+
+    return amounts.count(text, flag)
+
+
+PARSERS: dict[str, Callable[[str, str], Any]] = {"share": _share, "count": _count}
+
+
+def _parameter(name: str, default: Any, option: Declared, annotation: Any) -> inspect.Parameter:
+    extra: dict[str, Any] = {}
+    if option.minimum is not None and annotation in (int, int | None, float, float | None):
+        extra["min"] = option.minimum
+    if annotation == tuple[str, ...]:  # a repeatable option: click collects it as a list
+        annotation, default = list[str], list(default)
+    flags = (option.flag, option.short) if option.short else (option.flag,)
+    return inspect.Parameter(
+        name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=typer.Option(default, *flags, help=option.full_help, **extra),
+        annotation=annotation,
+    )
+
+
+def takes(**groups: type | Group) -> Callable[[F], F]:
+    """Give the decorated command the options declared on each group's dataclass; the command
+    receives, under each keyword, the dataclass built from them."""
+    resolved = {name: g if isinstance(g, Group) else Group(g) for name, g in groups.items()}
+
+    def decorate(command: F) -> F:
+        signature = inspect.signature(command, eval_str=True)
+        kept = [p for p in signature.parameters.values() if p.name not in resolved]
+        taken = {p.name for p in kept}
+        added: list[inspect.Parameter] = []
+        for group in resolved.values():
+            for name, default, option, annotation in group.declarations():
+                if name in taken:
+                    raise TypeError(f"{command.__name__}: option {name} is declared twice")
+                taken.add(name)
+                added.append(_parameter(name, default, option, annotation))
+
+        @functools.wraps(command)
+        def run(*args: Any, **values: Any) -> Any:
+            for keyword, group in resolved.items():
+                built = {}
+                for name, _default, option, annotation in group.declarations():
+                    value = _parsed(option, values.pop(name))
+                    built[name] = tuple(value) if annotation == tuple[str, ...] else value
+                values[keyword] = group.settings(**built)
+            return command(*args, **values)
+
+        parameters = _ordered([*kept, *added])
+        run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in parameters} | {
+            "return": signature.return_annotation
+        }
+        return typing.cast(F, run)
+
+    return decorate
+
+
+def _ordered(parameters: Iterable[inspect.Parameter]) -> list[inspect.Parameter]:
+    """Positional parameters first (typer's arguments), then keyword-only ones (its options)."""
+    items = list(parameters)
+    positional = [p for p in items if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    return positional + [p for p in items if p.kind is inspect.Parameter.KEYWORD_ONLY]

@@ -1,0 +1,91 @@
+"""The options of ``recommend``, ``compare`` and ``sweep`` that are not settings of the question
+itself: the target and goal as typed (``1e9``, ``72h``), where to look, how to serve, what to show.
+
+Declared once here and generated onto each command by :func:`perdollar.cli.declared.takes`; the
+question is built from them in :mod:`perdollar.cli.recommend_inputs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from perdollar.question import declared
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """How much to process and by when, as the user typed it."""
+
+    samples: str | None = declared(None, "--samples", "Target samples to process, e.g. 1e9 or 250M.")
+    epochs: float | None = declared(
+        None, "--epochs", "Target epochs (with --dataset-size).", scope="epochs"
+    )
+    dataset_size: str | None = declared(
+        None, "--dataset-size", "Samples per epoch, e.g. 1.28M.", unit="samples", scope="epochs"
+    )
+    deadline: str | None = declared(None, "--deadline", "Finish within this time, e.g. 72h or 3d.")
+    tokens: str | None = declared(
+        None, "--tokens", "Language model: target tokens, e.g. 2e10.", unit="tokens", scope="tokens"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    """What to optimise and within which limits."""
+
+    budget: float | None = declared(None, "--budget", "Expected cost cap.", unit="USD")
+    objective: str = declared(
+        "samples-per-dollar", "--objective", "samples-per-dollar | time | cost | weighted."
+    )
+    weights: str | None = declared(None, "--weights", "For --objective weighted: time=1,cost=2.")
+    confidence: float = declared(0.9, "--confidence", "Required P(finish by --deadline).")
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """Which offers may be candidates."""
+
+    market: str = declared("any", "--market", "on-demand | spot | any.")
+    clouds: tuple[str, ...] = declared((), "--cloud", "Allowed cloud (repeatable): aws, gcp, azure.")
+    regions: tuple[str, ...] = declared((), "--region", "Allowed region or pattern (repeatable): us-*.")
+
+
+@dataclass(frozen=True, slots=True)
+class Serving:
+    """A serving question: the rate to serve and the latency to keep."""
+
+    inference: bool = declared(
+        False, "--inference",
+        "Serving: rank deployments by cost per million requests (tokens for a language model).",
+    )
+    qps: float | None = declared(
+        None, "--qps", "--inference: target requests per second.", unit="requests/s"
+    )
+    p99_ms: float | None = declared(None, "--p99-ms", "--inference: p99 latency SLO.", unit="ms")
+    p95_ms: float | None = declared(None, "--p95-ms", "--inference: p95 latency SLO.", unit="ms")
+    max_wait_ms: float | None = declared(None, "--max-wait-ms", "--inference: batching wait cap.", unit="ms")
+    rps: float | None = declared(
+        None, "--rps", "Language model --inference: requests per second.", unit="requests/s"
+    )
+    tokens_per_day: str | None = declared(
+        None, "--tokens-per-day", "Language model --inference: output tokens a day (instead of --rps).",
+        unit="tokens/day",
+    )
+    lengths_file: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
+        None, "--lengths-file",
+        "Language model --inference: real requests' token lengths (CSV or JSON Lines) instead of "
+        "--input-tokens/--output-tokens.",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What the answer shows, and where else it goes."""
+
+    top: int = declared(10, "--top", "Rows to show.")
+    show_excluded: bool = declared(False, "--show-excluded", "Also list excluded candidates and why.")
+    json_output: bool = declared(False, "--json", "Machine-readable output on stdout.")
+    report: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
+        None, "--report", "Also write an HTML report to this file."
+    )
