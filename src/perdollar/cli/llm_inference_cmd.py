@@ -14,15 +14,6 @@ from perdollar.vocabulary import MARKET_CHOICES, TOKEN_SERVING_OBJECTIVE
 SECONDS_PER_DAY = 86_400.0
 
 
-def checked_engine_options(engine: str | None, kv_precision: str | None) -> None:
-    """A mistyped --engine or --kv-precision is refused before any work, naming the choices."""
-    from perdollar.predict.llm_serving.engines import engine_choices
-    from perdollar.predict.llm_serving.formats import FORMATS, with_kv_precision
-
-    engine_choices(engine)
-    with_kv_precision(FORMATS["fp16"], kv_precision)
-
-
 def llm_serving_question(
     workload: str,
     *,
@@ -48,6 +39,8 @@ def llm_serving_question(
     for flag, value in (("--ttft-p99-ms", ttft_p99_ms), ("--tpot-p99-ms", tpot_p99_ms)):
         if value is not None and not value > 0:
             raise PerdollarError(f"{flag} must be positive, got {value:g}", f"give e.g. {flag} 50")
+    from perdollar.predict.llm_serving.engines import checked_engine_options
+
     checked_engine_options(engine, kv_precision)
     if (rps is None) == (tokens_per_day is None):
         raise PerdollarError(

@@ -46,9 +46,10 @@ class ServingEfficiency:
     max_batch: int = 256  # the engine's cap on running sequences (vLLM's default max_num_seqs)
 
 
-# Fitted on every row of each engine in the development set (benchmarks/llm_serving_accuracy.py
-# prints the same fit with each GPU held out). Serving engines with in-flight batching (vLLM,
-# SGLang, TensorRT-LLM) take TensorRT-LLM's; llama.cpp's own kernels and launch costs differ.
+# Fitted on every row of each engine in the development set with an overhead per layer
+# (benchmarks/llm_serving_accuracy.py prints the same fit with each GPU held out; `perdollar
+# validate` refits them so). Predictions take each engine's record in engines.py instead, whose
+# host time is paid once a step.
 ENGINE_EFFICIENCY = {
     "tensorrt-llm": ServingEfficiency(
         bandwidth=0.925,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm_serving.efficiency import ENGINE_EFFICIENCY, ServingEfficiency
-from perdollar.predict.llm_serving.formats import ServingFormat, kv_precision_name, with_kv_precision
+from perdollar.predict.llm_serving.formats import FORMATS, ServingFormat, kv_precision_name, with_kv_precision
 from perdollar.predict.llm_serving.load import LLMServingPrediction, Workload, predict_llm_serving
 from perdollar.predict.llm_serving.timing import GroupShape
 from perdollar.workload.llm.architecture import DecoderArchitecture
@@ -255,6 +255,12 @@ def engine_note(name: str | None, kv_precision: str | None) -> str:
     cache = f"KV cache in {kv_precision or default_cache.get(engine.kv_precision, engine.kv_precision)}"
     return (f"serving engine: {engine.name} {engine.version} defaults (up to {engine.max_running} running "
             f"sequences, {engine.memory_utilisation:.0%} of memory, {graphs}, {cache})")  # fmt: skip
+
+
+def checked_engine_options(engine: str | None, kv_precision: str | None) -> None:
+    """A mistyped engine or KV-cache precision is refused before any work, naming the choices."""
+    engine_choices(engine)
+    with_kv_precision(FORMATS["fp16"], kv_precision)
 
 
 def engine_choices(name: str | None) -> tuple[ServingEngine, ...]:
