@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from fixtures.store.samples import make_measurement, make_recommendation
+from perdollar.ask.inputs import stored_measurements
 from perdollar.cli import persist
 from perdollar.errors import PerdollarError
 from perdollar.store import open_store
@@ -115,9 +116,9 @@ def test_persist_hooks_store_and_read_back(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'hooks.sqlite'}"
     measurement = make_measurement()
     assert persist.save_measurement(measurement, store_url=url, enabled=False) is None
-    assert persist.stored_measurements("fp-mlp-64", store_url=url) == []
+    assert stored_measurements("fp-mlp-64", store_url=url) == []
     assert persist.save_measurement(measurement, store_url=url)
-    assert persist.stored_measurements("fp-mlp-64", store_url=url) == [measurement]
+    assert stored_measurements("fp-mlp-64", store_url=url) == [measurement]
     recommendation_id = persist.save_recommendation(make_recommendation(), store_url=url)
     with open_store(url) as store:
         assert store.get_recommendation(recommendation_id) == make_recommendation()

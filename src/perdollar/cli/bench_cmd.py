@@ -5,13 +5,16 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import typer
 
 from perdollar.cli import common
+from perdollar.cli.declared import StoreChoice, takes
 from perdollar.cli.persist import check_store
 from perdollar.errors import EXIT_FAILURE, EXIT_OK, PerdollarError
+from perdollar.question import declared
 
 BENCH_HELP = (
     "Measure a workload on this machine until its samples/s are steady, and say how steady.\n\n"
@@ -249,6 +252,37 @@ def run_find_max_batch(
     return EXIT_OK if result.largest_fitting is not None else EXIT_FAILURE
 
 
+@dataclass(frozen=True, slots=True)
+class CommandReading:
+    """How throughput is read from a command's output (``bench -- COMMAND``)."""
+
+    pattern: str | None = declared(
+        None, "--pattern",
+        "Regex for a command's throughput lines, the number in its first group (or one named value)."
+        " Default: the formats of tqdm, the Hugging Face Trainer, Lightning, Keras, samples/s, img/s"
+        " and tokens/s.",
+    )
+    unit: str | None = declared(
+        None, "--unit",
+        "What a --pattern's number counts per second: samples (default), tokens, iterations or steps"
+        " (these two need --batch-size).",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyCurve:
+    """A serving latency curve instead of a training run."""
+
+    inference: bool = declared(
+        False, "--inference", "Measure serving latency vs batch size instead of training."
+    )
+    max_batch: int | None = declared(None, "--max-batch", "With --inference: largest batch tried.")
+    concurrency: str | None = declared(
+        None, "--concurrency", "With --inference: concurrency levels, e.g. 1,4,16."
+    )
+
+
+@takes(reading=CommandReading, curve=LatencyCurve, store=StoreChoice)
 def bench(
     target: list[str] = typer.Argument(
         None,
@@ -258,9 +292,7 @@ def bench(
     ),
     mode: str = typer.Option("cached-input", "--mode", "-m", help="cached-input | full | data-only | all."),
     duration: str | None = typer.Option(
-        None,
-        "--duration",
-        "-d",
+        None, "--duration", "-d",
         help="Time budget per run in seconds (or 90s, 2m), warm-up included; default 20 s. "
         "A command is stopped after it (default: runs to its end).",
     ),
@@ -268,8 +300,7 @@ def bench(
         1, "--nproc", help="Processes for data-parallel DDP (gloo on CPU, NCCL on GPU)."
     ),
     plan: str | None = typer.Option(
-        None,
-        "--plan",
+        None, "--plan",
         help="With --nproc: ddp, zero2 or fsdp (PyTorch FSDP sharding), +ac for "
         "activation checkpointing, mbN sequences per process, e.g. fsdp+ac,mb2.",
     ),
@@ -287,84 +318,59 @@ def bench(
     memory_limit: str | None = typer.Option(
         None, "--memory-limit", help="Cap the child's address space, e.g. 8G (CPU runs)."
     ),
-    pattern: str | None = typer.Option(
-        None,
-        "--pattern",
-        help="Regex for a command's throughput lines, the number in its first group (or one "
-        "named value). Default: the formats of tqdm, the Hugging Face Trainer, Lightning, Keras, "
-        "samples/s, img/s and tokens/s.",
-    ),
-    unit: str | None = typer.Option(
-        None,
-        "--unit",
-        help="What a --pattern's number counts per second: samples (default), tokens, "
-        "iterations or steps (these two need --batch-size).",
-    ),
-    inference: bool = typer.Option(
-        False, "--inference", help="Measure serving latency vs batch size instead of training."
-    ),
-    max_batch: int | None = typer.Option(None, "--max-batch", help="With --inference: largest batch tried."),
-    concurrency: str | None = typer.Option(
-        None, "--concurrency", help="With --inference: concurrency levels, e.g. 1,4,16."
-    ),
     json_output: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
-    store_url: str | None = typer.Option(None, "--store", help="Store the result in this SQLAlchemy URL."),
-    no_store: bool = typer.Option(False, "--no-store", help="Do not store the result."),
+    *,
+    reading: CommandReading,
+    curve: LatencyCurve,
+    store: StoreChoice,
 ) -> int:
     target = list(target or [])
     if not target:
         raise PerdollarError("nothing to measure", "give a workload (bench mlp) or a command after --")
     duration_s = _duration_seconds(duration) if duration else None
-    check_store(store_url, enabled=not no_store)
-    if plan is not None and (inference or find_max_batch or _command_mode(target)):
+    check_store(store.store_url, enabled=store.enabled)
+    if plan is not None and (curve.inference or find_max_batch or _command_mode(target)):
         raise PerdollarError(
             "--plan shards the training of a workload",
             "drop --plan, or --inference, --find-max-batch and the command",
         )
     if _command_mode(target):
         return run_command_cli(
-            target,
-            pattern=pattern,
-            unit=unit,
-            batch_size=batch_size,
-            duration_s=duration_s,
-            timeout_s=timeout,
-            json_output=json_output,
-            store_url=store_url,
-            store=not no_store,
-        )
+            target, pattern=reading.pattern, unit=reading.unit, batch_size=batch_size, duration_s=duration_s,
+            timeout_s=timeout, json_output=json_output, store_url=store.store_url, store=store.enabled,
+        )  # fmt: skip
     if len(target) != 1:
         raise PerdollarError("give one workload to measure", "e.g. perdollar bench mlp")
     workload = target[0]
     from perdollar.workload.step import resolve_device
 
     resolve_device(device)  # a misspelt device is bad input (exit 2), not a failed run (exit 1)
-    if inference:
+    if curve.inference:
         from perdollar.cli.inference_cmd import bench_inference
 
         code: int = bench_inference(
-            workload,
-            batch_size=batch_size,
-            precision=precision,
-            duration_s=duration_s,
-            max_batch=max_batch,
-            concurrency=_concurrency(concurrency),
-            p99_ceiling_ms=None,
-            json_output=json_output,
-            store_url=store_url,
-            store=not no_store,
-            device=device,
-        )
+            workload, batch_size=batch_size, precision=precision, duration_s=duration_s,
+            max_batch=curve.max_batch, concurrency=_concurrency(curve.concurrency), p99_ceiling_ms=None,
+            json_output=json_output, store_url=store.store_url, store=store.enabled, device=device,
+        )  # fmt: skip
         return code
     if find_max_batch:
         return run_find_max_batch(
-            workload,
-            precision=precision,
-            device=device,
-            start=batch_size,
-            memory_limit_bytes=_bytes(memory_limit),
-            json_output=json_output,
-        )
+            workload, precision=precision, device=device, start=batch_size,
+            memory_limit_bytes=_bytes(memory_limit), json_output=json_output,
+        )  # fmt: skip
+    return _run_training(
+        workload, mode, duration_s, nproc, plan, batch_size, precision, device, timeout, memory_limit,
+        json_output, store,
+    )  # fmt: skip
+
+
+def _run_training(
+    workload: str, mode: str, duration_s: float | None, nproc: int, plan: str | None, batch_size: int | None,
+    precision: str | None, device: str, timeout: float | None, memory_limit: str | None, json_output: bool,
+    store: StoreChoice,
+) -> int:  # fmt: skip
+    """Training steps of a workload in each asked mode, measured, printed and stored."""
     from perdollar.measure.runner import DEFAULT_DURATION_S
 
     if plan is not None:
@@ -379,20 +385,11 @@ def bench(
         batch_size, plan = parsed.micro_batch or batch_size, parsed.token()
     modes = ["cached-input", "full", "data-only"] if mode == "all" else [mode]
     return run_modes(
-        workload,
-        modes=modes,
-        duration_s=duration_s or DEFAULT_DURATION_S,
-        nproc=nproc,
-        batch_size=batch_size,
-        precision=precision,
-        device=device,
-        timeout_s=timeout,
-        memory_limit_bytes=_bytes(memory_limit),
-        json_output=json_output,
-        store_url=store_url,
-        store=not no_store,
-        plan=plan,
-    )
+        workload, modes=modes, duration_s=duration_s or DEFAULT_DURATION_S, nproc=nproc,
+        batch_size=batch_size, precision=precision, device=device, timeout_s=timeout,
+        memory_limit_bytes=_bytes(memory_limit), json_output=json_output, store_url=store.store_url,
+        store=store.enabled, plan=plan,
+    )  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

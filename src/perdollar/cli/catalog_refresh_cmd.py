@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -12,6 +13,11 @@ from rich.markup import escape
 from perdollar.cli.catalog_cmd import catalog_app
 from perdollar.cli.common import emit_json, err_console, progress
 from perdollar.errors import PerdollarError
+
+if TYPE_CHECKING:  # types only: the catalog readers load pandas
+    from perdollar.catalog import Catalog
+    from perdollar.catalog.gpuhunt_rows import ProviderOffers
+    from perdollar.catalog.refresh_gpuhunt import RefreshResult
 
 SOURCES = ("gpuhunt", "aws-api")
 
@@ -101,7 +107,18 @@ def catalog_refresh(
         f"{stamp:%Y%m%dT%H%M%SZ}-gpuhunt",
     )  # fmt: skip
     fresh = load(folder)
-    summary = {
+    if json_output:
+        emit_json(_summary(fresh, folder, result, sources, failed))
+        return
+    _print_refresh(fresh, folder, result, failed)
+
+
+def _summary(
+    fresh: Catalog, folder: Path, result: RefreshResult, sources: list[ProviderOffers], failed: dict[str, str]
+) -> dict[str, object]:
+    from perdollar.catalog.gpuhunt_rows import PROVIDERS
+
+    return {
         "snapshot_id": fresh.snapshot_id,
         "path": folder,
         "captured_at": fresh.captured_at,
@@ -115,9 +132,9 @@ def catalog_refresh(
         "rows_with_unknown_accelerators": result.unknown_accelerators,
         "offers": len(fresh.offers),
     }
-    if json_output:
-        emit_json(summary)
-        return
+
+
+def _print_refresh(fresh: Catalog, folder: Path, result: RefreshResult, failed: dict[str, str]) -> None:
     clouds = ", ".join(f"{cloud} {count:,}" for cloud, count in result.refreshed.items())
     err_console.print(
         escape(

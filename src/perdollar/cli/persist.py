@@ -79,14 +79,6 @@ def save_recommendation(
         return store.save_recommendation(recommendation)
 
 
-def stored_measurements(workload_fingerprint: str, *, store_url: str | None) -> list[Measurement]:
-    """Measurements stored earlier for this workload fingerprint (used for calibration)."""
-    from perdollar.store import open_store
-
-    with open_store(store_url) as store:
-        return store.measurements_for(workload_fingerprint)
-
-
 def _save_catalog_snapshot(store: Store, recommendation: Recommendation, catalog: Catalog | None) -> None:
     """Keep the offers' prices beside the recommendation, so that a later re-evaluation can say
     which prices moved. Best effort: a recommendation is never lost because of its snapshot."""

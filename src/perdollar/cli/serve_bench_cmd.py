@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import typer
 
 from perdollar.cli import common
+from perdollar.cli.declared import StoreChoice, takes
 from perdollar.cli.inference_render import load_table
 from perdollar.errors import PerdollarError
+from perdollar.question import declared
 
 SERVE_BENCH_HELP = (
     "Start a real HTTP model server on 127.0.0.1 and load-test it at rising request rates.\n\n"
@@ -116,6 +119,26 @@ def run_serve_bench(
     return server, results, reason
 
 
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """An OpenAI-compatible server measured by its URL, and what it serves."""
+
+    url: str | None = declared(None, "--url", "An OpenAI-compatible server's base URL (…/v1).")
+    model: str = declared("", "--model", "With --url: the model name the server serves.")
+    input_tokens: int = declared(
+        512, "--input-tokens", "With --url: prompt tokens.", unit="tokens", minimum=1
+    )
+    output_tokens: int = declared(
+        128, "--output-tokens", "With --url: tokens out.", unit="tokens", minimum=1
+    )
+    chat: bool = declared(False, "--chat", "With --url: use /chat/completions.")
+    max_requests: int = declared(100, "--max-requests", "With --url: requests per rate.", minimum=1)
+    stall_seconds: float = declared(30.0, "--stall-seconds", "With --url: stall limit.", unit="s")
+    accelerator: str | None = declared(None, "--accelerator", "With --url: the server's GPU.")
+    gpus: int = declared(1, "--gpus", "With --url: GPUs behind the endpoint.", minimum=1)
+
+
+@takes(endpoint=Endpoint, store=StoreChoice)
 def serve_bench_command(
     workload: str = typer.Argument(
         None, help="Built-in name (mlp, bert-base, …) or file.py:function. With --url: the language model "
@@ -137,33 +160,12 @@ def serve_bench_command(
     noop: bool = typer.Option(False, "--noop", help="Load the server's no-op endpoint (no model)."),
     device: str = typer.Option("cpu", "--device", help="cpu, cuda, auto."),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
-    url: str | None = typer.Option(None, "--url", help="An OpenAI-compatible server's base URL (…/v1)."),
-    model: str = typer.Option("", "--model", help="With --url: the model name the server serves."),
-    input_tokens: int = typer.Option(512, "--input-tokens", min=1, help="With --url: prompt tokens."),
-    output_tokens: int = typer.Option(128, "--output-tokens", min=1, help="With --url: tokens out."),
-    chat: bool = typer.Option(False, "--chat", help="With --url: use /chat/completions."),
-    max_requests: int = typer.Option(100, "--max-requests", min=1, help="With --url: requests per rate."),
-    stall_seconds: float = typer.Option(30.0, "--stall-seconds", help="With --url: stall limit (s)."),
-    accelerator: str | None = typer.Option(None, "--accelerator", help="With --url: the server's GPU."),
-    gpus: int = typer.Option(1, "--gpus", min=1, help="With --url: GPUs behind the endpoint."),
-    store_url: str | None = typer.Option(None, "--store", help="With --url: SQLAlchemy store URL."),
-    no_store: bool = typer.Option(False, "--no-store", help="With --url: do not store the result."),
+    *,
+    endpoint: Endpoint,
+    store: StoreChoice,
 ) -> int:
-    if url is not None:
-        from perdollar.cli.serve_bench_url import run_url_bench
-        from perdollar.measure.serving.openai_load import LoadSettings
-
-        seconds = 30.0 if step_seconds is None else step_seconds
-        if not 0 < seconds <= 600 or stall_seconds <= 0:
-            raise PerdollarError("--step-seconds must be in (0, 600], --stall-seconds > 0", "e.g. 30")
-        settings = LoadSettings(
-            url, model, input_tokens, output_tokens, chat, seconds, max_requests, stall_seconds,
-            request_timeout_s=max(300.0, 4 * stall_seconds),
-        )  # fmt: skip
-        return run_url_bench(
-            settings, rates=_parse_rates(rates), accelerator=accelerator, gpus=gpus, precision=precision,
-            store=not no_store, store_url=store_url, json_output=json_output, workload=workload,
-        )  # fmt: skip
+    if endpoint.url is not None:
+        return _bench_url(endpoint, workload, rates, step_seconds, precision, store, json_output)
     if workload is None:
         raise PerdollarError("serve-bench needs a WORKLOAD or --url", "e.g. perdollar serve-bench mlp")
     step_seconds = 2.0 if step_seconds is None else step_seconds
@@ -185,17 +187,11 @@ def serve_bench_command(
     with common.progress("serve-bench", total=1.0, quiet=json_output) as bar:
         bar.update(description=f"starting the server for {workload}")
         server, results, reason = run_serve_bench(
-            None if noop else workload,
-            rates=offered,
-            step_seconds=step_seconds,
-            batch_size=1 if batch_size is None and not noop else batch_size,
-            precision=precision,
-            device=device,
-            connections=connections,
-            p99_ceiling_ms=p99_ceiling_ms,
+            None if noop else workload, rates=offered, step_seconds=step_seconds,
+            batch_size=1 if batch_size is None and not noop else batch_size, precision=precision,
+            device=device, connections=connections, p99_ceiling_ms=p99_ceiling_ms,
             report=lambda phase, fraction: bar.update(description=f"offering {phase}", completed=fraction),
-        )
-    target = "no-op endpoint" if noop else f"{workload} at batch {server.batch_size} per request"
+        )  # fmt: skip
     if json_output:
         common.emit_json(
             {
@@ -209,6 +205,37 @@ def serve_bench_command(
             table="steps",
         )
         return 0
+    _print_load(workload, noop, server, results, reason, step_seconds)
+    return 0
+
+
+def _bench_url(
+    endpoint: Endpoint, workload: str | None, rates: str | None, step_seconds: float | None,
+    precision: str | None, store: StoreChoice, json_output: bool,
+) -> int:  # fmt: skip
+    from perdollar.cli.serve_bench_url import run_url_bench
+    from perdollar.measure.serving.openai_load import LoadSettings
+
+    seconds = 30.0 if step_seconds is None else step_seconds
+    if not 0 < seconds <= 600 or endpoint.stall_seconds <= 0:
+        raise PerdollarError("--step-seconds must be in (0, 600], --stall-seconds > 0", "e.g. 30")
+    assert endpoint.url is not None
+    settings = LoadSettings(
+        endpoint.url, endpoint.model, endpoint.input_tokens, endpoint.output_tokens, endpoint.chat, seconds,
+        endpoint.max_requests, endpoint.stall_seconds,
+        request_timeout_s=max(300.0, 4 * endpoint.stall_seconds),
+    )  # fmt: skip
+    return run_url_bench(
+        settings, rates=_parse_rates(rates), accelerator=endpoint.accelerator, gpus=endpoint.gpus,
+        precision=precision, store=store.enabled, store_url=store.store_url, json_output=json_output,
+        workload=workload,
+    )  # fmt: skip
+
+
+def _print_load(
+    workload: str, noop: bool, server: Any, results: list[Any], reason: str, step_seconds: float
+) -> None:
+    target = "no-op endpoint" if noop else f"{workload} at batch {server.batch_size} per request"
     common.print_table(
         load_table(
             f"HTTP serving check: {target}, uvicorn on 127.0.0.1, latency in ms, "
@@ -228,7 +255,6 @@ def serve_bench_command(
             f"{results[0].p50_ms:.3g} ms, so HTTP and queueing add about {overhead:.2g} ms.",
             highlight=False,
         )
-    return 0
 
 
 def register(app: typer.Typer) -> None:

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from perdollar.cli.common import console, emit_json, err_console, print_table, progress
+from perdollar.cli.declared import StoreChoice, takes
 from perdollar.errors import EXIT_FAILURE
 
 STORE_HELP = "Results store: any SQLAlchemy URL (default: PERDOLLAR_STORE, else SQLite in the data dir)."
@@ -224,6 +225,7 @@ def report(
         )
 
 
+@takes(store=StoreChoice)
 def check(
     workload: str = typer.Argument(..., help="Built-in workload (mlp, vit-b16, …) or path/file.py:function."),
     duration: float = typer.Option(
@@ -241,10 +243,8 @@ def check(
     ),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable JSON on stdout."),
-    store_url: str | None = typer.Option(None, "--store", help=STORE_HELP),
-    store: bool = typer.Option(
-        True, "--store-results/--no-store", help="Keep the measurements in the store."
-    ),
+    *,
+    store: StoreChoice,
 ) -> None:
     """Measure a workload and run the performance checklist on it.
 
@@ -259,7 +259,7 @@ def check(
     from perdollar.cli.persist import check_store, save_measurement
     from perdollar.report.check_run import run_checks
 
-    check_store(store_url, enabled=store)
+    check_store(store.store_url, enabled=store.enabled)
     with progress(f"checking {workload}", total=5 if nproc > 1 else 4, quiet=json_output) as bar:
 
         def step(text: str) -> None:
@@ -277,7 +277,8 @@ def check(
             on_step=step,
         )
     ids = [
-        save_measurement(m, store_url=store_url, enabled=store, source="check") for m in result.measurements
+        save_measurement(m, store_url=store.store_url, enabled=store.enabled, source="check")
+        for m in result.measurements
     ]
     if json_output:
         emit_json(
@@ -294,6 +295,11 @@ def check(
         )
         _fail_on_failed_runs(result.measurements)
         return
+    _print_checklist(result)
+    _fail_on_failed_runs(result.measurements)
+
+
+def _print_checklist(result: Any) -> None:
     table = Table(
         title=f"Performance checklist: {escape(result.workload_name)} on {escape(result.target.name)}",
         title_justify="left",
@@ -305,7 +311,6 @@ def check(
         table.add_row(f"[{style}]{item.status}[/]", escape(item.title), escape(item.evidence),
                       escape(item.fix or "—"))
     print_table(table)
-    _fail_on_failed_runs(result.measurements)
 
 
 def _fail_on_failed_runs(measurements: Any) -> None:
