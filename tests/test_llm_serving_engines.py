@@ -173,3 +173,7 @@ def test_recommend_inference_names_each_rows_engine_and_kv_precision() -> None:
     assert rows and all(row["engine"] in ENGINES for row in rows)
     assert all(row["kv_precision"] in ("fp16", "bf16", "fp8") for row in rows)
     assert any("the best of" in note for note in document["notes"])
+    # With every engine allowed, the explanation prices each engine's best deployment against the cheapest.
+    worth = [line for line in document["explanation"].splitlines() if "by engine" in line]
+    engines = {row["engine"] for row in rows}
+    assert len(engines) == 1 or (worth and all(name in worth[0] for name in engines))

@@ -110,4 +110,16 @@ def explain_llm_serving(frame: pd.DataFrame, rps: float, slo_label: str) -> str:
             + ", ".join(f"{name} ${value:.3g}" for name, value in best_format.items())
             + "."
         )
+    if "engine" in feasible.columns:
+        best_engine = feasible.groupby("engine")["usd_per_million_output_tokens"].min().sort_values()
+        if len(best_engine) > 1:
+            cheapest = best_engine.iloc[0]
+            lines.append(
+                "What the engine is worth — best cost per million output tokens by engine: "
+                + ", ".join(
+                    f"{name} ${value:.3g}" + ("" if value == cheapest else f" ({value / cheapest:.2g}×)")
+                    for name, value in best_engine.items()
+                )
+                + "."
+            )
     return "\n".join(lines)
