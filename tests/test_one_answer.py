@@ -159,3 +159,13 @@ def test_no_command_line_function_runs_past_eighty_lines() -> None:
             if isinstance(node, ast.FunctionDef) and node.end_lineno and node.end_lineno - node.lineno >= 80:
                 long.append(f"{path.name}:{node.name}")
     assert long == []
+
+
+def test_chips_a_language_model_cannot_run_on_say_why_once_each() -> None:
+    done = run_perdollar("recommend", "llama-3.1-8b", "--tokens", "2e10", "--no-store", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    excluded = [e for e in json.loads(done.stdout)["estimates"] if e["excluded_reason"]]
+    stacks = {e["excluded_reason"] for e in excluded if "stack" in e["excluded_reason"]}
+    # Neuron and XLA chips are out with their reason, beside the GPUs that do not fit.
+    assert any("neuron" in s for s in stacks) and any("xla" in s for s in stacks)
+    assert len({(e["accelerator"], e["excluded_reason"]) for e in excluded}) == len(excluded)

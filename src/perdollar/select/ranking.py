@@ -125,11 +125,12 @@ _EXCLUSION_ORDER = (
 
 
 def _representative_exclusions(priced: pd.DataFrame, rows: np.ndarray, shape_code: np.ndarray) -> np.ndarray:
-    """One excluded row per shape for constraint misses; one per instance type for hard reasons
-    (a chip that cannot run the workload says so once, not for every node count and market)."""
+    """One excluded row per shape for constraint misses; one per chip and reason for hard reasons
+    (a chip that cannot run the workload says so once, not for every machine, node count and
+    market, so that one reason's many machines never hide another reason's chips)."""
     reasons = priced["reason"].to_numpy()
     soft = np.isin(reasons, [cand.REASON_DEADLINE, cand.REASON_BUDGET])
-    instance_code = _codes(priced, ["cloud", "instance_type", "reason"])
+    instance_code = _codes(priced, ["accelerator_key", "reason"])
     key = np.where(soft, shape_code, -1 - instance_code)
     _, first = np.unique(key[rows], return_index=True)
     chosen = rows[np.sort(first)]
@@ -157,7 +158,20 @@ def _shown_exclusions(priced: pd.DataFrame, rows: np.ndarray, keep: int) -> np.n
     """The first ``keep`` of ``rows`` (near-misses first), keeping room for the hard reasons."""
     reasons = priced["reason"].to_numpy()[rows]
     soft = np.isin(reasons, [cand.REASON_DEADLINE, cand.REASON_BUDGET])
-    hard_rows = rows[~soft][: min(_HARD_EXCLUSIONS_KEPT, keep)]
+    hard = rows[~soft]
+    # A chip the workload cannot run on says why in its own words (a stack, a dtype): each its own kind.
+    texts = priced["excluded_reason"].astype(str).to_numpy() if "excluded_reason" in priced else None
+    hard_reasons = np.array(
+        [f"{r}:{texts[i]}" if r == cand.REASON_STACK and texts is not None else r
+         for r, i in zip(reasons[~soft], hard, strict=True)],
+        dtype=object,
+    )  # fmt: skip
+    # Round-robin over the hard reasons: the first chip of every reason before the second of any.
+    turn = np.zeros(len(hard), dtype=np.int64)
+    for reason in set(hard_reasons):
+        mine = hard_reasons == reason
+        turn[mine] = np.arange(int(mine.sum()))
+    hard_rows = hard[np.argsort(turn, kind="stable")][: min(_HARD_EXCLUSIONS_KEPT, keep)]
     soft_rows = rows[soft][: keep - len(hard_rows)]
     return np.concatenate([soft_rows, hard_rows])
 
