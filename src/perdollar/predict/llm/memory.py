@@ -191,7 +191,7 @@ def activation_bytes(
     """
     tp, pp = plan.tensor_parallel, plan.pipeline_parallel
     layers = math.ceil(arch.num_layers / pp)
-    in_flight = min(pp, max(micro_batches, 1))
+    in_flight: float = min(pp, max(micro_batches, 1))
     if plan.activation_checkpointing:
         per_layer, recompute = hidden_state / tp, layer_saved / tp
     elif plan.selective_checkpointing:
@@ -199,6 +199,10 @@ def activation_bytes(
         per_layer, recompute = kept / tp, max(layer_saved - kept, 0.0) / tp
     else:
         per_layer, recompute = layer_saved / tp, 0.0
+    # Interleaving warms up more micro-batches: the first rank holds (1 + (p − 1)/(p·V)) times as
+    # many (Korthikanti et al. 2022, section 4.2.3).
+    if pp > 1 and plan.virtual_stages > 1:
+        in_flight *= 1 + (pp - 1) / (pp * plan.virtual_stages)
     first_stage = layers * in_flight * per_layer + recompute
     last_stage = layers * per_layer + recompute + other_saved / tp
     return max(first_stage, last_stage) if pp > 1 else last_stage

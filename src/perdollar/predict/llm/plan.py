@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 
 from perdollar.errors import PerdollarError
+from perdollar.predict.llm.frameworks import FRAMEWORKS, Framework, framework_for
 
 STRATEGIES = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
 FINETUNE_MODES = ("full", "lora", "qlora")
@@ -63,6 +64,8 @@ class TrainingPlan:
     tensor_parallel_comm: str = "overlapped"  # overlapped | blocking (see the module's docstring)
     backward_prefetch: str = "pre"  # pre | post: when FSDP issues the backward's weight gather
     data_parallel_comm: str = "overlapped"  # overlapped | blocking: DDP/ZeRO's gradient reduction
+    framework: str | None = None  # a name of predict.llm.frameworks; None: the mode's default
+    virtual_stages: int = 1  # interleaved 1F1B: model chunks per pipeline rank (Megatron's V)
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -102,9 +105,21 @@ class TrainingPlan:
             raise PerdollarError(
                 "a plan checkpoints activations fully or selectively, not both", "write +ac or +sac"
             )
+        framework = framework_for(self.framework, self.finetune)
+        if self.finetune != "full" and framework.lora == "none":
+            raise PerdollarError(
+                f"{framework.title} trains no LoRA adapters of its own",
+                "choose --framework nemo, hf, torchtune or unsloth for LoRA and QLoRA",
+            )
+        if self.virtual_stages > 1 and self.pipeline_parallel < 2:
+            raise PerdollarError(
+                "virtual pipeline stages interleave a pipeline: they need pipeline parallel 2 or more",
+                "add --pipeline-parallel or drop --virtual-stages",
+            )
         for name in (
             "tensor_parallel",
             "pipeline_parallel",
+            "virtual_stages",
             "micro_batch",
             "gradient_accumulation",
             "lora_rank",
@@ -113,6 +128,26 @@ class TrainingPlan:
                 raise PerdollarError(
                     f"{name.replace('_', ' ')} must be at least 1", "give a positive integer"
                 )
+
+    @property
+    def resolved_framework(self) -> Framework:
+        """The framework the plan runs under: the one named, or its mode's default."""
+        return framework_for(self.framework, self.finetune)
+
+    def pipeline_inside_host(self, nodes: int) -> bool:
+        """Whether the pipeline's stages sit inside each host (over its NVLink) rather than one
+        stage per group of hosts: when the hosts cannot be split evenly among the stages."""
+        return self.pipeline_parallel > 1 and nodes % self.pipeline_parallel != 0
+
+    def hosts_per_stage(self, nodes: int) -> int:
+        """Hosts one pipeline stage's data-parallel group spans."""
+        return nodes if self.pipeline_inside_host(nodes) else max(nodes // self.pipeline_parallel, 1)
+
+    def data_parallel_in_host(self, gpus_per_node: int, nodes: int) -> int:
+        """Data-parallel ranks of one stage inside one host."""
+        stages_here = self.pipeline_parallel if self.pipeline_inside_host(nodes) else 1
+        ranks = max(gpus_per_node // (self.tensor_parallel * stages_here), 1)
+        return min(self.data_parallel_size(gpus_per_node * nodes), ranks)
 
     def data_parallel_size(self, gpus: int) -> int:
         """Replicas (or shards) of the model over ``gpus`` GPUs."""
@@ -128,7 +163,8 @@ class TrainingPlan:
             blocking = " (blocking communication)" if self.tensor_parallel_comm == "blocking" else ""
             parts.append(f"tensor parallel {self.tensor_parallel}{blocking}")
         if self.pipeline_parallel > 1:
-            parts.append(f"pipeline parallel {self.pipeline_parallel} (1F1B)")
+            interleaved = f", interleaved ×{self.virtual_stages}" if self.virtual_stages > 1 else ""
+            parts.append(f"pipeline parallel {self.pipeline_parallel} (1F1B{interleaved})")
         if self.finetune == "lora":
             parts.append(f"LoRA rank {self.lora_rank}")
         elif self.finetune == "qlora":
@@ -145,6 +181,7 @@ class TrainingPlan:
             parts.append("gradients reduced after the backward (blocking)")
         parts.append(f"micro-batch {self.micro_batch}")
         parts.append(f"accumulation {self.gradient_accumulation}")
+        parts.append(f"under {self.resolved_framework.title}")
         return ", ".join(parts)
 
     def token(self) -> str:
@@ -163,12 +200,16 @@ class TrainingPlan:
             parts.append(f"tp{self.tensor_parallel}{blocking}")
         if self.pipeline_parallel > 1:
             parts.append(f"pp{self.pipeline_parallel}")
+        if self.virtual_stages > 1:
+            parts.append(f"vp{self.virtual_stages}")
         if self.finetune != "full":
             parts.append(f"{self.finetune}{self.lora_rank}")
         if self.micro_batch != 1:
             parts.append(f"mb{self.micro_batch}")
         if self.gradient_accumulation != 1:
             parts.append(f"ga{self.gradient_accumulation}")
+        if self.framework:
+            parts.append(self.framework)
         return ",".join(parts)
 
     def to_dict(self) -> dict[str, object]:
@@ -186,18 +227,20 @@ class TrainingPlan:
             "data_parallel_comm": self.data_parallel_comm,
             "finetune": self.finetune,
             "lora_rank": self.lora_rank,
+            "virtual_stages": self.virtual_stages,
+            "framework": self.resolved_framework.name,
             "token": self.token(),
         }
 
 
-_PART = re.compile(r"^(tp|pp|mb|ga|lora|qlora)(\d+)(-blocking)?$")
+_PART = re.compile(r"^(tp|pp|vp|mb|ga|lora|qlora)(\d+)(-blocking)?$")
 
 
 def parse_plan(token: str) -> TrainingPlan:
     """The plan a :meth:`TrainingPlan.token` names; one-line error for anything else."""
     fix = (
         "write it as STRATEGY[+ac|+sac][+offload][+backward-post|+blocking][,tpN[-blocking]][,ppN]"
-        "[,loraR|qloraR][,mbN][,gaN], e.g. fsdp+ac,mb4"
+        "[,vpN][,loraR|qloraR][,mbN][,gaN][,FRAMEWORK], e.g. fsdp+ac,mb4 or ddp,qlora16,unsloth"
     )
     parts = [p.strip().lower() for p in token.replace(" ", "").split(",") if p.strip()]
     if not parts:
@@ -220,8 +263,12 @@ def parse_plan(token: str) -> TrainingPlan:
         "pp": "pipeline_parallel",
         "mb": "micro_batch",
         "ga": "gradient_accumulation",
+        "vp": "virtual_stages",
     }
     for part in parts[1:]:
+        if part in FRAMEWORKS:
+            values["framework"] = part
+            continue
         match = _PART.match(part)
         if match is None or (match.group(3) and match.group(1) != "tp"):
             raise PerdollarError(f"cannot read {part!r} in the training plan {token!r}", fix)

@@ -20,6 +20,8 @@ from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm.device import optimizer_seconds
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS
+from perdollar.predict.llm.frameworks import LOSS_EXTRA_BYTES_PER_LOGIT
+from perdollar.predict.llm.lora import adapter_saved_bytes_per_token
 from perdollar.predict.llm.memory import (
     GIB,
     MemoryPerGPU,
@@ -33,11 +35,12 @@ from perdollar.predict.llm.stage import (
     DataParallelTimes,
     LLMEfficiency,
     data_parallel_seconds,
+    pipeline_bubble_stages,
     stage_times,
 )
 from perdollar.predict.parallel_limits import pipeline_parallel_problem, tensor_parallel_problem
 from perdollar.predict.params import shipped_model
-from perdollar.profile.llm_trace import layer_trace
+from perdollar.profile.llm_trace import LayerTrace, layer_trace
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 # Host-side AdamW with offloaded states: parameters per second per host (an assumption of the
@@ -99,14 +102,18 @@ def plan_problem(
         return "a fraction of a GPU cannot train a language model"
     if gpus_per_node % tp:
         return f"tensor parallel {tp} does not divide the {gpus_per_node} GPUs of a host"
-    if nodes % pp:
-        return f"pipeline parallel {pp} does not divide {nodes} hosts"
-    shape = pipeline_parallel_problem(arch, pp) or tensor_parallel_problem(arch, tp, serving=False)
+    if nodes % pp and gpus_per_node % (tp * pp):
+        return (
+            f"pipeline parallel {pp} neither divides {nodes} hosts nor fits in a host of {gpus_per_node} "
+            f"GPUs beside tensor parallel {tp}"
+        )
+    chunks = pp * plan.virtual_stages  # interleaving splits each stage's layers into its chunks
+    shape = pipeline_parallel_problem(arch, chunks) or tensor_parallel_problem(arch, tp, serving=False)
     if shape:
         return shape
-    if plan.strategy == "hsdp" and nodes // pp < 2:
+    if plan.strategy == "hsdp" and plan.hosts_per_stage(nodes) < 2:
         return "HSDP replicates across hosts: it needs at least 2 hosts per pipeline stage"
-    data_parallel = gpus_per_node * nodes // (tp * pp)
+    data_parallel = plan.data_parallel_size(gpus_per_node * nodes)
     return global_batch_problem(global_batch, data_parallel, plan.micro_batch)
 
 
@@ -149,18 +156,19 @@ def plan_memory(
         arch,
         plan,
         data_parallel=data_parallel,
-        data_parallel_in_node=min(data_parallel, max(gpus_per_node // plan.tensor_parallel, 1)),
+        data_parallel_in_node=plan.data_parallel_in_host(gpus_per_node, nodes),
         precision=precision,
     )
     per_sequence = layer_trace(arch, 1, seq_len, precision, train_base=plan.finetune == "full")
     # Unfused attention keeps its 16-bit probabilities for the backward: heads × sequence² a layer.
     scores = 2.0 * arch.num_attention_heads * seq_len**2 if attention_kernel == "unfused" else 0.0
+    layer_saved, other_saved = framework_saved_bytes(arch, plan, per_sequence, seq_len)
     memory = memory_per_gpu(
         arch,
         plan,
         states=states,
-        layer_saved_per_sequence=per_sequence.layer_saved_bytes + scores,
-        other_saved_per_sequence=per_sequence.other_saved_bytes,
+        layer_saved_per_sequence=layer_saved + scores,
+        other_saved_per_sequence=other_saved,
         hidden_state_per_sequence=per_sequence.hidden_state_bytes,
         layer_selective_per_sequence=per_sequence.layer_saved_selective_bytes + scores,
         micro_batches=micro_batches,
@@ -168,6 +176,21 @@ def plan_memory(
         headroom=efficiency.memory_headroom,
     )
     return memory, micro_batches, states
+
+
+def framework_saved_bytes(
+    arch: DecoderArchitecture, plan: TrainingPlan, trace: LayerTrace, seq_len: int
+) -> tuple[float, float]:
+    """(one layer's, the rest's) saved bytes per sequence under the plan's framework: what the eager
+    code keeps where it fuses nothing, the adapters' own, and what its loss holds."""
+    framework = plan.resolved_framework
+    fused = framework.fused_chains
+    layer = trace.layer_saved_bytes if fused else trace.layer_saved_eager_bytes
+    other = trace.other_saved_bytes if fused else trace.other_saved_eager_bytes
+    if plan.finetune != "full":
+        layer += adapter_saved_bytes_per_token(arch, plan.lora_rank, framework) * seq_len
+    other += LOSS_EXTRA_BYTES_PER_LOGIT[framework.loss] * arch.vocab_size * seq_len
+    return layer, max(other, 0.0)
 
 
 def predict_llm_training(
@@ -196,7 +219,7 @@ def predict_llm_training(
     gpus = gpus_per_node * nodes
     tp, pp = plan.tensor_parallel, plan.pipeline_parallel
     dp = plan.data_parallel_size(gpus)
-    dp_in_node = min(dp, max(gpus_per_node // tp, 1))
+    dp_in_node = plan.data_parallel_in_host(gpus_per_node, nodes)
     memory, micro_batches, states = plan_memory(
         arch,
         accelerator,
@@ -212,7 +235,7 @@ def predict_llm_training(
     plan = replace(plan, gradient_accumulation=micro_batches)
     times = stage_times(
         arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, interconnect,
-        attention_kernel,
+        attention_kernel, nodes=nodes,
     )
     forward, backward, recompute = times.forward, times.backward, times.recompute
     tp_seconds, p2p, overhead, stage = times.tensor_parallel, times.p2p, times.overhead, times.total
@@ -233,7 +256,7 @@ def predict_llm_training(
         weight_bytes,
         dp,
         dp_in_node,
-        nodes // pp > 1,
+        plan.hosts_per_stage(nodes) > 1,
         times.intra,
         times.inter,
         max(arch.num_layers // pp, 1),
@@ -249,7 +272,7 @@ def predict_llm_training(
     else:
         optimizer = optimizer_seconds(accelerator, states.trainable_params_per_gpu, precision)
     compute_total = micro_batches * (forward + backward + recompute + overhead)
-    bubble = (pp - 1) * stage
+    bubble = pipeline_bubble_stages(pp, plan.virtual_stages) * stage
     breakdown = {
         "compute": compute_total * (1 - times.memory_bound_share),
         "memory-bound kernels": compute_total * times.memory_bound_share,
@@ -261,7 +284,7 @@ def predict_llm_training(
     }
     # A calibration from the user's own runs scales the whole step, each part alike.
     breakdown = {k: v / eff.calibration_factor for k, v in breakdown.items() if v > 0}
-    step = ((micro_batches + pp - 1) * stage + sum(exposed.values()) + optimizer) / eff.calibration_factor
+    step = (micro_batches * stage + bubble + sum(exposed.values()) + optimizer) / eff.calibration_factor
     sequences = micro_batches * plan.micro_batch * dp
     tokens_per_second = sequences * seq_len / step
     mfu = (
