@@ -60,7 +60,8 @@ def test_tokens_parse_back(token: str, plan: TrainingPlan) -> None:
 def test_text_names_everything() -> None:
     plan = TrainingPlan("fsdp", activation_checkpointing=True, micro_batch=4, gradient_accumulation=8)
     assert plan.text(16) == (
-        "FSDP full-shard over 16 GPUs, activation checkpointing, micro-batch 4, accumulation 8"
+        "FSDP full-shard over 16 GPUs, activation checkpointing, micro-batch 4, accumulation 8,"
+        " under Megatron-Core with Transformer Engine"
     )
 
 

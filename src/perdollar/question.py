@@ -52,6 +52,7 @@ class LanguageModelSettings:
     lora_rank: int | None = None
     plan: str | None = None  # a plan token ("fsdp+ac,tp2"); None: the planner searches
     attention_kernel: str | None = None  # flash2 | native (None: flash2)
+    framework: str | None = None  # hf | unsloth | megatron … (None: the fine-tuning mode's default)
     # Serving: tokens in and out of a request and the latency objectives (p99, milliseconds).
     input_tokens: int | None = None
     output_tokens: int | None = None

@@ -34,4 +34,13 @@ ATTENTION_KERNEL = typer.Option(
     "Engine, FlashAttention-3) or unfused (eager attention, scores through memory). On Hopper "
     "FlashAttention-2 reaches about 2/3 of the tensor-core peak.",
 )
+FRAMEWORK = typer.Option(
+    None,
+    "--framework",
+    help="Language model: the training framework: hf (Trainer + PEFT; default for lora/qlora), deepspeed, "
+    "torchtune, unsloth, torchtitan, megatron (default for full training), nemo or composer.",
+)
+VIRTUAL_STAGES = typer.Option(
+    None, "--virtual-stages", min=1, help="Language model: interleaved 1F1B, model chunks per pipeline rank."
+)
 TOKENS = typer.Option(None, "--tokens", help="Language model: target tokens, e.g. 2e10.")

@@ -23,6 +23,8 @@ class LLMOptions:
     lora_rank: int | None = None
     cpu_offload: bool | None = None
     attention_kernel: str | None = None
+    framework: str | None = None
+    virtual_stages: int | None = None
 
     def given(self) -> list[str]:
         names = {
@@ -37,6 +39,8 @@ class LLMOptions:
             "lora_rank": "--lora-rank",
             "cpu_offload": "--cpu-offload",
             "attention_kernel": "--attention-kernel",
+            "framework": "--framework",
+            "virtual_stages": "--virtual-stages",
         }
         return [flag for field, flag in names.items() if getattr(self, field) not in (None, False)]
 
@@ -56,6 +60,10 @@ def _fixed_plan(options: LLMOptions, workload: Any) -> Any:
         changes["tensor_parallel"] = options.tensor_parallel
     if options.pipeline_parallel:
         changes["pipeline_parallel"] = options.pipeline_parallel
+    if options.virtual_stages:
+        changes["virtual_stages"] = options.virtual_stages
+    if options.framework:
+        changes["framework"] = workload.framework
     if plan.finetune != "full" and not options.finetune:
         changes.pop("finetune")
         changes.pop("lora_rank")
@@ -96,6 +104,7 @@ def predict_llm(
         finetune=options.finetune,
         lora_rank=options.lora_rank,
         attention_kernel=options.attention_kernel,
+        framework=options.framework,
     )
     accelerator = cat.accelerators.get(instance.accelerator_key or "")
     if accelerator is None or (instance.accelerator_count or 0) < 1:
@@ -129,8 +138,12 @@ def predict_llm(
     else:
         shapes = [
             s
-            for s in plan_shapes(arch, gpus, nodes, finetune=workload.finetune, lora_rank=workload.lora_rank)
+            for s in plan_shapes(
+                arch, gpus, nodes, finetune=workload.finetune, lora_rank=workload.lora_rank,
+                framework=workload.framework,
+            )
             if (options.tensor_parallel is None or s.tensor_parallel == options.tensor_parallel)
+            and (options.virtual_stages is None or s.virtual_stages == options.virtual_stages)
             and (options.pipeline_parallel is None or s.pipeline_parallel == options.pipeline_parallel)
             and (not options.activation_checkpointing or s.activation_checkpointing)
         ]

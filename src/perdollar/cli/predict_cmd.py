@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from perdollar.catalog.model import InstanceType
+from perdollar.cli import llm_options
 from perdollar.cli.common import console, emit_json, err_console, print_table, progress
 from perdollar.errors import PerdollarError
 from perdollar.fmt import format_band, format_number
@@ -118,6 +119,8 @@ def predict_command(
     attention_kernel: str = typer.Option(
         None, "--attention-kernel", help="LLM: flash2 (PyTorch SDPA, default), native (cuDNN/TE), unfused."
     ),
+    framework: str = llm_options.FRAMEWORK,
+    virtual_stages: int = llm_options.VIRTUAL_STAGES,
     inference: bool = typer.Option(False, "--inference", help="Serve an LLM config: prefill and decode."),
     accelerator: str = typer.Option(None, "--accelerator", help="LLM: accelerator name or alias."),
     gpus: int = typer.Option(1, "--gpus", min=1, help="LLM: GPUs in all (replicas × TP × PP)."),
@@ -129,7 +132,7 @@ def predict_command(
 
     llm = LLMOptions(
         seq_len, micro_batch, global_batch, plan, activation_checkpointing, tensor_parallel,
-        pipeline_parallel, finetune, lora_rank, cpu_offload, attention_kernel,
+        pipeline_parallel, finetune, lora_rank, cpu_offload, attention_kernel, framework, virtual_stages,
     )  # fmt: skip
     if inference and looks_like_llm(workload):
         from perdollar.cli.llm_serving_cmd import predict_llm_inference

@@ -115,6 +115,7 @@ def recommend(
     finetune: str | None = llm_options.FINETUNE,
     lora_rank: int | None = llm_options.LORA_RANK,
     attention_kernel: str | None = llm_options.ATTENTION_KERNEL,
+    framework: str | None = llm_options.FRAMEWORK,
     rps: float | None = typer.Option(None, "--rps", help="Language model --inference: requests per second."),
     tokens_per_day: str | None = typer.Option(
         None, "--tokens-per-day", help="Language model --inference: output tokens a day (instead of --rps)."
@@ -216,6 +217,7 @@ def recommend(
         finetune=finetune,
         lora_rank=lora_rank,
         attention_kernel=attention_kernel,
+        framework=framework,
     )
     question = recommend_inputs.training_question(
         workload,
@@ -318,6 +320,7 @@ def compare_command(
     finetune: str | None = llm_options.FINETUNE,
     lora_rank: int | None = llm_options.LORA_RANK,
     attention_kernel: str | None = llm_options.ATTENTION_KERNEL,
+    framework: str | None = llm_options.FRAMEWORK,
 ) -> int:
     token_target, language_model = recommend_inputs.language_model_settings(
         workload,
@@ -333,6 +336,7 @@ def compare_command(
         finetune=finetune,
         lora_rank=lora_rank,
         attention_kernel=attention_kernel,
+        framework=framework,
     )
     target_samples = token_target or recommend_inputs.target_samples(samples, None, None)
     deadline_hours = common.parse_duration_hours(deadline, "--deadline") if deadline else None

@@ -79,6 +79,7 @@ def language_model_settings(
     finetune: str | None,
     lora_rank: int | None,
     attention_kernel: str | None = None,
+    framework: str | None = None,
 ) -> tuple[float | None, LanguageModelSettings | None]:
     """A language model's target in tokens and its settings; (None, None) for other workloads."""
     from perdollar.workload.llm import looks_like_llm, near_language_model
@@ -99,6 +100,7 @@ def language_model_settings(
             ("--finetune", finetune),
             ("--lora-rank", lora_rank),
             ("--attention-kernel", attention_kernel),
+            ("--framework", framework),
         )
         if value is not None
     ]
@@ -143,6 +145,7 @@ def language_model_settings(
         finetune=finetune,
         lora_rank=lora_rank,
         attention_kernel=attention_kernel,
+        framework=framework,
         plan=token,
     )
     return target, settings

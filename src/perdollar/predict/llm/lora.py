@@ -66,13 +66,13 @@ def adapter_flops_per_token(arch: DecoderArchitecture, rank: int) -> float:
 
 
 def _gemm(name: str, phase: str, m: float, n: int, k: int, count: float) -> OperatorRecord:
-    rows = max(int(round(m)), 1)
+    rows = max(round(m), 1)
     return OperatorRecord(
         name=name, op_class="matmul", phase=phase,  # type: ignore[arg-type]
         flops=2.0 * rows * n * k,
         bytes_read=PRODUCT_BYTES * (rows * k + k * n),
         bytes_written=PRODUCT_BYTES * rows * n,
-        dtype="bf16", count=max(int(round(count)), 1), gemm_mnk=(rows, n, k),
+        dtype="bf16", count=max(round(count), 1), gemm_mnk=(rows, n, k),
     )  # fmt: skip
 
 
@@ -119,8 +119,8 @@ def adapter_ops(
             _gemm("lora.B", "forward", rows, e, rank, 1),
             _gemm("lora.B.input_grad", "backward", rows, rank, e, 1),
             _gemm("lora.A.input_grad", "backward", rows, d, rank, 1),
-            _gemm("lora.B.weight_grad", "backward", rank, e, int(round(rows)), 1),
-            _gemm("lora.A.weight_grad", "backward", d, rank, int(round(rows)), 1),
+            _gemm("lora.B.weight_grad", "backward", rank, e, round(rows), 1),
+            _gemm("lora.A.weight_grad", "backward", d, rank, round(rows), 1),
         ]
         if framework.lora != "fused":
             ops += _around_ops(matrix, tokens, framework)

@@ -148,7 +148,9 @@ def stage_times(
             else 0.0
         ),
         tensor_parallel=tp_seconds * (1 - tensor_parallel_hidden(plan, eff)),
-        p2p=pipeline_send_seconds(plan, activation_message / tp, intra if plan.pipeline_inside_host(nodes) else inter),
+        p2p=pipeline_send_seconds(
+            plan, activation_message / tp, intra if plan.pipeline_inside_host(nodes) else inter
+        ),
         overhead=shipped_model().params.step_overhead_s,
         memory_bound_share=times.memory_bound_share,
         intra=intra,
@@ -191,8 +193,8 @@ def throughput_ceiling(
     """Tokens/s of ``plan`` before data-parallel collectives and the optimizer: never below the prediction."""
     eff = efficiency or LLMEfficiency()
     stage = stage_times(
-        arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, None, attention_kernel,
-        nodes=nodes,
+        arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, None,
+        attention_kernel, nodes=nodes,
     )
     dp = plan.data_parallel_size(gpus_per_node * nodes)
     micro_batches = max(math.ceil(global_batch / (plan.micro_batch * dp)), 1)

@@ -217,7 +217,7 @@ def predict_llm_training(
             f"the plan {plan.token()!r} cannot run here: {problem}", "choose another plan or cluster"
         )
     gpus = gpus_per_node * nodes
-    tp, pp = plan.tensor_parallel, plan.pipeline_parallel
+    pp = plan.pipeline_parallel
     dp = plan.data_parallel_size(gpus)
     dp_in_node = plan.data_parallel_in_host(gpus_per_node, nodes)
     memory, micro_batches, states = plan_memory(
