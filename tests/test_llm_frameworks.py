@@ -13,9 +13,17 @@ import pytest
 from perdollar import catalog
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm import TrainingPlan, parse_plan, predict_llm_training
+from perdollar.predict.llm import collectives as cx
+from perdollar.predict.llm.context_expert import (
+    context_ring_bytes,
+    expert_all_to_all_bytes,
+    expert_all_to_all_seconds,
+)
 from perdollar.predict.llm.frameworks import FRAMEWORKS, framework_for
 from perdollar.predict.llm.lora import adapter_flops_per_token, adapter_ops, adapter_saved_bytes_per_token
+from perdollar.predict.llm.memory import model_states
 from perdollar.predict.llm.stage import LLMEfficiency, stage_times
+from perdollar.predict.llm.step import plan_problem
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 # hidden 64, 4 layers, 4 heads of 16 with 2 KV heads, gated MLP of 128, vocabulary 1000.
@@ -155,3 +163,44 @@ def test_predict_refuses_an_unknown_framework_in_one_line() -> None:
     done = _cli("llama-3.1-8b", "--instance", "p5.48xlarge", "--finetune", "lora", "--framework", "keras")
     assert done.returncode != 0
     assert "unknown training framework" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+TINY_MOE = replace(TINY, name="tiny-moe", num_experts=8, experts_per_token=2)
+NO_LATENCY = cx.Link(bandwidth=1e9, latency=0.0, name="test")
+
+
+def test_expert_all_to_all_sends_all_but_the_local_share() -> None:
+    plan = TrainingPlan("ddp", expert_parallel=4)
+    # 1000 tokens × 2 experts each × 64 wide × 2 bytes, of which each rank keeps a quarter.
+    assert expert_all_to_all_bytes(TINY_MOE, plan, 1000) == pytest.approx(1000 * 2 * 64 * 2 * 3 / 4)
+    # Two all-to-alls forward and two backward in each of the 4 MoE layers, one sequence of 256.
+    seconds = expert_all_to_all_seconds(TINY_MOE, replace(plan, micro_batch=1), 256, 4, NO_LATENCY)
+    assert seconds == pytest.approx(4 * 4 * 256 * 2 * 64 * 2 * 3 / 4 / 1e9)
+
+
+def test_context_ring_sends_keys_and_values_c_minus_one_times_each_way() -> None:
+    plan = TrainingPlan("ddp", context_parallel=4, micro_batch=2)
+    chunk = 2 * 1024 / 4 * 2 * 32 * 2  # 2 sequences × 256 local tokens × K and V of 32 wide, bf16
+    assert context_ring_bytes(TINY, plan, 1024) == pytest.approx(3 * 3 * chunk)
+    assert context_ring_bytes(TINY, replace(plan, context_parallel=1), 1024) == 0.0
+
+
+def test_expert_parallel_splits_the_experts_states_and_needs_experts() -> None:
+    dense_problem = plan_problem(TrainingPlan("ddp", expert_parallel=2), TINY, 8, 1, 64)
+    assert "mixture-of-experts" in dense_problem
+    assert "does not divide the model's 8 experts" in plan_problem(
+        TrainingPlan("ddp", expert_parallel=3), TINY_MOE, 6, 1, 60
+    )
+    whole = model_states(TINY_MOE, TrainingPlan("ddp"), data_parallel=8, data_parallel_in_node=8)
+    split = model_states(
+        TINY_MOE, TrainingPlan("ddp", expert_parallel=4), data_parallel=8, data_parallel_in_node=8
+    )
+    routed = TINY_MOE.params_by_role()["routed_experts"]
+    assert whole.weights - split.weights == pytest.approx(2.0 * routed * 3 / 4)  # bf16 weights
+
+
+def test_context_parallel_keeps_a_chunk_of_each_sequence(h100) -> None:  # type: ignore[no-untyped-def]
+    whole = _predict(h100, TrainingPlan("ddp", micro_batch=1), seq_len=1024)
+    split = _predict(h100, TrainingPlan("ddp", micro_batch=1, context_parallel=2), seq_len=1024)
+    assert split.memory_gib["activations"] < whole.memory_gib["activations"]
+    assert split.breakdown_s["context-parallel ring"] > 0

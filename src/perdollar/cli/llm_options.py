@@ -43,4 +43,10 @@ FRAMEWORK = typer.Option(
 VIRTUAL_STAGES = typer.Option(
     None, "--virtual-stages", min=1, help="Language model: interleaved 1F1B, model chunks per pipeline rank."
 )
+CONTEXT_PARALLEL = typer.Option(
+    None, "--context-parallel", min=1, help="Language model: ranks splitting each sequence (ring attention)."
+)
+EXPERT_PARALLEL = typer.Option(
+    None, "--expert-parallel", min=1, help="Language model (MoE): ranks splitting the routed experts."
+)
 TOKENS = typer.Option(None, "--tokens", help="Language model: target tokens, e.g. 2e10.")

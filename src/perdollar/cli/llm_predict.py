@@ -25,6 +25,8 @@ class LLMOptions:
     attention_kernel: str | None = None
     framework: str | None = None
     virtual_stages: int | None = None
+    context_parallel: int | None = None
+    expert_parallel: int | None = None
 
     def given(self) -> list[str]:
         names = {
@@ -41,6 +43,8 @@ class LLMOptions:
             "attention_kernel": "--attention-kernel",
             "framework": "--framework",
             "virtual_stages": "--virtual-stages",
+            "context_parallel": "--context-parallel",
+            "expert_parallel": "--expert-parallel",
         }
         return [flag for field, flag in names.items() if getattr(self, field) not in (None, False)]
 
@@ -60,8 +64,9 @@ def _fixed_plan(options: LLMOptions, workload: Any) -> Any:
         changes["tensor_parallel"] = options.tensor_parallel
     if options.pipeline_parallel:
         changes["pipeline_parallel"] = options.pipeline_parallel
-    if options.virtual_stages:
-        changes["virtual_stages"] = options.virtual_stages
+    for name in ("virtual_stages", "context_parallel", "expert_parallel"):
+        if getattr(options, name):
+            changes[name] = getattr(options, name)
     if options.framework:
         changes["framework"] = workload.framework
     if plan.finetune != "full" and not options.finetune:
@@ -148,6 +153,9 @@ def predict_llm(
             and (not options.activation_checkpointing or s.activation_checkpointing)
         ]
         shapes = [replace(s, cpu_offload=True) for s in shapes] if options.cpu_offload else shapes
+        fixed = {n: getattr(options, n) for n in ("context_parallel", "expert_parallel")
+                 if getattr(options, n)}
+        shapes = [replace(s, **fixed) for s in shapes] if fixed else shapes
         if not shapes:
             asked = TrainingPlan("ddp", options.tensor_parallel or 1, options.pipeline_parallel or 1)
             why = plan_problem(asked, arch, gpus, nodes, workload.global_batch)

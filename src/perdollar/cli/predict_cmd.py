@@ -121,6 +121,8 @@ def predict_command(
     ),
     framework: str = llm_options.FRAMEWORK,
     virtual_stages: int = llm_options.VIRTUAL_STAGES,
+    context_parallel: int = llm_options.CONTEXT_PARALLEL,
+    expert_parallel: int = llm_options.EXPERT_PARALLEL,
     inference: bool = typer.Option(False, "--inference", help="Serve an LLM config: prefill and decode."),
     accelerator: str = typer.Option(None, "--accelerator", help="LLM: accelerator name or alias."),
     gpus: int = typer.Option(1, "--gpus", min=1, help="LLM: GPUs in all (replicas × TP × PP)."),
@@ -133,6 +135,7 @@ def predict_command(
     llm = LLMOptions(
         seq_len, micro_batch, global_batch, plan, activation_checkpointing, tensor_parallel,
         pipeline_parallel, finetune, lora_rank, cpu_offload, attention_kernel, framework, virtual_stages,
+        context_parallel, expert_parallel,
     )  # fmt: skip
     if inference and looks_like_llm(workload):
         from perdollar.cli.llm_serving_cmd import predict_llm_inference

@@ -189,7 +189,10 @@ def micro_batch_times(
     attention_kernel: str = "flash2",
     lora_rank: int = 16,
     framework: str = "megatron",
+    context_parallel: int = 1,
 ) -> MicroBatchTimes:
+    """One GPU's share of a micro-batch of ``seq_len``-token sequences (under context parallelism,
+    its chunk: attention then looks over ``context_parallel`` times as many keys)."""
     if attention_kernel not in ATTENTION_KERNELS:
         raise PerdollarError(
             f"unknown attention kernel {attention_kernel!r}", f"use one of {', '.join(ATTENTION_KERNELS)}"
@@ -206,6 +209,11 @@ def micro_batch_times(
         layer_ops += tuple(_split(op, tensor_parallel) for op in adapters)
     if finetune == "qlora":
         layer_ops += tuple(_split(op, tensor_parallel) for op in _dequantise_ops(arch))
+    if context_parallel > 1:
+        layer_ops = tuple(
+            replace(op, flops=op.flops * context_parallel) if op.op_class == "attention" else op
+            for op in layer_ops
+        )
     if attention_kernel == "unfused":
         layer_ops = _unfused_attention(layer_ops, arch.head_dim)
     other_ops = tuple(_split(op, tensor_parallel) for op in trace.other_ops)

@@ -19,6 +19,7 @@ import functools
 import math
 from dataclasses import dataclass
 
+from perdollar.predict.llm.context_expert import expert_divisor, expert_params_share
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
@@ -119,14 +120,20 @@ def model_states(
         frozen_b = weight_b if precision in ("fp32", "tf32") else 2.0
         per_adapted = NF4_BYTES_PER_WEIGHT if plan.finetune == "qlora" else frozen_b
         frozen_bytes = adapted * per_adapted + (total - adapted) * frozen_b
-    optimizer = 0.0 if plan.cpu_offload else trained * optim_b / model_split / shard_o
+    # Expert parallelism splits the routed experts' share of each state further (context_expert).
+    experts = expert_params_share(arch) if plan.expert_parallel > 1 else 0.0
+
+    def per_gpu(amount: float, shard: int) -> float:
+        return amount * ((1 - experts) / shard + experts / expert_divisor(plan, shard)) / model_split
+
+    optimizer = 0.0 if plan.cpu_offload else per_gpu(trained * optim_b, shard_o)
     layer_share = per_layer / max(total, 1.0)
     layer_weights = (frozen_bytes + trained * weight_b) * layer_share / plan.tensor_parallel
     return ModelStates(
-        weights=(frozen_bytes + trained * weight_b) / model_split / shard_w,
-        gradients=trained * grad_b / model_split / shard_g,
+        weights=per_gpu(frozen_bytes + trained * weight_b, shard_w),
+        gradients=per_gpu(trained * grad_b, shard_g),
         optimizer_states=optimizer,
-        trainable_params_per_gpu=trained / model_split / shard_o,
+        trainable_params_per_gpu=per_gpu(trained, shard_o),
         layer_weight_bytes=layer_weights,
         layer_gradient_bytes=trained * grad_b * layer_share / plan.tensor_parallel,
     )

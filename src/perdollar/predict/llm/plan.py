@@ -66,6 +66,8 @@ class TrainingPlan:
     data_parallel_comm: str = "overlapped"  # overlapped | blocking: DDP/ZeRO's gradient reduction
     framework: str | None = None  # a name of predict.llm.frameworks; None: the mode's default
     virtual_stages: int = 1  # interleaved 1F1B: model chunks per pipeline rank (Megatron's V)
+    context_parallel: int = 1  # ranks splitting each sequence (ring attention)
+    expert_parallel: int = 1  # data-parallel ranks splitting a MoE layer's routed experts
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -120,6 +122,8 @@ class TrainingPlan:
             "tensor_parallel",
             "pipeline_parallel",
             "virtual_stages",
+            "context_parallel",
+            "expert_parallel",
             "micro_batch",
             "gradient_accumulation",
             "lora_rank",
@@ -147,11 +151,16 @@ class TrainingPlan:
         """Data-parallel ranks of one stage inside one host."""
         stages_here = self.pipeline_parallel if self.pipeline_inside_host(nodes) else 1
         ranks = max(gpus_per_node // (self.tensor_parallel * stages_here), 1)
-        return min(self.data_parallel_size(gpus_per_node * nodes), ranks)
+        return min(self.gradient_group_size(gpus_per_node * nodes), ranks)
 
     def data_parallel_size(self, gpus: int) -> int:
-        """Replicas (or shards) of the model over ``gpus`` GPUs."""
-        return max(gpus // (self.tensor_parallel * self.pipeline_parallel), 1)
+        """Replicas (or shards) of the model over ``gpus`` GPUs, each taking whole sequences."""
+        return max(gpus // (self.tensor_parallel * self.pipeline_parallel * self.context_parallel), 1)
+
+    def gradient_group_size(self, gpus: int) -> int:
+        """Ranks holding the same weights, whose gradients are reduced (and states sharded) together:
+        data parallel × context parallel."""
+        return self.data_parallel_size(gpus) * self.context_parallel
 
     def text(self, gpus: int | None = None) -> str:
         """Readable: "FSDP full-shard over 16 GPUs, activation checkpointing, micro-batch 4, …"."""
@@ -165,6 +174,10 @@ class TrainingPlan:
         if self.pipeline_parallel > 1:
             interleaved = f", interleaved ×{self.virtual_stages}" if self.virtual_stages > 1 else ""
             parts.append(f"pipeline parallel {self.pipeline_parallel} (1F1B{interleaved})")
+        if self.context_parallel > 1:
+            parts.append(f"context parallel {self.context_parallel}")
+        if self.expert_parallel > 1:
+            parts.append(f"expert parallel {self.expert_parallel}")
         if self.finetune == "lora":
             parts.append(f"LoRA rank {self.lora_rank}")
         elif self.finetune == "qlora":
@@ -202,6 +215,10 @@ class TrainingPlan:
             parts.append(f"pp{self.pipeline_parallel}")
         if self.virtual_stages > 1:
             parts.append(f"vp{self.virtual_stages}")
+        if self.context_parallel > 1:
+            parts.append(f"cp{self.context_parallel}")
+        if self.expert_parallel > 1:
+            parts.append(f"ep{self.expert_parallel}")
         if self.finetune != "full":
             parts.append(f"{self.finetune}{self.lora_rank}")
         if self.micro_batch != 1:
@@ -228,19 +245,21 @@ class TrainingPlan:
             "finetune": self.finetune,
             "lora_rank": self.lora_rank,
             "virtual_stages": self.virtual_stages,
+            "context_parallel": self.context_parallel,
+            "expert_parallel": self.expert_parallel,
             "framework": self.resolved_framework.name,
             "token": self.token(),
         }
 
 
-_PART = re.compile(r"^(tp|pp|vp|mb|ga|lora|qlora)(\d+)(-blocking)?$")
+_PART = re.compile(r"^(tp|pp|vp|cp|ep|mb|ga|lora|qlora)(\d+)(-blocking)?$")
 
 
 def parse_plan(token: str) -> TrainingPlan:
     """The plan a :meth:`TrainingPlan.token` names; one-line error for anything else."""
     fix = (
         "write it as STRATEGY[+ac|+sac][+offload][+backward-post|+blocking][,tpN[-blocking]][,ppN]"
-        "[,vpN][,loraR|qloraR][,mbN][,gaN][,FRAMEWORK], e.g. fsdp+ac,mb4 or ddp,qlora16,unsloth"
+        "[,vpN][,cpN][,epN][,loraR|qloraR][,mbN][,gaN][,FRAMEWORK], e.g. fsdp+ac,mb4 or ddp,qlora16,unsloth"
     )
     parts = [p.strip().lower() for p in token.replace(" ", "").split(",") if p.strip()]
     if not parts:
@@ -264,6 +283,8 @@ def parse_plan(token: str) -> TrainingPlan:
         "mb": "micro_batch",
         "ga": "gradient_accumulation",
         "vp": "virtual_stages",
+        "cp": "context_parallel",
+        "ep": "expert_parallel",
     }
     for part in parts[1:]:
         if part in FRAMEWORKS:

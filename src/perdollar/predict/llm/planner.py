@@ -6,7 +6,8 @@ The search space, for G GPUs per host and H hosts: strategy ∈ {ddp, zero1, zer
 checkpointing off/on × micro-batch ∈ {1, 2, 4, …, 64} up to the largest that fits: at most
 5 × 4 × d(H) × 2 × 7 plans, each priced by arithmetic on cached traces; then
 (:func:`pipeline_shapes`) pipelines of 2 or 4 stages inside a host where the hosts cannot take a
-stage each, and every pipeline interleaved with 2 virtual stages where its layers divide. A plan
+stage each, every pipeline interleaved with 2 virtual stages where its layers divide, and for a
+mixture of experts every shape with its experts spread over 2, 4 or 8 ranks of a host. A plan
 whose throughput before data-parallel communication and the optimizer (an upper bound) cannot come within the
 margin of the best found so far is skipped.
 Price is fixed per cluster, so the fastest feasible plan is best for every objective; among
@@ -84,6 +85,7 @@ def plan_shapes(
 IN_HOST_PIPELINES = (2, 4)
 VIRTUAL_STAGES = (2,)
 PIPELINE_STRATEGIES = ("ddp", "zero1")
+EXPERT_PARALLEL = (2, 4, 8)
 
 
 def pipeline_shapes(
@@ -111,6 +113,15 @@ def pipeline_shapes(
                         )
                     )
     pipelines = [s for s in base + shapes if s.pipeline_parallel > 1]
+    if arch.is_moe:  # experts spread over the data-parallel ranks of a host
+        shapes += [
+            replace(s, expert_parallel=ep)
+            for s in base
+            for ep in EXPERT_PARALLEL
+            if arch.num_experts % ep == 0
+            and s.tensor_parallel * ep <= gpus_per_node
+            and s.data_parallel_size(gpus_per_node * nodes) % ep == 0
+        ]
     for virtual in VIRTUAL_STAGES:
         shapes += [
             replace(s, virtual_stages=virtual)

@@ -20,6 +20,12 @@ from dataclasses import dataclass, field
 
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm import collectives as cx
+from perdollar.predict.llm.context_expert import (
+    context_link,
+    context_ring_seconds,
+    expert_all_to_all_seconds,
+    expert_link,
+)
 from perdollar.predict.llm.device import micro_batch_times, weight_cast_seconds
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.params import shipped_model
@@ -83,10 +89,13 @@ class StageTimes:
     memory_bound_share: float
     intra: cx.Link
     inter: cx.Link
+    context_ring: float = 0.0  # what is left of the ring attention's traffic once its share hides
+    expert_all_to_all: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.forward + self.backward + self.recompute + self.tensor_parallel + self.p2p + self.overhead
+        communication = self.tensor_parallel + self.p2p + self.context_ring + self.expert_all_to_all
+        return self.forward + self.backward + self.recompute + communication + self.overhead
 
 
 def stage_times(
@@ -102,13 +111,16 @@ def stage_times(
     attention_kernel: str = "flash2",
     *,
     nodes: int = 1,
+    gpus_per_node: int = 8,
 ) -> StageTimes:
     tp, pp = plan.tensor_parallel, plan.pipeline_parallel
+    cp = plan.context_parallel
     times = micro_batch_times(
         arch,
         accelerator,
         micro_batch=plan.micro_batch,
-        seq_len=seq_len,
+        seq_len=seq_len // cp,
+        context_parallel=cp,
         precision=precision,
         tensor_parallel=tp,
         finetune=plan.finetune,
@@ -133,7 +145,7 @@ def stage_times(
     if plan.strategy == "ddp" and precision in ("amp-bf16", "amp-fp16") and plan.finetune == "full":
         passes = 2 if plan.activation_checkpointing else 1  # the recomputed forward casts again
         casts = passes * weight_cast_seconds(accelerator, arch.total_params / (tp * pp))
-    activation_message = plan.micro_batch * seq_len * arch.hidden_size * 2.0  # bf16 hidden states
+    activation_message = plan.micro_batch * seq_len / cp * arch.hidden_size * 2.0  # bf16 hidden states
     all_reduces = 4 + (2 if plan.activation_checkpointing else 0)
     tp_seconds = layers * cx.all_reduce_seconds(activation_message, tp, intra) * all_reduces
     return StageTimes(
@@ -155,6 +167,11 @@ def stage_times(
         memory_bound_share=times.memory_bound_share,
         intra=intra,
         inter=inter,
+        context_ring=(1 - tensor_parallel_hidden(plan, eff))
+        * context_ring_seconds(arch, plan, seq_len, layers, context_link(plan, gpus_per_node, intra, inter)),
+        expert_all_to_all=expert_all_to_all_seconds(
+            arch, plan, seq_len, layers, expert_link(plan, gpus_per_node, intra, inter)
+        ),
     )
 
 
@@ -194,7 +211,7 @@ def throughput_ceiling(
     eff = efficiency or LLMEfficiency()
     stage = stage_times(
         arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, None,
-        attention_kernel, nodes=nodes,
+        attention_kernel, nodes=nodes, gpus_per_node=gpus_per_node,
     )
     dp = plan.data_parallel_size(gpus_per_node * nodes)
     micro_batches = max(math.ceil(global_batch / (plan.micro_batch * dp)), 1)

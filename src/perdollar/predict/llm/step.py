@@ -107,6 +107,14 @@ def plan_problem(
             f"pipeline parallel {pp} neither divides {nodes} hosts nor fits in a host of {gpus_per_node} "
             f"GPUs beside tensor parallel {tp}"
         )
+    if (gpus_per_node * nodes) % (tp * pp * plan.context_parallel):
+        return (
+            f"tensor {tp} × pipeline {pp} × context parallel {plan.context_parallel} does not divide "
+            f"{gpus_per_node * nodes} GPUs"
+        )
+    experts = expert_parallel_problem(plan, arch, plan.gradient_group_size(gpus_per_node * nodes))
+    if experts:
+        return experts
     chunks = pp * plan.virtual_stages  # interleaving splits each stage's layers into its chunks
     shape = pipeline_parallel_problem(arch, chunks) or tensor_parallel_problem(arch, tp, serving=False)
     if shape:
@@ -115,6 +123,20 @@ def plan_problem(
         return "HSDP replicates across hosts: it needs at least 2 hosts per pipeline stage"
     data_parallel = plan.data_parallel_size(gpus_per_node * nodes)
     return global_batch_problem(global_batch, data_parallel, plan.micro_batch)
+
+
+def expert_parallel_problem(plan: TrainingPlan, arch: DecoderArchitecture, group: int) -> str:
+    """Why the plan's expert parallelism cannot split this model's experts ('' when it can)."""
+    ep = plan.expert_parallel
+    if ep < 2:
+        return ""
+    if not arch.is_moe:
+        return f"expert parallel {ep} needs a mixture-of-experts model; {arch.name} is dense"
+    if arch.num_experts % ep:
+        return f"expert parallel {ep} does not divide the model's {arch.num_experts} experts"
+    if group % ep:
+        return f"expert parallel {ep} does not divide the {group} data- and context-parallel ranks"
+    return ""
 
 
 def global_batch_problem(global_batch: int, data_parallel: int, micro_batch: int) -> str:
@@ -155,14 +177,16 @@ def plan_memory(
     states = model_states(
         arch,
         plan,
-        data_parallel=data_parallel,
+        data_parallel=plan.gradient_group_size(gpus),
         data_parallel_in_node=plan.data_parallel_in_host(gpus_per_node, nodes),
         precision=precision,
     )
-    per_sequence = layer_trace(arch, 1, seq_len, precision, train_base=plan.finetune == "full")
+    # Context parallelism: each rank keeps the activations of its 1/c of every sequence.
+    local_len = seq_len // plan.context_parallel
+    per_sequence = layer_trace(arch, 1, local_len, precision, train_base=plan.finetune == "full")
     # Unfused attention keeps its 16-bit probabilities for the backward: heads × sequence² a layer.
-    scores = 2.0 * arch.num_attention_heads * seq_len**2 if attention_kernel == "unfused" else 0.0
-    layer_saved, other_saved = framework_saved_bytes(arch, plan, per_sequence, seq_len)
+    scores = 2.0 * arch.num_attention_heads * local_len * seq_len if attention_kernel == "unfused" else 0.0
+    layer_saved, other_saved = framework_saved_bytes(arch, plan, per_sequence, local_len)
     memory = memory_per_gpu(
         arch,
         plan,
@@ -212,13 +236,16 @@ def predict_llm_training(
     """Throughput, memory and bottleneck of ``plan`` on ``nodes`` hosts of ``gpus_per_node`` GPUs."""
     eff = efficiency or LLMEfficiency()
     problem = plan_problem(plan, arch, gpus_per_node, nodes, global_batch)
+    if not problem and seq_len % (2 * plan.context_parallel) and plan.context_parallel > 1:
+        cp = plan.context_parallel
+        problem = f"context parallel {cp} needs sequences that split into 2 × {cp} equal chunks"
     if problem:
         raise PerdollarError(
             f"the plan {plan.token()!r} cannot run here: {problem}", "choose another plan or cluster"
         )
     gpus = gpus_per_node * nodes
     pp = plan.pipeline_parallel
-    dp = plan.data_parallel_size(gpus)
+    dp = plan.gradient_group_size(gpus)  # the ranks whose gradients are reduced together
     dp_in_node = plan.data_parallel_in_host(gpus_per_node, nodes)
     memory, micro_batches, states = plan_memory(
         arch,
@@ -235,7 +262,7 @@ def predict_llm_training(
     plan = replace(plan, gradient_accumulation=micro_batches)
     times = stage_times(
         arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, interconnect,
-        attention_kernel, nodes=nodes,
+        attention_kernel, nodes=nodes, gpus_per_node=gpus_per_node,
     )
     forward, backward, recompute = times.forward, times.backward, times.recompute
     tp_seconds, p2p, overhead, stage = times.tensor_parallel, times.p2p, times.overhead, times.total
@@ -277,6 +304,8 @@ def predict_llm_training(
         "compute": compute_total * (1 - times.memory_bound_share),
         "memory-bound kernels": compute_total * times.memory_bound_share,
         "tensor-parallel all-reduce": micro_batches * tp_seconds,
+        "context-parallel ring": micro_batches * times.context_ring,
+        "expert all-to-all": micro_batches * times.expert_all_to_all,
         "pipeline send/receive": micro_batches * p2p,
         "pipeline bubble": bubble,
         **{f"exposed {name}": seconds for name, seconds in exposed.items()},
@@ -285,7 +314,7 @@ def predict_llm_training(
     # A calibration from the user's own runs scales the whole step, each part alike.
     breakdown = {k: v / eff.calibration_factor for k, v in breakdown.items() if v > 0}
     step = (micro_batches * stage + bubble + sum(exposed.values()) + optimizer) / eff.calibration_factor
-    sequences = micro_batches * plan.micro_batch * dp
+    sequences = micro_batches * plan.micro_batch * plan.data_parallel_size(gpus)
     tokens_per_second = sequences * seq_len / step
     mfu = (
         tokens_per_second
@@ -350,7 +379,9 @@ def _bottleneck(breakdown: dict[str, float]) -> str:
     groups = {
         "compute": breakdown.get("compute", 0.0),
         "memory-bandwidth": breakdown.get("memory-bound kernels", 0.0) + breakdown.get("optimizer", 0.0),
-        "communication": sum(v for k, v in breakdown.items() if "all-" in k or "reduce" in k or "send" in k),
+        "communication": sum(
+            v for k, v in breakdown.items() if any(w in k for w in ("all-", "reduce", "send", "ring"))
+        ),
         "pipeline-bubble": breakdown.get("pipeline bubble", 0.0),
     }
     return max(groups, key=lambda k: groups[k])
