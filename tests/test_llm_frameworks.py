@@ -204,3 +204,13 @@ def test_context_parallel_keeps_a_chunk_of_each_sequence(h100) -> None:  # type:
     split = _predict(h100, TrainingPlan("ddp", micro_batch=1, context_parallel=2), seq_len=1024)
     assert split.memory_gib["activations"] < whole.memory_gib["activations"]
     assert split.breakdown_s["context-parallel ring"] > 0
+
+
+def test_peft_under_fsdp_keeps_gradients_of_the_frozen_base_too() -> None:
+    def gradients(framework: str) -> float:
+        plan = TrainingPlan("fsdp", finetune="lora", lora_rank=8, framework=framework)
+        return model_states(TINY, plan, data_parallel=8, data_parallel_in_node=8).gradients
+
+    # bf16 gradients of every parameter, sharded 8 ways; torchtune's FSDP2 keeps the adapters' only.
+    assert gradients("hf") == pytest.approx(2.0 * TINY.total_params / 8)
+    assert gradients("torchtune") == pytest.approx(2.0 * 8 * 4 * FAN_SUM / 8)  # rank 8, 4 layers

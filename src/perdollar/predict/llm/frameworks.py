@@ -66,6 +66,10 @@ class Framework:
     loss: str  # upcast | chunked | kernel | fused
     eager_host: bool  # Python dispatches every operator: the host bounds small steps
     source: str
+    fused_projections: bool = False  # q, k, v one matrix and gate, up one: one adapter each
+    # Under FSDP, LoRA's frozen base shares each layer's flat parameter with its adapters and gets a
+    # gradient too (FSDP1 with use_orig_params=True, as Accelerate wraps a PEFT model by layer).
+    fsdp_frozen_gradients: bool = False
 
     def __post_init__(self) -> None:
         if self.lora not in LORA_KERNELS or self.loss not in LOSS_KERNELS:
@@ -80,7 +84,10 @@ FRAMEWORKS: dict[str, Framework] = {
             adapter_dropout=True, loss="upcast", eager_host=True,
             source="huggingface/peft tuners/lora/layer.py (LoraLayer, autocast_adapter_dtype=True) and "
             "transformers loss/loss_utils.py ForCausalLMLoss (logits.float()), 2025; Trainer runs eager "
-            "unless torch_compile=True",
+            "unless torch_compile=True; Accelerate's FSDP wraps by decoder layer with use_orig_params, and "
+            "PyTorch's FSDP documentation says mixing frozen and trained parameters in one flat parameter "
+            "costs the gradient memory of not freezing them",
+            fsdp_frozen_gradients=True,
         ),
         Framework(
             "deepspeed", "DeepSpeed ZeRO around a Hugging Face model (PEFT for LoRA)", fused_chains=False,
@@ -114,7 +121,8 @@ FRAMEWORKS: dict[str, Framework] = {
             "nemo", "NeMo (Megatron-Core)", fused_chains=True, lora="modules", adapter_bytes=2.0,
             adapter_dropout=False, loss="fused", eager_host=False,
             source="NVIDIA NeMo ParallelLinearAdapter (LoRA, dropout 0.0 by default, model precision) "
-            "on Megatron-Core's fused kernels",
+            "on Megatron-Core's fused kernels and its fused linear_qkv and linear_fc1 projections",
+            fused_projections=True,
         ),
         Framework(
             "composer", "MosaicML Composer / LLM Foundry", fused_chains=True, lora="modules",

@@ -37,15 +37,24 @@ class AdaptedMatrix:
     reads: str
 
 
-def adapted_matrices(arch: DecoderArchitecture) -> tuple[AdaptedMatrix, ...]:
-    """The attention and MLP matrices LoRA adapts in an average layer, as a token passes them."""
+def adapted_matrices(
+    arch: DecoderArchitecture, fused_projections: bool = False
+) -> tuple[AdaptedMatrix, ...]:
+    """The attention and MLP matrices LoRA adapts in an average layer, as a token passes them.
+
+    ``fused_projections``: the framework's layer holds q, k and v as one matrix and the MLP's
+    gate and up as one (Megatron-Core's ``linear_qkv`` and ``linear_fc1``): one adapter each."""
     hidden, q_out, kv = arch.hidden_size, arch.num_attention_heads * arch.head_dim, arch.kv_dim
-    matrices = [
-        AdaptedMatrix(hidden, q_out, 1.0, "attention"),
-        AdaptedMatrix(hidden, kv, 1.0, "attention"),
-        AdaptedMatrix(hidden, kv, 1.0, "attention"),
-        AdaptedMatrix(q_out, hidden, 1.0, "attention-output"),
-    ]
+    projections = (
+        [AdaptedMatrix(hidden, q_out + 2 * kv, 1.0, "attention")]
+        if fused_projections
+        else [
+            AdaptedMatrix(hidden, q_out, 1.0, "attention"),
+            AdaptedMatrix(hidden, kv, 1.0, "attention"),
+            AdaptedMatrix(hidden, kv, 1.0, "attention"),
+        ]
+    )
+    matrices = [*projections, AdaptedMatrix(q_out, hidden, 1.0, "attention-output")]
     moe_share = arch.moe_layers / arch.num_layers if arch.is_moe else 0.0
     widths = [(arch.experts_per_token * moe_share, arch.intermediate_size)]
     if arch.is_moe and arch.shared_intermediate_size:
@@ -55,7 +64,10 @@ def adapted_matrices(arch: DecoderArchitecture) -> tuple[AdaptedMatrix, ...]:
         if passes <= 0:
             continue
         ups = 2 if arch.gated_mlp else 1
-        matrices += [AdaptedMatrix(hidden, width, passes, f"mlp-{width}") for _ in range(ups)]
+        if fused_projections:
+            matrices.append(AdaptedMatrix(hidden, ups * width, passes, f"mlp-{width}"))
+        else:
+            matrices += [AdaptedMatrix(hidden, width, passes, f"mlp-{width}") for _ in range(ups)]
         matrices.append(AdaptedMatrix(width, hidden, passes, f"mlp-down-{width}"))
     return tuple(matrices)
 
@@ -111,7 +123,7 @@ def adapter_ops(
 ) -> tuple[OperatorRecord, ...]:
     """One layer's adapter operators for a micro-batch of ``tokens`` tokens, forward and backward."""
     ops: list[OperatorRecord] = []
-    for matrix in adapted_matrices(arch):
+    for matrix in adapted_matrices(arch, framework.fused_projections):
         rows = tokens * matrix.per_token
         d, e = matrix.fan_in, matrix.fan_out
         ops += [
@@ -129,7 +141,7 @@ def adapter_ops(
 
 def adapter_saved_bytes_per_token(arch: DecoderArchitecture, rank: int, framework: Framework) -> float:
     """What one layer's adapters keep for the backward, per token (see the module's docstring)."""
-    matrices = adapted_matrices(arch)
+    matrices = adapted_matrices(arch, framework.fused_projections)
     narrow = sum(PRODUCT_BYTES * rank * m.per_token for m in matrices)  # A's outputs, for B's gradient
     separate_inputs = framework.lora != "fused" and (framework.adapter_dropout or framework.adapter_bytes > 2)
     if separate_inputs:

@@ -95,6 +95,7 @@ class ModelStates:
     trainable_params_per_gpu: float  # what the optimizer steps on one GPU
     layer_weight_bytes: float  # one layer's weights on one GPU, unsharded (for FSDP's buffers)
     layer_gradient_bytes: float
+    gradient_share: float = 1.0  # gradient elements reduced per trained parameter (see model_states)
 
     @property
     def total(self) -> float:
@@ -126,16 +127,22 @@ def model_states(
     def per_gpu(amount: float, shard: int) -> float:
         return amount * ((1 - experts) / shard + experts / expert_divisor(plan, shard)) / model_split
 
+    # FSDP's flat parameter of a layer mixing frozen and trained weights (use_orig_params) keeps,
+    # and reduce-scatters, a gradient of the whole of it (PyTorch's FSDP documentation).
+    graded = trained
+    if plan.finetune != "full" and plan.strategy in ("fsdp", "hsdp"):
+        graded = total if plan.resolved_framework.fsdp_frozen_gradients else trained
     optimizer = 0.0 if plan.cpu_offload else per_gpu(trained * optim_b, shard_o)
     layer_share = per_layer / max(total, 1.0)
     layer_weights = (frozen_bytes + trained * weight_b) * layer_share / plan.tensor_parallel
     return ModelStates(
         weights=per_gpu(frozen_bytes + trained * weight_b, shard_w),
-        gradients=per_gpu(trained * grad_b, shard_g),
+        gradients=per_gpu(graded * grad_b, shard_g),
         optimizer_states=optimizer,
         trainable_params_per_gpu=per_gpu(trained, shard_o),
         layer_weight_bytes=layer_weights,
-        layer_gradient_bytes=trained * grad_b * layer_share / plan.tensor_parallel,
+        layer_gradient_bytes=graded * grad_b * layer_share / plan.tensor_parallel,
+        gradient_share=graded / max(trained, 1.0),
     )
 
 

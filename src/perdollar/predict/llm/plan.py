@@ -225,8 +225,10 @@ class TrainingPlan:
             parts.append(f"mb{self.micro_batch}")
         if self.gradient_accumulation != 1:
             parts.append(f"ga{self.gradient_accumulation}")
-        if self.framework:
-            parts.append(self.framework)
+        # Fine-tuning runs name their framework always (it sets their speed and memory most); full
+        # training only when one was chosen, so that its default tokens read as before.
+        if self.framework or self.finetune != "full":
+            parts.append(self.resolved_framework.name)
         return ",".join(parts)
 
     def to_dict(self) -> dict[str, object]:

@@ -271,7 +271,7 @@ def predict_llm_training(
     trained = states.trainable_params_per_gpu * (
         dp if plan.strategy in ("zero1", "zero2", "fsdp") else dp_in_node if plan.strategy == "hsdp" else 1
     )
-    grad_bytes = trained * grad_b
+    grad_bytes = trained * grad_b * states.gradient_share
     weight_bytes = states.weights * (
         dp if plan.strategy == "fsdp" else dp_in_node if plan.strategy == "hsdp" else 1
     )
