@@ -23,7 +23,7 @@ ACTIVATION_CHECKPOINTING = typer.Option(
 )
 TENSOR_PARALLEL = typer.Option(None, "--tensor-parallel", min=1, help="With --plan: TP size.")
 PIPELINE_PARALLEL = typer.Option(
-    None, "--pipeline-parallel", min=1, help="With --plan: pipeline stages across hosts."
+    None, "--pipeline-parallel", min=1, help="With --plan: pipeline stages (across hosts, or inside one)."
 )
 FINETUNE = typer.Option(None, "--finetune", help="Language model: full, lora or qlora.")
 LORA_RANK = typer.Option(None, "--lora-rank", min=1, help="Language model: LoRA rank.")

@@ -112,7 +112,7 @@ def predict_command(
         False, "--activation-checkpointing", help="LLM: recompute activations in the backward pass."
     ),
     tensor_parallel: int = typer.Option(None, "--tensor-parallel", min=1, help="LLM: TP in a host."),
-    pipeline_parallel: int = typer.Option(None, "--pipeline-parallel", min=1, help="LLM: PP over hosts."),
+    pipeline_parallel: int = typer.Option(None, "--pipeline-parallel", min=1, help="LLM: pipeline stages."),
     finetune: str = typer.Option(None, "--finetune", help="LLM: full, lora or qlora."),
     lora_rank: int = typer.Option(None, "--lora-rank", min=1, help="LLM: LoRA rank (default 16)."),
     cpu_offload: bool = typer.Option(False, "--cpu-offload", help="LLM: optimizer on CPU."),

@@ -1,11 +1,13 @@
 """How a language model's training step is spread over GPUs: a training plan, its text and token.
 
 A plan names the data-parallel strategy (how weights, gradients and optimizer states are
-sharded), tensor parallelism inside a host, pipeline parallelism across hosts, activation
+sharded), tensor parallelism inside a host, pipeline parallelism across hosts (or inside one
+when the hosts cannot take a stage each; interleaved over virtual stages), context and expert
+parallelism, the framework that runs it (:mod:`perdollar.predict.llm.frameworks`), activation
 checkpointing (full: each layer recomputed from its input; selective: PyTorch's per-operator
 policy, keeping attention's and every other matrix product's outputs), the micro-batch and
 gradient accumulation, and the fine-tuning mode. Its token (``fsdp+ac,mb4,ga8``,
-``fsdp+sac,mb2``, ``hsdp,tp8,pp2``, ``ddp,lora16``) is compact and parses back.
+``fsdp+sac,mb2``, ``hsdp,tp8,pp2,vp2``, ``ddp,lora16,hf``) is compact and parses back.
 
 Tensor parallelism's collectives either run beside the matrix products they feed (the default,
 and what the planner proposes: Megatron-Core's ``--tp-comm-overlap``, torchtitan's async TP) or
