@@ -4,9 +4,9 @@ A row's ``config`` names a bundled config (``workload/llm/configs/NAME.json``) o
 GPT-style one inline (``gpt2:n_embd=2048,n_layer=24,…``) for the sizes papers make up. GPU names
 go through the catalog's aliases. A blank micro-batch (the source does not state it) is one
 sequence per step under pipeline parallelism and the whole local batch otherwise, with the
-accumulation that makes up the global batch. Rows whose plan the model cannot express (context
-parallelism) are counted, not predicted; interleaved pipelines (virtual stages) are predicted as
-plain 1F1B, whose bubble is larger.
+accumulation that makes up the global batch. Interleaved pipelines run their virtual stages,
+context-parallel rows their ring, and each row runs under the framework its source names
+(:func:`framework_of`).
 
 GPUs that differ from the catalog's part: torchtitan's H100 tables ran on Meta's Grand Teton
 hosts, whose H100s carry 96 GB of HBM2e at 2.4 TB/s and a 500 W power limit (the source's
@@ -74,7 +74,9 @@ class PublishedRun:
     tensor_parallel_comm: str  # overlapped | blocking (see tensor_parallel_comm_of)
     backward_prefetch: str  # pre | post (see backward_prefetch_of)
     data_parallel_comm: str  # overlapped | blocking (see data_parallel_comm_of)
-    virtual_pipeline: int  # interleaved 1F1B stages per GPU; the model runs plain 1F1B
+    virtual_pipeline: int  # interleaved 1F1B model chunks per GPU
+    context_parallel: int
+    framework: str  # a name of perdollar.predict.llm.frameworks
     tokens_per_second: float  # published, total over all GPUs
     notes: str
 
@@ -94,6 +96,9 @@ class PublishedRun:
             tensor_parallel_comm=self.tensor_parallel_comm,
             backward_prefetch=self.backward_prefetch,
             data_parallel_comm=self.data_parallel_comm,
+            virtual_stages=self.virtual_pipeline,
+            context_parallel=self.context_parallel,
+            framework=self.framework,
         )
 
     def describe(self) -> str:
@@ -126,6 +131,15 @@ def attention_kernel_of(framework: str) -> str:
     if "Megatron-Core" in framework:
         return "native"
     return "unfused" if framework.startswith("Megatron-LM (") else "flash2"
+
+
+def framework_of(framework: str) -> str:
+    """The framework record a source's trainer is: NeMo (its LoRA adapters too), Megatron-LM and
+    -Core, LLM Foundry on Composer, torchtitan; fms-fsdp (FSDP, torch.compile, SDPA) as torchtitan."""
+    for words, name in (("NeMo", "nemo"), ("Megatron", "megatron"), ("Composer", "composer")):
+        if words in framework:
+            return name
+    return "torchtitan"
 
 
 def tensor_parallel_comm_of(framework: str, notes: str) -> str:
@@ -191,12 +205,10 @@ def load_runs(path: Path) -> tuple[list[PublishedRun], dict[str, int]]:
     unusable: dict[str, int] = {}
     with path.open(encoding="utf-8", newline="") as handle:
         for index, row in enumerate(csv.DictReader(handle)):
-            if _int(row["context_parallel"], 1) > 1:
-                unusable["context parallelism"] = unusable.get("context parallelism", 0) + 1
-                continue
             gpus = int(row["gpu_count"])
             tp, pp = _int(row["tensor_parallel"], 1), _int(row["pipeline_parallel"], 1)
-            dp = _int(row["data_parallel"], gpus // (tp * pp))
+            cp = _int(row["context_parallel"], 1)
+            dp = _int(row["data_parallel"], gpus // (tp * pp * cp))
             global_batch = int(row["global_batch"] or row["batch_size"])
             micro = _int(row["micro_batch"], 1 if pp > 1 else max(1, global_batch // dp))
             accumulation = _int(row["gradient_accumulation"], max(1, global_batch // (micro * dp)))
@@ -232,6 +244,8 @@ def load_runs(path: Path) -> tuple[list[PublishedRun], dict[str, int]]:
                     backward_prefetch=backward_prefetch_of(row["framework"], row["strategy"]),
                     data_parallel_comm=data_parallel_comm_of(row["framework"]),
                     virtual_pipeline=_int(row["virtual_pipeline"], 1),
+                    context_parallel=cp,
+                    framework=framework_of(row["framework"]),
                     tokens_per_second=float(row["throughput"]) * (gpus if per_gpu else 1),
                     notes=row["notes"],
                 )

@@ -71,8 +71,9 @@ REFUSED = [
         id="training-searched-pp",
     ),
     pytest.param(
-        "predict gpt-125m --instance p4d.24xlarge --global-batch 7",
-        ("global batch 7", "8 data-parallel ranks", "nearest that divide evenly: 8"),
+        # Two hosts: every plan keeps at least 2 data-parallel ranks (tensor parallel 8 splits no 12 heads).
+        "predict gpt-125m --instance p4d.24xlarge --nodes 2 --global-batch 7",
+        ("global batch 7", "16 data-parallel ranks", "nearest that divide evenly: 16"),
         id="training-searched-global-batch",
     ),
     pytest.param(
@@ -142,10 +143,15 @@ def test_the_planner_never_proposes_a_split_the_heads_or_the_batch_forbid() -> N
     ranks = 8 // plan.tensor_parallel
     assert 12 % plan.tensor_parallel == 0
     assert ranks * plan.micro_batch * plan.gradient_accumulation == 24 == found.best.global_batch
-    # Only the tensor-parallel 8 plan (one data-parallel rank) splits a batch of 7; its heads forbid it.
-    none = search_plans(arch, h100, gpus_per_node=8, nodes=1, seq_len=512, global_batch=7)
+    # One data-parallel rank splits a batch of 7: tensor parallel 8 (its heads forbid it) or a
+    # pipeline inside the host beside tensor parallel 4 or 2.
+    one = search_plans(arch, h100, gpus_per_node=8, nodes=1, seq_len=512, global_batch=7)
+    assert one.best is not None and one.best.plan.data_parallel_size(8) == 1
+    assert one.best.plan.pipeline_inside_host(1) and 12 % one.best.plan.tensor_parallel == 0
+    # Over two hosts every plan keeps 2 data-parallel ranks at least.
+    none = search_plans(arch, h100, gpus_per_node=8, nodes=2, seq_len=512, global_batch=7)
     assert none.best is None and none.nearest_miss is None
-    assert "global batch 7" in none.problem and "nearest that divide evenly: 8" in none.problem
+    assert "global batch 7" in none.problem and "nearest that divide evenly: 16" in none.problem
 
 
 def test_a_serving_search_excludes_degrees_the_heads_forbid_with_the_reason() -> None:

@@ -23,7 +23,10 @@ from perdollar.workload.llm import load_llm_workload
             TrainingPlan("fsdp", activation_checkpointing=True, micro_batch=4, gradient_accumulation=8),
         ),
         ("hsdp,tp8,pp2", TrainingPlan("hsdp", tensor_parallel=8, pipeline_parallel=2)),
-        ("ddp,qlora64,mb2", TrainingPlan("ddp", finetune="qlora", lora_rank=64, micro_batch=2)),
+        (
+            "ddp,qlora64,mb2,hf",
+            TrainingPlan("ddp", finetune="qlora", lora_rank=64, micro_batch=2, framework="hf"),
+        ),
         ("zero2+offload", TrainingPlan("zero2", cpu_offload=True)),
         (
             "fsdp+ac+backward-post,mb2",
@@ -60,7 +63,8 @@ def test_tokens_parse_back(token: str, plan: TrainingPlan) -> None:
 def test_text_names_everything() -> None:
     plan = TrainingPlan("fsdp", activation_checkpointing=True, micro_batch=4, gradient_accumulation=8)
     assert plan.text(16) == (
-        "FSDP full-shard over 16 GPUs, activation checkpointing, micro-batch 4, accumulation 8"
+        "FSDP full-shard over 16 GPUs, activation checkpointing, micro-batch 4, accumulation 8,"
+        " under Megatron-Core with Transformer Engine"
     )
 
 

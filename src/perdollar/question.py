@@ -119,6 +119,13 @@ class LanguageModelSettings:
         "FlashAttention-2 reaches about 2/3 of the tensor-core peak.",
         scope="training",
     )
+    # None: the fine-tuning mode's default (hf for lora/qlora, megatron for full training).
+    framework: str | None = declared(
+        None, "--framework",
+        "Language model: the training framework: hf (Trainer + PEFT; default for lora/qlora), deepspeed,"
+        " torchtune, unsloth, torchtitan, megatron (default for full training), nemo or composer.",
+        scope="training",
+    )
     # Serving: tokens in and out of a request and the latency objectives (p99, milliseconds).
     input_tokens: int | None = declared(
         None, "--input-tokens", "Language model serving: prompt tokens per request (default 1000).",

@@ -53,6 +53,7 @@ def load_language_model(question: Question) -> LLMWorkload:
         finetune=settings.finetune,
         lora_rank=settings.lora_rank,
         attention_kernel=settings.attention_kernel,
+        framework=settings.framework,
     )
 
 
@@ -65,6 +66,8 @@ def fixed_plan(settings: LanguageModelSettings, workload: LLMWorkload) -> Traini
         plan = replace(plan, finetune=workload.finetune, lora_rank=workload.lora_rank)
     if workload.micro_batch:
         plan = replace(plan, micro_batch=workload.micro_batch)
+    if workload.framework:
+        plan = replace(plan, framework=workload.framework)
     return plan
 
 

@@ -28,6 +28,11 @@ def _fixed_plan(settings: LanguageModelSettings, flags: PlanFlags, workload: Any
         changes["tensor_parallel"] = flags.tensor_parallel
     if flags.pipeline_parallel:
         changes["pipeline_parallel"] = flags.pipeline_parallel
+    for name in ("virtual_stages", "context_parallel", "expert_parallel"):
+        if getattr(flags, name):
+            changes[name] = getattr(flags, name)
+    if settings.framework:
+        changes["framework"] = workload.framework
     if plan.finetune != "full" and not settings.finetune:
         changes.pop("finetune")
         changes.pop("lora_rank")
@@ -69,6 +74,7 @@ def predict_llm(
         finetune=settings.finetune,
         lora_rank=settings.lora_rank,
         attention_kernel=settings.attention_kernel,
+        framework=settings.framework,
     )
     accelerator = cat.accelerators.get(instance.accelerator_key or "")
     if accelerator is None or (instance.accelerator_count or 0) < 1:
@@ -103,12 +109,18 @@ def predict_llm(
     else:
         shapes = [
             s
-            for s in plan_shapes(arch, gpus, nodes, finetune=workload.finetune, lora_rank=workload.lora_rank)
+            for s in plan_shapes(
+                arch, gpus, nodes, finetune=workload.finetune, lora_rank=workload.lora_rank,
+                framework=workload.framework,
+            )
             if (flags.tensor_parallel is None or s.tensor_parallel == flags.tensor_parallel)
+            and (flags.virtual_stages is None or s.virtual_stages == flags.virtual_stages)
             and (flags.pipeline_parallel is None or s.pipeline_parallel == flags.pipeline_parallel)
             and (not flags.activation_checkpointing or s.activation_checkpointing)
         ]
         shapes = [replace(s, cpu_offload=True) for s in shapes] if flags.cpu_offload else shapes
+        fixed = {n: getattr(flags, n) for n in ("context_parallel", "expert_parallel") if getattr(flags, n)}
+        shapes = [replace(s, **fixed) for s in shapes] if fixed else shapes
         if not shapes:
             asked = TrainingPlan("ddp", flags.tensor_parallel or 1, flags.pipeline_parallel or 1)
             why = plan_problem(asked, arch, gpus, nodes, workload.global_batch)

@@ -29,8 +29,21 @@ class PlanFlags:
         unit="GPUs", minimum=1,
     )
     pipeline_parallel: int | None = declared(
-        None, "--pipeline-parallel", "With --plan (or --inference): pipeline stages.", unit="stages",
+        None, "--pipeline-parallel",
+        "With --plan (or --inference): pipeline stages, across hosts or inside one.", unit="stages",
         minimum=1,
+    )
+    virtual_stages: int | None = declared(
+        None, "--virtual-stages", "Interleaved 1F1B: model chunks per pipeline rank.", minimum=1,
+        scope="instance",
+    )
+    context_parallel: int | None = declared(
+        None, "--context-parallel", "Ranks splitting each sequence (ring attention).", unit="GPUs",
+        minimum=1, scope="instance",
+    )
+    expert_parallel: int | None = declared(
+        None, "--expert-parallel", "Mixture of experts: ranks splitting the routed experts.", unit="GPUs",
+        minimum=1, scope="instance",
     )
     cpu_offload: bool = declared(
         False, "--cpu-offload", "With a fixed plan: keep the optimizer state on the CPU.", scope="instance"

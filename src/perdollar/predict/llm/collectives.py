@@ -39,6 +39,11 @@ def all_gather_bytes(buffer_bytes: float, ranks: int) -> float:
     return (ranks - 1) / ranks * buffer_bytes if ranks > 1 else 0.0
 
 
+def all_to_all_bytes(buffer_bytes: float, ranks: int) -> float:
+    """Each rank keeps its own 1/n of the buffer and sends the rest, one piece to each peer."""
+    return (ranks - 1) / ranks * buffer_bytes if ranks > 1 else 0.0
+
+
 def all_reduce_seconds(buffer_bytes: float, ranks: int, link: Link) -> float:
     if ranks <= 1:
         return 0.0

@@ -3,8 +3,11 @@
 Megatron-style tensor parallelism splits every GEMM of a layer (column-parallel QKV and MLP-up,
 row-parallel output and MLP-down) and the vocabulary-parallel LM head over its ranks; here every
 traced operator's work is divided by the degree and each GEMM's output width with it (so wave
-quantisation sees the narrower GEMM). LoRA's rank-r adapter GEMMs (r/hidden of the base work)
-are left out; QLoRA adds the dequantisation of each layer's 4-bit weights in every pass.
+quantisation sees the narrower GEMM). LoRA adds its adapters' thin GEMMs and whatever its
+framework runs around them (:mod:`perdollar.predict.llm.lora`); QLoRA adds the dequantisation of
+each layer's 4-bit weights in every pass. A framework that runs the model's eager code fuses no
+chains, and its host dispatches every operator: a micro-batch takes at least its operator calls
+times :data:`~perdollar.predict.llm.frameworks.HOST_SECONDS_PER_OPERATOR`.
 Elementwise chains move what a fused kernel moves (the share ``profile.fusion`` derives from the
 traced dataflow, for the fitted share of chains fused); attention runs at a published share of
 the GEMMs' rate, lowered on chips where FlashAttention-2's instructions cannot reach the peak.
@@ -21,6 +24,8 @@ import numpy as np
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS, fp8_linears, rowwise_ops
+from perdollar.predict.llm.frameworks import FRAMEWORKS, HOST_SECONDS_PER_OPERATOR
+from perdollar.predict.llm.lora import adapter_ops
 from perdollar.predict.params import shipped_model
 from perdollar.predict.roofline import operator_times
 from perdollar.predict.tables import DeviceTable, OperatorTable
@@ -182,7 +187,12 @@ def micro_batch_times(
     attention_efficiency: float = 1.0,
     fp8_efficiency: float = 1.0,
     attention_kernel: str = "flash2",
+    lora_rank: int = 16,
+    framework: str = "megatron",
+    context_parallel: int = 1,
 ) -> MicroBatchTimes:
+    """One GPU's share of a micro-batch of ``seq_len``-token sequences (under context parallelism,
+    its chunk: attention then looks over ``context_parallel`` times as many keys)."""
     if attention_kernel not in ATTENTION_KERNELS:
         raise PerdollarError(
             f"unknown attention kernel {attention_kernel!r}", f"use one of {', '.join(ATTENTION_KERNELS)}"
@@ -193,8 +203,17 @@ def micro_batch_times(
     layer_ops = tuple(_split(op, tensor_parallel) for op in traced_layer)
     if precision == "fp8-rowwise":
         layer_ops += rowwise_ops(arch, micro_batch * seq_len, tensor_parallel, train_base=finetune == "full")
+    runner = FRAMEWORKS[framework]
+    if finetune != "full":
+        adapters = adapter_ops(arch, micro_batch * seq_len, lora_rank, runner)
+        layer_ops += tuple(_split(op, tensor_parallel) for op in adapters)
     if finetune == "qlora":
         layer_ops += tuple(_split(op, tensor_parallel) for op in _dequantise_ops(arch))
+    if context_parallel > 1:
+        layer_ops = tuple(
+            replace(op, flops=op.flops * context_parallel) if op.op_class == "attention" else op
+            for op in layer_ops
+        )
     if attention_kernel == "unfused":
         layer_ops = _unfused_attention(layer_ops, arch.head_dim)
     other_ops = tuple(_split(op, tensor_parallel) for op in trace.other_ops)
@@ -208,14 +227,20 @@ def micro_batch_times(
     forward = ~layer_back
     classes = np.array([op.op_class for op in layer_ops])
     share = np.where(classes == "attention", 0.0, np.where(classes == "matmul", 0.5, 1.0))
+    host = HOST_SECONDS_PER_OPERATOR if runner.eager_host else 0.0
     return MicroBatchTimes(
         layer_selective_recompute=float((layer * share)[forward].sum()),
-        layer_forward=float(layer[~layer_back].sum()),
-        layer_backward=float(layer[layer_back].sum()),
-        other_forward=float(other[~other_back].sum()),
-        other_backward=float(other[other_back].sum()),
+        layer_forward=max(float(layer[~layer_back].sum()), host * operator_calls(layer_ops, "forward")),
+        layer_backward=max(float(layer[layer_back].sum()), host * operator_calls(layer_ops, "backward")),
+        other_forward=max(float(other[~other_back].sum()), host * operator_calls(other_ops, "forward")),
+        other_backward=max(float(other[other_back].sum()), host * operator_calls(other_ops, "backward")),
         memory_bound_share=float(memory / total) if total > 0 else 0.0,
     )
+
+
+def operator_calls(ops: tuple[OperatorRecord, ...], phase: str) -> int:
+    """Operator calls of one phase: what an eager framework's host dispatches one by one."""
+    return sum(op.count for op in ops if (op.phase == "backward") == (phase == "backward"))
 
 
 def _alone_seconds(op: OperatorRecord, accelerator: Accelerator) -> float:

@@ -76,6 +76,7 @@ def _search(
             accelerator,
             finetune=workload.finetune,
             lora_rank=workload.lora_rank,
+            framework=workload.framework,
             micro_batch=workload.micro_batch,
             **common,
         )

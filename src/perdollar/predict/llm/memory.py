@@ -19,6 +19,7 @@ import functools
 import math
 from dataclasses import dataclass
 
+from perdollar.predict.llm.context_expert import expert_divisor, expert_params_share
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
@@ -94,6 +95,7 @@ class ModelStates:
     trainable_params_per_gpu: float  # what the optimizer steps on one GPU
     layer_weight_bytes: float  # one layer's weights on one GPU, unsharded (for FSDP's buffers)
     layer_gradient_bytes: float
+    gradient_share: float = 1.0  # gradient elements reduced per trained parameter (see model_states)
 
     @property
     def total(self) -> float:
@@ -119,16 +121,28 @@ def model_states(
         frozen_b = weight_b if precision in ("fp32", "tf32") else 2.0
         per_adapted = NF4_BYTES_PER_WEIGHT if plan.finetune == "qlora" else frozen_b
         frozen_bytes = adapted * per_adapted + (total - adapted) * frozen_b
-    optimizer = 0.0 if plan.cpu_offload else trained * optim_b / model_split / shard_o
+    # Expert parallelism splits the routed experts' share of each state further (context_expert).
+    experts = expert_params_share(arch) if plan.expert_parallel > 1 else 0.0
+
+    def per_gpu(amount: float, shard: int) -> float:
+        return amount * ((1 - experts) / shard + experts / expert_divisor(plan, shard)) / model_split
+
+    # FSDP's flat parameter of a layer mixing frozen and trained weights (use_orig_params) keeps,
+    # and reduce-scatters, a gradient of the whole of it (PyTorch's FSDP documentation).
+    graded = trained
+    if plan.finetune != "full" and plan.strategy in ("fsdp", "hsdp"):
+        graded = total if plan.resolved_framework.fsdp_frozen_gradients else trained
+    optimizer = 0.0 if plan.cpu_offload else per_gpu(trained * optim_b, shard_o)
     layer_share = per_layer / max(total, 1.0)
     layer_weights = (frozen_bytes + trained * weight_b) * layer_share / plan.tensor_parallel
     return ModelStates(
-        weights=(frozen_bytes + trained * weight_b) / model_split / shard_w,
-        gradients=trained * grad_b / model_split / shard_g,
+        weights=per_gpu(frozen_bytes + trained * weight_b, shard_w),
+        gradients=per_gpu(graded * grad_b, shard_g),
         optimizer_states=optimizer,
-        trainable_params_per_gpu=trained / model_split / shard_o,
+        trainable_params_per_gpu=per_gpu(trained, shard_o),
         layer_weight_bytes=layer_weights,
-        layer_gradient_bytes=trained * grad_b * layer_share / plan.tensor_parallel,
+        layer_gradient_bytes=graded * grad_b * layer_share / plan.tensor_parallel,
+        gradient_share=graded / max(trained, 1.0),
     )
 
 
@@ -191,7 +205,7 @@ def activation_bytes(
     """
     tp, pp = plan.tensor_parallel, plan.pipeline_parallel
     layers = math.ceil(arch.num_layers / pp)
-    in_flight = min(pp, max(micro_batches, 1))
+    in_flight: float = min(pp, max(micro_batches, 1))
     if plan.activation_checkpointing:
         per_layer, recompute = hidden_state / tp, layer_saved / tp
     elif plan.selective_checkpointing:
@@ -199,6 +213,10 @@ def activation_bytes(
         per_layer, recompute = kept / tp, max(layer_saved - kept, 0.0) / tp
     else:
         per_layer, recompute = layer_saved / tp, 0.0
+    # Interleaving warms up more micro-batches: the first rank holds (1 + (p − 1)/(p·V)) times as
+    # many (Korthikanti et al. 2022, section 4.2.3).
+    if pp > 1 and plan.virtual_stages > 1:
+        in_flight *= 1 + (pp - 1) / (pp * plan.virtual_stages)
     first_stage = layers * in_flight * per_layer + recompute
     last_stage = layers * per_layer + recompute + other_saved / tp
     return max(first_stage, last_stage) if pp > 1 else last_stage

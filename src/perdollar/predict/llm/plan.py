@@ -1,11 +1,13 @@
 """How a language model's training step is spread over GPUs: a training plan, its text and token.
 
 A plan names the data-parallel strategy (how weights, gradients and optimizer states are
-sharded), tensor parallelism inside a host, pipeline parallelism across hosts, activation
+sharded), tensor parallelism inside a host, pipeline parallelism across hosts (or inside one
+when the hosts cannot take a stage each; interleaved over virtual stages), context and expert
+parallelism, the framework that runs it (:mod:`perdollar.predict.llm.frameworks`), activation
 checkpointing (full: each layer recomputed from its input; selective: PyTorch's per-operator
 policy, keeping attention's and every other matrix product's outputs), the micro-batch and
 gradient accumulation, and the fine-tuning mode. Its token (``fsdp+ac,mb4,ga8``,
-``fsdp+sac,mb2``, ``hsdp,tp8,pp2``, ``ddp,lora16``) is compact and parses back.
+``fsdp+sac,mb2``, ``hsdp,tp8,pp2,vp2``, ``ddp,lora16,hf``) is compact and parses back.
 
 Tensor parallelism's collectives either run beside the matrix products they feed (the default,
 and what the planner proposes: Megatron-Core's ``--tp-comm-overlap``, torchtitan's async TP) or
@@ -30,6 +32,7 @@ import re
 from dataclasses import dataclass
 
 from perdollar.errors import PerdollarError
+from perdollar.predict.llm.frameworks import FRAMEWORKS, Framework, framework_for
 
 STRATEGIES = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
 FINETUNE_MODES = ("full", "lora", "qlora")
@@ -63,6 +66,10 @@ class TrainingPlan:
     tensor_parallel_comm: str = "overlapped"  # overlapped | blocking (see the module's docstring)
     backward_prefetch: str = "pre"  # pre | post: when FSDP issues the backward's weight gather
     data_parallel_comm: str = "overlapped"  # overlapped | blocking: DDP/ZeRO's gradient reduction
+    framework: str | None = None  # a name of predict.llm.frameworks; None: the mode's default
+    virtual_stages: int = 1  # interleaved 1F1B: model chunks per pipeline rank (Megatron's V)
+    context_parallel: int = 1  # ranks splitting each sequence (ring attention)
+    expert_parallel: int = 1  # data-parallel ranks splitting a MoE layer's routed experts
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -102,9 +109,23 @@ class TrainingPlan:
             raise PerdollarError(
                 "a plan checkpoints activations fully or selectively, not both", "write +ac or +sac"
             )
+        framework = framework_for(self.framework, self.finetune)
+        if self.finetune != "full" and framework.lora == "none":
+            raise PerdollarError(
+                f"{framework.title} trains no LoRA adapters of its own",
+                "choose --framework nemo, hf, torchtune or unsloth for LoRA and QLoRA",
+            )
+        if self.virtual_stages > 1 and self.pipeline_parallel < 2:
+            raise PerdollarError(
+                "virtual pipeline stages interleave a pipeline: they need pipeline parallel 2 or more",
+                "add --pipeline-parallel or drop --virtual-stages",
+            )
         for name in (
             "tensor_parallel",
             "pipeline_parallel",
+            "virtual_stages",
+            "context_parallel",
+            "expert_parallel",
             "micro_batch",
             "gradient_accumulation",
             "lora_rank",
@@ -114,9 +135,34 @@ class TrainingPlan:
                     f"{name.replace('_', ' ')} must be at least 1", "give a positive integer"
                 )
 
+    @property
+    def resolved_framework(self) -> Framework:
+        """The framework the plan runs under: the one named, or its mode's default."""
+        return framework_for(self.framework, self.finetune)
+
+    def pipeline_inside_host(self, nodes: int) -> bool:
+        """Whether the pipeline's stages sit inside each host (over its NVLink) rather than one
+        stage per group of hosts: when the hosts cannot be split evenly among the stages."""
+        return self.pipeline_parallel > 1 and nodes % self.pipeline_parallel != 0
+
+    def hosts_per_stage(self, nodes: int) -> int:
+        """Hosts one pipeline stage's data-parallel group spans."""
+        return nodes if self.pipeline_inside_host(nodes) else max(nodes // self.pipeline_parallel, 1)
+
+    def data_parallel_in_host(self, gpus_per_node: int, nodes: int) -> int:
+        """Data-parallel ranks of one stage inside one host."""
+        stages_here = self.pipeline_parallel if self.pipeline_inside_host(nodes) else 1
+        ranks = max(gpus_per_node // (self.tensor_parallel * stages_here), 1)
+        return min(self.gradient_group_size(gpus_per_node * nodes), ranks)
+
     def data_parallel_size(self, gpus: int) -> int:
-        """Replicas (or shards) of the model over ``gpus`` GPUs."""
-        return max(gpus // (self.tensor_parallel * self.pipeline_parallel), 1)
+        """Replicas (or shards) of the model over ``gpus`` GPUs, each taking whole sequences."""
+        return max(gpus // (self.tensor_parallel * self.pipeline_parallel * self.context_parallel), 1)
+
+    def gradient_group_size(self, gpus: int) -> int:
+        """Ranks holding the same weights, whose gradients are reduced (and states sharded) together:
+        data parallel × context parallel."""
+        return self.data_parallel_size(gpus) * self.context_parallel
 
     def text(self, gpus: int | None = None) -> str:
         """Readable: "FSDP full-shard over 16 GPUs, activation checkpointing, micro-batch 4, …"."""
@@ -128,7 +174,12 @@ class TrainingPlan:
             blocking = " (blocking communication)" if self.tensor_parallel_comm == "blocking" else ""
             parts.append(f"tensor parallel {self.tensor_parallel}{blocking}")
         if self.pipeline_parallel > 1:
-            parts.append(f"pipeline parallel {self.pipeline_parallel} (1F1B)")
+            interleaved = f", interleaved ×{self.virtual_stages}" if self.virtual_stages > 1 else ""
+            parts.append(f"pipeline parallel {self.pipeline_parallel} (1F1B{interleaved})")
+        if self.context_parallel > 1:
+            parts.append(f"context parallel {self.context_parallel}")
+        if self.expert_parallel > 1:
+            parts.append(f"expert parallel {self.expert_parallel}")
         if self.finetune == "lora":
             parts.append(f"LoRA rank {self.lora_rank}")
         elif self.finetune == "qlora":
@@ -145,6 +196,7 @@ class TrainingPlan:
             parts.append("gradients reduced after the backward (blocking)")
         parts.append(f"micro-batch {self.micro_batch}")
         parts.append(f"accumulation {self.gradient_accumulation}")
+        parts.append(f"under {self.resolved_framework.title}")
         return ", ".join(parts)
 
     def token(self) -> str:
@@ -163,12 +215,22 @@ class TrainingPlan:
             parts.append(f"tp{self.tensor_parallel}{blocking}")
         if self.pipeline_parallel > 1:
             parts.append(f"pp{self.pipeline_parallel}")
+        if self.virtual_stages > 1:
+            parts.append(f"vp{self.virtual_stages}")
+        if self.context_parallel > 1:
+            parts.append(f"cp{self.context_parallel}")
+        if self.expert_parallel > 1:
+            parts.append(f"ep{self.expert_parallel}")
         if self.finetune != "full":
             parts.append(f"{self.finetune}{self.lora_rank}")
         if self.micro_batch != 1:
             parts.append(f"mb{self.micro_batch}")
         if self.gradient_accumulation != 1:
             parts.append(f"ga{self.gradient_accumulation}")
+        # Fine-tuning runs name their framework always (it sets their speed and memory most); full
+        # training only when one was chosen, so that its default tokens read as before.
+        if self.framework or self.finetune != "full":
+            parts.append(self.resolved_framework.name)
         return ",".join(parts)
 
     def to_dict(self) -> dict[str, object]:
@@ -186,18 +248,22 @@ class TrainingPlan:
             "data_parallel_comm": self.data_parallel_comm,
             "finetune": self.finetune,
             "lora_rank": self.lora_rank,
+            "virtual_stages": self.virtual_stages,
+            "context_parallel": self.context_parallel,
+            "expert_parallel": self.expert_parallel,
+            "framework": self.resolved_framework.name,
             "token": self.token(),
         }
 
 
-_PART = re.compile(r"^(tp|pp|mb|ga|lora|qlora)(\d+)(-blocking)?$")
+_PART = re.compile(r"^(tp|pp|vp|cp|ep|mb|ga|lora|qlora)(\d+)(-blocking)?$")
 
 
 def parse_plan(token: str) -> TrainingPlan:
     """The plan a :meth:`TrainingPlan.token` names; one-line error for anything else."""
     fix = (
         "write it as STRATEGY[+ac|+sac][+offload][+backward-post|+blocking][,tpN[-blocking]][,ppN]"
-        "[,loraR|qloraR][,mbN][,gaN], e.g. fsdp+ac,mb4"
+        "[,vpN][,cpN][,epN][,loraR|qloraR][,mbN][,gaN][,FRAMEWORK], e.g. fsdp+ac,mb4 or ddp,qlora16,unsloth"
     )
     parts = [p.strip().lower() for p in token.replace(" ", "").split(",") if p.strip()]
     if not parts:
@@ -220,8 +286,14 @@ def parse_plan(token: str) -> TrainingPlan:
         "pp": "pipeline_parallel",
         "mb": "micro_batch",
         "ga": "gradient_accumulation",
+        "vp": "virtual_stages",
+        "cp": "context_parallel",
+        "ep": "expert_parallel",
     }
     for part in parts[1:]:
+        if part in FRAMEWORKS:
+            values["framework"] = part
+            continue
         match = _PART.match(part)
         if match is None or (match.group(3) and match.group(1) != "tp"):
             raise PerdollarError(f"cannot read {part!r} in the training plan {token!r}", fix)

@@ -4,8 +4,11 @@ The search space, for G GPUs per host and H hosts: strategy ∈ {ddp, zero1, zer
 (sharding strategies only where there are several data-parallel ranks, HSDP only across hosts)
 × tensor parallel ∈ divisors of G up to 8 × pipeline parallel ∈ divisors of H × activation
 checkpointing off/on × micro-batch ∈ {1, 2, 4, …, 64} up to the largest that fits: at most
-5 × 4 × d(H) × 2 × 7 plans, each priced by arithmetic on cached traces. A plan whose throughput
-before data-parallel communication and the optimizer (an upper bound) cannot come within the
+5 × 4 × d(H) × 2 × 7 plans, each priced by arithmetic on cached traces; then
+(:func:`pipeline_shapes`) pipelines of 2 or 4 stages inside a host where the hosts cannot take a
+stage each, every pipeline interleaved with 2 virtual stages where its layers divide, and for a
+mixture of experts every shape with its experts spread over 2, 4 or 8 ranks of a host. A plan
+whose throughput before data-parallel communication and the optimizer (an upper bound) cannot come within the
 margin of the best found so far is skipped.
 Price is fixed per cluster, so the fastest feasible plan is best for every objective; among
 plans within ``SIMPLER_PLAN_MARGIN`` of the fastest, the simplest wins (no model parallelism,
@@ -49,7 +52,13 @@ def _divisors(n: int, limit: int) -> list[int]:
 
 
 def plan_shapes(
-    arch: DecoderArchitecture, gpus_per_node: int, nodes: int, *, finetune: str, lora_rank: int
+    arch: DecoderArchitecture,
+    gpus_per_node: int,
+    nodes: int,
+    *,
+    finetune: str,
+    lora_rank: int,
+    framework: str | None = None,
 ) -> list[TrainingPlan]:
     """Every (strategy, TP, PP, checkpointing) of the bounded space, at micro-batch 1."""
     shapes = []
@@ -63,14 +72,69 @@ def plan_shapes(
                     continue
                 for checkpointing in (False, True):
                     shapes.append(
-                        TrainingPlan(strategy, tp, pp, checkpointing, finetune=finetune, lora_rank=lora_rank)
+                        TrainingPlan(
+                            strategy, tp, pp, checkpointing, finetune=finetune, lora_rank=lora_rank,
+                            framework=framework,
+                        )
                     )
+    return shapes + pipeline_shapes(arch, gpus_per_node, nodes, shapes)
+
+
+# Beyond the bounded space: pipelines inside one host (when the hosts cannot take a stage each) and
+# interleaved schedules of every pipeline. Pipeline plans pair with DDP or ZeRO-1, as Megatron runs them.
+IN_HOST_PIPELINES = (2, 4)
+VIRTUAL_STAGES = (2,)
+PIPELINE_STRATEGIES = ("ddp", "zero1")
+EXPERT_PARALLEL = (2, 4, 8)
+
+
+def pipeline_shapes(
+    arch: DecoderArchitecture, gpus_per_node: int, nodes: int, base: list[TrainingPlan]
+) -> list[TrainingPlan]:
+    """Pipelines inside one host and interleaved variants of the pipelines of ``base``."""
+    if not base:
+        return []
+    template = base[0]
+    shapes = []
+    for pp in IN_HOST_PIPELINES:
+        if nodes % pp == 0 or pp > arch.num_layers:
+            continue  # the hosts take a stage each (the bounded space has it), or too few layers
+        for tp in _divisors(gpus_per_node, MAX_TENSOR_PARALLEL):
+            if gpus_per_node % (tp * pp):
+                continue
+            for strategy in PIPELINE_STRATEGIES:
+                if strategy != "ddp" and gpus_per_node * nodes == tp * pp:
+                    continue
+                for checkpointing in (False, True):
+                    shapes.append(
+                        replace(
+                            template, strategy=strategy, tensor_parallel=tp, pipeline_parallel=pp,
+                            activation_checkpointing=checkpointing,
+                        )
+                    )
+    pipelines = [s for s in base + shapes if s.pipeline_parallel > 1]
+    if arch.is_moe:  # experts spread over the data-parallel ranks of a host
+        shapes += [
+            replace(s, expert_parallel=ep)
+            for s in base
+            for ep in EXPERT_PARALLEL
+            if arch.num_experts % ep == 0
+            and s.tensor_parallel * ep <= gpus_per_node
+            and s.data_parallel_size(gpus_per_node * nodes) % ep == 0
+        ]
+    for virtual in VIRTUAL_STAGES:
+        shapes += [
+            replace(s, virtual_stages=virtual)
+            for s in pipelines
+            if arch.num_layers % (s.pipeline_parallel * virtual) == 0
+        ]
     return shapes
 
 
 def _complexity(plan: TrainingPlan) -> tuple[int, ...]:
     return (
         plan.tensor_parallel * plan.pipeline_parallel,
+        plan.virtual_stages,
         STRATEGIES.index(plan.strategy),
         int(plan.activation_checkpointing),
         -plan.micro_batch,
@@ -88,6 +152,7 @@ def search_plans(
     precision: str = "amp-bf16",
     finetune: str = "full",
     lora_rank: int = 16,
+    framework: str | None = None,
     micro_batch: int | None = None,
     network_gbps: float | None = None,
     efa_interfaces: int | None = None,
@@ -109,7 +174,9 @@ def search_plans(
         "efficiency": eff,
         "attention_kernel": attention_kernel,
     }
-    candidates = shapes or plan_shapes(arch, gpus_per_node, nodes, finetune=finetune, lora_rank=lora_rank)
+    candidates = shapes or plan_shapes(
+        arch, gpus_per_node, nodes, finetune=finetune, lora_rank=lora_rank, framework=framework
+    )
     feasible: list[LLMTrainingPrediction] = []
     misses: list[tuple[float, TrainingPlan]] = []
     evaluated = 0

@@ -6,6 +6,11 @@ forward and 2 in the backward of every layer, Megatron-style: a share ``tensor_p
 of them hidden when the plan overlaps them, none when they block) and its pipeline send and
 receive. Selective checkpointing recomputes part of each layer's forward
 (``layer_selective_recompute``).
+
+Interleaved 1F1B (Narayanan et al. 2021, section 2.2.2) gives each pipeline rank V chunks of
+layers instead of one: the bubble shrinks to (p − 1)/V stage-times a step and each micro-batch
+crosses V times as many stage boundaries (V sends forward and V backward per rank). Stages inside
+one host send over its NVLink, across hosts over the network.
 """
 
 from __future__ import annotations
@@ -15,6 +20,12 @@ from dataclasses import dataclass, field
 
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm import collectives as cx
+from perdollar.predict.llm.context_expert import (
+    context_link,
+    context_ring_seconds,
+    expert_all_to_all_seconds,
+    expert_link,
+)
 from perdollar.predict.llm.device import micro_batch_times, weight_cast_seconds
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.params import shipped_model
@@ -78,10 +89,13 @@ class StageTimes:
     memory_bound_share: float
     intra: cx.Link
     inter: cx.Link
+    context_ring: float = 0.0  # what is left of the ring attention's traffic once its share hides
+    expert_all_to_all: float = 0.0
 
     @property
     def total(self) -> float:
-        return self.forward + self.backward + self.recompute + self.tensor_parallel + self.p2p + self.overhead
+        communication = self.tensor_parallel + self.p2p + self.context_ring + self.expert_all_to_all
+        return self.forward + self.backward + self.recompute + communication + self.overhead
 
 
 def stage_times(
@@ -95,13 +109,18 @@ def stage_times(
     efa_interfaces: int | None,
     interconnect: str | None,
     attention_kernel: str = "flash2",
+    *,
+    nodes: int = 1,
+    gpus_per_node: int = 8,
 ) -> StageTimes:
     tp, pp = plan.tensor_parallel, plan.pipeline_parallel
+    cp = plan.context_parallel
     times = micro_batch_times(
         arch,
         accelerator,
         micro_batch=plan.micro_batch,
-        seq_len=seq_len,
+        seq_len=seq_len // cp,
+        context_parallel=cp,
         precision=precision,
         tensor_parallel=tp,
         finetune=plan.finetune,
@@ -110,6 +129,8 @@ def stage_times(
         attention_efficiency=eff.attention_efficiency,
         fp8_efficiency=eff.fp8_efficiency,
         attention_kernel=attention_kernel,
+        lora_rank=plan.lora_rank,
+        framework=plan.resolved_framework.name,
     )
     layers = math.ceil(arch.num_layers / pp)
     intra = cx.intra_host_link(
@@ -124,7 +145,7 @@ def stage_times(
     if plan.strategy == "ddp" and precision in ("amp-bf16", "amp-fp16") and plan.finetune == "full":
         passes = 2 if plan.activation_checkpointing else 1  # the recomputed forward casts again
         casts = passes * weight_cast_seconds(accelerator, arch.total_params / (tp * pp))
-    activation_message = plan.micro_batch * seq_len * arch.hidden_size * 2.0  # bf16 hidden states
+    activation_message = plan.micro_batch * seq_len / cp * arch.hidden_size * 2.0  # bf16 hidden states
     all_reduces = 4 + (2 if plan.activation_checkpointing else 0)
     tp_seconds = layers * cx.all_reduce_seconds(activation_message, tp, intra) * all_reduces
     return StageTimes(
@@ -139,12 +160,31 @@ def stage_times(
             else 0.0
         ),
         tensor_parallel=tp_seconds * (1 - tensor_parallel_hidden(plan, eff)),
-        p2p=2 * cx.point_to_point_seconds(activation_message / tp, inter) if pp > 1 else 0.0,
+        p2p=pipeline_send_seconds(
+            plan, activation_message / tp, intra if plan.pipeline_inside_host(nodes) else inter
+        ),
         overhead=shipped_model().params.step_overhead_s,
         memory_bound_share=times.memory_bound_share,
         intra=intra,
         inter=inter,
+        context_ring=(1 - tensor_parallel_hidden(plan, eff))
+        * context_ring_seconds(arch, plan, seq_len, layers, context_link(plan, gpus_per_node, intra, inter)),
+        expert_all_to_all=expert_all_to_all_seconds(
+            arch, plan, seq_len, layers, expert_link(plan, gpus_per_node, intra, inter)
+        ),
     )
+
+
+def pipeline_bubble_stages(pipeline_parallel: int, virtual_stages: int = 1) -> float:
+    """Stage-times a step's pipeline idles: (p − 1)/V for (interleaved) 1F1B."""
+    return (pipeline_parallel - 1) / virtual_stages
+
+
+def pipeline_send_seconds(plan: TrainingPlan, message_bytes: float, link: cx.Link) -> float:
+    """One micro-batch's pipeline sends on a rank: one forward and one backward per model chunk."""
+    if plan.pipeline_parallel < 2:
+        return 0.0
+    return 2 * plan.virtual_stages * cx.point_to_point_seconds(message_bytes, link)
 
 
 def tensor_parallel_hidden(plan: TrainingPlan, eff: LLMEfficiency) -> float:
@@ -170,11 +210,12 @@ def throughput_ceiling(
     """Tokens/s of ``plan`` before data-parallel collectives and the optimizer: never below the prediction."""
     eff = efficiency or LLMEfficiency()
     stage = stage_times(
-        arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, None, attention_kernel
+        arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, None,
+        attention_kernel, nodes=nodes, gpus_per_node=gpus_per_node,
     )
     dp = plan.data_parallel_size(gpus_per_node * nodes)
     micro_batches = max(math.ceil(global_batch / (plan.micro_batch * dp)), 1)
-    step = (micro_batches + plan.pipeline_parallel - 1) * stage.total
+    step = (micro_batches + pipeline_bubble_stages(plan.pipeline_parallel, plan.virtual_stages)) * stage.total
     return micro_batches * plan.micro_batch * dp * seq_len / step
 
 

@@ -19,7 +19,14 @@ from dataclasses import dataclass, field, replace
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm.device import optimizer_seconds
+from perdollar.predict.llm.feasibility import (  # noqa: F401  (re-exported: callers import them here)
+    expert_parallel_problem,
+    global_batch_problem,
+    plan_problem,
+)
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS
+from perdollar.predict.llm.frameworks import LOSS_EXTRA_BYTES_PER_LOGIT
+from perdollar.predict.llm.lora import adapter_saved_bytes_per_token
 from perdollar.predict.llm.memory import (
     GIB,
     MemoryPerGPU,
@@ -33,11 +40,11 @@ from perdollar.predict.llm.stage import (
     DataParallelTimes,
     LLMEfficiency,
     data_parallel_seconds,
+    pipeline_bubble_stages,
     stage_times,
 )
-from perdollar.predict.parallel_limits import pipeline_parallel_problem, tensor_parallel_problem
 from perdollar.predict.params import shipped_model
-from perdollar.profile.llm_trace import layer_trace
+from perdollar.profile.llm_trace import LayerTrace, layer_trace
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 # Host-side AdamW with offloaded states: parameters per second per host (an assumption of the
@@ -90,44 +97,6 @@ def _peak_flops(accelerator: Accelerator, precision: str) -> float:
     return (accelerator.peak_tflops(dtype) or accelerator.peak_tflops("fp32") or 1.0) * 1e12
 
 
-def plan_problem(
-    plan: TrainingPlan, arch: DecoderArchitecture, gpus_per_node: int, nodes: int, global_batch: int
-) -> str:
-    """Why ``plan`` cannot run on this cluster at all ('' when it can)."""
-    tp, pp = plan.tensor_parallel, plan.pipeline_parallel
-    if gpus_per_node < 1:
-        return "a fraction of a GPU cannot train a language model"
-    if gpus_per_node % tp:
-        return f"tensor parallel {tp} does not divide the {gpus_per_node} GPUs of a host"
-    if nodes % pp:
-        return f"pipeline parallel {pp} does not divide {nodes} hosts"
-    shape = pipeline_parallel_problem(arch, pp) or tensor_parallel_problem(arch, tp, serving=False)
-    if shape:
-        return shape
-    if plan.strategy == "hsdp" and nodes // pp < 2:
-        return "HSDP replicates across hosts: it needs at least 2 hosts per pipeline stage"
-    data_parallel = gpus_per_node * nodes // (tp * pp)
-    return global_batch_problem(global_batch, data_parallel, plan.micro_batch)
-
-
-def global_batch_problem(global_batch: int, data_parallel: int, micro_batch: int) -> str:
-    """Why a step of ``global_batch`` sequences cannot be split evenly ('' when it can).
-
-    Each optimizer step runs the same number of micro-batches on every data-parallel rank, so
-    the global batch is a whole multiple of ranks × micro-batch (Megatron-LM refuses any other).
-    """
-    unit = data_parallel * micro_batch
-    if global_batch % unit == 0:
-        return ""
-    lower, upper = global_batch // unit * unit, (global_batch // unit + 1) * unit
-    nearest = f"{lower} or {upper}" if lower else str(upper)
-    size = "smaller than" if global_batch < unit else "not a multiple of"
-    return (
-        f"global batch {global_batch} is {size} {data_parallel} data-parallel ranks × micro-batch "
-        f"{micro_batch} = {unit} (nearest that divide evenly: {nearest})"
-    )
-
-
 def plan_memory(
     arch: DecoderArchitecture,
     accelerator: Accelerator,
@@ -148,19 +117,22 @@ def plan_memory(
     states = model_states(
         arch,
         plan,
-        data_parallel=data_parallel,
-        data_parallel_in_node=min(data_parallel, max(gpus_per_node // plan.tensor_parallel, 1)),
+        data_parallel=plan.gradient_group_size(gpus),
+        data_parallel_in_node=plan.data_parallel_in_host(gpus_per_node, nodes),
         precision=precision,
     )
-    per_sequence = layer_trace(arch, 1, seq_len, precision, train_base=plan.finetune == "full")
+    # Context parallelism: each rank keeps the activations of its 1/c of every sequence.
+    local_len = seq_len // plan.context_parallel
+    per_sequence = layer_trace(arch, 1, local_len, precision, train_base=plan.finetune == "full")
     # Unfused attention keeps its 16-bit probabilities for the backward: heads × sequence² a layer.
-    scores = 2.0 * arch.num_attention_heads * seq_len**2 if attention_kernel == "unfused" else 0.0
+    scores = 2.0 * arch.num_attention_heads * local_len * seq_len if attention_kernel == "unfused" else 0.0
+    layer_saved, other_saved = framework_saved_bytes(arch, plan, per_sequence, local_len)
     memory = memory_per_gpu(
         arch,
         plan,
         states=states,
-        layer_saved_per_sequence=per_sequence.layer_saved_bytes + scores,
-        other_saved_per_sequence=per_sequence.other_saved_bytes,
+        layer_saved_per_sequence=layer_saved + scores,
+        other_saved_per_sequence=other_saved,
         hidden_state_per_sequence=per_sequence.hidden_state_bytes,
         layer_selective_per_sequence=per_sequence.layer_saved_selective_bytes + scores,
         micro_batches=micro_batches,
@@ -168,6 +140,21 @@ def plan_memory(
         headroom=efficiency.memory_headroom,
     )
     return memory, micro_batches, states
+
+
+def framework_saved_bytes(
+    arch: DecoderArchitecture, plan: TrainingPlan, trace: LayerTrace, seq_len: int
+) -> tuple[float, float]:
+    """(one layer's, the rest's) saved bytes per sequence under the plan's framework: what the eager
+    code keeps where it fuses nothing, the adapters' own, and what its loss holds."""
+    framework = plan.resolved_framework
+    fused = framework.fused_chains
+    layer = trace.layer_saved_bytes if fused else trace.layer_saved_eager_bytes
+    other = trace.other_saved_bytes if fused else trace.other_saved_eager_bytes
+    if plan.finetune != "full":
+        layer += adapter_saved_bytes_per_token(arch, plan.lora_rank, framework) * seq_len
+    other += LOSS_EXTRA_BYTES_PER_LOGIT[framework.loss] * arch.vocab_size * seq_len
+    return layer, max(other, 0.0)
 
 
 def predict_llm_training(
@@ -189,14 +176,17 @@ def predict_llm_training(
     """Throughput, memory and bottleneck of ``plan`` on ``nodes`` hosts of ``gpus_per_node`` GPUs."""
     eff = efficiency or LLMEfficiency()
     problem = plan_problem(plan, arch, gpus_per_node, nodes, global_batch)
+    if not problem and seq_len % (2 * plan.context_parallel) and plan.context_parallel > 1:
+        cp = plan.context_parallel
+        problem = f"context parallel {cp} needs sequences that split into 2 × {cp} equal chunks"
     if problem:
         raise PerdollarError(
             f"the plan {plan.token()!r} cannot run here: {problem}", "choose another plan or cluster"
         )
     gpus = gpus_per_node * nodes
-    tp, pp = plan.tensor_parallel, plan.pipeline_parallel
-    dp = plan.data_parallel_size(gpus)
-    dp_in_node = min(dp, max(gpus_per_node // tp, 1))
+    pp = plan.pipeline_parallel
+    dp = plan.gradient_group_size(gpus)  # the ranks whose gradients are reduced together
+    dp_in_node = plan.data_parallel_in_host(gpus_per_node, nodes)
     memory, micro_batches, states = plan_memory(
         arch,
         accelerator,
@@ -212,7 +202,7 @@ def predict_llm_training(
     plan = replace(plan, gradient_accumulation=micro_batches)
     times = stage_times(
         arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, interconnect,
-        attention_kernel,
+        attention_kernel, nodes=nodes, gpus_per_node=gpus_per_node,
     )
     forward, backward, recompute = times.forward, times.backward, times.recompute
     tp_seconds, p2p, overhead, stage = times.tensor_parallel, times.p2p, times.overhead, times.total
@@ -221,7 +211,7 @@ def predict_llm_training(
     trained = states.trainable_params_per_gpu * (
         dp if plan.strategy in ("zero1", "zero2", "fsdp") else dp_in_node if plan.strategy == "hsdp" else 1
     )
-    grad_bytes = trained * grad_b
+    grad_bytes = trained * grad_b * states.gradient_share
     weight_bytes = states.weights * (
         dp if plan.strategy == "fsdp" else dp_in_node if plan.strategy == "hsdp" else 1
     )
@@ -233,7 +223,7 @@ def predict_llm_training(
         weight_bytes,
         dp,
         dp_in_node,
-        nodes // pp > 1,
+        plan.hosts_per_stage(nodes) > 1,
         times.intra,
         times.inter,
         max(arch.num_layers // pp, 1),
@@ -249,11 +239,13 @@ def predict_llm_training(
     else:
         optimizer = optimizer_seconds(accelerator, states.trainable_params_per_gpu, precision)
     compute_total = micro_batches * (forward + backward + recompute + overhead)
-    bubble = (pp - 1) * stage
+    bubble = pipeline_bubble_stages(pp, plan.virtual_stages) * stage
     breakdown = {
         "compute": compute_total * (1 - times.memory_bound_share),
         "memory-bound kernels": compute_total * times.memory_bound_share,
         "tensor-parallel all-reduce": micro_batches * tp_seconds,
+        "context-parallel ring": micro_batches * times.context_ring,
+        "expert all-to-all": micro_batches * times.expert_all_to_all,
         "pipeline send/receive": micro_batches * p2p,
         "pipeline bubble": bubble,
         **{f"exposed {name}": seconds for name, seconds in exposed.items()},
@@ -261,8 +253,8 @@ def predict_llm_training(
     }
     # A calibration from the user's own runs scales the whole step, each part alike.
     breakdown = {k: v / eff.calibration_factor for k, v in breakdown.items() if v > 0}
-    step = ((micro_batches + pp - 1) * stage + sum(exposed.values()) + optimizer) / eff.calibration_factor
-    sequences = micro_batches * plan.micro_batch * dp
+    step = (micro_batches * stage + bubble + sum(exposed.values()) + optimizer) / eff.calibration_factor
+    sequences = micro_batches * plan.micro_batch * plan.data_parallel_size(gpus)
     tokens_per_second = sequences * seq_len / step
     mfu = (
         tokens_per_second
@@ -327,7 +319,9 @@ def _bottleneck(breakdown: dict[str, float]) -> str:
     groups = {
         "compute": breakdown.get("compute", 0.0),
         "memory-bandwidth": breakdown.get("memory-bound kernels", 0.0) + breakdown.get("optimizer", 0.0),
-        "communication": sum(v for k, v in breakdown.items() if "all-" in k or "reduce" in k or "send" in k),
+        "communication": sum(
+            v for k, v in breakdown.items() if any(w in k for w in ("all-", "reduce", "send", "ring"))
+        ),
         "pipeline-bubble": breakdown.get("pipeline bubble", 0.0),
     }
     return max(groups, key=lambda k: groups[k])

@@ -71,6 +71,7 @@ class LLMWorkload:
     lora_rank: int = 16
     kind: str = "train"  # train | inference
     attention_kernel: str = "flash2"  # see ATTENTION_KERNELS
+    framework: str | None = None  # the training framework (predict.llm.frameworks); None: the mode's default
     config_json: str = ""  # the config it came from (canonical JSON), for the fingerprint and meta builds
 
     sample_unit = "tokens"
@@ -93,6 +94,8 @@ class LLMWorkload:
         }
         if self.attention_kernel != "flash2":  # the default leaves earlier fingerprints as they were
             payload["attention_kernel"] = self.attention_kernel
+        if self.framework:  # likewise: no framework named, the fingerprint is as before
+            payload["framework"] = self.framework
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -170,6 +173,7 @@ def load_llm_workload(
     lora_rank: int | None = None,
     kind: str = "train",
     attention_kernel: str | None = None,
+    framework: str | None = None,
 ) -> LLMWorkload:
     """An LLM workload from a reference name or a config.json path, with one-line errors."""
     config, name = _config_for(spec)
@@ -209,5 +213,6 @@ def load_llm_workload(
         lora_rank=lora_rank or 16,
         kind=kind,
         attention_kernel=kernel,
+        framework=framework.lower() if framework else None,
         config_json=json.dumps({k: v for k, v in config.items() if not k.startswith("_")}, sort_keys=True),
     )

@@ -1,0 +1,144 @@
+"""Training frameworks as the step model sees them: what each one fuses and how it runs LoRA.
+
+The same plan runs at different speeds and in different memory under different frameworks: a
+framework that runs the model's eager PyTorch code (Hugging Face's Trainer, DeepSpeed around a
+Hugging Face model, torchtune without ``compile``) launches one kernel per operator, keeps every
+tensor autograd saves and pays Python's dispatch for each of them; one with hand-written or
+compiled kernels (Megatron-Core with Transformer Engine, torchtitan, LLM Foundry, Unsloth's Triton
+kernels) fuses the elementwise chains and keeps less. LoRA differs the most:
+
+- ``modules``: PEFT's ``LoraLayer`` (and torchtune's ``LoRALinear``) runs beside every adapted
+  linear layer its own dropout (a copy of the input and a mask), casts the input to the adapters'
+  precision (PEFT keeps adapters in float32 under autocast by default, ``autocast_adapter_dtype``)
+  and back, two thin GEMMs, a scaling and an addition: about ten kernels forward and fifteen
+  backward per adapted matrix, each moving the layer's whole input;
+- ``fused``: Unsloth's ``LoRA_QKV``/``LoRA_MLP``/``LoRA_W`` autograd functions fold the adapter
+  products into the base matrix product (``addmm``), with bf16 adapters and no dropout, saving
+  each distinct input once.
+
+The loss: Hugging Face's ``ForCausalLMLoss`` upcasts the whole logits tensor to float32 and the
+backward starts from float32 gradients of it (``upcast``); torchtune's ``CEWithChunkedOutputLoss``
+upcasts a chunk at a time (``chunked``), Unsloth's Triton cross-entropy keeps no float32 copy
+(``kernel``), Megatron's vocabulary-parallel cross-entropy is what the fitted model assumes
+(``fused``).
+
+QLoRA's NF4 weights are dequantised to a bf16 copy in every forward, backward and recompute of
+each adapted matrix (bitsandbytes' ``MatMul4Bit``, torchao's ``NF4Tensor``, Unsloth's
+``fast_dequantize`` alike): the bytes are the same whichever kernel does it.
+
+Each trait is read from the framework's own code or documentation (the ``source`` of each
+record). One number is fitted: :data:`HOST_SECONDS_PER_OPERATOR`, the host time an eager
+framework spends per operator of a step (dispatch, autograd bookkeeping, launch).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perdollar.errors import PerdollarError
+
+LORA_KERNELS = ("modules", "fused", "none")
+LOSS_KERNELS = ("upcast", "chunked", "kernel", "fused")
+# Bytes per token and vocabulary entry the loss holds at the backward's start beyond the float32
+# log-probabilities the traced model keeps (what the fit assumes, and Megatron's fused loss keeps):
+# ``upcast`` also holds the bf16 logits the model returns (2) and the float32 gradients of the
+# log-probabilities and of the upcast logits (4 + 4); ``chunked`` (torchtune) the bf16 logits only,
+# each chunk's gradient being made and freed in turn; ``kernel`` (Unsloth's Triton cross-entropy)
+# keeps the bf16 logits and a log-sum-exp per token instead of any float32 copy (2 − 4).
+LOSS_EXTRA_BYTES_PER_LOGIT = {"upcast": 10.0, "chunked": 2.0, "kernel": -2.0, "fused": 0.0}
+# Host seconds per operator call of an eager step (forward and backward, autograd included). Fitted
+# on the one measured step bound by its host: PEFT LoRA of Llama-3.2-1B at one sequence of 512
+# tokens, 75 ms on an H200 host and 91 ms on an H100 host (benchmarks/gpu_lora_steps_*.csv) for
+# 3,472 traced operator calls (the untraced views and module hooks ride on them); the midpoint.
+HOST_SECONDS_PER_OPERATOR = 24e-6
+
+
+@dataclass(frozen=True, slots=True)
+class Framework:
+    """What a training framework does to a step, each trait as its source states it."""
+
+    name: str
+    title: str
+    fused_chains: bool  # elementwise chains as fused kernels (True) or one kernel per operator
+    lora: str  # modules | fused | none (no LoRA of its own: runs PEFT's modules)
+    adapter_bytes: float  # bytes of an adapter weight and of its products
+    adapter_dropout: bool  # a dropout (copy and mask) of each adapted layer's input
+    loss: str  # upcast | chunked | kernel | fused
+    eager_host: bool  # Python dispatches every operator: the host bounds small steps
+    source: str
+    fused_projections: bool = False  # q, k, v one matrix and gate, up one: one adapter each
+    # Under FSDP, LoRA's frozen base shares each layer's flat parameter with its adapters and gets a
+    # gradient too (FSDP1 with use_orig_params=True, as Accelerate wraps a PEFT model by layer).
+    fsdp_frozen_gradients: bool = False
+
+    def __post_init__(self) -> None:
+        if self.lora not in LORA_KERNELS or self.loss not in LOSS_KERNELS:
+            raise PerdollarError(f"framework {self.name!r} has an unknown trait", "fix the table")
+
+
+FRAMEWORKS: dict[str, Framework] = {
+    framework.name: framework
+    for framework in (
+        Framework(
+            "hf", "Hugging Face Trainer + PEFT", fused_chains=False, lora="modules", adapter_bytes=4.0,
+            adapter_dropout=True, loss="upcast", eager_host=True,
+            source="huggingface/peft tuners/lora/layer.py (LoraLayer, autocast_adapter_dtype=True) and "
+            "transformers loss/loss_utils.py ForCausalLMLoss (logits.float()), 2025; Trainer runs eager "
+            "unless torch_compile=True; Accelerate's FSDP wraps by decoder layer with use_orig_params, and "
+            "PyTorch's FSDP documentation says mixing frozen and trained parameters in one flat parameter "
+            "costs the gradient memory of not freezing them",
+            fsdp_frozen_gradients=True,
+        ),
+        Framework(
+            "deepspeed", "DeepSpeed ZeRO around a Hugging Face model (PEFT for LoRA)", fused_chains=False,
+            lora="modules", adapter_bytes=4.0, adapter_dropout=True, loss="upcast", eager_host=True,
+            source="DeepSpeed runs the model's own eager code; LoRA through PEFT as hf",
+        ),
+        Framework(
+            "torchtune", "torchtune recipes", fused_chains=False, lora="modules", adapter_bytes=2.0,
+            adapter_dropout=False, loss="chunked", eager_host=True,
+            source="pytorch/torchtune modules/peft/lora.py (LoRALinear, lora_dropout 0.0 in the shipped "
+            "configs, bf16 training) and modules/loss (CEWithChunkedOutputLoss), compile: False by default",
+        ),
+        Framework(
+            "unsloth", "Unsloth", fused_chains=True, lora="fused", adapter_bytes=2.0, adapter_dropout=False,
+            loss="kernel", eager_host=False,
+            source="unslothai/unsloth kernels/fast_lora.py (LoRA_MLP, LoRA_QKV, LoRA_W with dropout 0), "
+            "kernels/cross_entropy_loss.py, rms_layernorm.py, rope_embedding.py, swiglu.py (Triton)",
+        ),
+        Framework(
+            "torchtitan", "torchtitan", fused_chains=True, lora="none", adapter_bytes=4.0,
+            adapter_dropout=True, loss="upcast", eager_host=False,
+            source="pytorch/torchtitan: FSDP2 with torch.compile per block; pre-training, no LoRA",
+        ),
+        Framework(
+            "megatron", "Megatron-Core with Transformer Engine", fused_chains=True, lora="none",
+            adapter_bytes=4.0, adapter_dropout=True, loss="fused", eager_host=False,
+            source="NVIDIA/Megatron-LM: fused bias-activation, fused RMSNorm and RoPE kernels, "
+            "vocab-parallel cross-entropy, CUDA graphs optional",
+        ),
+        Framework(
+            "nemo", "NeMo (Megatron-Core)", fused_chains=True, lora="modules", adapter_bytes=2.0,
+            adapter_dropout=False, loss="fused", eager_host=False,
+            source="NVIDIA NeMo ParallelLinearAdapter (LoRA, dropout 0.0 by default, model precision) "
+            "on Megatron-Core's fused kernels and its fused linear_qkv and linear_fc1 projections",
+            fused_projections=True,
+        ),
+        Framework(
+            "composer", "MosaicML Composer / LLM Foundry", fused_chains=True, lora="modules",
+            adapter_bytes=4.0, adapter_dropout=True, loss="fused", eager_host=False,
+            source="mosaicml/llm-foundry: FlashAttention, fused cross-entropy; LoRA through PEFT",
+        ),
+    )
+}
+# Who runs each mode by default: PEFT is what LoRA and QLoRA most often run under; full training
+# defaults to the fused-kernel stacks the published multi-GPU tables (and the fit) come from.
+DEFAULT_FRAMEWORK = {"full": "megatron", "lora": "hf", "qlora": "hf"}
+
+
+def framework_for(name: str | None, finetune: str) -> Framework:
+    """The named framework, or the mode's default; one-line error for an unknown name."""
+    chosen = (name or DEFAULT_FRAMEWORK.get(finetune, "megatron")).lower()
+    if chosen not in FRAMEWORKS:
+        raise PerdollarError(f"unknown training framework {name!r}", f"use one of {', '.join(FRAMEWORKS)}")
+    return FRAMEWORKS[chosen]
