@@ -25,7 +25,6 @@ from perdollar.catalog.catalog import HARDWARE_COLUMNS, Catalog
 from perdollar.catalog.csv_rows import REBUILD_FIX, Rows, choice_cell, number_cell, optional
 from perdollar.catalog.model import Accelerator, InstanceType, Offer
 from perdollar.catalog.names import parse_instance_name
-from perdollar.catalog.offers_kept import kept_offers
 from perdollar.catalog.price_outliers import with_outlier_flags
 from perdollar.errors import PerdollarError
 from perdollar.vocabulary import MARKETS
@@ -279,9 +278,7 @@ def read_snapshot(folder: Path) -> Catalog:
     accelerators = _read_accelerators(folder)
     aliases = _read_aliases(folder, accelerators)
     instance_types = _read_instance_types(folder, accelerators)
-    offers = kept_offers(
-        folder, FILES, lambda: with_outlier_flags(_read_offers(folder, instance_types), instance_types)
-    )
+    offers = with_outlier_flags(_read_offers(folder, instance_types), instance_types)
     captured_at = str(manifest.get("captured_at") or max((o.captured_at for o in offers), default="")).strip()
     return Catalog(
         accelerators=accelerators,
