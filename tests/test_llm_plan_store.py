@@ -11,6 +11,7 @@ import pytest
 from perdollar import catalog
 from perdollar.paths import data_dir
 from perdollar.predict.llm import frame as llm_frame
+from perdollar.predict.llm import search_store
 from perdollar.predict.llm.frame import llm_prediction_frame
 from perdollar.predict.llm.stage import LLMEfficiency
 from perdollar.workload.llm import load_llm_workload
@@ -73,3 +74,14 @@ def test_a_damaged_kept_file_is_searched_again_and_replaced(searches: list[tuple
 def test_without_keep_nothing_is_written() -> None:
     llm_prediction_frame(load_llm_workload("llama-3.1-8b"), catalog.load(), (1,), keep=False)
     assert kept_files() == []
+
+
+def test_searches_kept_by_other_code_are_not_used(
+    searches: list[tuple[Any, ...]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workload, bundled = load_llm_workload("llama-3.1-8b"), catalog.load()
+    llm_prediction_frame(workload, bundled, (1,))
+    made = len(searches)
+    monkeypatch.setattr(search_store, "_code_digest", lambda: "an edited predictor")
+    llm_prediction_frame(workload, bundled, (1,))
+    assert len(searches) == 2 * made and len(kept_files()) == 2
