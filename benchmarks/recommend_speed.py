@@ -1,12 +1,16 @@
 """How long `recommend` takes over the whole bundled catalog, after profiling.
 
     python benchmarks/recommend_speed.py [WORKLOAD] [--max-nodes 8] [--repeat 5]
-    python benchmarks/recommend_speed.py --commands [--repeat 3]
+    python benchmarks/recommend_speed.py --commands [--repeat 3] [--baseline-src OTHER/src] [--bytecode]
 
 With --commands: the README's main question and the language-model one as whole commands in
 fresh processes, cold (an empty data directory: nothing traced or kept yet) and warm (the same
 directory again), with the wall time and the CPU time (user + system) of each run; the CPU time
-says how much of a wall time a busy machine added.
+says how much of a wall time a busy machine added. With --baseline-src the same runs are made,
+each right after this checkout's, with another checkout's source (say, before a change), so
+both see the same load. Python writes no bytecode caches when PYTHONDONTWRITEBYTECODE is set
+(then every run compiles perdollar's modules again); --bytecode lets it write them, as an
+installed package has them.
 
 All clouds, all regions, both markets, node counts 1, 2, 4, 8: prediction of every
 (instance type, node count), pricing of every offer × node count (spot model and P(deadline)
@@ -24,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from perdollar.ask import answer_training, load_inputs, priced_candidates
 from perdollar.question import Question
@@ -37,9 +42,14 @@ def main() -> None:
     parser.add_argument("--max-nodes", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--commands", action="store_true", help="time whole commands, cold and warm")
+    parser.add_argument("--baseline-src", help="with --commands: also time this source folder's perdollar")
+    parser.add_argument("--bytecode", action="store_true", help="with --commands: let Python keep bytecode")
     args = parser.parse_args()
     if args.commands:
-        time_commands(args.repeat)
+        sources = {"this checkout": str(Path(__file__).resolve().parents[1] / "src")}
+        if args.baseline_src:
+            sources["baseline"] = str(Path(args.baseline_src).resolve())
+        time_commands(args.repeat, sources, bytecode=args.bytecode)
         return
 
     question = Question(
@@ -74,31 +84,39 @@ COMMANDS = (
 )
 
 
-def _run(command: tuple[str, ...], home: str) -> tuple[float, float]:
-    """Wall and CPU seconds of one `perdollar COMMAND` in a fresh interpreter."""
+def _run(command: tuple[str, ...], home: str, source: str, bytecode: bool) -> tuple[float, float]:
+    """Wall and CPU seconds of one `perdollar COMMAND` from ``source`` in a fresh interpreter."""
+    env = {**os.environ, "PERDOLLAR_HOME": home, "PYTHONPATH": source}
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     begin = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "perdollar", *command], check=True, stdout=subprocess.DEVNULL,
-                   env={**os.environ, "PERDOLLAR_HOME": home})  # fmt: skip
+    command_line = [sys.executable, "-m", "perdollar", *command]
+    subprocess.run(command_line, check=True, stdout=subprocess.DEVNULL, env=env)
     wall = time.perf_counter() - begin
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def time_commands(repeat: int) -> None:
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+def time_commands(repeat: int, sources: dict[str, str], *, bytecode: bool) -> None:
+    writes = bytecode or not os.environ.get("PYTHONDONTWRITEBYTECODE")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
+          f"bytecode caches {'written and read' if writes else 'off (every run compiles)'}")  # fmt: skip
     for command in COMMANDS:
-        cold, warm = [], []
+        runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for _ in range(repeat):
-            with tempfile.TemporaryDirectory(prefix="perdollar-speed-") as home:
-                cold.append(_run(command, home))
-                warm.append(_run(command, home))
+            for name, source in sources.items():
+                with tempfile.TemporaryDirectory(prefix="perdollar-speed-") as home:
+                    runs.setdefault((name, "cold"), []).append(_run(command, home, source, bytecode))
+                    runs.setdefault((name, "warm"), []).append(_run(command, home, source, bytecode))
         print(f"perdollar {' '.join(command)}")
-        for label, runs in (("cold", cold), ("warm", warm)):
-            walls = ", ".join(f"{w:.2f}" for w, _ in runs)
-            cpus = ", ".join(f"{c:.2f}" for _, c in runs)
-            print(f"  {label}: wall {walls} s (median {statistics.median(w for w, _ in runs):.2f} s);"
-                  f" CPU {cpus} s")  # fmt: skip
+        for (name, label), timings in runs.items():
+            walls = ", ".join(f"{w:.2f}" for w, _ in timings)
+            cpus = ", ".join(f"{c:.2f}" for _, c in timings)
+            wall = statistics.median(w for w, _ in timings)
+            cpu = statistics.median(c for _, c in timings)
+            print(f"  {name}, {label}: wall {walls} s (median {wall:.2f} s);", end="")
+            print(f" CPU {cpus} s (median {cpu:.2f} s)")
 
 
 if __name__ == "__main__":

@@ -154,10 +154,18 @@ def llm_prediction_frame(
     *,
     plan: TrainingPlan | None = None,
     efficiency: LLMEfficiency | None = None,
+    keep: bool = True,
 ) -> pd.DataFrame:
-    """One row per (instance type, node count), each with its best plan (or ``plan``); samples are tokens."""
+    """One row per (instance type, node count), each with its best plan (or ``plan``); samples are tokens.
+
+    With ``keep``, each cluster's search is read from the data directory when an earlier process
+    made it (see :mod:`perdollar.predict.llm.search_store`) and kept there when this one makes it.
+    """
+    from perdollar.predict.llm.search_store import KeptSearches, kept_searches
+
     counts = sorted({int(n) for n in node_counts if int(n) >= 1}) or [1]
     accelerators = dict(catalog.accelerators)
+    kept = kept_searches(workload, plan, efficiency) if keep else KeptSearches(None)
     searched: dict[tuple[Any, ...], PlanSearch] = {}
     rows = []
     for instance in catalog.instance_types.values():
@@ -172,11 +180,17 @@ def llm_prediction_frame(
             network = (instance.network_gbps, instance.efa_interfaces) if nodes > 1 else None
             key = (accelerator.key, gpus, nodes, network)
             if key not in searched:
-                searched[key] = _search(workload, accelerator, gpus, nodes, instance, plan, efficiency)
+                cluster = (accelerator, gpus, nodes, network)
+                found = kept.get(cluster)
+                if found is None:
+                    found = _search(workload, accelerator, gpus, nodes, instance, plan, efficiency)
+                    kept.put(cluster, found)
+                searched[key] = found
             found = searched[key]
             chosen = found.best or found.nearest_miss
             problem = ""
             if chosen is None:
                 problem = found.problem or "no training plan can run on this cluster"
             rows.append(_row(instance, nodes, chosen, "", problem))
+    kept.save()
     return pd.DataFrame(rows, columns=list(LLM_COLUMNS))

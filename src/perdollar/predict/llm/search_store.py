@@ -1,0 +1,131 @@
+"""Plan searches kept in the data directory, so asking the same question again skips them.
+
+One JSON file per search context (the model's architecture and shape, its training settings, the
+efficiency it is predicted with and any fixed plan) under ``llm-plans/``; inside, one outcome per
+cluster (accelerator, GPUs per host, hosts, network). The file's name is also keyed by perdollar's
+version, the installed torch and transformers (which traced the layers) and a digest of the code
+and data that predict, so an edited model or refitted parameters never serve an earlier answer.
+Floats go through JSON unchanged, so a kept outcome is the computed one to the last bit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from perdollar.files import installed_version, keep_json
+from perdollar.predict.llm.plan import TrainingPlan
+from perdollar.predict.llm.planner import PlanSearch
+from perdollar.predict.llm.stage import LLMEfficiency
+from perdollar.predict.llm.step import LLMTrainingPrediction
+from perdollar.workload.llm.workload import LLMWorkload
+
+_SCHEMA = 1
+# Every part of the package that shapes a search's outcome: the predictors and their fitted data,
+# the traced layers (shipped and the tracer) and the models' architectures.
+_CODE_FOLDERS = ("predict", "profile", "workload", "catalog")
+
+
+@functools.lru_cache(maxsize=1)
+def _code_digest() -> str:
+    package = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for folder in _CODE_FOLDERS:
+        for path in sorted((package / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(package)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _digest(payload: Any) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=repr).encode()).hexdigest()[:24]
+
+
+class KeptSearches:
+    """The kept outcomes of one search context: read once, written back when a search was added."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._path = path
+        self._outcomes: dict[str, Any] = _read(path) if path is not None else {}
+        self._added = False
+
+    def get(self, cluster: tuple[Any, ...]) -> PlanSearch | None:
+        kept = self._outcomes.get(_digest(repr(cluster)))
+        if kept is None:
+            return None
+        with contextlib.suppress(TypeError, KeyError, ValueError):
+            return _search_from_dict(kept)
+        return None  # written by another layout of these classes: searched again and replaced
+
+    def put(self, cluster: tuple[Any, ...], search: PlanSearch) -> None:
+        self._outcomes[_digest(repr(cluster))] = _search_to_dict(search)
+        self._added = True
+
+    def save(self) -> None:
+        if self._added and self._path is not None:
+            keep_json(self._path, self._outcomes)
+            self._added = False
+
+
+def kept_searches(
+    workload: LLMWorkload, plan: TrainingPlan | None, efficiency: LLMEfficiency | None
+) -> KeptSearches:
+    """The kept searches of ``workload`` under ``efficiency`` (and ``plan`` when it is fixed)."""
+    from perdollar.paths import data_dir
+
+    context = {
+        "schema": _SCHEMA,
+        "perdollar": installed_version("perdollar"),
+        "torch": installed_version("torch"),
+        "transformers": installed_version("transformers"),
+        "code": _code_digest(),
+        "workload": repr(workload),
+        "plan": repr(plan),
+        "efficiency": repr(efficiency),
+    }
+    return KeptSearches(data_dir() / "llm-plans" / f"{_digest(context)}.json")
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # not kept yet, or damaged: searched again
+    return document if isinstance(document, dict) else {}
+
+
+def _search_to_dict(search: PlanSearch) -> dict[str, Any]:
+    return {
+        "best": _prediction_to_dict(search.best),
+        "nearest_miss": _prediction_to_dict(search.nearest_miss),
+        "evaluated": search.evaluated,
+        "problem": search.problem,
+    }
+
+
+def _search_from_dict(kept: dict[str, Any]) -> PlanSearch:
+    return PlanSearch(
+        _prediction_from_dict(kept["best"]),
+        _prediction_from_dict(kept["nearest_miss"]),
+        int(kept["evaluated"]),
+        str(kept["problem"]),
+    )
+
+
+def _prediction_to_dict(prediction: LLMTrainingPrediction | None) -> dict[str, Any] | None:
+    if prediction is None:
+        return None
+    fields = {f.name: getattr(prediction, f.name) for f in dataclasses.fields(prediction)}
+    return fields | {"plan": dataclasses.asdict(prediction.plan)}
+
+
+def _prediction_from_dict(kept: dict[str, Any] | None) -> LLMTrainingPrediction | None:
+    if kept is None:
+        return None
+    return LLMTrainingPrediction(**(kept | {"plan": TrainingPlan(**kept["plan"])}))
