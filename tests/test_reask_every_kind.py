@@ -112,15 +112,22 @@ def test_a_stored_question_asked_again_gives_the_same_answer(
     assert not changes, f"{kind} asked again:\n" + "\n".join(changes)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compare stores nothing: its --store only reads measurements, and a stored recommendation "
-    "has no place for the shortlist of configurations, so there is no row to reevaluate",
-)
 def test_a_stored_comparison_can_be_asked_again(shared_home: Path, tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'results.db'}"
     first = perdollar(shared_home, *COMPARE, "--store", url)
     first_id = first.get("id") or first.get("recommendation_id")
     assert first_id, f"compare: the answer was not stored (keys {sorted(first)})"
     again = perdollar(shared_home, "history", "reevaluate", first_id, "--store", url)
-    assert again["flipped"] is False
+    assert (again["stored_id"], again["flipped"]) == (first_id, False), again["summary"]
+    page = tmp_path / "report.html"
+    rendered = perdollar(shared_home, "report", "--last", "--store", url, "-o", str(page))
+    assert rendered["id"] == again["new_id"]
+    stored_first, asked_again = stored_answer(url, first_id), stored_answer(url, again["new_id"])
+    # The stored comparison keeps its configurations, the best first, and asks them again alike.
+    assert stored_first["question"]["configurations"] == list(COMPARE[2:4])
+    best = first["comparison"]["estimates"][first["comparison"]["best"]]["label"]
+    assert stored_first["estimates"][0]["label"] == best == again["new_top"]
+    assert html.escape(best) in page.read_text()
+    changes = figure_changes(stored_first["question"], asked_again["question"], "question")
+    changes += figure_changes(stored_first["estimates"], asked_again["estimates"], "estimates")
+    assert not changes, "compare asked again:\n" + "\n".join(changes)

@@ -186,6 +186,8 @@ class Question:
     spot: SpotSettings = field(default_factory=SpotSettings)
     top: int = 0  # feasible candidates to keep beyond the default
     serving: ServingGoal | None = None
+    # compare: the configurations asked about, as the user wrote them; empty for a ranking.
+    configurations: tuple[str, ...] = ()
     language_model: LanguageModelSettings | None = None  # set when the workload is a language model
 
     @property

@@ -102,7 +102,18 @@ def answer(
         progress,
     )  # fmt: skip
     assert question.family is not None  # decided() always decides
-    return ROUTES[(question.family, question.kind)](question, asking)
+    route = _comparison if question.configurations else ROUTES[(question.family, question.kind)]
+    return route(question, asking)
+
+
+def _comparison(question: Question, asking: Asking) -> Recommendation:
+    """A shortlist of configurations compared (``perdollar compare``), as a stored answer."""
+    from perdollar.ask.compare import compare_question
+
+    return compare_question(
+        question, catalog=asking.catalog, measurements=asking.measurements, store_url=asking.store_url,
+        use_store=asking.use_store, progress=asking.progress,
+    ).recommendation(question)  # fmt: skip
 
 
 def ask_serving(

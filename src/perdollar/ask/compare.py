@@ -25,11 +25,12 @@ from perdollar.predict import Calibration, predict_frame
 from perdollar.predict.llm import parse_plan
 from perdollar.predict.llm.frame import llm_prediction_frame
 from perdollar.predict.measured import apply_measured
-from perdollar.price.frame import SpotAssumptions, assumptions_for, target_of
+from perdollar.price.frame import SpotAssumptions, assumptions_for, describe_assumptions, target_of
 from perdollar.price.table import price_table
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select import mark_constraints
 from perdollar.select.compare import Comparison, compare_priced, configuration_for_comparison
+from perdollar.select.model import Recommendation
 from perdollar.workload.llm import LLMWorkload
 
 
@@ -41,27 +42,51 @@ class ComparisonAnswer:
     assumptions: SpotAssumptions
     sample_unit: str
     catalog_captured_at: str
+    catalog_snapshot_id: str = ""
+
+    def recommendation(self, question: Question) -> Recommendation:
+        """The comparison as a stored answer: the best configuration first, then the others as given,
+        so that ``history`` lists it, ``history reevaluate`` asks it again and ``report`` draws it."""
+        comparison = self.comparison
+        order = [comparison.best, *(i for i in range(len(comparison.estimates)) if i != comparison.best)]
+        return Recommendation(
+            question=question,
+            estimates=tuple(comparison.estimates[i] for i in order),
+            pareto=(0,),
+            explanation=comparison.summary,
+            catalog_captured_at=self.catalog_captured_at,
+            catalog_snapshot_id=self.catalog_snapshot_id,
+            created_at=pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
+            notes=(describe_assumptions(self.assumptions),),
+            sample_unit=self.sample_unit,
+        )
 
 
 def compare_question(
     question: Question,
-    configurations: Sequence[str],
+    configurations: Sequence[str] = (),
     *,
+    catalog: Catalog | None = None,
     measurements: Sequence[Measurement] = (),
     store_url: str | None = None,
     use_store: bool = False,
     progress: Progress = quiet,
 ) -> ComparisonAnswer:
-    """``perdollar compare``: load what the question needs once, price the shortlist, compare."""
+    """``perdollar compare``: load what the question needs once, price the shortlist, compare.
+
+    ``configurations`` default to the question's own (a stored comparison asked again)."""
+    configurations = tuple(configurations) or question.configurations
     _check_count(configurations)
-    catalog = load_catalog()
+    catalog = catalog if catalog is not None else load_catalog()
     question = decided(question)
     if question.family == "language-model":
         workload = load_language_model(question)
         assumptions = assumptions_for(question.spot, checkpoint_bytes(workload))
         progress("planning and pricing")
         comparison = compare_language_model(question, configurations, catalog, workload, assumptions)
-        return ComparisonAnswer(comparison, assumptions, "tokens", str(catalog.captured_at))
+        return ComparisonAnswer(
+            comparison, assumptions, "tokens", str(catalog.captured_at), str(catalog.snapshot_id)
+        )
     inputs = load_inputs(question, catalog=catalog, measurements=measurements, progress=progress)
     if use_store:
         inputs = with_stored_measurements(inputs, store_url)
@@ -69,7 +94,9 @@ def compare_question(
     profile = inputs.profile
     assumptions = assumptions_for(question.spot, profile.memory.weights + profile.memory.optimizer_state)
     comparison = compare(question, configurations, inputs)
-    return ComparisonAnswer(comparison, assumptions, profile.sample_unit, str(catalog.captured_at))
+    return ComparisonAnswer(
+        comparison, assumptions, profile.sample_unit, str(catalog.captured_at), str(catalog.snapshot_id)
+    )
 
 
 def _check_count(configurations: Sequence[str]) -> None:

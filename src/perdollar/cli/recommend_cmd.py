@@ -223,30 +223,28 @@ def compare_command(
         spot=spot,
         family=family,
         language_model=settings,
+        configurations=tuple(configs),
     )
     with common.progress("compare", quiet=json_output) as handle:
-
-        def say(message: str) -> None:
-            handle.update(description=message)
-
         answer = compare_question(
-            question,
-            configs,
-            measurements=recommend_inputs.load_measurements(measurements),
-            store_url=store.store_url,
-            use_store=store.enabled,
-            progress=say,
+            question, measurements=recommend_inputs.load_measurements(measurements),
+            store_url=store.store_url, use_store=store.enabled,
+            progress=lambda message: handle.update(description=message),
+        )  # fmt: skip
+    from perdollar.cli.persist import attempt_store, save_recommendation
+
+    stored, store_failure = attempt_store(
+        lambda: save_recommendation(
+            answer.recommendation(question), store_url=store.store_url, enabled=store.enabled
         )
-    show_comparison(
-        answer.comparison,
-        workload=workload,
-        catalog_captured_at=answer.catalog_captured_at,
-        assumptions=answer.assumptions,
-        unit=answer.sample_unit,
-        has_target=bool(target_samples),
-        deadline_hours=deadline_hours,
-        json_output=json_output,
     )
+    show_comparison(
+        answer.comparison, workload=workload, catalog_captured_at=answer.catalog_captured_at,
+        assumptions=answer.assumptions, unit=answer.sample_unit, has_target=bool(target_samples),
+        deadline_hours=deadline_hours, json_output=json_output, stored_id=stored,
+    )  # fmt: skip
+    if store_failure is not None:
+        raise store_failure
     return EXIT_OK
 
 

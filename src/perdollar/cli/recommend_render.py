@@ -54,10 +54,16 @@ def show_comparison(
     has_target: bool,
     deadline_hours: float | None,
     json_output: bool,
+    stored_id: str | None = None,
 ) -> None:
     if json_output:
         common.emit_json(
-            {"workload": workload, "catalog_captured_at": catalog_captured_at, "comparison": comparison},
+            {
+                "workload": workload,
+                "catalog_captured_at": catalog_captured_at,
+                "comparison": comparison,
+                "recommendation_id": stored_id,
+            },
             table="comparison.estimates",
         )
         return
@@ -82,3 +88,5 @@ def show_comparison(
         f"catalog captured {catalog_captured_at}[/]",
         highlight=False,
     )
+    if stored_id:
+        common.console.print(f"[dim]stored as {stored_id}[/]", highlight=False)

@@ -151,7 +151,7 @@ def _representative_exclusions(priced: pd.DataFrame, rows: np.ndarray, shape_cod
 
 # Hard reasons (does not fit, cannot run) keep this many rows of the shown exclusions, so that a long
 # list of near-misses never hides why whole kinds of machine are out.
-_HARD_EXCLUSIONS_KEPT = 15
+_HARD_EXCLUSIONS_KEPT = 30
 
 
 def _shown_exclusions(priced: pd.DataFrame, rows: np.ndarray, keep: int) -> np.ndarray:
