@@ -169,3 +169,19 @@ def test_chips_a_language_model_cannot_run_on_say_why_once_each() -> None:
     # Neuron and XLA chips are out with their reason, beside the GPUs that do not fit.
     assert any("neuron" in s for s in stacks) and any("xla" in s for s in stacks)
     assert len({(e["accelerator"], e["excluded_reason"]) for e in excluded}) == len(excluded)
+
+
+def test_a_chip_a_serving_engine_does_not_run_on_is_refused_with_the_reason() -> None:
+    done = run_perdollar(
+        "predict", "llama-3.1-8b", "--inference", "--accelerator", "Inferentia2", "--input-tokens", "1000",
+        "--output-tokens", "300",
+    )  # fmt: skip
+    assert done.returncode == 2 and "neuron stack" in done.stderr and "--accelerator H100" in done.stderr
+
+
+def test_a_chip_alias_filters_the_catalog_as_its_name_does() -> None:
+    from perdollar import catalog
+
+    loaded = catalog.load()
+    by_alias, by_name = loaded.accelerator_keys_matching("v5p"), loaded.accelerator_keys_matching("tpu-v5p")
+    assert by_alias == by_name == {"TPU-v5p"}

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from perdollar.errors import PerdollarError
+from perdollar.predict.frame import SUPPORTED_STACKS
 from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_config, load_config_file
 from perdollar.workload.llm.census import checked
 
@@ -93,6 +94,13 @@ def predict_language_model_serving(
     if misshapen:
         raise PerdollarError(misshapen, "change --tensor-parallel/--pipeline-parallel (and --gpus)")
     chip = catalog_mod.load().accelerator(accelerator)
+    if chip.software_stack not in SUPPORTED_STACKS:
+        # The same reason recommend --inference gives: a GPU serving engine's figures would be a guess.
+        raise PerdollarError(
+            f"{chip.key} serves language models through a {chip.software_stack} stack, and perdollar models"
+            " CUDA and ROCm serving engines only",
+            "choose a GPU, e.g. --accelerator H100 (recommend --inference --show-excluded lists the others)",
+        )
     work = Workload(input_tokens, output_tokens)
     shape = GroupShape(tensor_parallel=degree, pipeline_parallel=pipeline_parallel)
     result = predict_with_engine(arch, chip, fmt, work, shape=shape, batch=batch, engine=engine,

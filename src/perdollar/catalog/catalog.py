@@ -197,7 +197,8 @@ class Catalog:
         if exact and not keys:
             keys.add(exact)
         if not keys:
-            self.accelerator(query)  # raises the "did you mean" error
+            # A name the chip lookup knows (an alias such as "v5p"), or the "did you mean" error.
+            keys.add(self.accelerator(query).key)
         return frozenset(keys)
 
     # ---- instance types ----------------------------------------------------------------------
