@@ -57,7 +57,7 @@ def predict_llm(
     """
     from perdollar import catalog as catalog_mod
     from perdollar.predict.llm import MFU_CONVENTION, predict_llm_training
-    from perdollar.predict.llm.frame import excluded_reason
+    from perdollar.predict.llm.frame import cluster_settings, excluded_reason
     from perdollar.predict.llm.plan import TrainingPlan
     from perdollar.predict.llm.planner import MAX_TENSOR_PARALLEL, plan_shapes, search_plans
     from perdollar.predict.llm.step import plan_problem
@@ -90,17 +90,8 @@ def predict_llm(
         )
     calibration = _calibration(workload, cat, store_url) if read_store else None
     gpus = int(instance.accelerator_count)
-    common: dict[str, Any] = {
-        "gpus_per_node": gpus,
-        "nodes": nodes,
-        "seq_len": workload.seq_len,
-        "global_batch": workload.global_batch,
-        "precision": workload.precision,
-        "network_gbps": instance.network_gbps,
-        "efa_interfaces": instance.efa_interfaces,
-        "efficiency": calibration.efficiency if calibration else None,
-        "attention_kernel": workload.attention_kernel,
-    }
+    efficiency = calibration.efficiency if calibration else None
+    common = cluster_settings(workload, instance, gpus, nodes, efficiency)
     arch = workload.architecture
     searched = 0
     if settings.plan:

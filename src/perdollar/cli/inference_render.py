@@ -74,12 +74,7 @@ def deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[str, A
         figures = estimate.serving or ServingFigures()
         rows.append(
             {
-                "label": estimate.label,
-                "cloud": estimate.cloud,
-                "instance_type": estimate.instance_type,
-                "region": estimate.region,
-                "market": estimate.market,
-                "accelerator_key": estimate.accelerator,
+                **where_it_runs(estimate),
                 "accelerator_count": estimate.accelerators_per_node,
                 "instances": estimate.nodes,
                 "spot_extra_instances": figures.spot_extra_instances,
@@ -101,6 +96,18 @@ def deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[str, A
             }
         )
     return rows
+
+
+def where_it_runs(estimate: Estimate) -> dict[str, Any]:
+    """The columns that name a deployment's machine, shared by every serving table's rows."""
+    return {
+        "label": estimate.label,
+        "cloud": estimate.cloud,
+        "instance_type": estimate.instance_type,
+        "region": estimate.region,
+        "market": estimate.market,
+        "accelerator_key": estimate.accelerator,
+    }
 
 
 def excluded_rows(estimates: Sequence[Estimate]) -> list[dict[str, Any]]:

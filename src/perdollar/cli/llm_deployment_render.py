@@ -8,6 +8,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from perdollar.cli.inference_render import where_it_runs
 from perdollar.price.model import Estimate, ServingFigures
 
 
@@ -19,12 +20,7 @@ def llm_deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[st
         figures = estimate.serving or ServingFigures()
         rows.append(
             {
-                "label": estimate.label,
-                "cloud": estimate.cloud,
-                "instance_type": estimate.instance_type,
-                "region": estimate.region,
-                "market": estimate.market,
-                "accelerator_key": estimate.accelerator,
+                **where_it_runs(estimate),
                 "tensor_parallel": figures.tensor_parallel,
                 "precision": figures.precision,
                 "engine": figures.engine,

@@ -49,17 +49,11 @@ def excluded_reason(instance: Any, accelerator: Any, workload: LLMWorkload) -> s
     return ""
 
 
-def _search(
-    workload: LLMWorkload,
-    accelerator: Any,
-    gpus: int,
-    nodes: int,
-    instance: Any,
-    plan: TrainingPlan | None,
-    efficiency: LLMEfficiency | None,
-) -> PlanSearch:
-    arch = workload.architecture
-    common = {
+def cluster_settings(
+    workload: LLMWorkload, instance: Any, gpus: int, nodes: int, efficiency: LLMEfficiency | None
+) -> dict[str, Any]:
+    """What every plan of ``workload`` on ``nodes`` × ``instance`` is predicted with, besides the plan."""
+    return {
         "gpus_per_node": gpus,
         "nodes": nodes,
         "seq_len": workload.seq_len,
@@ -70,6 +64,19 @@ def _search(
         "efficiency": efficiency,
         "attention_kernel": workload.attention_kernel,
     }
+
+
+def _search(
+    workload: LLMWorkload,
+    accelerator: Any,
+    gpus: int,
+    nodes: int,
+    instance: Any,
+    plan: TrainingPlan | None,
+    efficiency: LLMEfficiency | None,
+) -> PlanSearch:
+    arch = workload.architecture
+    common = cluster_settings(workload, instance, gpus, nodes, efficiency)
     if plan is None:
         return search_plans(
             arch,
