@@ -308,7 +308,8 @@ def _exposed(
 
 
 def _miss_reason(memory: MemoryPerGPU, plan: TrainingPlan, gpus: int) -> str:
-    mode = {"full": "full fine-tuning", "lora": "LoRA", "qlora": "QLoRA"}[plan.finetune]
+    # "full" is pre-training and full fine-tuning alike: every weight trained.
+    mode = {"full": "full training", "lora": "LoRA", "qlora": "QLoRA"}[plan.finetune]
     return (
         f"needs {memory.total / GIB:.1f} GiB per GPU for {mode} with {plan.text(gpus)}; "
         f"has {memory.capacity / GIB:.1f} GiB"
