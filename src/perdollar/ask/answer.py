@@ -128,6 +128,7 @@ def ask_serving(
 ) -> ServingAnswer:
     """A serving question with its whole answer (the priced deployment table and the serving mode)."""
     catalog = catalog if catalog is not None else load_catalog()
+    question = decided(question)  # stored as asked again: with its family
     if workload is None:
         workload = load_workload(
             question.workload_name,
@@ -156,6 +157,7 @@ def ask_language_model_serving(
     With ``use_store`` the model's stored ``serve-bench --url`` runs calibrate it, as they do
     when the question is first asked."""
     catalog = catalog if catalog is not None else load_catalog()
+    question = decided(question)  # stored as asked again: with its family
     found = list(measurements)
     if use_store:
         fingerprint = load_llm_workload(question.workload_name, kind="inference").fingerprint
