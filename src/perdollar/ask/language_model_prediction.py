@@ -5,6 +5,7 @@ What ``perdollar predict LLM --instance`` prints and ``export --format torchrun`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -50,6 +51,7 @@ def predict_llm(
     *,
     store_url: str | None = None,
     read_store: bool = False,
+    note: Callable[[str], None] = lambda message: None,
 ) -> dict[str, Any]:
     """The prediction for ``spec`` on ``nodes`` × ``instance_name``, as the JSON document prints it.
 
@@ -88,7 +90,7 @@ def predict_llm(
             f"{instance.name} cannot train {workload.name} at {workload.precision}: {excluded}",
             "choose another instance or --precision",
         )
-    calibration = _calibration(workload, cat, store_url) if read_store else None
+    calibration = _calibration(workload, cat, store_url, note) if read_store else None
     gpus = int(instance.accelerator_count)
     efficiency = calibration.efficiency if calibration else None
     common = cluster_settings(workload, instance, gpus, nodes, efficiency)
@@ -167,7 +169,7 @@ def predict_llm(
     }
 
 
-def _calibration(workload: Any, catalog: Any, store_url: str | None) -> Any:
+def _calibration(workload: Any, catalog: Any, store_url: str | None, note: Callable[[str], None]) -> Any:
     """The calibration from the model's stored bench runs; an unreachable store only costs a note."""
     from perdollar.ask.inputs import stored_measurements
     from perdollar.predict.llm.measured import calibrated
@@ -178,8 +180,6 @@ def _calibration(workload: Any, catalog: Any, store_url: str | None) -> Any:
     except PerdollarError:
         raise
     except Exception as error:  # an unreachable store only loses calibration, not the prediction
-        import sys
-
-        print(f"note: stored measurements unavailable ({error})", file=sys.stderr)
+        note(f"note: stored measurements unavailable ({error})")
         runs = []
     return calibrated(workload, runs, catalog)

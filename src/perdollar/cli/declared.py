@@ -112,8 +112,10 @@ def takes(**groups: type | Group) -> Callable[[F], F]:
         kept = [p for p in signature.parameters.values() if p.name not in resolved]
         taken = {p.name for p in kept}
         added: list[inspect.Parameter] = []
-        for group in resolved.values():
-            for name, default, option, annotation in group.declarations():
+        # Read once here, not on every call: type hints are resolved by evaluating the annotations.
+        declarations = {keyword: group.declarations() for keyword, group in resolved.items()}
+        for fields_taken in declarations.values():
+            for name, default, option, annotation in fields_taken:
                 if name in taken:
                     raise TypeError(f"{command.__name__}: option {name} is declared twice")
                 taken.add(name)
@@ -123,7 +125,7 @@ def takes(**groups: type | Group) -> Callable[[F], F]:
         def run(*args: Any, **values: Any) -> Any:
             for keyword, group in resolved.items():
                 built = {}
-                for name, _default, option, annotation in group.declarations():
+                for name, _default, option, annotation in declarations[keyword]:
                     value = _parsed(option, values.pop(name))
                     built[name] = tuple(value) if annotation == tuple[str, ...] else value
                 values[keyword] = group.settings(**built)

@@ -182,6 +182,7 @@ def _predict_language_model(
         result = predict_llm(
             workload, instance, cloud, nodes, precision, settings, flags,
             store_url=store.store_url, read_store=store.enabled,
+            note=lambda message: err_console.print(message, markup=False),
         )  # fmt: skip
     if json_output:
         emit_json(result)
