@@ -199,6 +199,7 @@ def _row(
         "ttft_p99_ms": point.ttft_ms if point else math.nan,
         "tpot_p99_ms": point.tpot_ms if point else math.nan,
         "capacity_per_replica": rate.capacity,  # requests/s at the ceiling
+        "slo_rate_per_replica": rate.rate if feasible else 0.0,  # the busiest rate within the SLOs
         "rate_per_replica": rps / replicas if feasible else math.nan,
         "utilisation": rps / replicas / rate.capacity if feasible else math.nan,
         "output_tokens_per_second_per_replica": rps / replicas * work.output_tokens if feasible else math.nan,
