@@ -11,6 +11,7 @@ from perdollar.ask.compare import compare_question
 from perdollar.ask.questions import PlanFlags, family_of, language_model_settings
 from perdollar.cli import common, recommend_inputs
 from perdollar.cli.declared import Group, StoreChoice, takes
+from perdollar.cli.fleet_options import FleetFlags
 from perdollar.cli.inference_cmd import serving_question
 from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_options import Goal, Serving, Shown, Target, Where
@@ -71,6 +72,7 @@ COMPARE_HELP = (
     plan_flags=Group(PlanFlags, ("training",)),
     spot=SpotSettings,
     store=StoreChoice,
+    fleet=FleetFlags,
 )
 def recommend(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
@@ -91,6 +93,7 @@ def recommend(
     plan_flags: PlanFlags,
     spot: SpotSettings,
     store: StoreChoice,
+    fleet: FleetFlags,
 ) -> int:
     check_store(store.store_url, enabled=store.enabled)
     if shown.report is not None:  # before the work: a file that may not be replaced is said at once
@@ -101,6 +104,8 @@ def recommend(
         raise PerdollarError(f"--top must be at least 1, got {shown.top}", "give e.g. --top 10")
     family = family_of(workload)
     if serving.inference:
+        if serving.load_curve is not None or serving.trace is not None:
+            return _recommend_fleet(workload, family, serving, where, language_model, precision, shown, fleet)
         return _recommend_serving(
             workload, family, serving, where, language_model, batch_size, precision, shown, store
         )
@@ -179,6 +184,38 @@ def _recommend_serving(
         clouds=where.clouds, regions=where.regions,
     )  # fmt: skip
     return recommend_inference(question, **common_args)
+
+
+def _recommend_fleet(
+    workload: str, family: Family, serving: Serving, where: Where, language_model: LanguageModelSettings,
+    precision: str | None, shown: Shown, fleet: FleetFlags,
+) -> int:  # fmt: skip
+    """``recommend --inference --load-curve/--trace``: a language model's fleet over the day."""
+    from perdollar.cli.llm_fleet_cmd import read_traffic, recommend_llm_fleet
+    from perdollar.cli.llm_inference_cmd import llm_serving_question
+
+    if family != "language-model":
+        raise PerdollarError(
+            "--load-curve and --trace size a language model's fleet", "drop them, or name a language model"
+        )
+    if serving.rps is not None or serving.tokens_per_day is not None:
+        raise PerdollarError(
+            "--rps/--tokens-per-day and a load curve or trace both give the rate", "give one of them"
+        )
+    curve = read_traffic(
+        serving.load_curve, serving.trace, language_model.input_tokens, language_model.output_tokens
+    )
+    mean_rps = sum(i.requests_per_second * i.duration_s for i in curve.intervals) / curve.span_s
+    question = llm_serving_question(
+        workload, rps=mean_rps, tokens_per_day=None, input_tokens=curve.classes[0].input_tokens,
+        output_tokens=curve.classes[0].output_tokens, ttft_p99_ms=language_model.ttft_p99_ms,
+        tpot_p99_ms=language_model.tpot_p99_ms, precision=precision, market=where.market,
+        clouds=where.clouds, regions=where.regions, engine=language_model.engine,
+        kv_precision=language_model.kv_precision,
+    )  # fmt: skip
+    return recommend_llm_fleet(
+        question, curve, fleet, json_output=shown.json_output, report_path=shown.report
+    )
 
 
 @takes(

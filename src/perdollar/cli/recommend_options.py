@@ -77,6 +77,16 @@ class Serving:
         "Language model --inference: real requests' token lengths (CSV or JSON Lines) instead of "
         "--input-tokens/--output-tokens.",
     )
+    load_curve: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
+        None, "--load-curve",
+        "Language model --inference: a day of traffic, CSV with hour (0-23 or ISO timestamp) and "
+        "requests_per_second; sizes a fleet per hour instead of one --rps.",
+    )
+    trace: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
+        None, "--trace",
+        "Language model --inference: requests as they came, CSV or JSON Lines with arrival_s, "
+        "input_tokens and output_tokens; sizes a fleet per hour of it.",
+    )
 
 
 @dataclass(frozen=True, slots=True)

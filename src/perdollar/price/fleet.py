@@ -115,6 +115,11 @@ class Fleet:
             n * o.replicas_per_instance for n, o in zip(self.instances[interval], self.options, strict=True)
         )
 
+    def instances_on(self, interval: int, *, spot: bool) -> int:
+        return sum(
+            n for n, o in zip(self.instances[interval], self.options, strict=True) if o.is_spot == spot
+        )
+
     def spot_share(self, durations: Sequence[float]) -> float:
         """Of the instance-hours, those on spot."""
         total = spot = 0.0

@@ -1,0 +1,189 @@
+"""A language model served over a day: the fleet per interval, priced, checked by replay.
+
+Each request class of the load curve is sized on every instance type by the one capacity model
+(:func:`perdollar.predict.llm_serving.frame.llm_serving_frame`); the fleets are chosen in
+:mod:`perdollar.select.fleet` and replayed request by request against the predicted replicas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from perdollar.ask.inputs import Progress, quiet
+from perdollar.ask.language_model_serving import FORMATS, _foreign_stacks_excluded, slo_label
+from perdollar.catalog import Catalog
+from perdollar.catalog.filters import allowed_offers
+from perdollar.errors import NothingFeasibleError
+from perdollar.predict.llm_serving.engines import engine_note, serving_engine
+from perdollar.predict.llm_serving.fleet import (
+    DEFAULT_INSTANCE_START_S,
+    IntervalReplay,
+    Pool,
+    ReplicaService,
+    poisson_arrivals,
+    replay_interval,
+    replica_service,
+    scale_up_seconds,
+)
+from perdollar.predict.llm_serving.formats import serving_format
+from perdollar.predict.llm_serving.frame import llm_serving_frame
+from perdollar.predict.llm_serving.load import Workload
+from perdollar.predict.llm_serving.timing import GroupShape, weight_bytes_per_gpu
+from perdollar.price.fleet import Fleet, FleetOption, FleetPolicy, month_cost
+from perdollar.price.fleet_options import class_capacities, fleet_options
+from perdollar.question import LanguageModelSettings, Question
+from perdollar.select.fleet import FleetChoice, choose_fleet
+from perdollar.workload.llm import load_llm_workload
+from perdollar.workload.llm.architecture import DecoderArchitecture
+from perdollar.workload.llm.load_curve import LoadCurve
+
+
+@dataclass(frozen=True)
+class FleetAnswer:
+    curve: LoadCurve
+    choice: FleetChoice
+    replay: tuple[IntervalReplay, ...]  # the chosen (mixed) fleet, interval by interval
+    slo_label: str
+    policy: FleetPolicy
+    notes: tuple[str, ...]
+
+    @property
+    def durations(self) -> list[float]:
+        return [i.duration_s for i in self.curve.intervals]
+
+    def output_tokens(self) -> float:
+        classes = self.curve.classes
+        return sum(
+            i.duration_s * sum(r * c.output_tokens for r, c in zip(i.class_rates(), classes, strict=True))
+            for i in self.curve.intervals
+        )
+
+    def all_tokens(self) -> float:
+        classes = self.curve.classes
+        return sum(
+            i.duration_s
+            * sum(
+                r * (c.input_tokens + c.output_tokens) for r, c in zip(i.class_rates(), classes, strict=True)
+            )
+            for i in self.curve.intervals
+        )
+
+    def month_usd(self, fleet: Fleet) -> float:
+        return month_cost(fleet, self.curve.span_s)
+
+    def slo_met_share(self) -> float:
+        return sum(r.meets_slo for r in self.replay) / len(self.replay) if self.replay else 0.0
+
+
+def _options(
+    arch: DecoderArchitecture, catalog: Catalog, question: Question, settings: LanguageModelSettings,
+    curve: LoadCurve, instance_start_s: float,
+) -> list[FleetOption]:  # fmt: skip
+    frames = []
+    formats = (question.precision,) if question.precision else FORMATS
+    for request_class in curve.classes:
+        frame = llm_serving_frame(
+            arch, catalog, input_tokens=request_class.input_tokens, output_tokens=request_class.output_tokens,
+            rps=curve.peak_rps, ttft_p99_ms=settings.ttft_p99_ms, tpot_p99_ms=settings.tpot_p99_ms,
+            precisions=formats, engine=settings.engine, kv_precision=settings.kv_precision,
+        )  # fmt: skip
+        frames.append(_foreign_stacks_excluded(frame, catalog))
+    capacities = class_capacities(frames)
+    offers = allowed_offers(
+        catalog.offers_frame(), clouds=question.clouds, regions=question.regions, market=question.market,
+        priced_only=True,
+    )  # fmt: skip
+
+    def scale_up(row: pd.Series) -> float:
+        shape = GroupShape(tensor_parallel=int(row["tensor_parallel"]))
+        weights = weight_bytes_per_gpu(arch, serving_format(str(row["precision"])), shape) * shape.gpus
+        network = row.get("network_gbps")
+        gbps = float(network) if network is not None and pd.notna(network) else None
+        return scale_up_seconds(
+            weights * int(row["replicas_per_instance"]), gbps, instance_start_s=instance_start_s
+        )
+
+    return fleet_options(capacities, offers, len(curve.classes), scale_up)
+
+
+def _replay(
+    arch: DecoderArchitecture, catalog: Catalog, curve: LoadCurve, fleet: Fleet,
+    settings: LanguageModelSettings, requests_per_interval: int,
+) -> tuple[IntervalReplay, ...]:  # fmt: skip
+    works = [Workload(c.input_tokens, c.output_tokens) for c in curve.classes]
+    services: dict[int, ReplicaService] = {}
+    for index, option in enumerate(fleet.options):
+        engine = serving_engine(option.engine or settings.engine)
+        fmt = engine.serving_format(serving_format(option.precision), settings.kv_precision)
+        services[index] = replica_service(
+            arch, catalog.accelerator(option.accelerator_key), fmt, GroupShape(option.tensor_parallel), works,
+            engine.step_efficiency(),
+        )  # fmt: skip
+    traced = np.array([r.arrival_s for r in curve.requests])
+    traced_class = np.array([r.request_class for r in curve.requests], dtype=int)
+    out = []
+    for h, interval in enumerate(curve.intervals):
+        if curve.requests:
+            inside = (traced >= interval.start_s) & (traced < interval.start_s + interval.duration_s)
+            arrivals = traced[inside][:requests_per_interval] - interval.start_s
+            classes = traced_class[inside][:requests_per_interval]
+        else:
+            arrivals, classes = poisson_arrivals(
+                interval.class_rates(), interval.duration_s, max_requests=requests_per_interval, seed=h
+            )
+        pools = [
+            Pool(services[k], fleet.instances[h][k] * option.replicas_per_instance, fleet.routed[h][k])
+            for k, option in enumerate(fleet.options)
+        ]
+        slo = {"ttft_p99_ms": settings.ttft_p99_ms, "tpot_p99_ms": settings.tpot_p99_ms}
+        out.append(replay_interval(arrivals, classes, pools, **slo, seed=h))
+    return tuple(out)
+
+
+def answer_language_model_fleet(
+    question: Question, curve: LoadCurve, *, catalog: Catalog, policy: FleetPolicy = FleetPolicy(),
+    instance_start_s: float = DEFAULT_INSTANCE_START_S, requests_per_interval: int = 3000,
+    progress: Progress = quiet,
+) -> FleetAnswer:  # fmt: skip
+    """The fleets that serve ``curve`` within the question's SLOs, cheapest mixed fleet replayed."""
+    settings = question.language_model or LanguageModelSettings()
+    arch = load_llm_workload(question.workload_name, kind="inference").architecture
+    progress(f"sizing replicas for {len(curve.classes)} request class(es) on every instance type")
+    options = _options(arch, catalog, question, settings, curve, instance_start_s)
+    rates = [i.class_rates() for i in curve.intervals]
+    durations = [i.duration_s for i in curve.intervals]
+    progress(f"choosing a fleet for {len(durations)} intervals from {len(options)} candidates")
+    choice = choose_fleet(options, rates, durations, policy)
+    label = slo_label(settings)
+    if choice is None:
+        raise NothingFeasibleError(
+            f"no instance type serves every request class within {label}",
+            "relax the SLOs, shorten the requests, or allow more clouds and markets",
+        )
+    progress("replaying the day against the chosen fleet")
+    replay = _replay(arch, catalog, curve, choice.mixed, settings, requests_per_interval)
+    classes = "; ".join(
+        f"{c.name}: {c.input_tokens} in, {c.output_tokens} out ({share:.0%})"
+        for c, share in zip(curve.classes, _day_shares(curve), strict=True)
+    )
+    notes = (
+        f"traffic from {curve.source}: {len(durations)} intervals; request classes {classes}",
+        f"autoscaled to {policy.target_utilisation:.0%} of the SLO capacity, at least "
+        f"{policy.min_replicas} replica(s); scale-ups started one delay ahead (instance start "
+        f"{instance_start_s:.0f} s, assumed, + weights over min(network, disk)) and billed from then",
+        f"spot: reclaim waves from the interruption share; spot capacity discounted by the wave where "
+        f"a wave is likelier than {1 - policy.availability:.2%} of intervals; on-demand fallback priced",
+        f"the mixed fleet: an integer program over {choice.short_list} of {choice.candidates} candidates",
+        engine_note(settings.engine, settings.kv_precision),
+    )
+    return FleetAnswer(curve, choice, replay, label, policy, notes)
+
+
+def _day_shares(curve: LoadCurve) -> list[float]:
+    totals = [
+        sum(i.class_rates()[c] * i.duration_s for i in curve.intervals) for c in range(len(curve.classes))
+    ]
+    return [t / sum(totals) for t in totals]

@@ -1,0 +1,179 @@
+"""``recommend LLM --inference --load-curve FILE`` (or ``--trace FILE``): a fleet over the day."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from perdollar.cli import common
+from perdollar.cli.fleet_options import FleetFlags
+from perdollar.errors import EXIT_OK, PerdollarError
+from perdollar.files import readable_file
+from perdollar.question import Question
+from perdollar.workload.llm.load_curve import LoadCurve, RequestClass, parse_load_curve, parse_trace
+
+DEFAULT_INPUT_TOKENS = 1000
+DEFAULT_OUTPUT_TOKENS = 300
+
+
+def read_traffic(
+    load_curve: Path | None, trace: Path | None, input_tokens: int | None, output_tokens: int | None
+) -> LoadCurve:
+    """The traffic the flags name, parsed; bad files say what is wrong and how to fix it."""
+    if load_curve is not None and trace is not None:
+        raise PerdollarError("--load-curve and --trace both give the traffic", "give one of them")
+    flag, path = ("--load-curve", load_curve) if load_curve is not None else ("--trace", trace)
+    assert path is not None
+    try:
+        text = readable_file(path, flag).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise PerdollarError(f"{flag} {path} is not UTF-8 text", "give a CSV or JSON Lines file") from None
+    try:
+        if load_curve is not None:
+            request = RequestClass(
+                "all", input_tokens or DEFAULT_INPUT_TOKENS, output_tokens or DEFAULT_OUTPUT_TOKENS
+            )
+            return parse_load_curve(text, request, source=path.name)
+        if input_tokens is not None or output_tokens is not None:
+            raise PerdollarError(
+                "--trace gives each request's lengths; --input-tokens/--output-tokens would be ignored",
+                "leave out --input-tokens and --output-tokens",
+            )
+        return parse_trace(text, source=path.name)
+    except PerdollarError as error:
+        if error.problem.startswith("--"):
+            raise
+        raise PerdollarError(f"{flag} {path}: {error.problem}", error.fix) from None
+
+
+def _hour_label(start_s: float, is_trace: bool) -> str:
+    if is_trace:
+        return f"+{start_s / 3600:.1f}h"
+    minutes = round(start_s / 60)
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def fleet_document(answer: Any, question: Question) -> dict[str, Any]:
+    """The whole answer as plain data: intervals, the three fleets, replay, notes."""
+    choice = answer.choice
+    mixed, static = choice.mixed, choice.static_peak
+    intervals = []
+    for h, interval in enumerate(answer.curve.intervals):
+        hours = interval.duration_s / 3600
+        replay = answer.replay[h]
+        intervals.append({
+            "start": _hour_label(interval.start_s, bool(answer.curve.requests)),
+            "duration_s": interval.duration_s,
+            "requests_per_second": interval.requests_per_second,
+            "replicas": mixed.replicas(h),
+            "fleet": mixed.composition(h),
+            "spot_instances": mixed.instances_on(h, spot=True),
+            "on_demand_instances": mixed.instances_on(h, spot=False),
+            "usd_per_hour": mixed.cost_per_interval[h] / hours,
+            "static_peak_replicas": static.replicas(h),
+            "static_peak_usd_per_hour": static.cost_per_interval[h] / hours,
+            "replay_ttft_p99_ms": replay.ttft_p99_ms,
+            "replay_tpot_p99_ms": replay.tpot_p99_ms,
+            "replay_requests": replay.requests,
+            "meets_slo": replay.meets_slo,
+        })  # fmt: skip
+    out_tokens, all_tokens = answer.output_tokens(), answer.all_tokens()
+
+    def summary(fleet: Any) -> dict[str, Any]:
+        return {
+            "fleet": fleet.name,
+            "parts": [o.label for o in fleet.options],
+            "usd_per_month": answer.month_usd(fleet),
+            "usd_per_million_output_tokens": fleet.cost / out_tokens * 1e6,
+            "usd_per_million_tokens": fleet.cost / all_tokens * 1e6,
+            "spot_share": fleet.spot_share(answer.durations),
+        }
+
+    return {
+        "question": question,
+        "slo": answer.slo_label,
+        "intervals": intervals,
+        "fleet": summary(mixed),
+        "autoscaled_single_type": summary(choice.autoscaled),
+        "static_peak": summary(static),
+        "saving_vs_static_peak": 1 - mixed.cost / static.cost,
+        "replay_slo_met_share": answer.slo_met_share(),
+        "notes": answer.notes,
+    }
+
+
+def _print(document: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"Fleet over the day within {document['slo']}")
+    for column in (
+        "start",
+        "rps",
+        "replicas",
+        "fleet (spot / on-demand)",
+        "$/h",
+        "static peak",
+        "replay p99 ms",
+    ):
+        table.add_column(column, justify="left" if column.startswith("fleet") else "right")
+    for row in document["intervals"]:
+        table.add_row(
+            row["start"], f"{row['requests_per_second']:.3g}", str(row["replicas"]),
+            f"{row['fleet']} ({row['spot_instances']} / {row['on_demand_instances']})",
+            f"${row['usd_per_hour']:.2f}",
+            f"{row['static_peak_replicas']} · ${row['static_peak_usd_per_hour']:.2f}",
+            f"{row['replay_ttft_p99_ms']:.0f} / {row['replay_tpot_p99_ms']:.1f}"
+            + ("" if row["meets_slo"] else " ✗"),
+        )  # fmt: skip
+    common.print_table(table)
+    lines = []
+    for key, name in (("fleet", "Chosen fleet"), ("autoscaled_single_type", "One type, autoscaled"),
+                      ("static_peak", "Static peak")):  # fmt: skip
+        part = document[key]
+        lines.append(
+            f"{name}: ${part['usd_per_month']:,.0f} a month, "
+            f"${part['usd_per_million_output_tokens']:.3g} per million output tokens "
+            f"(${part['usd_per_million_tokens']:.3g} in and out), spot share "
+            f"{part['spot_share']:.0%} — {'; '.join(part['parts'])}"
+        )
+    lines.append(
+        f"Saving against the static peak: {document['saving_vs_static_peak']:.0%}. Replay: the SLO met in "
+        f"{document['replay_slo_met_share']:.0%} of intervals."
+    )
+    for line in (*lines, *document["notes"]):
+        common.console.print(line, highlight=False, markup=False)
+
+
+def recommend_llm_fleet(
+    question: Question, curve: LoadCurve, flags: FleetFlags, *, json_output: bool, report_path: Path | None
+) -> int:
+    from perdollar.ask.language_model_fleet import answer_language_model_fleet
+    from perdollar.catalog import load as load_catalog
+    from perdollar.price.fleet import FleetPolicy
+
+    if not 0 < flags.target_utilisation <= 1:
+        raise PerdollarError(
+            f"--target-utilisation must be in (0, 1], got {flags.target_utilisation:g}",
+            "give e.g. --target-utilisation 0.8",
+        )
+    if not 0 < flags.availability < 1:
+        raise PerdollarError(
+            f"--availability must be between 0 and 1, got {flags.availability:g}",
+            "give e.g. --availability 0.999",
+        )
+    policy = FleetPolicy(flags.target_utilisation, flags.min_replicas, flags.availability)
+    with common.progress("recommend --inference --load-curve", quiet=json_output) as bar:
+        answer = answer_language_model_fleet(
+            question, curve, catalog=load_catalog(), policy=policy, instance_start_s=flags.instance_start_s,
+            progress=lambda message: bar.update(description=message),
+        )  # fmt: skip
+    document = fleet_document(answer, question)
+    if report_path is not None:
+        from perdollar.report.fleet_html import write_fleet_report
+
+        write_fleet_report(document, report_path)
+    if json_output:
+        common.emit_json(document, table="intervals")
+    else:
+        _print(document)
+    return EXIT_OK
