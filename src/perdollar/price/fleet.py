@@ -105,6 +105,7 @@ class Fleet:
     instances: tuple[tuple[int, ...], ...]  # [interval][option]
     routed: tuple[tuple[tuple[float, ...], ...], ...]  # [interval][option][class] requests/s
     cost_per_interval: tuple[float, ...]  # USD over the interval, scale-up lead included
+    lower_bound: float = math.nan  # the integer program's proof: no fleet of its options costs less
 
     @property
     def cost(self) -> float:
@@ -268,6 +269,7 @@ def mixed_fleet(
     return Fleet(
         "mixed", tuple(options[k] for k in used),
         tuple(tuple(counts[h][k] for k in used) for h in range(hours)), routed, costs,
+        float(getattr(result, "mip_dual_bound", math.nan)),
     )  # fmt: skip
 
 
