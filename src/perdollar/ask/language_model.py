@@ -19,6 +19,7 @@ from perdollar.catalog import Catalog
 from perdollar.catalog.filters import allowed_offers
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
+from perdollar.predict.accelerator_stacks import TRAINING_STACKS
 from perdollar.predict.frame import node_counts
 from perdollar.predict.llm import TrainingPlan, parse_plan
 from perdollar.predict.llm.frame import llm_prediction_frame
@@ -116,7 +117,9 @@ def answer_language_model(
     progress(f"pricing {len(offers):,} offers")
     target = target_of(question)
     assumptions = assumptions_for(question.spot, checkpoint_bytes(workload))
-    stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()}
+    # Chips with a modelled stack of their own (Neuron, XLA, Gaudi) carry their own reasons.
+    stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()
+              if chip.software_stack not in TRAINING_STACKS}  # fmt: skip
     priced = mark_constraints(
         price_table(offers, predictions, target, assumptions),
         target,

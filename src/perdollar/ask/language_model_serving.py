@@ -17,6 +17,7 @@ from perdollar.predict.frame import SUPPORTED_STACKS
 from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of, refused_readings
 from perdollar.predict.llm_serving.engines import ANY_ENGINE, engine_note, serving_engine
 from perdollar.predict.llm_serving.frame import llm_serving_frame
+from perdollar.predict.nongpu_llm import nongpu_serving_rows
 from perdollar.price.llm_serving import price_llm_deployments
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select.llm_serving import explain_llm_serving, llm_deployment_estimates
@@ -90,6 +91,8 @@ def answer_language_model_serving(
     if calibration is not None:
         deployments = deployments.assign(basis="calibrated")  # every row is predicted with its efficiency
     deployments = _foreign_stacks_excluded(deployments, catalog)
+    deployments = _with_own_stacks(deployments, workload.architecture, catalog, input_tokens, output_tokens,
+                                   rps, settings, formats)  # fmt: skip
     frame = price_llm_deployments(
         deployments,
         offers,
@@ -149,3 +152,20 @@ def _foreign_stacks_excluded(deployments: pd.DataFrame, catalog: Catalog) -> pd.
         lambda stack: f"needs a {stack} serving stack; perdollar models CUDA and ROCm serving engines"
     )
     return out
+
+
+def _with_own_stacks(deployments: pd.DataFrame, arch: DecoderArchitecture, catalog: Catalog,
+                     input_tokens: int,
+                     output_tokens: int, rps: float, settings: LanguageModelSettings,
+                     formats: tuple[str, ...]) -> pd.DataFrame:  # fmt: skip
+    """Non-GPU chips' rows from their own serving stacks (Neuron, JetStream …), replacing the GPU
+    engines' rows for them; an engine the user named keeps them out, since it runs on GPUs only."""
+    if settings.engine and settings.engine.lower() != ANY_ENGINE:
+        return deployments
+    own = nongpu_serving_rows(arch, catalog, input_tokens=input_tokens, output_tokens=output_tokens, rps=rps,
+                              ttft_p99_ms=settings.ttft_p99_ms, tpot_p99_ms=settings.tpot_p99_ms,
+                              precisions=formats)  # fmt: skip
+    if own.empty:
+        return deployments
+    gpu = deployments[~deployments["accelerator_key"].isin(set(own["accelerator_key"]))]
+    return pd.concat([gpu, own.reindex(columns=deployments.columns)], ignore_index=True)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perdollar.errors import PerdollarError
 from perdollar.predict.frame import SUPPORTED_STACKS
 from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_config, load_config_file
 from perdollar.workload.llm.census import checked
+
+if TYPE_CHECKING:
+    from perdollar.catalog.model import Accelerator
+    from perdollar.predict.llm_serving.formats import ServingFormat
+    from perdollar.predict.llm_serving.load import Workload
 
 
 @dataclass(frozen=True)
@@ -95,14 +100,43 @@ def predict_language_model_serving(
         raise PerdollarError(misshapen, "change --tensor-parallel/--pipeline-parallel (and --gpus)")
     chip = catalog_mod.load().accelerator(accelerator)
     if chip.software_stack not in SUPPORTED_STACKS:
-        # The same reason recommend --inference gives: a GPU serving engine's figures would be a guess.
-        raise PerdollarError(
-            f"{chip.key} serves language models through a {chip.software_stack} stack, and perdollar models"
-            " CUDA and ROCm serving engines only",
-            "choose a GPU, e.g. --accelerator H100 (recommend --inference --show-excluded lists the others)",
-        )
+        work = Workload(input_tokens, output_tokens)
+        return _on_own_stack(arch, chip, fmt, work, degree, pipeline_parallel,
+                             batch, gpus, group)  # fmt: skip
     work = Workload(input_tokens, output_tokens)
     shape = GroupShape(tensor_parallel=degree, pipeline_parallel=pipeline_parallel)
     result = predict_with_engine(arch, chip, fmt, work, shape=shape, batch=batch, engine=engine,
                                  kv_precision=kv_precision)  # fmt: skip
+    return LanguageModelServingPrediction(arch, chip.key, gpus, gpus // group, work, result)
+
+
+def _on_own_stack(arch: DecoderArchitecture, chip: Accelerator, fmt: ServingFormat, work: Workload,
+                  degree: int,
+                  pipeline_parallel: int, batch: int | None, gpus: int,
+                  group: int) -> LanguageModelServingPrediction:  # fmt: skip
+    """A non-GPU chip served through its own stack's record, or refused with the stack's reason."""
+    from dataclasses import replace
+
+    from perdollar.predict.accelerator_stacks import SERVING_STACKS, serving_degrees
+    from perdollar.predict.llm_serving import GroupShape
+    from perdollar.predict.llm_serving.load import predict_llm_serving
+    from perdollar.predict.nongpu_llm import serving_engine_for, serving_stack_problem
+
+    problem = serving_stack_problem(chip, arch, fmt.name)
+    if problem:
+        raise PerdollarError(
+            problem, "choose a model and format the stack serves, or a GPU (--accelerator H100)"
+        )
+    allowed = serving_degrees(chip, max(gpus, degree))
+    if degree not in allowed:
+        raise PerdollarError(
+            f"a {chip.key} replica takes {', '.join(map(str, serving_degrees(chip, 1 << 20)))} chips under "
+            f"its stack, not {degree}",
+            "change --tensor-parallel (and --gpus)",
+        )
+    engine = serving_engine_for(SERVING_STACKS[chip.software_stack])
+    shape = GroupShape(tensor_parallel=degree, pipeline_parallel=pipeline_parallel)
+    result = predict_llm_serving(arch, chip, engine.serving_format(fmt), work, shape=shape, batch=batch,
+                                 efficiency=engine.step_efficiency())  # fmt: skip
+    result = replace(result, engine=engine.name, kv_precision="bf16")
     return LanguageModelServingPrediction(arch, chip.key, gpus, gpus // group, work, result)
