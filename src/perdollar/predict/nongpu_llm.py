@@ -222,6 +222,9 @@ def nongpu_serving_rows(
                 key = (accelerator.key, degree, precision)
                 if key not in cache:
                     problem = serving_stack_problem(accelerator, arch, precision)
+                    if not problem and stack is not None and not stack.fitted:
+                        # Round starting fractions would rank a chip on a guess; say so instead.
+                        problem = f"{stack.label}: no published serving table fitted yet, so no prediction"
                     if problem or engine is None:
                         cache[key] = ReplicaRate(0.0, None, 0.0, 0.0, 0, 0.0, "unsupported", problem)
                     else:
