@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-from cli_runner import run_perdollar
 
+from cli_runner import run_perdollar
 from perdollar.amounts import data_size_bytes
 from perdollar.catalog.bill_data import continent_of, data_rates
 from perdollar.price.data_movement import egress_usd, storage_usd, tiered_cost, transfer_hours
@@ -74,7 +74,9 @@ def test_the_data_region_changes_the_ranking_and_prices_the_copy() -> None:
     assert (plain_top["cloud"], plain_top["region"]) != ("aws", "us-east-1")
     assert (top["cloud"], top["region"]) == ("aws", "us-east-1")
     assert top["egress_usd"] == 0 and top["transfer_hours"] == 0
-    _, away = _top_and_estimates("--dataset-size", "20TB", "--data-region", "us-east-1", "--region", "us-west-2")
+    _, away = _top_and_estimates(
+        "--dataset-size", "20TB", "--data-region", "us-east-1", "--region", "us-west-2"
+    )
     for e in away:  # 20,000 GB at AWS's $0.02/GB, copied at 10 Gbit/s before the run
         assert e["egress_usd"] == pytest.approx(400.0) and e["transfer_hours"] == pytest.approx(16000 / 3600)
         assert e["expected_time_hours"] > e["transfer_hours"]
@@ -82,7 +84,9 @@ def test_the_data_region_changes_the_ranking_and_prices_the_copy() -> None:
 
 
 def test_a_data_region_needs_a_size_and_a_known_region() -> None:
-    missing = run_perdollar("recommend", "vit-b16", "--samples", "1e9", "--data-region", "us-east-1", "--no-store")
+    missing = run_perdollar(
+        "recommend", "vit-b16", "--samples", "1e9", "--data-region", "us-east-1", "--no-store"
+    )
     assert missing.returncode != 0 and "--dataset-size 20TB" in missing.stderr
     unknown = run_perdollar("recommend", "vit-b16", "--samples", "1e9", "--dataset-size", "1TB",
                             "--data-region", "mars-1", "--no-store")  # fmt: skip

@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar.measure.power import PowerRecorder, PowerTrace, energy_joules, power_summary
 from perdollar.measure.system import SystemSampler
 from perdollar.price.energy import accelerator_watts
 from perdollar.select.objectives import scores
-from cli_runner import run_perdollar
 
 SERIES = Path(__file__).parent / "data" / "nvml_power_series.csv"
 

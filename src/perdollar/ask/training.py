@@ -19,8 +19,8 @@ from perdollar.errors import PerdollarError
 from perdollar.predict import Calibration, predict_frame
 from perdollar.predict.frame import node_counts
 from perdollar.predict.measured import apply_measured
-from perdollar.price.frame import assumptions_for, describe_assumptions, target_of
 from perdollar.price.bill import describe_bill, priced_with_bill
+from perdollar.price.frame import assumptions_for, describe_assumptions, target_of
 from perdollar.price.placement import data_placement
 from perdollar.question import Question
 from perdollar.select import (

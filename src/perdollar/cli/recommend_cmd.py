@@ -111,7 +111,8 @@ def recommend(
     )
     question = recommend_inputs.training_question(
         workload, target, goal, where, max_nodes=max_nodes, batch_size=batch_size, precision=precision,
-        spot=spot, data=data, top=shown.top, token_target=token_target, language_model=settings, family=family,
+        spot=spot, data=data, top=shown.top, token_target=token_target, language_model=settings,
+        family=family,
     )  # fmt: skip
     with common.progress("recommend", quiet=shown.json_output) as handle:
         found = recommend_inputs.load_measurements(measurements)

@@ -22,8 +22,9 @@ class Target:
         None, "--epochs", "Target epochs (with --dataset-size).", scope="epochs"
     )
     dataset_size: str | None = declared(
-        None, "--dataset-size", "Samples per epoch, e.g. 1.28M (with --epochs); or the data's size in bytes, e.g. 20TB, to price"
-        " moving it from --data-region.",
+        None, "--dataset-size",
+        "Samples per epoch, e.g. 1.28M (with --epochs); or the data's size in bytes, e.g. 20TB, to"
+        " price moving it from --data-region.",
         scope="epochs",
     )
     deadline: str | None = declared(None, "--deadline", "Finish within this time, e.g. 72h or 3d.")

@@ -76,4 +76,3 @@ def power_summary(trace: PowerTrace, step_time_s: float | None) -> dict[str, flo
     if per_step is not None:
         out["energy_per_step_j"] = round(per_step, 4)
     return out
-

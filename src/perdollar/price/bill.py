@@ -11,6 +11,7 @@ does, then adds the bill's other lines as their own columns and into the totals:
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -19,6 +20,7 @@ import pandas as pd
 
 from perdollar.catalog import bill_data
 from perdollar.catalog.bill_data import CloudDataRates
+from perdollar.catalog.price_age import is_stale
 from perdollar.frames import require_columns
 from perdollar.predict.frame import PREDICTION_COLUMNS
 from perdollar.price.data_movement import DEFAULT_CHECKPOINTS_KEPT, movement_columns, storage_usd
@@ -39,7 +41,12 @@ BILL_COLUMNS = (
     "grid_gco2e_per_kwh",
     "grid_carbon_year",
 )
-_TIME_COLUMNS = ("time_to_target_hours", "expected_time_hours", "expected_time_hours_low", "expected_time_hours_high")
+_TIME_COLUMNS = (
+    "time_to_target_hours",
+    "expected_time_hours",
+    "expected_time_hours_low",
+    "expected_time_hours_high",
+)
 _COST_COLUMNS = ("cost_to_target_usd", "expected_cost_usd", "expected_cost_usd_low", "expected_cost_usd_high")
 # A deadline the copy alone uses up leaves the run no time at all.
 _NO_TIME_LEFT = 1e-9
@@ -80,9 +87,11 @@ def _add_data_lines(
     moved |= lead > 0
     run_hours = out["expected_time_hours"].to_numpy(dtype=np.float64)
     stored = placement.state_bytes * placement.checkpoints_kept + np.where(moved, placement.size_bytes, 0.0)
-    per_gb_month = out["cloud"].map(
-        lambda c: rates[str(c)].storage_usd_per_gb_month if str(c) in rates else np.nan
-    ).to_numpy(dtype=np.float64)
+    per_gb_month = (
+        out["cloud"]
+        .map(lambda c: rates[str(c)].storage_usd_per_gb_month if str(c) in rates else np.nan)
+        .to_numpy(dtype=np.float64)
+    )
     out["storage_usd"] = storage_usd(stored, run_hours, per_gb_month)
     extra = out["egress_usd"].to_numpy(dtype=np.float64) + np.nan_to_num(out["storage_usd"].to_numpy())
     for column in _TIME_COLUMNS:
@@ -145,8 +154,10 @@ def describe_bill(placement: DataPlacement) -> str:
         return energy
     rates = bill_data.data_rates()[placement.cloud or ""]
     gbps = placement.copy_gbps or rates.copy_gbps
+    stale = " (stale)" if is_stale(rates.as_of, dt.date.today()) else ""
     return (
         f"data: {placement.size_bytes / 1e12:g} TB (decimal) in {placement.cloud} {placement.region}; "
-        f"egress at {placement.cloud}'s rates of {rates.as_of}, copied at {gbps:g} Gbit/s before the run; "
+        f"egress at {placement.cloud}'s rates of {rates.as_of}{stale}, "
+        f"copied at {gbps:g} Gbit/s before the run; "
         f"{placement.checkpoints_kept} checkpoints kept in object storage; {energy}"
     )

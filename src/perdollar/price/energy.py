@@ -31,21 +31,29 @@ def host_watts(vcpus: np.ndarray, factors: EnergyFactors) -> np.ndarray:
     return np.nan_to_num(vcpus, nan=0.0) * (factors.host_idle_w_per_vcpu + span * factors.host_utilisation)
 
 
-def facility_kw(frame: pd.DataFrame, tdp_by_key: Mapping[str, float | None], factors: EnergyFactors) -> np.ndarray:
+def facility_kw(
+    frame: pd.DataFrame, tdp_by_key: Mapping[str, float | None], factors: EnergyFactors
+) -> np.ndarray:
     """kW drawn from the grid by every row's nodes, PUE included (NaN where a TDP is unknown)."""
     keys = frame["accelerator_key"].to_numpy(dtype=object)
     tdp = np.array(
         [
-            0.0 if k is None or (isinstance(k, float) and np.isnan(k)) or k == "" else (tdp_by_key.get(k) or np.nan)
+            0.0
+            if k is None or (isinstance(k, float) and np.isnan(k)) or k == ""
+            else (tdp_by_key.get(k) or np.nan)
             for k in keys
         ],
         dtype=np.float64,
     )
     per_node = frame["accelerators_per_node"].to_numpy(dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        busy = frame["compute_time_s"].to_numpy(dtype=np.float64) / frame["step_time_s"].to_numpy(dtype=np.float64)
+        busy = frame["compute_time_s"].to_numpy(dtype=np.float64) / frame["step_time_s"].to_numpy(
+            dtype=np.float64
+        )
     vcpus = frame["vcpus"].to_numpy(dtype=np.float64) if "vcpus" in frame else np.zeros(len(frame))
-    node_w = per_node * accelerator_watts(tdp, busy, factors.accelerator_idle_fraction) + host_watts(vcpus, factors)
+    node_w = per_node * accelerator_watts(tdp, busy, factors.accelerator_idle_fraction) + host_watts(
+        vcpus, factors
+    )
     pue = frame["cloud"].map(lambda c: factors.pue.get(str(c), np.nan)).to_numpy(dtype=np.float64)
     return frame["nodes"].to_numpy(dtype=np.float64) * node_w * pue / 1000.0
 
