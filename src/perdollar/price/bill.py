@@ -86,7 +86,9 @@ def _add_data_lines(
     moved = out["egress_usd"].to_numpy(dtype=np.float64) > 0
     moved |= lead > 0
     run_hours = out["expected_time_hours"].to_numpy(dtype=np.float64)
-    stored = placement.state_bytes * placement.checkpoints_kept + np.where(moved, placement.size_bytes, 0.0)
+    # Storage is priced with the data's placement: without it the question says nothing about storage.
+    kept = placement.state_bytes * placement.checkpoints_kept if placement.region else 0.0
+    stored = kept + np.where(moved, placement.size_bytes, 0.0)
     per_gb_month = (
         out["cloud"]
         .map(lambda c: rates[str(c)].storage_usd_per_gb_month if str(c) in rates else np.nan)
