@@ -67,6 +67,23 @@ class SpotSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class DataSettings:
+    """Where the training data lives: its size (``--dataset-size 20TB``) and region price the copy."""
+
+    data_region: str | None = declared(
+        None, "--data-region",
+        "Region the dataset is stored in (e.g. us-east-1, or aws:us-east-1); candidates elsewhere pay"
+        " egress and the copy time. Give the size as --dataset-size 20TB.",
+        scope="training",
+    )
+    transfer_gbps: float | None = declared(
+        None, "--transfer-gbps", "Sustained cross-region copy throughput (default 10).", unit="Gbit/s",
+        minimum=0.001, scope="training",
+    )
+    dataset_bytes: float | None = None  # from --dataset-size when it is written with a byte unit
+
+
+@dataclass(frozen=True, slots=True)
 class ServingGoal:
     """What a deployment must serve: a request rate within latency objectives."""
 
@@ -189,6 +206,7 @@ class Question:
     # compare: the configurations asked about, as the user wrote them; empty for a ranking.
     configurations: tuple[str, ...] = ()
     language_model: LanguageModelSettings | None = None  # set when the workload is a language model
+    data: DataSettings = field(default_factory=DataSettings)
 
     @property
     def has_target(self) -> bool:

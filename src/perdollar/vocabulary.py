@@ -27,7 +27,7 @@ Bottleneck = Literal[
     "compute", "memory-bandwidth", "communication", "input-pipeline", "network-ingest", "overhead"
 ]
 
-TRAINING_OBJECTIVES = ("samples-per-dollar", "time", "cost", "weighted")
+TRAINING_OBJECTIVES = ("samples-per-dollar", "time", "cost", "weighted", "carbon")
 SERVING_OBJECTIVE = "usd-per-million-requests"
 # A language model is served by the token: its deployments are ranked by dollars per million tokens.
 TOKEN_SERVING_OBJECTIVE = "usd-per-million-tokens"

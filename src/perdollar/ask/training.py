@@ -19,8 +19,9 @@ from perdollar.errors import PerdollarError
 from perdollar.predict import Calibration, predict_frame
 from perdollar.predict.frame import node_counts
 from perdollar.predict.measured import apply_measured
+from perdollar.price.bill import describe_bill, priced_with_bill
 from perdollar.price.frame import assumptions_for, describe_assumptions, target_of
-from perdollar.price.table import price_table
+from perdollar.price.placement import data_placement
 from perdollar.question import Question
 from perdollar.select import (
     DEFAULT_KEEP,
@@ -82,7 +83,11 @@ def priced_candidates(question: Question, inputs: Inputs, progress: Progress = q
     )
     progress(f"pricing {len(offers):,} offers × {len(counts)} node counts")
     target = target_of(question)
-    priced = price_table(offers, predictions, target, assumptions_for(question.spot, _state_bytes(inputs)))
+    priced = priced_with_bill(
+        offers, predictions, target, assumptions_for(question.spot, _state_bytes(inputs)),
+        placement=data_placement(question.data, catalog, _state_bytes(inputs)),
+        tdp_by_key={key: chip.tdp_w for key, chip in catalog.accelerators.items()},
+    )  # fmt: skip
     stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()}
     return mark_constraints(priced, target, confidence=question.confidence, stacks=stacks)
 
@@ -116,7 +121,11 @@ def answer_training(question: Question, inputs: Inputs, progress: Progress = qui
         selection,
         catalog_captured_at=str(inputs.catalog.captured_at),
         catalog_snapshot_id=str(inputs.catalog.snapshot_id),
-        notes=(describe_assumptions(assumptions), counts),
+        notes=(
+            describe_assumptions(assumptions),
+            describe_bill(data_placement(question.data, inputs.catalog, _state_bytes(inputs))),
+            counts,
+        ),
     )
 
 

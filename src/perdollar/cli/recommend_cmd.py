@@ -16,7 +16,7 @@ from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_options import Goal, Serving, Shown, Target, Where
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
-from perdollar.question import LanguageModelSettings, Question, SpotSettings
+from perdollar.question import DataSettings, LanguageModelSettings, Question, SpotSettings
 from perdollar.select.model import Recommendation
 from perdollar.vocabulary import Family
 from perdollar.workload import canonical_spec, load_workload
@@ -70,6 +70,7 @@ COMPARE_HELP = (
     language_model=LanguageModelSettings,
     plan_flags=Group(PlanFlags, ("training",)),
     spot=SpotSettings,
+    data=Group(DataSettings, ("training",)),
     store=StoreChoice,
 )
 def recommend(
@@ -90,6 +91,7 @@ def recommend(
     language_model: LanguageModelSettings,
     plan_flags: PlanFlags,
     spot: SpotSettings,
+    data: DataSettings,
     store: StoreChoice,
 ) -> int:
     check_store(store.store_url, enabled=store.enabled)
@@ -109,7 +111,8 @@ def recommend(
     )
     question = recommend_inputs.training_question(
         workload, target, goal, where, max_nodes=max_nodes, batch_size=batch_size, precision=precision,
-        spot=spot, top=shown.top, token_target=token_target, language_model=settings, family=family,
+        spot=spot, data=data, top=shown.top, token_target=token_target, language_model=settings,
+        family=family,
     )  # fmt: skip
     with common.progress("recommend", quiet=shown.json_output) as handle:
         found = recommend_inputs.load_measurements(measurements)
