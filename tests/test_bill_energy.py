@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import statistics
 import sys
 import types
 from pathlib import Path
@@ -57,6 +58,30 @@ def test_energy_of_the_replayed_series_is_its_trapezoid_integral() -> None:
     summary = power_summary(trace, step_time_s=0.2)
     assert summary["mean_power_w"] == pytest.approx(by_hand / 1.5, rel=1e-4)
     assert summary["energy_per_step_j"] == pytest.approx(by_hand / 1.5 * 0.2, rel=1e-4)
+
+
+RECORDED = Path(__file__).parent / "data" / "nvml_power_trace_h200.csv"
+
+
+def test_a_trace_recorded_on_an_h200_integrates_to_the_drivers_energy_counter() -> None:
+    """benchmarks/gpu_power_trace.py recorded NVML every 20 ms while an H200 idled, decoded and
+    prefilled; the recorder replaying those readings must give the energy the driver counted."""
+    with RECORDED.open() as handle:
+        rows = list(csv.DictReader(handle))
+    module = types.ModuleType("pynvml")
+    readings = iter(float(row["board0_mw"]) for row in rows)
+    module.nvmlDeviceGetPowerUsage = lambda handle: next(readings)  # type: ignore[attr-defined]
+    recorder = PowerRecorder(module, [0])
+    for row in rows:
+        recorder.record(float(row["t_s"]))
+    counted = (float(rows[-1]["energy_counter_mj"]) - float(rows[0]["energy_counter_mj"])) / 1000
+    assert energy_joules(recorder.trace) == pytest.approx(counted, rel=0.03)
+    by_phase = {
+        phase: [float(r["board0_mw"]) / 1000 for r in rows if r["phase"] == phase]
+        for phase in ("decode", "prefill")
+    }
+    # Prefill holds the board near its 700 W limit; decode at batch 64 draws less on average.
+    assert statistics.median(by_phase["prefill"]) > statistics.median(by_phase["decode"])
 
 
 def test_no_readings_give_no_energy() -> None:
