@@ -15,7 +15,7 @@ from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict.frame import SUPPORTED_STACKS
 from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of, refused_readings
-from perdollar.predict.llm_serving.engines import ANY_ENGINE, engine_note, serving_engine
+from perdollar.predict.llm_serving.engines import ANY_ENGINE, DEFAULT_ENGINE, engine_note, serving_engine
 from perdollar.predict.llm_serving.frame import llm_serving_frame
 from perdollar.predict.nongpu_llm import nongpu_serving_rows
 from perdollar.price.llm_serving import price_llm_deployments
@@ -89,7 +89,9 @@ def answer_language_model_serving(
         calibrated_engine=calibration.engine if calibration else None,
     )
     if calibration is not None:
-        deployments = deployments.assign(basis="calibrated")  # every row is predicted with its efficiency
+        # Only the measured engine's rows moved: another engine's rows stay on the shipped fit.
+        measured_engine = deployments["engine"].astype(str).str.lower() == calibration.engine.lower()
+        deployments = deployments.assign(basis=deployments["basis"].where(~measured_engine, "calibrated"))
     deployments = _foreign_stacks_excluded(deployments, catalog)
     deployments = _with_own_stacks(deployments, workload.architecture, catalog, input_tokens, output_tokens,
                                    rps, settings, formats)  # fmt: skip
@@ -114,12 +116,18 @@ def answer_language_model_serving(
             f"{input_tokens} tokens in, {output_tokens} out per request; replicas loaded to at most 90% "
             "of their ceiling; continuous batching (prefill and decode in one iteration)",
             engine_note(settings.engine, settings.kv_precision),
-            *([calibration.describe(workload.name)] if calibration else []),
+            *([calibration.describe(workload.name)] if calibration and _moves(calibration, settings) else []),
             *refused,
         ),
         sample_unit="output tokens",
     )
     return LanguageModelServingAnswer(recommendation, frame, label)
+
+
+def _moves(calibration: Calibration, settings: LanguageModelSettings) -> bool:
+    """Whether the question's engine (or, for ``any``, one of its engines) is the one measured."""
+    asked = (settings.engine or DEFAULT_ENGINE).lower()
+    return asked == ANY_ENGINE or asked == calibration.engine.lower()
 
 
 def _calibration(measurements: Sequence[Measurement], arch: DecoderArchitecture, catalog: Catalog,
