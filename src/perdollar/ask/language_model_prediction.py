@@ -103,11 +103,7 @@ def predict_llm(
         shapes = [
             s
             for s in plan_shapes(
-                arch,
-                gpus,
-                nodes,
-                finetune=workload.finetune,
-                lora_rank=workload.lora_rank,
+                arch, gpus, nodes, finetune=workload.finetune, lora_rank=workload.lora_rank,
                 framework=workload.framework,
             )
             if (flags.tensor_parallel is None or s.tensor_parallel == flags.tensor_parallel)
