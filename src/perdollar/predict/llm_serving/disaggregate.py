@@ -40,6 +40,9 @@ PREFILL_CHUNK_TOKENS = 8192
 # One 400 Gb/s RDMA NIC per GPU (ConnectX-7 on H100/H200 HGX hosts), at RDMA's achievable share.
 NIC_GBPS_PER_GPU = 400.0
 RDMA_EFFICIENCY = 0.8
+# A bulk copy of many megabytes reaches most of a GPU link's one-way rate (far more than the small
+# all-reduces of a decode step do); the same share as RDMA's, an assumption, not a fit.
+GPU_LINK_COPY_EFFICIENCY = 0.8
 _PATTERN = re.compile(r"^\s*(\d+)\s*p\s*(\d+)\s*d\s*$", re.IGNORECASE)
 
 
@@ -78,7 +81,6 @@ def kv_transfer_s(
     work: Workload,
     *,
     across_hosts: bool,
-    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
 ) -> float:
     """One prompt's KV cache, prefill GPU to decode GPU (every GPU pair moves its shard at once)."""
     shard = work.input_tokens * kv_bytes_per_token_per_gpu(arch, fmt, shape, context=work.input_tokens)
@@ -86,7 +88,7 @@ def kv_transfer_s(
         link = cx.Link(NIC_GBPS_PER_GPU / 8.0 * 1e9 * RDMA_EFFICIENCY, cx.RDMA_LATENCY_S, "RDMA")
     else:
         link = cx.intra_host_link(
-            accelerator.interconnect, accelerator.interconnect_bandwidth_gbps, efficiency.allreduce_bandwidth
+            accelerator.interconnect, accelerator.interconnect_bandwidth_gbps, GPU_LINK_COPY_EFFICIENCY
         )
     return cx.point_to_point_seconds(shard, link)
 
@@ -116,9 +118,7 @@ def predict_disaggregated(
                          cached_tokens=work.cached_tokens)  # fmt: skip
     prefill_rps = split.prefill_replicas * prompts / chunk.seconds
     rate = min(decode_rps, prefill_rps)
-    transfer = kv_transfer_s(
-        arch, fmt, accelerator, shape, work, across_hosts=across_hosts, efficiency=efficiency
-    )
+    transfer = kv_transfer_s(arch, fmt, accelerator, shape, work, across_hosts=across_hosts)
     first = first_token_time(arch, fmt, accelerator, shape, work, efficiency).seconds + transfer
     tokens = rate * work.output_tokens
     low, high = alone.output_tokens_per_second_low, alone.output_tokens_per_second_high
