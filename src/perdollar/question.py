@@ -174,6 +174,34 @@ class LanguageModelSettings:
         " halves the cache, so about twice the sequences fit.",
         scope="serving",
     )
+    # Serving-engine features (perdollar.predict.llm_serving.features); None: off.
+    prefix_share: float | None = declared(
+        None, "--prefix-share",
+        "Language model serving: share of every prompt found in the prefix cache (0.5: half of it); its"
+        " prefill is skipped and its KV blocks are held once.",
+        unit="share", minimum=0, scope="serving",
+    )
+    speculative: str | None = declared(
+        None, "--speculative",
+        "Language model serving: speculative decoding by a draft model (draft-model) or the model's"
+        " multi-token-prediction head (mtp).",
+        scope="serving",
+    )
+    acceptance: float | None = declared(
+        None, "--acceptance", "With --speculative: chance each proposed token is accepted (default 0.7).",
+        unit="share", minimum=0, scope="serving",
+    )
+    speculative_tokens: int | None = declared(
+        None, "--speculative-tokens",
+        "With --speculative: tokens proposed a step (default 3 for draft-model, 1 for mtp).",
+        unit="tokens", minimum=1, scope="serving",
+    )
+    disaggregate: str | None = declared(
+        None, "--disaggregate",
+        "Language model serving: prefill and decode on separate replicas, xPyD (1P3D: one prefill"
+        " replica for three decode replicas); the KV cache crosses the GPU link or the network.",
+        scope="serving",
+    )
 
 
 @dataclass(frozen=True, slots=True)

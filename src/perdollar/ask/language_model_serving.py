@@ -16,6 +16,7 @@ from perdollar.measure.result import Measurement
 from perdollar.predict.frame import SUPPORTED_STACKS
 from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of, refused_readings
 from perdollar.predict.llm_serving.engines import ANY_ENGINE, DEFAULT_ENGINE, engine_note, serving_engine
+from perdollar.predict.llm_serving.features import checked_prefix_share, feature_notes, speculation
 from perdollar.predict.llm_serving.frame import llm_serving_frame
 from perdollar.predict.nongpu_llm import nongpu_serving_rows
 from perdollar.price.llm_serving import price_llm_deployments
@@ -72,6 +73,13 @@ def answer_language_model_serving(
         priced_only=True,
     )
     formats = (question.precision,) if question.precision else FORMATS
+    spec = speculation(settings.speculative, settings.acceptance, settings.speculative_tokens)
+    prefix = checked_prefix_share(settings.prefix_share)
+    if settings.disaggregate is not None:
+        raise PerdollarError(
+            "the deployment search sizes colocated replicas; --disaggregate is predicted for one layout",
+            "use perdollar predict CONFIG --inference --disaggregate 1P3D --accelerator … --gpus …",
+        )
     calibration, refused = _calibration(measurements, workload.architecture, catalog, settings.engine)
     progress(f"sizing {workload.name} replicas on every instance type, tensor-parallel degree and format")
     deployments = llm_serving_frame(
@@ -87,6 +95,8 @@ def answer_language_model_serving(
         engine=settings.engine,
         kv_precision=settings.kv_precision,
         calibrated_engine=calibration.engine if calibration else None,
+        prefix_share=prefix,
+        speculation=spec,
     )
     if calibration is not None:
         # Only the measured engine's rows moved: another engine's rows stay on the shipped fit.
@@ -116,6 +126,7 @@ def answer_language_model_serving(
             f"{input_tokens} tokens in, {output_tokens} out per request; replicas loaded to at most 90% "
             "of their ceiling; continuous batching (prefill and decode in one iteration)",
             engine_note(settings.engine, settings.kv_precision),
+            *feature_notes(prefix, spec, moe=workload.architecture.is_moe),
             *([calibration.describe(workload.name)] if calibration and _moves(calibration, settings) else []),
             *refused,
         ),

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perdollar.errors import PerdollarError
 from perdollar.predict.frame import SUPPORTED_STACKS
+from perdollar.question import LanguageModelSettings
 from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_config, load_config_file
 from perdollar.workload.llm.census import checked
 
@@ -27,6 +28,7 @@ class LanguageModelServingPrediction:
     replicas: int
     work: Any
     result: Any
+    worth: dict[str, dict[str, Any]] = field(default_factory=dict)  # per feature: with it and without
 
 
 BUNDLED_CONFIGS = Path(__file__).resolve().parents[1] / "workload" / "llm" / "configs"
@@ -61,11 +63,18 @@ def predict_language_model_serving(
     batch: int | None,
     engine: str | None = None,
     kv_precision: str | None = None,
+    expert_parallel: int | None = None,
+    features: LanguageModelSettings | None = None,
 ) -> LanguageModelServingPrediction:
-    """One replica shape of ``workload`` served on ``gpus`` of ``accelerator``, checked and predicted."""
+    """One replica shape of ``workload`` served on ``gpus`` of ``accelerator``, checked and predicted.
+
+    ``features``: the serving-engine features asked for (prefix caching, speculative decoding,
+    disaggregation); ``expert_parallel`` without ``tensor_parallel`` runs attention data parallel.
+    """
     from perdollar import catalog as catalog_mod
     from perdollar.predict.llm_serving import GroupShape, Workload, serving_format
-    from perdollar.predict.llm_serving.engines import predict_with_engine
+    from perdollar.predict.llm_serving.disaggregate import disaggregation
+    from perdollar.predict.llm_serving.features import checked_prefix_share, speculation
     from perdollar.predict.llm_serving.load import serving_shape_problem
     from perdollar.predict.parallel_limits import context_problem
 
@@ -80,13 +89,25 @@ def predict_language_model_serving(
         )
     if input_tokens < 1 or output_tokens < 1:
         raise PerdollarError("--input-tokens and --output-tokens must be at least 1", "give token counts ≥ 1")
-    degree = tensor_parallel or max(gpus // pipeline_parallel, 1)
-    group = degree * pipeline_parallel
-    if gpus % group:
+    settings = features or LanguageModelSettings()
+    split = disaggregation(settings.disaggregate)
+    spec = speculation(settings.speculative, settings.acceptance, settings.speculative_tokens)
+    prefix = checked_prefix_share(settings.prefix_share)
+    default_degree = (
+        1 if expert_parallel else max(gpus // pipeline_parallel // (split.replicas if split else 1), 1)
+    )
+    shape = GroupShape(tensor_parallel or default_degree, pipeline_parallel, expert_parallel or 1)
+    degree, group = shape.tensor_parallel, shape.gpus
+    unit = group * (split.replicas if split else 1)
+    if gpus % unit:
+        layout = f"tensor parallel {degree} × pipeline parallel {pipeline_parallel}"
+        if shape.attention_data_parallel > 1:
+            layout += f" × attention data parallel {shape.attention_data_parallel}"
         raise PerdollarError(
-            f"{gpus} GPUs do not divide into replicas of tensor parallel {degree} × pipeline parallel "
-            f"{pipeline_parallel} = {group} GPUs",
-            "make --gpus a multiple of --tensor-parallel × --pipeline-parallel",
+            f"{gpus} GPUs do not divide into replicas of {layout} = {group} GPUs"
+            + (f", {split.replicas} of them for {split.label}" if split else ""),
+            "make --gpus a multiple of --tensor-parallel × --pipeline-parallel (× --expert-parallel / "
+            "--tensor-parallel, × the replicas of --disaggregate)",
         )
     fmt = serving_format(_TRAINING_PRECISIONS.get((precision or "fp16").lower(), precision or "fp16"))
     arch = load_architecture(workload)
@@ -95,19 +116,45 @@ def predict_language_model_serving(
         raise PerdollarError(
             too_long, "lower --input-tokens/--output-tokens, or choose a longer-context model"
         )
-    misshapen = serving_shape_problem(arch, GroupShape(degree, pipeline_parallel))
+    misshapen = serving_shape_problem(arch, shape)
     if misshapen:
-        raise PerdollarError(misshapen, "change --tensor-parallel/--pipeline-parallel (and --gpus)")
+        raise PerdollarError(
+            misshapen, "change --tensor-parallel/--pipeline-parallel/--expert-parallel (and --gpus)"
+        )
     chip = catalog_mod.load().accelerator(accelerator)
+    work = Workload(input_tokens, output_tokens, prefix, spec)
     if chip.software_stack not in SUPPORTED_STACKS:
-        work = Workload(input_tokens, output_tokens)
         return _on_own_stack(arch, chip, fmt, work, degree, pipeline_parallel,
                              batch, gpus, group)  # fmt: skip
-    work = Workload(input_tokens, output_tokens)
-    shape = GroupShape(tensor_parallel=degree, pipeline_parallel=pipeline_parallel)
-    result = predict_with_engine(arch, chip, fmt, work, shape=shape, batch=batch, engine=engine,
-                                 kv_precision=kv_precision)  # fmt: skip
-    return LanguageModelServingPrediction(arch, chip.key, gpus, gpus // group, work, result)
+    return _predicted(arch, chip, fmt, work, shape, gpus, unit, split, batch, engine, kv_precision)
+
+
+def _predicted(
+    arch: DecoderArchitecture, chip: Any, fmt: Any, work: Any, shape: Any, gpus: int, unit: int, split: Any,
+    batch: int | None, engine: str | None, kv_precision: str | None,
+) -> LanguageModelServingPrediction:  # fmt: skip
+    """The prediction, disaggregated where asked, with what each feature in use is worth."""
+    from perdollar.predict.llm_serving.disaggregate import predict_disaggregated
+    from perdollar.predict.llm_serving.engines import predict_with_engine, serving_engine
+    from perdollar.predict.llm_serving.worth import feature_worth
+
+    def predict(asked: Any, layout: Any) -> Any:
+        return predict_with_engine(arch, chip, fmt, asked, shape=layout, batch=batch, engine=engine,
+                                   kv_precision=kv_precision)  # fmt: skip
+
+    result = predict(work, shape)
+    if split is not None:
+        if batch is not None:
+            raise PerdollarError(
+                "--disaggregate predicts the pools at full load, not a static --batch", "drop --batch"
+            )
+        chosen = serving_engine(result.engine)
+        held = chosen.serving_format(fmt, kv_precision)
+        pooled = predict_disaggregated(arch, chip, held, work, split, shape=shape, across_hosts=unit > 8,
+                                       efficiency=chosen.step_efficiency())  # fmt: skip
+        result = replace(pooled, engine=result.engine, kv_precision=result.kv_precision)
+    worth = feature_worth(predict, work, shape, result)
+    return LanguageModelServingPrediction(arch, chip.key, gpus, gpus // unit, work, result, worth)
 
 
 def _on_own_stack(arch: DecoderArchitecture, chip: Accelerator, fmt: ServingFormat, work: Workload,
@@ -115,8 +162,6 @@ def _on_own_stack(arch: DecoderArchitecture, chip: Accelerator, fmt: ServingForm
                   pipeline_parallel: int, batch: int | None, gpus: int,
                   group: int) -> LanguageModelServingPrediction:  # fmt: skip
     """A non-GPU chip served through its own stack's record, or refused with the stack's reason."""
-    from dataclasses import replace
-
     from perdollar.predict.accelerator_stacks import SERVING_STACKS, serving_degrees
     from perdollar.predict.llm_serving import GroupShape
     from perdollar.predict.llm_serving.load import predict_llm_serving

@@ -29,6 +29,7 @@ def llm_serving_question(
     regions: Sequence[str],
     engine: str | None = None,
     kv_precision: str | None = None,
+    features: LanguageModelSettings | None = None,
 ) -> Question:
     """The question from the options, checked: a rate (requests/s or output tokens a day) and SLOs."""
     if market not in MARKET_CHOICES:
@@ -42,6 +43,7 @@ def llm_serving_question(
     from perdollar.predict.llm_serving.engines import checked_engine_options
 
     checked_engine_options(engine, kv_precision)
+    engine_features = _engine_features(features)
     if (rps is None) == (tokens_per_day is None):
         raise PerdollarError(
             "serving a language model needs one rate: --rps or --tokens-per-day",
@@ -71,8 +73,21 @@ def llm_serving_question(
             tpot_p99_ms=tpot_p99_ms,
             engine=engine,
             kv_precision=kv_precision,
+            **engine_features,
         ),
     )
+
+
+def _engine_features(settings: LanguageModelSettings | None) -> dict[str, object]:
+    """The serving-engine features given (prefix caching, speculative decoding), checked now."""
+    if settings is None:
+        return {}
+    from perdollar.predict.llm_serving.features import checked_prefix_share, speculation
+
+    speculation(settings.speculative, settings.acceptance, settings.speculative_tokens)
+    checked_prefix_share(settings.prefix_share)
+    names = ("prefix_share", "speculative", "acceptance", "speculative_tokens", "disaggregate")
+    return {name: getattr(settings, name) for name in names}
 
 
 @dataclass(frozen=True)

@@ -166,12 +166,13 @@ def _predict_language_model(
             pipeline_parallel=flags.pipeline_parallel or 1, input_tokens=settings.input_tokens,
             output_tokens=settings.output_tokens, precision=precision, batch=batch_size,
             engine=settings.engine, kv_precision=settings.kv_precision,
+            expert_parallel=flags.expert_parallel, features=settings,
         )  # fmt: skip
         parts = (served.architecture, served.accelerator, served.gpus, served.replicas, served.work)
         if json_output:
-            emit_json(prediction_document(*parts, served.result))
+            emit_json(prediction_document(*parts, served.result, served.worth))
         else:
-            print_prediction(console, *parts, served.result)
+            print_prediction(console, *parts, served.result, served.worth)
         return
     if instance is None:
         raise PerdollarError("predict needs --instance", "add e.g. --instance g5.2xlarge")

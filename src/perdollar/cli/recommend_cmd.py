@@ -171,6 +171,7 @@ def _recommend_serving(
             ttft_p99_ms=language_model.ttft_p99_ms, tpot_p99_ms=language_model.tpot_p99_ms,
             precision=precision, market=where.market, clouds=where.clouds, regions=where.regions,
             engine=language_model.engine, kv_precision=language_model.kv_precision,
+            features=language_model,
         )  # fmt: skip
         note = lengths.note if lengths else None
         return recommend_llm_inference(question, lengths_note=note, **common_args)
