@@ -13,8 +13,16 @@ from dataclasses import replace
 import pandas as pd
 
 from perdollar.ask.inputs import Inputs, Progress, quiet
+from perdollar.ask.offers import (
+    bill_notes,
+    billed_offers,
+    check_market,
+    in_market,
+    question_offers,
+    quota_excluded,
+    same_machine,
+)
 from perdollar.catalog import Catalog
-from perdollar.catalog.filters import allowed_offers
 from perdollar.errors import PerdollarError
 from perdollar.predict import Calibration, predict_frame
 from perdollar.predict.frame import node_counts
@@ -29,7 +37,7 @@ from perdollar.select import (
     mark_constraints,
     select_candidates,
 )
-from perdollar.vocabulary import MARKET_CHOICES, TRAINING_OBJECTIVES
+from perdollar.vocabulary import TRAINING_OBJECTIVES
 
 
 def check_question(question: Question, catalog: Catalog) -> None:
@@ -38,8 +46,7 @@ def check_question(question: Question, catalog: Catalog) -> None:
         raise PerdollarError(
             f"unknown objective {question.objective!r}", f"choose one of {', '.join(TRAINING_OBJECTIVES)}"
         )
-    if question.market not in MARKET_CHOICES:
-        raise PerdollarError(f"unknown market {question.market!r}", "choose on-demand, spot or any")
+    check_market(question.market)
     if question.max_nodes < 1:
         raise PerdollarError(f"--max-nodes must be at least 1, got {question.max_nodes}", "give 1, 2, 4, 8 …")
     if (question.deadline_hours or question.budget_usd) and not question.target_samples:
@@ -56,12 +63,13 @@ def check_question(question: Question, catalog: Catalog) -> None:
         )
 
 
-def priced_candidates(question: Question, inputs: Inputs, progress: Progress = quiet) -> pd.DataFrame:
+def priced_candidates(
+    question: Question, inputs: Inputs, progress: Progress = quiet, offers: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Every allowed offer × node count, predicted, priced and marked with its constraints."""
     catalog, profile = inputs.catalog, inputs.profile
-    offers = allowed_offers(
-        catalog.offers_frame(), clouds=question.clouds, regions=question.regions, market=question.market
-    )
+    if offers is None:
+        offers = question_offers(question, catalog, use="training")
     if offers.empty:
         where = ", ".join(question.regions) or "any region"
         market = "" if question.market == "any" else f"{question.market} "
@@ -83,6 +91,7 @@ def priced_candidates(question: Question, inputs: Inputs, progress: Progress = q
     progress(f"pricing {len(offers):,} offers × {len(counts)} node counts")
     target = target_of(question)
     priced = price_table(offers, predictions, target, assumptions_for(question.spot, _state_bytes(inputs)))
+    priced = quota_excluded(priced, question, "nodes")
     stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()}
     return mark_constraints(priced, target, confidence=question.confidence, stacks=stacks)
 
@@ -97,7 +106,8 @@ def answer_training(question: Question, inputs: Inputs, progress: Progress = qui
         workload_label=inputs.workload.name,
         kind="train",
     )
-    priced = priced_candidates(question, inputs, progress)
+    every_market = billed_offers(question, inputs.catalog, use="training")
+    priced = priced_candidates(question, inputs, progress, in_market(every_market, question))
     selection = select_candidates(
         priced,
         question,
@@ -116,8 +126,21 @@ def answer_training(question: Question, inputs: Inputs, progress: Progress = qui
         selection,
         catalog_captured_at=str(inputs.catalog.captured_at),
         catalog_snapshot_id=str(inputs.catalog.snapshot_id),
-        notes=(describe_assumptions(assumptions), counts),
+        notes=(
+            describe_assumptions(assumptions), counts, *_bill_notes(question, every_market, selection.ranked)
+        ),
     )
+
+
+def _bill_notes(question: Question, offers: pd.DataFrame, ranked: pd.DataFrame) -> tuple[str, ...]:
+    """Training pays every node in every market: the top shape's bill is its nodes × each rate."""
+    if ranked.empty:
+        return bill_notes(question, None, "")
+    top = ranked.iloc[0]
+    nodes = int(top["nodes"])
+    rows = same_machine(offers, top)
+    bills = pd.DataFrame({"market": rows["market"], "usd_per_hour": rows["price_per_hour"] * nodes})
+    return bill_notes(question, bills, f"{nodes}x {top['instance_type']} ({top['cloud']} {top['region']})")
 
 
 def _state_bytes(inputs: Inputs) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -16,7 +17,7 @@ from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_options import Goal, Serving, Shown, Target, Where
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
-from perdollar.question import LanguageModelSettings, Question, SpotSettings
+from perdollar.question import BillSettings, LanguageModelSettings, Question, SpotSettings
 from perdollar.select.model import Recommendation
 from perdollar.vocabulary import Family
 from perdollar.workload import canonical_spec, load_workload
@@ -71,6 +72,7 @@ COMPARE_HELP = (
     plan_flags=Group(PlanFlags, ("training",)),
     spot=SpotSettings,
     store=StoreChoice,
+    bill=BillSettings,
 )
 def recommend(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
@@ -91,6 +93,7 @@ def recommend(
     plan_flags: PlanFlags,
     spot: SpotSettings,
     store: StoreChoice,
+    bill: BillSettings,
 ) -> int:
     check_store(store.store_url, enabled=store.enabled)
     if shown.report is not None:  # before the work: a file that may not be replaced is said at once
@@ -102,7 +105,7 @@ def recommend(
     family = family_of(workload)
     if serving.inference:
         return _recommend_serving(
-            workload, family, serving, where, language_model, batch_size, precision, shown, store
+            workload, family, serving, where, language_model, batch_size, precision, shown, store, bill
         )
     token_target, settings = language_model_settings(
         workload, language_model, plan_flags, tokens=target.tokens, samples=target.samples
@@ -111,6 +114,7 @@ def recommend(
         workload, target, goal, where, max_nodes=max_nodes, batch_size=batch_size, precision=precision,
         spot=spot, top=shown.top, token_target=token_target, language_model=settings, family=family,
     )  # fmt: skip
+    question = replace(question, bill=bill)
     with common.progress("recommend", quiet=shown.json_output) as handle:
         found = recommend_inputs.load_measurements(measurements)
         spec = None
@@ -145,7 +149,7 @@ def _stored_and_shown(recommendation: Recommendation, shown: Shown, store: Store
 
 def _recommend_serving(
     workload: str, family: Family, serving: Serving, where: Where, language_model: LanguageModelSettings,
-    batch_size: int | None, precision: str | None, shown: Shown, store: StoreChoice,
+    batch_size: int | None, precision: str | None, shown: Shown, store: StoreChoice, bill: BillSettings,
 ) -> int:  # fmt: skip
     """``recommend --inference``: a network served per request, a language model per token."""
     common_args = {
@@ -170,7 +174,7 @@ def _recommend_serving(
             engine=language_model.engine, kv_precision=language_model.kv_precision,
         )  # fmt: skip
         note = lengths.note if lengths else None
-        return recommend_llm_inference(question, lengths_note=note, **common_args)
+        return recommend_llm_inference(replace(question, bill=bill), lengths_note=note, **common_args)
     from perdollar.cli.inference_cmd import recommend_inference
 
     question = serving_question(
@@ -178,7 +182,7 @@ def _recommend_serving(
         max_wait_ms=serving.max_wait_ms, batch_size=batch_size, precision=precision, market=where.market,
         clouds=where.clouds, regions=where.regions,
     )  # fmt: skip
-    return recommend_inference(question, **common_args)
+    return recommend_inference(replace(question, bill=bill), **common_args)
 
 
 @takes(
