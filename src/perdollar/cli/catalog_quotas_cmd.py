@@ -37,3 +37,36 @@ def catalog_quotas(
     quotas = aws_gpu_quotas(region, load().instances_frame())
     write_quotas(out, quotas)
     err_console.print(f"wrote {len(quotas)} GPU quotas for {', '.join(region)} to {out}", highlight=False)
+
+
+@catalog_app.command("terms")
+def catalog_terms(
+    json_output: bool = typer.Option(False, "--json", help="Print a JSON list on stdout."),
+) -> None:
+    """Every dated figure of the bill beyond captured prices: committed-use discounts, managed-service
+    rates and capacity constraints, with source, date and age ('stale' like prices).
+
+      perdollar catalog terms
+    """
+    import dataclasses
+    import datetime as dt
+
+    from rich.table import Table
+
+    from perdollar.catalog.bill_terms import dated_figures
+    from perdollar.catalog.price_age import stale_after_days
+    from perdollar.cli.catalog_render import print_table
+    from perdollar.cli.common import emit_json
+
+    figures = dated_figures(dt.datetime.now(dt.UTC).date())
+    if json_output:
+        emit_json([{**dataclasses.asdict(f), "as_of": str(f.as_of)} for f in figures])
+        return
+    table = Table(title=f"{len(figures)} dated bill figures (stale past {stale_after_days()} days)",
+                  title_justify="left")  # fmt: skip
+    for header in ("kind", "cloud", "applies to", "figure", "confidence", "as of", "source"):
+        table.add_column(header, no_wrap=header in ("kind", "cloud", "as of"))
+    for f in figures:
+        age = f"{f.as_of}" + (" stale" if f.stale else "")
+        table.add_row(f.kind, f.cloud, f.applies_to, f.figure, f.confidence, age, f.source)
+    print_table(table)
