@@ -126,7 +126,8 @@ def over_quota_reasons(
             reasons.append("")
             continue
         family = instance_family(str(cloud), str(name))
-        reasons.append(f"needs {needed:g} GPUs; the {family} quota in {region} is {quota.gpus:g} (--quotas)")
+        gpus_text = f"{needed:g} GPU" + ("" if needed == 1 else "s")
+        reasons.append(f"needs {gpus_text}; the {family} quota in {region} is {quota.gpus:g} (--quotas)")
     return reasons
 
 

@@ -69,28 +69,31 @@ def _class_of(family: str) -> str | None:
     return None
 
 
-def largest_machines(instances: pd.DataFrame) -> dict[str, tuple[float, float]]:
-    """AWS family → (vCPUs, GPUs) of its machine with the most accelerators."""
+def family_sizes(instances: pd.DataFrame) -> dict[str, tuple[tuple[float, float], ...]]:
+    """AWS family → (vCPUs, GPUs) of each of its sizes with accelerators."""
     aws = instances[(instances["cloud"] == "aws") & (instances["accelerator_count"] >= 1)]
-    largest: dict[str, tuple[float, float]] = {}
+    sizes: dict[str, list[tuple[float, float]]] = {}
     for name, vcpus, gpus in zip(aws["instance_type"], aws["vcpus"], aws["accelerator_count"], strict=True):
-        family = instance_family("aws", str(name))
-        if family not in largest or float(gpus) > largest[family][1]:
-            largest[family] = (float(vcpus), float(gpus))
-    return largest
+        sizes.setdefault(instance_family("aws", str(name)), []).append((float(vcpus), float(gpus)))
+    return {family: tuple(found) for family, found in sizes.items()}
+
+
+def gpus_within(vcpu_quota: float, sizes: tuple[tuple[float, float], ...]) -> float:
+    """The most GPUs whole machines of one size hold within ``vcpu_quota`` vCPUs."""
+    return max((math.floor(vcpu_quota / vcpus) * gpus for vcpus, gpus in sizes if vcpus > 0), default=0.0)
 
 
 def gpu_quotas(
-    region: str, vcpu_quotas: dict[str, float], largest: dict[str, tuple[float, float]]
+    region: str, vcpu_quotas: dict[str, float], sizes: dict[str, tuple[tuple[float, float], ...]]
 ) -> tuple[Quota, ...]:
     """One quota per family of every class the region has a vCPU quota for."""
     quotas = []
-    for family, (vcpus, gpus) in sorted(largest.items()):
+    for family, family_sizes_ in sorted(sizes.items()):
         name = _class_of(family)
-        if name is None or name not in vcpu_quotas or not vcpus > 0:
+        if name is None or name not in vcpu_quotas:
             continue
-        machines = math.floor(vcpu_quotas[name] / vcpus)
-        quotas.append(Quota(cloud="aws", region=region, family=family, gpus=machines * gpus))
+        gpus = gpus_within(vcpu_quotas[name], family_sizes_)
+        quotas.append(Quota(cloud="aws", region=region, family=family, gpus=gpus))
     return tuple(quotas)
 
 
@@ -98,8 +101,8 @@ def aws_gpu_quotas(
     regions: Iterable[str], instances: pd.DataFrame, client_for: ClientFactory = default_client
 ) -> tuple[Quota, ...]:
     """GPU quotas of every family in ``regions`` from AWS Service Quotas."""
-    largest = largest_machines(instances)
+    sizes = family_sizes(instances)
     found: list[Quota] = []
     for region in regions:
-        found += gpu_quotas(region, ec2_quotas(client_for(region)), largest)
+        found += gpu_quotas(region, ec2_quotas(client_for(region)), sizes)
     return tuple(found)
