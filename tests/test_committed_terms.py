@@ -151,3 +151,12 @@ def test_training_ranks_committed_terms_and_compares_the_markets() -> None:
     assert all(COMMITTED_FLAG in e["flags"] for e in ranked)
     comparison = next(n for n in answer["notes"] if n.startswith("markets for"))
     assert "on-demand $" in comparison and "committed-3y $" in comparison and "break-even" in comparison
+
+
+def test_any_holds_committed_terms_only_with_a_horizon() -> None:
+    from perdollar.ask.offers import wants_committed
+
+    assert not wants_committed("any", None)
+    assert wants_committed("any", 12)
+    assert wants_committed("committed", None) and wants_committed("spot,committed-1y", None)
+    assert not wants_committed("on-demand,spot", 36)

@@ -34,8 +34,13 @@ def check_market(market: str) -> None:
     market_names(market)
 
 
-def wants_committed(market: str) -> bool:
-    return any(m in ("any", "committed", *COMMITTED_MARKETS) for m in market_names(market))
+def wants_committed(market: str, horizon_months: float | None) -> bool:
+    """Committed terms are asked for by name, or by ``any`` with a horizon: without one a term's
+    bill has no length to be weighed against, so ``any`` keeps to on-demand and spot."""
+    names = market_names(market)
+    return any(m in ("committed", *COMMITTED_MARKETS) for m in names) or (
+        "any" in names and horizon_months is not None
+    )
 
 
 def billed_offers(
@@ -53,7 +58,7 @@ def billed_offers(
                 "leave --market out (or give --market on-demand) with --service",
             )
         offers = managed_offers(offers, bill.service, use)
-    elif wants_committed(question.market):
+    elif wants_committed(question.market, bill.horizon_months):
         offers = bill_over_horizon(with_committed(offers), bill.horizon_months)
     offers = allowed_offers(offers, clouds=question.clouds, regions=question.regions, priced_only=priced_only)
     return with_capacity_flags(offers)
