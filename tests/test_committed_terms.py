@@ -11,7 +11,14 @@ import pandas as pd
 import pytest
 
 from cli_runner import run_perdollar
-from perdollar.catalog.committed import COMMITTED_FLAG, CommittedTerm, committed_offers, term_for
+from perdollar.catalog.committed import (
+    COMMITTED_FLAG,
+    CommittedTerm,
+    PublishedRate,
+    bundled_rates,
+    committed_offers,
+    term_for,
+)
 from perdollar.catalog.filters import allowed_offers
 from perdollar.price.committed import (
     bill_over_horizon,
@@ -20,6 +27,7 @@ from perdollar.price.committed import (
     market_comparison,
 )
 
+AS_OF = dt.date(2025, 6, 1)
 TERMS = (
     CommittedTerm(
         "aws", "p4d.*", 1, "no-upfront", 0.40, "medium", "https://example.test/ri", dt.date(2025, 6, 1)
@@ -73,7 +81,7 @@ def test_the_first_matching_pattern_gives_the_discount() -> None:
 
 
 def test_committed_offers_are_on_demand_times_one_minus_the_discount() -> None:
-    derived = committed_offers(_offers(), TERMS)
+    derived = committed_offers(_offers(), TERMS, {})
     by_key = {(r.instance_type, r.market): r for r in derived.itertuples(index=False)}
     assert set(by_key) == {("g5.xlarge", "committed-1y"), ("g5.xlarge", "committed-3y"),
                            ("p4d.24xlarge", "committed-1y"), ("p4d.24xlarge", "committed-3y")}  # fmt: skip
@@ -87,8 +95,38 @@ def test_committed_offers_are_on_demand_times_one_minus_the_discount() -> None:
     assert p4d.on_demand_price_per_hour == 20.0
 
 
+def test_a_machines_published_rate_wins_over_the_discount() -> None:
+    rate = PublishedRate(
+        "aws", "g5.xlarge", "us-east-1", 1, "no-upfront", 0.61, "https://example.test/ri", AS_OF
+    )
+    derived = committed_offers(_offers(), TERMS, {("aws", "g5.xlarge", "us-east-1", 1): rate})
+    one_year = derived[derived["market"] == "committed-1y"].set_index("instance_type")
+    assert one_year.loc["g5.xlarge", "price_per_hour"] == 0.61  # its own rate
+    assert one_year.loc["p4d.24xlarge", "price_per_hour"] == pytest.approx(20.0 * (1 - 0.40))  # the pattern's
+    assert (
+        "published 1-year no-upfront rate (39% below on-demand)" in one_year.loc["g5.xlarge", "price_basis"]
+    )
+
+
+def test_bundled_aws_rates_are_below_on_demand_and_dated() -> None:
+    from perdollar.catalog import load
+
+    rates = bundled_rates()
+    offers = load().offers_frame()
+    on_demand = offers[(offers["cloud"] == "aws") & (offers["market"] == "on-demand")]
+    checked = 0
+    for row in on_demand.itertuples(index=False):
+        for years in (1, 3):
+            rate = rates.get(("aws", row.instance_type, row.region, years))
+            if rate is not None:
+                assert 0 < rate.price_per_hour < row.price_per_hour
+                checked += 1
+    assert checked > 100
+    assert all(r.as_of <= dt.date.today() and r.source for r in rates.values())
+
+
 def test_market_filters_take_committed_and_lists() -> None:
-    every = pd.concat([_offers(), committed_offers(_offers(), TERMS)], ignore_index=True)
+    every = pd.concat([_offers(), committed_offers(_offers(), TERMS, {})], ignore_index=True)
     assert set(allowed_offers(every, market="committed")["market"]) == {"committed-1y", "committed-3y"}
     assert set(allowed_offers(every, market="on-demand,committed-3y")["market"]) == {
         "on-demand",
@@ -103,7 +141,7 @@ def test_market_filters_take_committed_and_lists() -> None:
 
 
 def test_comparison_line_gives_each_terms_break_even() -> None:
-    every = pd.concat([_offers(), committed_offers(_offers(), TERMS)], ignore_index=True)
+    every = pd.concat([_offers(), committed_offers(_offers(), TERMS, {})], ignore_index=True)
     billed = bill_over_horizon(every, 12)
     g5 = billed[(billed["instance_type"] == "g5.xlarge")]
     bills = pd.DataFrame({"market": g5["market"], "usd_per_hour": g5["price_per_hour"] * 2})

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import fnmatch
+import gzip
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -23,15 +24,17 @@ import pandas as pd
 from perdollar.errors import PerdollarError
 
 TERMS_FILE = Path(__file__).with_name("committed_terms.csv")
+RATES_FILE = Path(__file__).with_name("committed_rates.csv.gz")
 TERMS_COLUMNS = (
     "cloud", "instance_pattern", "term_years", "payment", "discount_vs_on_demand", "confidence", "source",
     "as_of", "note",
 )  # fmt: skip
-# Set on every committed offer: its price is a published discount applied to on-demand.
+# Set on every committed offer: its price is derived, not captured as a market price.
 COMMITTED_FLAG = "committed-term-from-published-discount"
 COMMITTED_FLAG_MEANING = (
-    "Committed-use price = on-demand × (1 − the published discount of the term); billed for every "
-    "hour of the term whether used or not. Terms, sources and dates: committed_terms.csv."
+    "Committed-use price: the cloud's published rate for the machine where bundled (AWS reserved, "
+    "committed_rates.csv.gz), else on-demand × (1 − the published discount of the term, "
+    "committed_terms.csv); billed for every hour of the term whether used or not."
 )
 
 
@@ -108,38 +111,103 @@ def term_for(
     return next((t for t in terms if t.term_years == years and t.matches(cloud, instance_type)), None)
 
 
-def committed_offers(offers: pd.DataFrame, terms: tuple[CommittedTerm, ...] | None = None) -> pd.DataFrame:
-    """One committed offer per on-demand offer and term length its cloud publishes a discount for.
+@dataclass(frozen=True, slots=True)
+class PublishedRate:
+    """A cloud's own committed rate for one instance type, region and term (USD per hour)."""
 
-    ``offers`` is :meth:`Catalog.offers_frame`; the result has its columns plus
-    ``on_demand_price_per_hour``, ``term_years`` and ``term_source``. A committed price dates
-    from the older of the on-demand price and the discount, so it turns stale with either.
+    cloud: str
+    instance_type: str
+    region: str
+    term_years: int
+    payment: str
+    price_per_hour: float
+    source: str
+    as_of: dt.date
+
+
+RatesByKey = dict[tuple[str, str, str, int], PublishedRate]
+
+
+@cache
+def bundled_rates() -> RatesByKey:
+    """The per-instance rates built by :mod:`perdollar.catalog.committed_build`."""
+    with gzip.open(RATES_FILE, "rt", newline="") as handle:
+        rates = [
+            PublishedRate(
+                row["cloud"],
+                row["instance_type"],
+                row["region"],
+                int(row["term_years"]),
+                row["payment"],
+                float(row["price_per_hour"]),
+                row["source"],
+                dt.date.fromisoformat(row["as_of"]),
+            )
+            for row in csv.DictReader(handle)
+        ]
+    return {(r.cloud, r.instance_type, r.region, r.term_years): r for r in rates}
+
+
+@dataclass(frozen=True, slots=True)
+class _Priced:
+    price: float
+    basis: str
+    source: str
+    as_of: dt.date
+
+
+def _term_price(
+    row: tuple[str, str, str, float], years: int, terms: tuple[CommittedTerm, ...], rates: RatesByKey
+) -> _Priced | None:
+    """The cloud's own rate for the machine where published, else its pattern's discount."""
+    cloud, name, region, on_demand = row
+    rate = rates.get((cloud, name, region, years))
+    if rate is not None:
+        saved = 1 - rate.price_per_hour / on_demand
+        basis = f"published {years}-year {rate.payment} rate ({saved:.0%} below on-demand)"
+        return _Priced(rate.price_per_hour, basis, f"{rate.source} ({rate.as_of})", rate.as_of)
+    term = term_for(cloud, name, years, terms)
+    if term is None:
+        return None
+    basis = f"on-demand × (1 − {term.discount_vs_on_demand:.0%}): {term.note}"
+    source = f"{term.source} ({term.as_of}, {term.payment}, −{term.discount_vs_on_demand:.0%})"
+    return _Priced(on_demand * (1.0 - term.discount_vs_on_demand), basis, source, term.as_of)
+
+
+def committed_offers(
+    offers: pd.DataFrame, terms: tuple[CommittedTerm, ...] | None = None, rates: RatesByKey | None = None
+) -> pd.DataFrame:
+    """One committed offer per on-demand offer and term its cloud publishes a rate or discount for.
+
+    ``offers`` is :meth:`Catalog.offers_frame`. A machine's own published rate (``rates``, per
+    instance type, region and term) wins over its pattern's discount (``terms``). The result has
+    the offers' columns plus ``on_demand_price_per_hour``, ``term_years`` and ``term_source``; a
+    committed price dates from the older of the on-demand price and the rate, so it turns stale
+    with either.
     """
     terms = bundled_terms() if terms is None else terms
+    rates = bundled_rates() if rates is None else rates
     on_demand = offers[(offers["market"] == "on-demand") & (offers["price_per_hour"] > 0)]
+    keys = list(
+        zip(on_demand["cloud"].astype(str), on_demand["instance_type"].astype(str),
+            on_demand["region"].astype(str), on_demand["price_per_hour"].astype(float), strict=True)
+    )  # fmt: skip
     parts = []
-    for years in sorted({t.term_years for t in terms}):
-        pairs = {
-            (c, i): term_for(str(c), str(i), years, terms)
-            for c, i in on_demand[["cloud", "instance_type"]].drop_duplicates().itertuples(index=False)
-        }
-        found = [pairs[(c, i)] for c, i in zip(on_demand["cloud"], on_demand["instance_type"], strict=True)]
-        keep = np.array([t is not None for t in found], dtype=bool)
+    for years in sorted({t.term_years for t in terms} | {k[3] for k in rates}):
+        found = [_term_price(key, years, terms, rates) for key in keys]
+        keep = np.array([p is not None for p in found], dtype=bool)
         if not keep.any():
             continue
-        chosen = [t for t in found if t is not None]
+        chosen = [p for p in found if p is not None]
         rows = on_demand.loc[keep].copy()
-        discount = np.array([t.discount_vs_on_demand for t in chosen])
         rows["on_demand_price_per_hour"] = rows["price_per_hour"].to_numpy(dtype=float)
-        rows["price_per_hour"] = rows["on_demand_price_per_hour"].to_numpy() * (1.0 - discount)
+        rows["price_per_hour"] = [p.price for p in chosen]
         rows["market"] = f"committed-{years}y"
         rows["term_years"] = years
-        rows["term_source"] = [
-            f"{t.source} ({t.as_of}, {t.payment}, −{t.discount_vs_on_demand:.0%})" for t in chosen
-        ]
-        rows["price_basis"] = [f"on-demand × (1 − {t.discount_vs_on_demand:.0%}): {t.note}" for t in chosen]
+        rows["term_source"] = [p.source for p in chosen]
+        rows["price_basis"] = [p.basis for p in chosen]
         rows["captured_at"] = [
-            min(_as_date(c), t.as_of) for c, t in zip(rows["captured_at"], chosen, strict=True)
+            min(_as_date(c), p.as_of) for c, p in zip(rows["captured_at"], chosen, strict=True)
         ]
         rows["flags"] = [_with_flag(f) for f in rows["flags"]]
         rows["price_max_per_hour"] = np.nan
