@@ -51,6 +51,12 @@ def billed_offers(
     check_market(question.market)
     offers = catalog.offers_frame()
     bill = question.bill
+    if bill.quotas:
+        read_quotas(Path(bill.quotas))  # a bad file is said before any work
+    if bill.horizon_months is not None and not bill.horizon_months > 0:
+        raise PerdollarError(
+            f"--horizon {bill.horizon_months:g} is not a length of time", "give months, e.g. 12"
+        )
     if bill.service:
         if set(market_names(question.market)) - {"any", "on-demand"}:
             raise PerdollarError(

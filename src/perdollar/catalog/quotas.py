@@ -70,6 +70,12 @@ def read_quotas(path: Path) -> tuple[Quota, ...]:
                     "write a header cloud,region,family,gpus (region * = every region)",
                 )
             rows = list(reader)
+    except UnicodeDecodeError:
+        raise PerdollarError(
+            f"quotas file {path} is not text", "give a CSV cloud,region,family,gpus"
+        ) from None
+    except IsADirectoryError:
+        raise PerdollarError(f"quotas file {path} is a folder", "give the CSV file inside it") from None
     except FileNotFoundError:
         raise PerdollarError(
             f"quotas file {path} does not exist",
