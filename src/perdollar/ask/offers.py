@@ -125,3 +125,14 @@ def same_machine(offers: pd.DataFrame, top: pd.Series) -> pd.DataFrame:
         & (offers["region"] == top["region"])
     ]
     return rows.sort_values("price_per_hour").drop_duplicates("market")
+
+
+def training_bill_notes(question: Question, offers: pd.DataFrame, ranked: pd.DataFrame) -> tuple[str, ...]:
+    """Training pays every node in every market: the top shape's bill is its nodes × each rate."""
+    if ranked.empty:
+        return bill_notes(question, None, "")
+    top = ranked.iloc[0]
+    nodes = int(top["nodes"])
+    rows = same_machine(offers, top)
+    bills = pd.DataFrame({"market": rows["market"], "usd_per_hour": rows["price_per_hour"] * nodes})
+    return bill_notes(question, bills, f"{nodes}x {top['instance_type']} ({top['cloud']} {top['region']})")

@@ -14,13 +14,12 @@ import pandas as pd
 
 from perdollar.ask.inputs import Inputs, Progress, quiet
 from perdollar.ask.offers import (
-    bill_notes,
     billed_offers,
     check_market,
     in_market,
     question_offers,
     quota_excluded,
-    same_machine,
+    training_bill_notes,
 )
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
@@ -127,20 +126,11 @@ def answer_training(question: Question, inputs: Inputs, progress: Progress = qui
         catalog_captured_at=str(inputs.catalog.captured_at),
         catalog_snapshot_id=str(inputs.catalog.snapshot_id),
         notes=(
-            describe_assumptions(assumptions), counts, *_bill_notes(question, every_market, selection.ranked)
+            describe_assumptions(assumptions),
+            counts,
+            *training_bill_notes(question, every_market, selection.ranked),
         ),
     )
-
-
-def _bill_notes(question: Question, offers: pd.DataFrame, ranked: pd.DataFrame) -> tuple[str, ...]:
-    """Training pays every node in every market: the top shape's bill is its nodes × each rate."""
-    if ranked.empty:
-        return bill_notes(question, None, "")
-    top = ranked.iloc[0]
-    nodes = int(top["nodes"])
-    rows = same_machine(offers, top)
-    bills = pd.DataFrame({"market": rows["market"], "usd_per_hour": rows["price_per_hour"] * nodes})
-    return bill_notes(question, bills, f"{nodes}x {top['instance_type']} ({top['cloud']} {top['region']})")
 
 
 def _state_bytes(inputs: Inputs) -> float:
