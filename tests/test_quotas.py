@@ -87,7 +87,7 @@ def test_a_zero_p5_quota_excludes_every_p5_and_says_why(tmp_path: Path) -> None:
     assert feasible and not [e for e in feasible if instance_family("aws", e["instance_type"]) == "p5"]
     excluded = [e for e in estimates if not e["feasible"] and "quota" in (e["excluded_reason"] or "")]
     assert excluded and all(instance_family("aws", e["instance_type"]) == "p5" for e in excluded)
-    assert "the p5 quota in" in excluded[0]["excluded_reason"]
+    assert "the p5 quota in every region is 0" in excluded[0]["excluded_reason"]
     # Without the file p5 machines are ranked: the exclusion came from the quota.
     free = json.loads(run_perdollar(*args).stdout)["estimates"]
     assert [e for e in free if e["feasible"] and instance_family("aws", e["instance_type"]) == "p5"]

@@ -133,7 +133,8 @@ def over_quota_reasons(
             continue
         family = instance_family(str(cloud), str(name))
         gpus_text = f"{needed:g} GPU" + ("" if needed == 1 else "s")
-        reasons.append(f"needs {gpus_text}; the {family} quota in {region} is {quota.gpus:g} (--quotas)")
+        where = "every region" if quota.region == "*" else str(region)
+        reasons.append(f"needs {gpus_text}; the {family} quota in {where} is {quota.gpus:g} (--quotas)")
     return reasons
 
 
