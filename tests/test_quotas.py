@@ -53,7 +53,7 @@ def test_over_quota_counts_every_machines_gpus() -> None:
     quotas = (Quota("aws", "*", "g5", 8),)
     reasons = over_quota_reasons(frame, quotas, pd.Series([2, 3, 9]), pd.Series([4, 4, 8]))
     assert reasons[0] == ""  # 2 × 4 = 8 GPUs: at the quota
-    assert reasons[1] == "needs 12 GPUs; the g5 quota in us-east-1 is 8 (--quotas)"
+    assert reasons[1] == "needs 12 GPUs; the g5 quota in every region is 8 (--quotas)"
     assert reasons[2] == ""  # no quota for p4d
 
 
