@@ -136,3 +136,8 @@ def training_bill_notes(question: Question, offers: pd.DataFrame, ranked: pd.Dat
     rows = same_machine(offers, top)
     bills = pd.DataFrame({"market": rows["market"], "usd_per_hour": rows["price_per_hour"] * nodes})
     return bill_notes(question, bills, f"{nodes}x {top['instance_type']} ({top['cloud']} {top['region']})")
+
+
+def labelled_offers(question: Question, catalog: Catalog) -> pd.DataFrame:
+    """Every market's offers, committed terms included, for configurations that name their market."""
+    return bill_over_horizon(with_committed(catalog.offers_frame()), question.bill.horizon_months)
