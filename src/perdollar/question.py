@@ -84,6 +84,27 @@ class DataSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class BillSettings:
+    """How the capacity is bought: for how long, within which quotas, through which service."""
+
+    # None: a committed term is taken to be used for its whole length.
+    horizon_months: float | None = declared(
+        None, "--horizon",
+        "Months the capacity is needed. A committed term bills every hour of the term: over a shorter"
+        " horizon it still costs the whole term.",
+        unit="months", minimum=0,
+    )
+    quotas: str | None = declared(
+        None, "--quotas",
+        "CSV cloud,region,family,gpus (region * = every region): candidates needing more GPUs are excluded.",
+    )
+    service: str | None = declared(
+        None, "--service",
+        "Rank in a managed service's market at its published prices: sagemaker, vertex or azureml.",
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class ServingGoal:
     """What a deployment must serve: a request rate within latency objectives."""
 
@@ -235,6 +256,7 @@ class Question:
     configurations: tuple[str, ...] = ()
     language_model: LanguageModelSettings | None = None  # set when the workload is a language model
     data: DataSettings = field(default_factory=DataSettings)
+    bill: BillSettings = field(default_factory=BillSettings)
 
     @property
     def has_target(self) -> bool:

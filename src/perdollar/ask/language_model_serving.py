@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pandas as pd
 
 from perdollar.ask.inputs import Progress, quiet
+from perdollar.ask.offers import bill_notes, billed_offers, in_market, quota_excluded, same_machine
 from perdollar.catalog import Catalog
-from perdollar.catalog.filters import allowed_offers
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict.frame import SUPPORTED_STACKS
@@ -20,6 +21,7 @@ from perdollar.predict.llm_serving.features import checked_prefix_share, feature
 from perdollar.predict.llm_serving.frame import llm_serving_frame
 from perdollar.predict.nongpu_llm import nongpu_serving_rows
 from perdollar.price.llm_serving import price_llm_deployments
+from perdollar.price.serving import ranked, spot_extra_instances
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select.llm_serving import explain_llm_serving, llm_deployment_estimates
 from perdollar.select.model import Recommendation
@@ -65,13 +67,8 @@ def answer_language_model_serving(
     rps = question.serving.qps
     input_tokens = settings.input_tokens or DEFAULT_INPUT_TOKENS
     output_tokens = settings.output_tokens or DEFAULT_OUTPUT_TOKENS
-    offers = allowed_offers(
-        catalog.offers_frame(),
-        clouds=question.clouds,
-        regions=question.regions,
-        market=question.market,
-        priced_only=True,
-    )
+    every_market = billed_offers(question, catalog, use="inference", priced_only=True)
+    offers = in_market(every_market, question)
     formats = (question.precision,) if question.precision else FORMATS
     spec = speculation(settings.speculative, settings.acceptance, settings.speculative_tokens)
     prefix = checked_prefix_share(settings.prefix_share)
@@ -112,6 +109,9 @@ def answer_language_model_serving(
         input_tokens_per_second=rps * input_tokens,
         spot_overprovision=question.serving.spot_overprovision,
     )
+    if question.bill.quotas:
+        frame = quota_excluded(frame, question, "instances")
+        frame = ranked(frame, "usd_per_million_output_tokens", "ttft_p99_ms")
     label = slo_label(settings)
     estimates = llm_deployment_estimates(frame, rps, label)
     recommendation = Recommendation(
@@ -129,6 +129,7 @@ def answer_language_model_serving(
             *feature_notes(prefix, spec, moe=workload.architecture.is_moe),
             *([calibration.describe(workload.name)] if calibration and _moves(calibration, settings) else []),
             *refused,
+            *_bill_notes(question, every_market, frame),
         ),
         sample_unit="output tokens",
     )
@@ -139,6 +140,26 @@ def _moves(calibration: Calibration, settings: LanguageModelSettings) -> bool:
     """Whether the question's engine (or, for ``any``, one of its engines) is the one measured."""
     asked = (settings.engine or DEFAULT_ENGINE).lower()
     return asked == ANY_ENGINE or asked == calibration.engine.lower()
+
+
+def _bill_notes(question: Question, offers: pd.DataFrame, frame: pd.DataFrame) -> tuple[str, ...]:
+    """The top deployment's bill in every market: its instances at each rate, spot spares added."""
+    feasible = frame[frame["feasible"]]
+    if feasible.empty:
+        return bill_notes(question, None, "")
+    top = feasible.iloc[0]
+    needed = int(top["instances"]) - int(top["spot_extra_instances"])
+    rows = same_machine(offers, top)
+    overprovision = question.serving.spot_overprovision if question.serving else None
+    buckets = rows["interruption_bucket"].tolist()
+    spares = spot_extra_instances(np.full(len(rows), needed), buckets, overprovision)
+    count = np.where(rows["market"].to_numpy() == "spot", needed + spares, needed)
+    bill = rows["price_per_hour"].to_numpy() * count
+    bills = pd.DataFrame({"market": rows["market"], "usd_per_hour": bill})
+    plan = f"tp{int(top['tensor_parallel'])}+{top['precision']}"
+    where = f"{top['cloud']} {top['region']}"
+    label = f"{needed}x {top['instance_type']} {plan} ({where}; spot adds its spares)"
+    return bill_notes(question, bills, label)
 
 
 def _calibration(measurements: Sequence[Measurement], arch: DecoderArchitecture, catalog: Catalog,

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from perdollar.ask.offers import check_market
 from perdollar.cli import common
 from perdollar.errors import NothingFeasibleError, PerdollarError
 from perdollar.question import LanguageModelSettings, Question, ServingGoal
-from perdollar.vocabulary import MARKET_CHOICES, TOKEN_SERVING_OBJECTIVE
+from perdollar.vocabulary import TOKEN_SERVING_OBJECTIVE
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -32,8 +33,7 @@ def llm_serving_question(
     features: LanguageModelSettings | None = None,
 ) -> Question:
     """The question from the options, checked: a rate (requests/s or output tokens a day) and SLOs."""
-    if market not in MARKET_CHOICES:
-        raise PerdollarError(f"--market {market!r} is not a market", "use on-demand, spot or any")
+    check_market(market)
     for flag, value in (("--input-tokens", input_tokens), ("--output-tokens", output_tokens)):
         if value is not None and value < 1:
             raise PerdollarError(f"{flag} must be at least 1, got {value}", f"give e.g. {flag} 500")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -16,7 +17,7 @@ from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_options import Goal, Serving, Shown, Target, Where
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
-from perdollar.question import DataSettings, LanguageModelSettings, Question, SpotSettings
+from perdollar.question import BillSettings, DataSettings, LanguageModelSettings, Question, SpotSettings
 from perdollar.select.model import Recommendation
 from perdollar.vocabulary import Family
 from perdollar.workload import canonical_spec, load_workload
@@ -72,6 +73,7 @@ COMPARE_HELP = (
     spot=SpotSettings,
     data=Group(DataSettings, ("training",)),
     store=StoreChoice,
+    bill=BillSettings,
 )
 def recommend(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
@@ -93,6 +95,7 @@ def recommend(
     spot: SpotSettings,
     data: DataSettings,
     store: StoreChoice,
+    bill: BillSettings,
 ) -> int:
     check_store(store.store_url, enabled=store.enabled)
     if shown.report is not None:  # before the work: a file that may not be replaced is said at once
@@ -104,7 +107,7 @@ def recommend(
     family = family_of(workload)
     if serving.inference:
         return _recommend_serving(
-            workload, family, serving, where, language_model, batch_size, precision, shown, store
+            workload, family, serving, where, language_model, batch_size, precision, shown, store, bill
         )
     token_target, settings = language_model_settings(
         workload, language_model, plan_flags, tokens=target.tokens, samples=target.samples
@@ -114,6 +117,7 @@ def recommend(
         spot=spot, data=data, top=shown.top, token_target=token_target, language_model=settings,
         family=family,
     )  # fmt: skip
+    question = replace(question, bill=bill)
     with common.progress("recommend", quiet=shown.json_output) as handle:
         found = recommend_inputs.load_measurements(measurements)
         spec = None
@@ -148,7 +152,7 @@ def _stored_and_shown(recommendation: Recommendation, shown: Shown, store: Store
 
 def _recommend_serving(
     workload: str, family: Family, serving: Serving, where: Where, language_model: LanguageModelSettings,
-    batch_size: int | None, precision: str | None, shown: Shown, store: StoreChoice,
+    batch_size: int | None, precision: str | None, shown: Shown, store: StoreChoice, bill: BillSettings,
 ) -> int:  # fmt: skip
     """``recommend --inference``: a network served per request, a language model per token."""
     common_args = {
@@ -174,7 +178,7 @@ def _recommend_serving(
             features=language_model,
         )  # fmt: skip
         note = lengths.note if lengths else None
-        return recommend_llm_inference(question, lengths_note=note, **common_args)
+        return recommend_llm_inference(replace(question, bill=bill), lengths_note=note, **common_args)
     from perdollar.cli.inference_cmd import recommend_inference
 
     question = serving_question(
@@ -182,7 +186,7 @@ def _recommend_serving(
         max_wait_ms=serving.max_wait_ms, batch_size=batch_size, precision=precision, market=where.market,
         clouds=where.clouds, regions=where.regions,
     )  # fmt: skip
-    return recommend_inference(question, **common_args)
+    return recommend_inference(replace(question, bill=bill), **common_args)
 
 
 @takes(

@@ -49,7 +49,11 @@ class Goal:
 class Where:
     """Which offers may be candidates."""
 
-    market: str = declared("any", "--market", "on-demand | spot | any.")
+    market: str = declared(
+        "any", "--market",
+        "on-demand | spot | committed-1y | committed-3y | committed (both terms) | any (committed terms"
+        " too with --horizon); several with commas: on-demand,committed.",
+    )
     clouds: tuple[str, ...] = declared((), "--cloud", "Allowed cloud (repeatable): aws, gcp, azure.")
     regions: tuple[str, ...] = declared((), "--region", "Allowed region or pattern (repeatable): us-*.")
 
