@@ -276,14 +276,17 @@ def quantise_to_nf4(model: torch.nn.Module) -> None:
 
 
 def finetune_point(device: torch.device, config: dict[str, Any], point: dict[str, Any], seconds: float,
-                   found: dict[str, str]) -> dict[str, Any]:  # fmt: skip
+                   found: dict[str, str],
+                   after: Callable[[Callable[[], Any], float], dict[str, Any]] | None = None,
+                   ) -> dict[str, Any]:  # fmt: skip
     from peft import LoraConfig, get_peft_model
 
     mode, rank, seq_len, batch = point["finetune"], point.get("rank"), point["seq_len"], point["micro_batch"]
     checkpointing = point.get("gradient_checkpointing", False)
     cuda = device.type == "cuda"
     row: dict[str, Any] = {
-        "framework": "hf-peft" if mode != "full" else "hf", "finetune": mode, "rank": rank,
+        "framework": ("hf-peft" if mode != "full" else "hf") + ("+compile" if point.get("compile") else ""),
+        "finetune": mode, "rank": rank,
         "alpha": 2 * rank if rank else None, "dropout": 0.05 if rank else None,
         "target_modules": "+".join(LORA_TARGETS) if rank else "all", "seq_len": seq_len,
         "micro_batch": batch, "gradient_checkpointing": checkpointing,
@@ -304,6 +307,7 @@ def finetune_point(device: torch.device, config: dict[str, Any], point: dict[str
                               task_type="CAUSAL_LM")  # fmt: skip
             model = get_peft_model(model, lora)
         model.train()
+        forward = torch.compile(model) if point.get("compile") else model
         trainable = [p for p in model.parameters() if p.requires_grad]
         row["trainable_params"] = sum(p.numel() for p in trainable)
         row["total_params"] = sum(p.numel() for p in model.parameters())
@@ -312,7 +316,7 @@ def finetune_point(device: torch.device, config: dict[str, Any], point: dict[str
 
         def step() -> None:
             with torch.autocast(device.type, dtype=torch.bfloat16, enabled=cuda):
-                loss = model(input_ids=ids, labels=ids).loss
+                loss = forward(input_ids=ids, labels=ids).loss
             loss.backward()
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
@@ -320,6 +324,8 @@ def finetune_point(device: torch.device, config: dict[str, Any], point: dict[str
         step()  # the optimizer's state is made on the first step; not timed
         stats = spread(timed(step, device, repeats=10, seconds=seconds))
         row |= stats | {"tokens_per_s": batch * seq_len / (stats["median_ms"] / 1000), "status": "ok"}
+        if after is not None:
+            row |= after(step, stats["median_ms"])
     except Exception as error:
         row["status"] = failure(error)
     row["peak_memory_gib"] = peak_gib(device)

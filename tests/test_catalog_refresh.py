@@ -278,7 +278,7 @@ def test_a_name_in_a_hand_edited_snapshot_is_printed_as_text_not_markup() -> Non
     assert marked in shown.stdout
 
 
-def test_a_top_choice_at_an_outlier_price_is_named_in_the_explanation() -> None:
+def test_a_candidate_at_an_outlier_price_ranks_after_the_plausible_ones_and_is_named() -> None:
     from perdollar.catalog.snapshot_write import write_new_snapshot
     from perdollar.paths import catalog_snapshot_dir
 
@@ -299,6 +299,10 @@ def test_a_top_choice_at_an_outlier_price_is_named_in_the_explanation() -> None:
                           timeout=300, env={**os.environ, "PYTHONPATH": str(SRC)})  # fmt: skip
     assert done.returncode == 0, done.stderr[-1500:]
     answer = json.loads(done.stdout)
-    top = answer["estimates"][0]
-    assert "g5.xlarge" in top["label"] and "price-outlier" in top["flags"]
-    assert "flagged price-outlier" in answer["explanation"]
+    feasible = [e for e in answer["estimates"] if e["feasible"]]
+    # At 2 cents an hour it would top the list; flagged, it follows every plausible price.
+    assert "g5.xlarge " not in feasible[0]["label"] and "price-outlier" not in feasible[0]["flags"]
+    flagged = [i for i, e in enumerate(feasible) if "price-outlier" in e["flags"]]
+    assert all(i > j for i in flagged for j, e in enumerate(feasible) if "price-outlier" not in e["flags"])
+    named = "flagged price-outlier are ranked after the rest, e.g. g5.xlarge on-demand"
+    assert named in answer["explanation"]

@@ -67,11 +67,14 @@ def test_serve_bench_of_a_named_model_calibrates_recommend(tmp_path: Path) -> No
     assert any("calibrated on 1 measured endpoint run(s) of llama-3.1-8b (1× L4 fp16)" in note
                for note in calibrated["notes"])  # fmt: skip
     assert not any("calibrated" in note for note in shipped["notes"])
-    tpot = {row["label"]: row["tpot_p99_ms"] for row in shipped["deployments"]}
+    # The run named no engine, so it is taken as the asked (default) engine's: vLLM's rows move;
+    # chips served by their own stacks (Neuron …) keep their own fit.
+    tpot = {row["label"]: row["tpot_p99_ms"] for row in shipped["deployments"] if row["engine"] == "vllm"}
     slower = [row["tpot_p99_ms"] / tpot[row["label"]]
               for row in calibrated["deployments"] if row["label"] in tpot]  # fmt: skip
     assert slower and min(slower) > 1.1  # a 150 ms/token endpoint on an L4 is slower than shipped
-    assert {row["basis"] for row in calibrated["deployments"]} == {"calibrated"}  # not "(spec)"
+    assert {row["basis"] for row in calibrated["deployments"] if row["engine"] == "vllm"} == {"calibrated"}
+    assert {row["basis"] for row in calibrated["deployments"] if row["engine"] != "vllm"} <= {"spec"}
     assert {row["basis"] for row in shipped["deployments"]} == {"spec"}
 
 
@@ -111,3 +114,30 @@ def test_serve_bench_flags_an_impossible_endpoint_and_recommend_says_why_it_is_n
     assert not any("calibrated on" in note for note in answer["notes"])
     assert any("calibrates nothing" in note and "L4" in note for note in answer["notes"])
     assert {row["basis"] for row in answer["deployments"]} == {"spec"}
+
+
+def test_serve_bench_records_the_engine_and_calibrates_only_its_predictions(tmp_path: Path) -> None:
+    store = tmp_path / "s.db"
+    with streaming_server(0.4, 0.15, max_seconds=120) as url:
+        measured = _perdollar("serve-bench", "llama-3.1-8b", "--url", url, "--model", "served-llama",
+                              "--accelerator", "L4", "--engine", "SGLang", "--rates", "0.5",
+                              "--max-requests", "3", "--input-tokens", "64", "--output-tokens", "8",
+                              "--step-seconds", "10", "--json", store=store)  # fmt: skip
+    assert measured.returncode == 0, measured.stderr[-1500:]
+    question = ("recommend", "llama-3.1-8b", "--inference", "--rps", "1", "--input-tokens", "64",
+                "--output-tokens", "8", "--precision", "fp16", "--json")  # fmt: skip
+    same = json.loads(_perdollar(*question, "--engine", "sglang", store=store).stdout)
+    other = json.loads(_perdollar(*question, "--engine", "vllm", store=store).stdout)
+    assert any("calibrated on 1 measured endpoint run(s)" in note for note in same["notes"])
+    assert not any("calibrated on" in note for note in other["notes"])
+    assert {row["engine"] for row in same["deployments"]} == {"sglang"}
+
+
+def test_serve_bench_refuses_an_unknown_engine_before_running(tmp_path: Path) -> None:
+    done = _perdollar("serve-bench", "llama-3.1-8b", "--url", "http://127.0.0.1:9/v1", "--model", "m",
+                      "--engine", "fastllm", store=tmp_path / "s.db")  # fmt: skip
+    assert done.returncode != 0
+    assert "unknown serving engine 'fastllm'" in done.stderr
+    assert not (tmp_path / "s.db").exists() or "fastllm" not in (tmp_path / "s.db").read_bytes().decode(
+        "latin-1"
+    )

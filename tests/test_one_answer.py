@@ -165,18 +165,19 @@ def test_chips_a_language_model_cannot_run_on_say_why_once_each() -> None:
     done = run_perdollar("recommend", "llama-3.1-8b", "--tokens", "2e10", "--no-store", "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     excluded = [e for e in json.loads(done.stdout)["estimates"] if e["excluded_reason"]]
-    stacks = {e["excluded_reason"] for e in excluded if "stack" in e["excluded_reason"]}
-    # Neuron and XLA chips are out with their reason, beside the GPUs that do not fit.
-    assert any("neuron" in s for s in stacks) and any("xla" in s for s in stacks)
+    stacks = {e["excluded_reason"] for e in excluded if "does not run on" in e["excluded_reason"]}
+    # Chips their own stack does not train on (Inferentia, old TPUs) are out with that reason.
+    assert any("Neuron" in s for s in stacks) and any("XLA" in s for s in stacks)
     assert len({(e["accelerator"], e["excluded_reason"]) for e in excluded}) == len(excluded)
 
 
-def test_a_chip_a_serving_engine_does_not_run_on_is_refused_with_the_reason() -> None:
-    done = run_perdollar(
-        "predict", "llama-3.1-8b", "--inference", "--accelerator", "Inferentia2", "--input-tokens", "1000",
-        "--output-tokens", "300",
-    )  # fmt: skip
-    assert done.returncode == 2 and "neuron stack" in done.stderr and "--accelerator H100" in done.stderr
+def test_a_chip_is_served_through_its_own_stack_or_refused_with_the_stacks_reason() -> None:
+    question = ("predict", "llama-3.1-8b", "--inference", "--accelerator", "Inferentia2", "--input-tokens",
+                "1000", "--output-tokens", "300")  # fmt: skip
+    served = run_perdollar(*question)
+    assert served.returncode == 0 and "nxd-inference" in served.stdout
+    done = run_perdollar(*question, "--precision", "int4")
+    assert done.returncode == 2 and "serves no int4" in done.stderr and "--accelerator H100" in done.stderr
 
 
 def test_a_chip_alias_filters_the_catalog_as_its_name_does() -> None:

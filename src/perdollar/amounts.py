@@ -126,3 +126,17 @@ def text(value: object, option: str, example: str) -> str:
 
 def _quoted(option: str, example: str) -> str:
     return example if option.startswith("--") else repr(example)
+
+
+_BYTES = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+]?[0-9]+)?)\s*([kmgtp]?)(i?)b\s*$", re.I)
+_BYTE_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+
+
+def data_size_bytes(text: str | None) -> float | None:
+    """``20TB`` → 2e13 bytes (decimal, as clouds bill), ``1.5TiB`` → 1.5·2⁴⁰; None without a byte unit."""
+    match = _BYTES.match(text) if isinstance(text, str) else None
+    if not match:
+        return None
+    number, prefix, binary = match.groups()
+    base = 1024.0 if binary else 1000.0
+    return float(number) * base ** _BYTE_POWERS[prefix.lower()]

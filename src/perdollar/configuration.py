@@ -18,14 +18,19 @@ from dataclasses import dataclass
 
 from perdollar.errors import PerdollarError
 
-MARKET_WORDS = {"spot": "spot", "on-demand": "on-demand", "ondemand": "on-demand", "od": "on-demand"}
-ACCEPTED_FORM = "[N x] [CLOUD:]NAME [spot|on-demand] [(CLOUD REGION) | @REGION] [with PLAN]"
+MARKET_WORDS = {
+    "spot": "spot", "on-demand": "on-demand", "ondemand": "on-demand", "od": "on-demand",
+    "committed-1y": "committed-1y", "committed-3y": "committed-3y",
+}  # fmt: skip
+ACCEPTED_FORM = (
+    "[N x] [CLOUD:]NAME [spot|on-demand|committed-1y|committed-3y] [(CLOUD REGION) | @REGION] [with PLAN]"
+)
 EXAMPLE = "2x g5.12xlarge spot (aws us-east-1)"
 
 _NAME = r"[A-Za-z][A-Za-z0-9_.+\-]*"
 _CLOUD = r"[A-Za-z][A-Za-z0-9\-]*"
 _REGION = r"[A-Za-z0-9][A-Za-z0-9\-]*"
-_MARKET = r"spot|on-demand|ondemand|od"
+_MARKET = r"committed-1y|committed-3y|spot|on-demand|ondemand|od"
 # The bare region form (``g5.xlarge spot us-east-1``) must not swallow a keyword or a market.
 _BARE_REGION = rf"(?!(?:with|in|{_MARKET})(?:\s|$)){_REGION}"
 _GRAMMAR = re.compile(
@@ -53,7 +58,7 @@ class Configuration:
 
     nodes: int
     instance_type: str
-    market: str | None  # spot | on-demand
+    market: str | None  # spot | on-demand | committed-1y | committed-3y
     cloud: str | None
     region: str | None
     plan: str | None = None  # an LLM training/serving plan, as text

@@ -67,6 +67,44 @@ class SpotSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class DataSettings:
+    """Where the training data lives: its size (``--dataset-size 20TB``) and region price the copy."""
+
+    data_region: str | None = declared(
+        None, "--data-region",
+        "Region the dataset is stored in (e.g. us-east-1, or aws:us-east-1); candidates elsewhere pay"
+        " egress and the copy time. Give the size as --dataset-size 20TB.",
+        scope="training",
+    )
+    transfer_gbps: float | None = declared(
+        None, "--transfer-gbps", "Sustained cross-region copy throughput (default 10).", unit="Gbit/s",
+        minimum=0.001, scope="training",
+    )
+    dataset_bytes: float | None = None  # from --dataset-size when it is written with a byte unit
+
+
+@dataclass(frozen=True, slots=True)
+class BillSettings:
+    """How the capacity is bought: for how long, within which quotas, through which service."""
+
+    # None: a committed term is taken to be used for its whole length.
+    horizon_months: float | None = declared(
+        None, "--horizon",
+        "Months the capacity is needed. A committed term bills every hour of the term: over a shorter"
+        " horizon it still costs the whole term.",
+        unit="months", minimum=0,
+    )
+    quotas: str | None = declared(
+        None, "--quotas",
+        "CSV cloud,region,family,gpus (region * = every region): candidates needing more GPUs are excluded.",
+    )
+    service: str | None = declared(
+        None, "--service",
+        "Rank in a managed service's market at its published prices: sagemaker, vertex or azureml.",
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class ServingGoal:
     """What a deployment must serve: a request rate within latency objectives."""
 
@@ -157,6 +195,34 @@ class LanguageModelSettings:
         " halves the cache, so about twice the sequences fit.",
         scope="serving",
     )
+    # Serving-engine features (perdollar.predict.llm_serving.features); None: off.
+    prefix_share: float | None = declared(
+        None, "--prefix-share",
+        "Language model serving: share of every prompt found in the prefix cache (0.5: half of it); its"
+        " prefill is skipped and its KV blocks are held once.",
+        unit="share", minimum=0, scope="serving",
+    )
+    speculative: str | None = declared(
+        None, "--speculative",
+        "Language model serving: speculative decoding by a draft model (draft-model) or the model's"
+        " multi-token-prediction head (mtp).",
+        scope="serving",
+    )
+    acceptance: float | None = declared(
+        None, "--acceptance", "With --speculative: chance each proposed token is accepted (default 0.7).",
+        unit="share", minimum=0, scope="serving",
+    )
+    speculative_tokens: int | None = declared(
+        None, "--speculative-tokens",
+        "With --speculative: tokens proposed a step (default 3 for draft-model, 1 for mtp).",
+        unit="tokens", minimum=1, scope="serving",
+    )
+    disaggregate: str | None = declared(
+        None, "--disaggregate",
+        "Language model serving: prefill and decode on separate replicas, xPyD (1P3D: one prefill"
+        " replica for three decode replicas); the KV cache crosses the GPU link or the network.",
+        scope="serving",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +255,8 @@ class Question:
     # compare: the configurations asked about, as the user wrote them; empty for a ranking.
     configurations: tuple[str, ...] = ()
     language_model: LanguageModelSettings | None = None  # set when the workload is a language model
+    data: DataSettings = field(default_factory=DataSettings)
+    bill: BillSettings = field(default_factory=BillSettings)
 
     @property
     def has_target(self) -> bool:

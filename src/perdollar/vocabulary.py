@@ -8,10 +8,17 @@ from typing import Literal
 # checked against the catalog it is asked of, not only against this list.
 CLOUDS = ("aws", "gcp", "azure")
 
-Market = Literal["on-demand", "spot"]
+Market = Literal["on-demand", "spot", "committed-1y", "committed-3y"]
+# The markets a catalog snapshot holds; committed terms are derived from on-demand prices.
 MARKETS: tuple[Market, ...] = ("on-demand", "spot")
-MARKET_CHOICES = ("on-demand", "spot", "any")
-MARKET_WORDS = {"spot": "spot", "on-demand": "on-demand", "ondemand": "on-demand", "od": "on-demand"}
+COMMITTED_MARKETS: tuple[Market, ...] = ("committed-1y", "committed-3y")
+# "committed": both terms; "any": every market.
+MARKET_CHOICES = ("on-demand", "spot", *COMMITTED_MARKETS, "committed", "any")
+MARKET_CHOICES_TEXT = "on-demand, spot, committed-1y, committed-3y, committed (both terms) or any"
+MARKET_WORDS = {
+    "spot": "spot", "on-demand": "on-demand", "ondemand": "on-demand", "od": "on-demand",
+    "committed-1y": "committed-1y", "committed-3y": "committed-3y",
+}  # fmt: skip
 
 Kind = Literal["train", "inference"]
 # What a workload is, decided once per question: a network traced op by op, or a language model
@@ -27,7 +34,7 @@ Bottleneck = Literal[
     "compute", "memory-bandwidth", "communication", "input-pipeline", "network-ingest", "overhead"
 ]
 
-TRAINING_OBJECTIVES = ("samples-per-dollar", "time", "cost", "weighted")
+TRAINING_OBJECTIVES = ("samples-per-dollar", "time", "cost", "weighted", "carbon")
 SERVING_OBJECTIVE = "usd-per-million-requests"
 # A language model is served by the token: its deployments are ranked by dollars per million tokens.
 TOKEN_SERVING_OBJECTIVE = "usd-per-million-tokens"

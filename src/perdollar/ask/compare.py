@@ -14,6 +14,7 @@ import pandas as pd
 
 from perdollar.ask.inputs import Inputs, Progress, load_inputs, quiet, with_stored_measurements
 from perdollar.ask.language_model import checkpoint_bytes, fixed_plan, load_language_model
+from perdollar.ask.offers import labelled_offers
 from perdollar.ask.questions import decided
 from perdollar.catalog import Catalog
 from perdollar.catalog import load as load_catalog
@@ -119,7 +120,7 @@ def compare_language_model(
     settings = question.language_model or LanguageModelSettings()
     target = target_of(question)
     stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()}
-    offers = catalog.offers_frame()
+    offers = labelled_offers(question, catalog)
     rows = []
     for spec in specs:
         instance = catalog.instance(spec.instance_type, spec.cloud)
@@ -144,7 +145,7 @@ def compare(question: Question, configurations: Sequence[str], inputs: Inputs) -
 def priced_configurations(question: Question, specs: Sequence[Configuration], inputs: Inputs) -> pd.DataFrame:
     """One priced, constraint-marked row per configuration, in the order given."""
     catalog, profile = inputs.catalog, inputs.profile
-    offers = catalog.offers_frame()
+    offers = labelled_offers(question, catalog)
     instances = [catalog.instance(spec.instance_type, spec.cloud) for spec in specs]
     usable = [m for m in inputs.measurements if m.ok]
     calibration = Calibration.from_measurements(profile, usable, catalog) if usable else None

@@ -14,11 +14,12 @@ from dataclasses import replace
 import pandas as pd
 
 from perdollar.ask.inputs import Progress, quiet, stored_measurements
+from perdollar.ask.offers import billed_offers, in_market, quota_excluded, training_bill_notes
 from perdollar.ask.training import check_question
 from perdollar.catalog import Catalog
-from perdollar.catalog.filters import allowed_offers
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
+from perdollar.predict.accelerator_stacks import TRAINING_STACKS
 from perdollar.predict.frame import node_counts
 from perdollar.predict.llm import TrainingPlan, parse_plan
 from perdollar.predict.llm.frame import llm_prediction_frame
@@ -99,9 +100,8 @@ def answer_language_model(
         runs += stored_measurements(measurement_key(workload), store_url)
     calibration = calibrated(workload, runs, catalog)
     question = replace(question, workload_fingerprint=workload.fingerprint, kind="train")
-    offers = allowed_offers(
-        catalog.offers_frame(), clouds=question.clouds, regions=question.regions, market=question.market
-    )
+    every_market = billed_offers(question, catalog, use="training")
+    offers = in_market(every_market, question)
     if offers.empty:
         raise PerdollarError(
             "no offer in the allowed clouds, regions and market",
@@ -116,9 +116,11 @@ def answer_language_model(
     progress(f"pricing {len(offers):,} offers")
     target = target_of(question)
     assumptions = assumptions_for(question.spot, checkpoint_bytes(workload))
-    stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()}
+    # Chips with a modelled stack of their own (Neuron, XLA, Gaudi) carry their own reasons.
+    stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()
+              if chip.software_stack not in TRAINING_STACKS}  # fmt: skip
     priced = mark_constraints(
-        price_table(offers, predictions, target, assumptions),
+        quota_excluded(price_table(offers, predictions, target, assumptions), question, "nodes"),
         target,
         confidence=question.confidence,
         stacks=stacks,
@@ -140,7 +142,8 @@ def answer_language_model(
         catalog_captured_at=str(catalog.captured_at),
         catalog_snapshot_id=str(catalog.snapshot_id),
         notes=(describe_assumptions(assumptions), counts_note, planner_note)
-        + ((calibration.note,) if calibration.note else ()),
+        + ((calibration.note,) if calibration.note else ())
+        + training_bill_notes(question, every_market, selection.ranked),
     )
     alone = one_gpu_sentence(priced, workload)
     if not alone:

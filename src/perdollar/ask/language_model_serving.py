@@ -6,18 +6,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
 import pandas as pd
 
 from perdollar.ask.inputs import Progress, quiet
+from perdollar.ask.offers import bill_notes, billed_offers, in_market, quota_excluded, same_machine
 from perdollar.catalog import Catalog
-from perdollar.catalog.filters import allowed_offers
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict.frame import SUPPORTED_STACKS
 from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of, refused_readings
-from perdollar.predict.llm_serving.engines import ANY_ENGINE, engine_note, serving_engine
+from perdollar.predict.llm_serving.engines import ANY_ENGINE, DEFAULT_ENGINE, engine_note, serving_engine
+from perdollar.predict.llm_serving.features import checked_prefix_share, feature_notes, speculation
 from perdollar.predict.llm_serving.frame import llm_serving_frame
+from perdollar.predict.nongpu_llm import nongpu_serving_rows
 from perdollar.price.llm_serving import price_llm_deployments
+from perdollar.price.serving import ranked, spot_extra_instances
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select.llm_serving import explain_llm_serving, llm_deployment_estimates
 from perdollar.select.model import Recommendation
@@ -63,14 +67,16 @@ def answer_language_model_serving(
     rps = question.serving.qps
     input_tokens = settings.input_tokens or DEFAULT_INPUT_TOKENS
     output_tokens = settings.output_tokens or DEFAULT_OUTPUT_TOKENS
-    offers = allowed_offers(
-        catalog.offers_frame(),
-        clouds=question.clouds,
-        regions=question.regions,
-        market=question.market,
-        priced_only=True,
-    )
+    every_market = billed_offers(question, catalog, use="inference", priced_only=True)
+    offers = in_market(every_market, question)
     formats = (question.precision,) if question.precision else FORMATS
+    spec = speculation(settings.speculative, settings.acceptance, settings.speculative_tokens)
+    prefix = checked_prefix_share(settings.prefix_share)
+    if settings.disaggregate is not None:
+        raise PerdollarError(
+            "the deployment search sizes colocated replicas; --disaggregate is predicted for one layout",
+            "use perdollar predict CONFIG --inference --disaggregate 1P3D --accelerator … --gpus …",
+        )
     calibration, refused = _calibration(measurements, workload.architecture, catalog, settings.engine)
     progress(f"sizing {workload.name} replicas on every instance type, tensor-parallel degree and format")
     deployments = llm_serving_frame(
@@ -86,10 +92,16 @@ def answer_language_model_serving(
         engine=settings.engine,
         kv_precision=settings.kv_precision,
         calibrated_engine=calibration.engine if calibration else None,
+        prefix_share=prefix,
+        speculation=spec,
     )
     if calibration is not None:
-        deployments = deployments.assign(basis="calibrated")  # every row is predicted with its efficiency
+        # Only the measured engine's rows moved: another engine's rows stay on the shipped fit.
+        measured_engine = deployments["engine"].astype(str).str.lower() == calibration.engine.lower()
+        deployments = deployments.assign(basis=deployments["basis"].where(~measured_engine, "calibrated"))
     deployments = _foreign_stacks_excluded(deployments, catalog)
+    deployments = _with_own_stacks(deployments, workload.architecture, catalog, input_tokens, output_tokens,
+                                   rps, settings, formats)  # fmt: skip
     frame = price_llm_deployments(
         deployments,
         offers,
@@ -97,6 +109,9 @@ def answer_language_model_serving(
         input_tokens_per_second=rps * input_tokens,
         spot_overprovision=question.serving.spot_overprovision,
     )
+    if question.bill.quotas:
+        frame = quota_excluded(frame, question, "instances")
+        frame = ranked(frame, "usd_per_million_output_tokens", "ttft_p99_ms")
     label = slo_label(settings)
     estimates = llm_deployment_estimates(frame, rps, label)
     recommendation = Recommendation(
@@ -111,12 +126,40 @@ def answer_language_model_serving(
             f"{input_tokens} tokens in, {output_tokens} out per request; replicas loaded to at most 90% "
             "of their ceiling; continuous batching (prefill and decode in one iteration)",
             engine_note(settings.engine, settings.kv_precision),
-            *([calibration.describe(workload.name)] if calibration else []),
+            *feature_notes(prefix, spec, moe=workload.architecture.is_moe),
+            *([calibration.describe(workload.name)] if calibration and _moves(calibration, settings) else []),
             *refused,
+            *_bill_notes(question, every_market, frame),
         ),
         sample_unit="output tokens",
     )
     return LanguageModelServingAnswer(recommendation, frame, label)
+
+
+def _moves(calibration: Calibration, settings: LanguageModelSettings) -> bool:
+    """Whether the question's engine (or, for ``any``, one of its engines) is the one measured."""
+    asked = (settings.engine or DEFAULT_ENGINE).lower()
+    return asked == ANY_ENGINE or asked == calibration.engine.lower()
+
+
+def _bill_notes(question: Question, offers: pd.DataFrame, frame: pd.DataFrame) -> tuple[str, ...]:
+    """The top deployment's bill in every market: its instances at each rate, spot spares added."""
+    feasible = frame[frame["feasible"]]
+    if feasible.empty:
+        return bill_notes(question, None, "")
+    top = feasible.iloc[0]
+    needed = int(top["instances"]) - int(top["spot_extra_instances"])
+    rows = same_machine(offers, top)
+    overprovision = question.serving.spot_overprovision if question.serving else None
+    buckets = rows["interruption_bucket"].tolist()
+    spares = spot_extra_instances(np.full(len(rows), needed), buckets, overprovision)
+    count = np.where(rows["market"].to_numpy() == "spot", needed + spares, needed)
+    bill = rows["price_per_hour"].to_numpy() * count
+    bills = pd.DataFrame({"market": rows["market"], "usd_per_hour": bill})
+    plan = f"tp{int(top['tensor_parallel'])}+{top['precision']}"
+    where = f"{top['cloud']} {top['region']}"
+    label = f"{needed}x {top['instance_type']} {plan} ({where}; spot adds its spares)"
+    return bill_notes(question, bills, label)
 
 
 def _calibration(measurements: Sequence[Measurement], arch: DecoderArchitecture, catalog: Catalog,
@@ -149,3 +192,20 @@ def _foreign_stacks_excluded(deployments: pd.DataFrame, catalog: Catalog) -> pd.
         lambda stack: f"needs a {stack} serving stack; perdollar models CUDA and ROCm serving engines"
     )
     return out
+
+
+def _with_own_stacks(deployments: pd.DataFrame, arch: DecoderArchitecture, catalog: Catalog,
+                     input_tokens: int,
+                     output_tokens: int, rps: float, settings: LanguageModelSettings,
+                     formats: tuple[str, ...]) -> pd.DataFrame:  # fmt: skip
+    """Non-GPU chips' rows from their own serving stacks (Neuron, JetStream …), replacing the GPU
+    engines' rows for them; an engine the user named keeps them out, since it runs on GPUs only."""
+    if settings.engine and settings.engine.lower() != ANY_ENGINE:
+        return deployments
+    own = nongpu_serving_rows(arch, catalog, input_tokens=input_tokens, output_tokens=output_tokens, rps=rps,
+                              ttft_p99_ms=settings.ttft_p99_ms, tpot_p99_ms=settings.tpot_p99_ms,
+                              precisions=formats)  # fmt: skip
+    if own.empty:
+        return deployments
+    gpu = deployments[~deployments["accelerator_key"].isin(set(own["accelerator_key"]))]
+    return pd.concat([gpu, own.reindex(columns=deployments.columns)], ignore_index=True)

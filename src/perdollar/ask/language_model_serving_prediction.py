@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perdollar.errors import PerdollarError
 from perdollar.predict.frame import SUPPORTED_STACKS
+from perdollar.question import LanguageModelSettings
 from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_config, load_config_file
 from perdollar.workload.llm.census import checked
+
+if TYPE_CHECKING:
+    from perdollar.catalog.model import Accelerator
+    from perdollar.predict.llm_serving.formats import ServingFormat
+    from perdollar.predict.llm_serving.load import Workload
 
 
 @dataclass(frozen=True)
@@ -22,6 +28,7 @@ class LanguageModelServingPrediction:
     replicas: int
     work: Any
     result: Any
+    worth: dict[str, dict[str, Any]] = field(default_factory=dict)  # per feature: with it and without
 
 
 BUNDLED_CONFIGS = Path(__file__).resolve().parents[1] / "workload" / "llm" / "configs"
@@ -56,11 +63,18 @@ def predict_language_model_serving(
     batch: int | None,
     engine: str | None = None,
     kv_precision: str | None = None,
+    expert_parallel: int | None = None,
+    features: LanguageModelSettings | None = None,
 ) -> LanguageModelServingPrediction:
-    """One replica shape of ``workload`` served on ``gpus`` of ``accelerator``, checked and predicted."""
+    """One replica shape of ``workload`` served on ``gpus`` of ``accelerator``, checked and predicted.
+
+    ``features``: the serving-engine features asked for (prefix caching, speculative decoding,
+    disaggregation); ``expert_parallel`` without ``tensor_parallel`` runs attention data parallel.
+    """
     from perdollar import catalog as catalog_mod
     from perdollar.predict.llm_serving import GroupShape, Workload, serving_format
-    from perdollar.predict.llm_serving.engines import predict_with_engine
+    from perdollar.predict.llm_serving.disaggregate import disaggregation
+    from perdollar.predict.llm_serving.features import checked_prefix_share, speculation
     from perdollar.predict.llm_serving.load import serving_shape_problem
     from perdollar.predict.parallel_limits import context_problem
 
@@ -75,13 +89,25 @@ def predict_language_model_serving(
         )
     if input_tokens < 1 or output_tokens < 1:
         raise PerdollarError("--input-tokens and --output-tokens must be at least 1", "give token counts ≥ 1")
-    degree = tensor_parallel or max(gpus // pipeline_parallel, 1)
-    group = degree * pipeline_parallel
-    if gpus % group:
+    settings = features or LanguageModelSettings()
+    split = disaggregation(settings.disaggregate)
+    spec = speculation(settings.speculative, settings.acceptance, settings.speculative_tokens)
+    prefix = checked_prefix_share(settings.prefix_share)
+    default_degree = (
+        1 if expert_parallel else max(gpus // pipeline_parallel // (split.replicas if split else 1), 1)
+    )
+    shape = GroupShape(tensor_parallel or default_degree, pipeline_parallel, expert_parallel or 1)
+    degree, group = shape.tensor_parallel, shape.gpus
+    unit = group * (split.replicas if split else 1)
+    if gpus % unit:
+        layout = f"tensor parallel {degree} × pipeline parallel {pipeline_parallel}"
+        if shape.attention_data_parallel > 1:
+            layout += f" × attention data parallel {shape.attention_data_parallel}"
         raise PerdollarError(
-            f"{gpus} GPUs do not divide into replicas of tensor parallel {degree} × pipeline parallel "
-            f"{pipeline_parallel} = {group} GPUs",
-            "make --gpus a multiple of --tensor-parallel × --pipeline-parallel",
+            f"{gpus} GPUs do not divide into replicas of {layout} = {group} GPUs"
+            + (f", {split.replicas} of them for {split.label}" if split else ""),
+            "make --gpus a multiple of --tensor-parallel × --pipeline-parallel (× --expert-parallel / "
+            "--tensor-parallel, × the replicas of --disaggregate)",
         )
     fmt = serving_format(_TRAINING_PRECISIONS.get((precision or "fp16").lower(), precision or "fp16"))
     arch = load_architecture(workload)
@@ -90,19 +116,72 @@ def predict_language_model_serving(
         raise PerdollarError(
             too_long, "lower --input-tokens/--output-tokens, or choose a longer-context model"
         )
-    misshapen = serving_shape_problem(arch, GroupShape(degree, pipeline_parallel))
+    misshapen = serving_shape_problem(arch, shape)
     if misshapen:
-        raise PerdollarError(misshapen, "change --tensor-parallel/--pipeline-parallel (and --gpus)")
-    chip = catalog_mod.load().accelerator(accelerator)
-    if chip.software_stack not in SUPPORTED_STACKS:
-        # The same reason recommend --inference gives: a GPU serving engine's figures would be a guess.
         raise PerdollarError(
-            f"{chip.key} serves language models through a {chip.software_stack} stack, and perdollar models"
-            " CUDA and ROCm serving engines only",
-            "choose a GPU, e.g. --accelerator H100 (recommend --inference --show-excluded lists the others)",
+            misshapen, "change --tensor-parallel/--pipeline-parallel/--expert-parallel (and --gpus)"
         )
-    work = Workload(input_tokens, output_tokens)
+    chip = catalog_mod.load().accelerator(accelerator)
+    work = Workload(input_tokens, output_tokens, prefix, spec)
+    if chip.software_stack not in SUPPORTED_STACKS:
+        return _on_own_stack(arch, chip, fmt, work, degree, pipeline_parallel,
+                             batch, gpus, group)  # fmt: skip
+    return _predicted(arch, chip, fmt, work, shape, gpus, unit, split, batch, engine, kv_precision)
+
+
+def _predicted(
+    arch: DecoderArchitecture, chip: Any, fmt: Any, work: Any, shape: Any, gpus: int, unit: int, split: Any,
+    batch: int | None, engine: str | None, kv_precision: str | None,
+) -> LanguageModelServingPrediction:  # fmt: skip
+    """The prediction, disaggregated where asked, with what each feature in use is worth."""
+    from perdollar.predict.llm_serving.disaggregate import predict_disaggregated
+    from perdollar.predict.llm_serving.engines import predict_with_engine, serving_engine
+    from perdollar.predict.llm_serving.worth import feature_worth
+
+    def predict(asked: Any, layout: Any) -> Any:
+        return predict_with_engine(arch, chip, fmt, asked, shape=layout, batch=batch, engine=engine,
+                                   kv_precision=kv_precision)  # fmt: skip
+
+    result = predict(work, shape)
+    if split is not None:
+        if batch is not None:
+            raise PerdollarError(
+                "--disaggregate predicts the pools at full load, not a static --batch", "drop --batch"
+            )
+        chosen = serving_engine(result.engine)
+        held = chosen.serving_format(fmt, kv_precision)
+        pooled = predict_disaggregated(arch, chip, held, work, split, shape=shape, across_hosts=unit > 8,
+                                       efficiency=chosen.step_efficiency())  # fmt: skip
+        result = replace(pooled, engine=result.engine, kv_precision=result.kv_precision)
+    worth = feature_worth(predict, work, shape, result)
+    return LanguageModelServingPrediction(arch, chip.key, gpus, gpus // unit, work, result, worth)
+
+
+def _on_own_stack(arch: DecoderArchitecture, chip: Accelerator, fmt: ServingFormat, work: Workload,
+                  degree: int,
+                  pipeline_parallel: int, batch: int | None, gpus: int,
+                  group: int) -> LanguageModelServingPrediction:  # fmt: skip
+    """A non-GPU chip served through its own stack's record, or refused with the stack's reason."""
+    from perdollar.predict.accelerator_stacks import SERVING_STACKS, serving_degrees
+    from perdollar.predict.llm_serving import GroupShape
+    from perdollar.predict.llm_serving.load import predict_llm_serving
+    from perdollar.predict.nongpu_llm import serving_engine_for, serving_stack_problem
+
+    problem = serving_stack_problem(chip, arch, fmt.name)
+    if problem:
+        raise PerdollarError(
+            problem, "choose a model and format the stack serves, or a GPU (--accelerator H100)"
+        )
+    allowed = serving_degrees(chip, max(gpus, degree))
+    if degree not in allowed:
+        raise PerdollarError(
+            f"a {chip.key} replica takes {', '.join(map(str, serving_degrees(chip, 1 << 20)))} chips under "
+            f"its stack, not {degree}",
+            "change --tensor-parallel (and --gpus)",
+        )
+    engine = serving_engine_for(SERVING_STACKS[chip.software_stack])
     shape = GroupShape(tensor_parallel=degree, pipeline_parallel=pipeline_parallel)
-    result = predict_with_engine(arch, chip, fmt, work, shape=shape, batch=batch, engine=engine,
-                                 kv_precision=kv_precision)  # fmt: skip
+    result = predict_llm_serving(arch, chip, engine.serving_format(fmt), work, shape=shape, batch=batch,
+                                 efficiency=engine.step_efficiency())  # fmt: skip
+    result = replace(result, engine=engine.name, kv_precision="bf16")
     return LanguageModelServingPrediction(arch, chip.key, gpus, gpus // group, work, result)

@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from perdollar.ask.inputs import Progress, quiet
+from perdollar.ask.offers import check_market, market_names, question_offers, quota_excluded
 from perdollar.catalog import Catalog
-from perdollar.catalog.filters import allowed_offers
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict.serving import (
@@ -25,13 +25,13 @@ from perdollar.predict.serving import (
     plan_all,
     predict_service_curves,
 )
-from perdollar.price.serving import price_deployments
+from perdollar.price.serving import price_deployments, ranked
 from perdollar.profile import profile_workload
 from perdollar.profile.profiler import profile_workloads
 from perdollar.question import Question
 from perdollar.select.model import Recommendation
 from perdollar.select.serving import deployment_estimates, explain_serving, serving_mode_hint
-from perdollar.vocabulary import MARKET_CHOICES, MARKETS
+from perdollar.vocabulary import MARKETS
 from perdollar.workload import Workload
 
 
@@ -47,14 +47,13 @@ def serving_target(question: Question) -> ServingTarget:
     goal = question.serving
     if goal is None:
         raise PerdollarError("a serving question needs a request rate and an SLO", "add --qps and --p99-ms")
-    if question.market not in MARKET_CHOICES:
-        raise PerdollarError(f"--market {question.market!r} is not a market", "use on-demand, spot or any")
+    check_market(question.market)
     return ServingTarget(
         qps=goal.qps,
         slo_ms=goal.slo,
         headroom=goal.headroom,
         max_wait_ms=goal.max_wait_ms,
-        markets=MARKETS if question.market == "any" else (question.market,),
+        markets=MARKETS if question.market == "any" else market_names(question.market),
         clouds=tuple(c.lower() for c in question.clouds),
         regions=question.regions,
         spot_overprovision=goal.spot_overprovision,
@@ -75,13 +74,7 @@ def answer_serving(
     question = replace(
         question, workload_fingerprint=workload.fingerprint, workload_label=workload.name, kind="inference"
     )
-    offers = allowed_offers(
-        catalog.offers_frame(),
-        clouds=target.clouds,
-        regions=target.regions,
-        market=question.market,
-        priced_only=True,
-    )
+    offers = question_offers(question, catalog, use="inference", priced_only=True)
     keys = sorted({str(k) for k in offers["accelerator_key"].dropna().unique() if k})
     batches = list(target.batch_sizes())
     progress(f"profiling the forward pass at batch sizes {', '.join(map(str, batches))}")
@@ -97,6 +90,8 @@ def answer_serving(
         cores = float(cpu_measured[0])
         curves = {**curves, CPU_KEY: cpu_curve(cpu_measured[1])}
     frame = price_deployments(plan_all(curves, offers, target), offers, target, cpu_cores_per_replica=cores)
+    if question.bill.quotas:
+        frame = ranked(quota_excluded(frame, question, "instances"), "usd_per_million_requests", "latency_ms")
     payload_bytes = target.payload_bytes or _bytes_per_request(workload)
     hint = serving_mode_hint(target.qps, min(target.slo_ms.values()), payload_bytes)
     estimates = deployment_estimates(frame, target)

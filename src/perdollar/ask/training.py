@@ -13,14 +13,22 @@ from dataclasses import replace
 import pandas as pd
 
 from perdollar.ask.inputs import Inputs, Progress, quiet
+from perdollar.ask.offers import (
+    billed_offers,
+    check_market,
+    in_market,
+    question_offers,
+    quota_excluded,
+    training_bill_notes,
+)
 from perdollar.catalog import Catalog
-from perdollar.catalog.filters import allowed_offers
 from perdollar.errors import PerdollarError
 from perdollar.predict import Calibration, predict_frame
 from perdollar.predict.frame import node_counts
 from perdollar.predict.measured import apply_measured
+from perdollar.price.bill import describe_bill, priced_with_bill
 from perdollar.price.frame import assumptions_for, describe_assumptions, target_of
-from perdollar.price.table import price_table
+from perdollar.price.placement import data_placement
 from perdollar.question import Question
 from perdollar.select import (
     DEFAULT_KEEP,
@@ -29,7 +37,7 @@ from perdollar.select import (
     mark_constraints,
     select_candidates,
 )
-from perdollar.vocabulary import MARKET_CHOICES, TRAINING_OBJECTIVES
+from perdollar.vocabulary import TRAINING_OBJECTIVES
 
 
 def check_question(question: Question, catalog: Catalog) -> None:
@@ -38,8 +46,7 @@ def check_question(question: Question, catalog: Catalog) -> None:
         raise PerdollarError(
             f"unknown objective {question.objective!r}", f"choose one of {', '.join(TRAINING_OBJECTIVES)}"
         )
-    if question.market not in MARKET_CHOICES:
-        raise PerdollarError(f"unknown market {question.market!r}", "choose on-demand, spot or any")
+    check_market(question.market)
     if question.max_nodes < 1:
         raise PerdollarError(f"--max-nodes must be at least 1, got {question.max_nodes}", "give 1, 2, 4, 8 …")
     if (question.deadline_hours or question.budget_usd) and not question.target_samples:
@@ -56,12 +63,13 @@ def check_question(question: Question, catalog: Catalog) -> None:
         )
 
 
-def priced_candidates(question: Question, inputs: Inputs, progress: Progress = quiet) -> pd.DataFrame:
+def priced_candidates(
+    question: Question, inputs: Inputs, progress: Progress = quiet, offers: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Every allowed offer × node count, predicted, priced and marked with its constraints."""
     catalog, profile = inputs.catalog, inputs.profile
-    offers = allowed_offers(
-        catalog.offers_frame(), clouds=question.clouds, regions=question.regions, market=question.market
-    )
+    if offers is None:
+        offers = question_offers(question, catalog, use="training")
     if offers.empty:
         where = ", ".join(question.regions) or "any region"
         market = "" if question.market == "any" else f"{question.market} "
@@ -82,7 +90,12 @@ def priced_candidates(question: Question, inputs: Inputs, progress: Progress = q
     )
     progress(f"pricing {len(offers):,} offers × {len(counts)} node counts")
     target = target_of(question)
-    priced = price_table(offers, predictions, target, assumptions_for(question.spot, _state_bytes(inputs)))
+    priced = priced_with_bill(
+        offers, predictions, target, assumptions_for(question.spot, _state_bytes(inputs)),
+        placement=data_placement(question.data, catalog, _state_bytes(inputs)),
+        tdp_by_key={key: chip.tdp_w for key, chip in catalog.accelerators.items()},
+    )  # fmt: skip
+    priced = quota_excluded(priced, question, "nodes")
     stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()}
     return mark_constraints(priced, target, confidence=question.confidence, stacks=stacks)
 
@@ -97,7 +110,8 @@ def answer_training(question: Question, inputs: Inputs, progress: Progress = qui
         workload_label=inputs.workload.name,
         kind="train",
     )
-    priced = priced_candidates(question, inputs, progress)
+    every_market = billed_offers(question, inputs.catalog, use="training")
+    priced = priced_candidates(question, inputs, progress, in_market(every_market, question))
     selection = select_candidates(
         priced,
         question,
@@ -116,7 +130,12 @@ def answer_training(question: Question, inputs: Inputs, progress: Progress = qui
         selection,
         catalog_captured_at=str(inputs.catalog.captured_at),
         catalog_snapshot_id=str(inputs.catalog.snapshot_id),
-        notes=(describe_assumptions(assumptions), counts),
+        notes=(
+            describe_assumptions(assumptions),
+            describe_bill(data_placement(question.data, inputs.catalog, _state_bytes(inputs))),
+            counts,
+            *training_bill_notes(question, every_market, selection.ranked),
+        ),
     )
 
 

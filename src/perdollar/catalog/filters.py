@@ -30,8 +30,13 @@ def allowed_offers(
         keep &= offers["cloud"].str.lower().isin([c.lower() for c in clouds]).to_numpy()
     if regions:
         keep &= _matches_any(offers["region"].astype(str), regions)
-    if market != "any":
-        keep &= (offers["market"] == market).to_numpy()
+    names = {m.strip() for m in market.split(",")}  # "on-demand,committed": either market
+    if "any" not in names:
+        markets = offers["market"].astype(str)
+        chosen = markets.isin(names).to_numpy(dtype=bool, copy=True)
+        if "committed" in names:  # both terms
+            chosen |= markets.str.startswith("committed-").to_numpy(dtype=bool)
+        keep &= chosen
     if priced_only:
         keep &= (offers["price_per_hour"] > 0).to_numpy()
     return offers.loc[keep]

@@ -10,9 +10,11 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Literal
 
+from perdollar.vocabulary import Market as VocabularyMarket
+
 # "aws", "gcp", "azure" and the GPU clouds a refresh brings in ("lambda", "runpod", "nebius", …).
 Cloud = str
-Market = Literal["on-demand", "spot"]
+Market = VocabularyMarket  # on-demand and spot are captured; committed terms are derived from on-demand
 SoftwareStack = Literal["cuda", "rocm", "neuron", "xla", "habana", "qaic", "cpu"]
 
 # Dtype names used for peak rates everywhere in perdollar.

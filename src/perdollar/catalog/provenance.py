@@ -5,6 +5,8 @@ Kept apart from the build code so the manifest text can be read (and reviewed) o
 
 from __future__ import annotations
 
+from perdollar.catalog.committed import COMMITTED_FLAG, COMMITTED_FLAG_MEANING
+from perdollar.catalog.managed import MANAGED_FLAG, MANAGED_FLAG_MEANING
 from perdollar.catalog.price_outliers import PRICE_OUTLIER_FLAG, PRICE_OUTLIER_MEANING
 
 # Data dates of the offline sources (from the data folder's README).
@@ -56,6 +58,17 @@ REFRESH_FLAG_MEANINGS = {
         "Spot Advisor bucket carried over from the previous snapshot (no API for it)."
     ),
     PRICE_OUTLIER_FLAG: PRICE_OUTLIER_MEANING,
+    # Derived when a question asks for them (see `perdollar catalog terms` for every dated row).
+    COMMITTED_FLAG: COMMITTED_FLAG_MEANING,
+    MANAGED_FLAG: MANAGED_FLAG_MEANING,
+    "capacity-blocks-only": (
+        "AWS offers this machine through EC2 Capacity Blocks for ML (booked ahead) rather than on demand; "
+        "the on-demand price may not be obtainable (capacity_constraints.csv)."
+    ),
+    "reservation-needed": (
+        "GCP offers this machine through reservations or Dynamic Workload Scheduler rather than on demand "
+        "(capacity_constraints.csv)."
+    ),
 }
 
 

@@ -100,6 +100,10 @@ FLAG_MARKS = {
     "source-mislabels-trainium-as-inferentia": "relabelled",
     "spot-price-estimated-from-advisor": "",
     "interruption-bucket-from-previous-snapshot": "old-bucket",
+    "committed-term-from-published-discount": "committed",
+    "priced-as-managed-service": "managed",
+    "capacity-blocks-only": "blocks-only",
+    "reservation-needed": "reservation",
 }
 
 

@@ -16,11 +16,12 @@ from typing import Any
 import typer
 from rich.markup import escape
 
+from perdollar.ask.offers import check_market
 from perdollar.cli import common, serve_bench_cmd
 from perdollar.cli.inference_render import curve_table, deployment_rows, deployment_table, excluded_rows
 from perdollar.errors import NothingFeasibleError, PerdollarError
 from perdollar.question import Question, ServingGoal
-from perdollar.vocabulary import MARKET_CHOICES, SERVING_OBJECTIVE
+from perdollar.vocabulary import SERVING_OBJECTIVE
 
 # --- bench --inference ------------------------------------------------------------------------
 
@@ -156,8 +157,7 @@ def serving_question(
         raise PerdollarError("--inference needs a latency SLO", "add --p99-ms 50 (or --p95-ms)")
     if any(v is not None and v <= 0 for v in (p99_ms, p95_ms, max_wait_ms)):
         raise PerdollarError("latency limits must be positive", "e.g. --p99-ms 50 --max-wait-ms 5")
-    if market not in MARKET_CHOICES:
-        raise PerdollarError(f"--market {market!r} is not a market", "use on-demand, spot or any")
+    check_market(market)
     slo = tuple((q, ms) for q, ms in ((0.99, p99_ms), (0.95, p95_ms)) if ms is not None)
     from perdollar.workload.loader import canonical_spec
 

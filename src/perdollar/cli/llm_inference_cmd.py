@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from perdollar.ask.offers import check_market
 from perdollar.cli import common
 from perdollar.errors import NothingFeasibleError, PerdollarError
 from perdollar.question import LanguageModelSettings, Question, ServingGoal
-from perdollar.vocabulary import MARKET_CHOICES, TOKEN_SERVING_OBJECTIVE
+from perdollar.vocabulary import TOKEN_SERVING_OBJECTIVE
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -29,10 +30,10 @@ def llm_serving_question(
     regions: Sequence[str],
     engine: str | None = None,
     kv_precision: str | None = None,
+    features: LanguageModelSettings | None = None,
 ) -> Question:
     """The question from the options, checked: a rate (requests/s or output tokens a day) and SLOs."""
-    if market not in MARKET_CHOICES:
-        raise PerdollarError(f"--market {market!r} is not a market", "use on-demand, spot or any")
+    check_market(market)
     for flag, value in (("--input-tokens", input_tokens), ("--output-tokens", output_tokens)):
         if value is not None and value < 1:
             raise PerdollarError(f"{flag} must be at least 1, got {value}", f"give e.g. {flag} 500")
@@ -42,6 +43,7 @@ def llm_serving_question(
     from perdollar.predict.llm_serving.engines import checked_engine_options
 
     checked_engine_options(engine, kv_precision)
+    engine_features = _engine_features(features)
     if (rps is None) == (tokens_per_day is None):
         raise PerdollarError(
             "serving a language model needs one rate: --rps or --tokens-per-day",
@@ -71,8 +73,21 @@ def llm_serving_question(
             tpot_p99_ms=tpot_p99_ms,
             engine=engine,
             kv_precision=kv_precision,
+            **engine_features,
         ),
     )
+
+
+def _engine_features(settings: LanguageModelSettings | None) -> dict[str, object]:
+    """The serving-engine features given (prefix caching, speculative decoding), checked now."""
+    if settings is None:
+        return {}
+    from perdollar.predict.llm_serving.features import checked_prefix_share, speculation
+
+    speculation(settings.speculative, settings.acceptance, settings.speculative_tokens)
+    checked_prefix_share(settings.prefix_share)
+    names = ("prefix_share", "speculative", "acceptance", "speculative_tokens", "disaggregate")
+    return {name: getattr(settings, name) for name in names}
 
 
 @dataclass(frozen=True)

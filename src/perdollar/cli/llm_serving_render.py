@@ -21,8 +21,10 @@ def prediction_document(
     replicas: int,
     work: Workload,
     p: LLMServingPrediction,
+    worth: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Rates total over all ``gpus`` (``replicas`` independent copies of one replica)."""
+    """Rates total over all ``gpus`` (``replicas`` independent copies of one replica, or of one
+    xPyD set of replicas when disaggregated); ``worth``: each feature in use, with it and without."""
     return {
         "model": arch.name,
         "accelerator": accelerator,
@@ -30,6 +32,10 @@ def prediction_document(
         "replicas": replicas,
         "tensor_parallel": p.tensor_parallel,
         "pipeline_parallel": p.pipeline_parallel,
+        "expert_parallel": p.expert_parallel,
+        "disaggregation": p.disaggregation or None,
+        "prefix_share": work.prefix_share,
+        "speculative": work.speculation.method if work.speculation else None,
         "precision": p.precision,
         "engine": p.engine,
         "kv_precision": p.kv_precision,
@@ -56,6 +62,7 @@ def prediction_document(
         "bottleneck": p.bottleneck,
         "basis": p.basis,
         "breakdown_ms": p.breakdown_ms,
+        "features": worth or {},
         "units": {
             "output_tokens_per_second": "output tokens/s, total over all GPUs",
             "ttft_ms": "ms, one request's prompt, unqueued",
@@ -74,8 +81,13 @@ def print_prediction(
     replicas: int,
     work: Workload,
     p: LLMServingPrediction,
+    worth: dict[str, dict[str, Any]] | None = None,
 ) -> None:
     layout = f"TP {p.tensor_parallel}" + (f" × PP {p.pipeline_parallel}" if p.pipeline_parallel > 1 else "")
+    if p.expert_parallel > 1:
+        layout += f", EP {p.expert_parallel}"
+    if p.disaggregation:
+        layout += f", {p.disaggregation}"
     console.print(
         f"[bold]{escape(arch.name)}[/] served on {gpus} × {accelerator} ({replicas} replica(s) of {layout}, "
         f"{p.precision}, KV cache {p.kv_precision}) with {p.engine}, {work.input_tokens} input → "
@@ -112,3 +124,49 @@ def print_prediction(
             f"head is copied onto {copies} ranks (as vLLM does), so the KV cache per GPU holds one head",
             highlight=False,
         )
+    for line in worth_lines(worth or {}):
+        console.print(line, highlight=False, markup=False)
+
+
+def _figures(change: dict[str, Any]) -> str:
+    tokens = (change["output_tokens_per_second_without"], change["output_tokens_per_second"])
+    return (
+        f"{format_number(tokens[0])} → {format_number(tokens[1])} output tokens/s, TTFT "
+        f"{format_number(change['ttft_ms_without'])} → {format_number(change['ttft_ms'])} ms, TPOT "
+        f"{format_number(change['tpot_ms_without'])} → {format_number(change['tpot_ms'])} ms"
+    )
+
+
+def worth_lines(worth: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per feature in use: what it changes against the same GPUs without it."""
+    lines = []
+    if prefix := worth.get("prefix_caching"):
+        lines.append(
+            f"what prefix caching is worth ({prefix['cached_tokens']} prompt tokens cached): "
+            f"{_figures(prefix)}; {prefix['max_concurrent_sequences_without']} → "
+            f"{prefix['max_concurrent_sequences']} sequences fit"
+        )
+    if spec := worth.get("speculative_decoding"):
+        lines.append(
+            f"what {spec['method']} speculative decoding is worth ({spec['speculative_tokens']} proposed, "
+            f"acceptance {spec['acceptance']:g} → {spec['expected_tokens_per_step']:.2f} tokens a verify "
+            f"step, (1−a^(k+1))/(1−a), Leviathan et al. 2023): {_figures(spec)}"
+        )
+    if expert := worth.get("expert_parallel"):
+        against = expert["compared_with"]
+        if not expert["fits_without"]:
+            lines.append(f"what expert parallel {expert['expert_parallel']} is worth: {against} does not fit")
+        else:
+            lines.append(
+                f"what expert parallel {expert['expert_parallel']} (attention TP "
+                f"{expert['attention_tensor_parallel']} × DP {expert['attention_data_parallel']}) is worth "
+                f"against {against}: {_figures(expert)}"
+            )
+    if split := worth.get("disaggregation"):
+        lines.append(
+            f"what {split['layout']} disaggregation is worth against {split['compared_with']}: "
+            f"{_figures(split)} (KV transfer {format_number(split['kv_transfer_ms'])} ms in the TTFT; "
+            f"prefill pool {format_number(split['prefill_pool_requests_per_second'])} req/s, decode pool "
+            f"{format_number(split['decode_pool_requests_per_second'])} req/s)"
+        )
+    return lines

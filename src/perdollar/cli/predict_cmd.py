@@ -8,11 +8,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from perdollar.ask.questions import PlanFlags, family_of, language_model_settings
+from perdollar.ask.questions import PlanFlags
 from perdollar.catalog.model import InstanceType
 from perdollar.cli.common import console, emit_json, err_console, print_table, progress
 from perdollar.cli.declared import Group, StoreChoice, takes
-from perdollar.errors import PerdollarError
 from perdollar.fmt import format_band, format_number
 from perdollar.predict.model import Prediction
 from perdollar.profile.model import Profile
@@ -113,81 +112,61 @@ def predict_command(
     plan_flags: PlanFlags,
     store: StoreChoice,
 ) -> None:
-    if family_of(workload) == "language-model":
-        _predict_language_model(
-            workload, instance=instance, nodes=nodes, cloud=cloud, batch_size=batch_size,
-            precision=precision, json_output=json_output, inference=inference, accelerator=accelerator,
-            gpus=gpus, settings=language_model, flags=plan_flags, store=store,
-        )  # fmt: skip
-        return
-    if instance is None:
-        raise PerdollarError("predict needs --instance", "add e.g. --instance g5.2xlarge")
-    language_model_settings(workload, language_model, plan_flags)  # refuses them for a network
-    from perdollar.ask.inputs import measurements_from_file
-    from perdollar.ask.prediction import predict_network
+    from perdollar.ask.predicting import PredictionAsked, Reach, predict_configuration
 
-    with progress(f"predicting {workload}", quiet=json_output) as bar:
-        found = measurements_from_file(measurements) if measurements is not None else []
-        answer = predict_network(
-            workload, instance, nodes=nodes, cloud=cloud, batch_size=batch_size, precision=precision,
-            measurements=found, store_url=store.store_url, use_store=store.enabled,
-            data_bytes_per_sample=data_bytes_per_sample, input_rate_per_core=input_rate_per_core,
-            progress=lambda message: bar.update(description=message),
+    asked = PredictionAsked(
+        workload, instance=instance, nodes=nodes, cloud=cloud, batch_size=batch_size, precision=precision,
+        inference=inference, accelerator=accelerator, gpus=gpus, settings=language_model, flags=plan_flags,
+        measurements_file=measurements, data_bytes_per_sample=data_bytes_per_sample,
+        input_rate_per_core=input_rate_per_core,
+    )  # fmt: skip
+    # A served language model is predicted in well under a second: no progress line to clear.
+    quiet = json_output or (asked.family == "language-model" and asked.inference)
+    with progress(f"predicting {workload}", quiet=quiet) as bar:
+        reach = Reach(
+            store.store_url, store.enabled, progress=lambda message: bar.update(description=message),
             note=lambda message: err_console.print(message, markup=False),
         )  # fmt: skip
-    if json_output:
-        emit_json(
-            {
-                "workload": answer.name,
-                "fingerprint": answer.profile.workload_fingerprint,
-                "batch_size_per_device": answer.profile.batch_size,
-                "precision": answer.profile.precision,
-                "sample_unit": answer.profile.sample_unit,
-                "cloud": answer.instance.cloud,
-                "prediction": answer.prediction,
-                "calibration_anchors": list(answer.calibration_anchors),
-            }
-        )
-        return
-    _print_prediction(answer.name, answer.profile, answer.instance, answer.prediction)
+        answer = predict_configuration(asked, reach)
+    _render(answer, json_output)
 
 
-def _predict_language_model(
-    workload: str, *, instance: str | None, nodes: int, cloud: str | None, batch_size: int | None,
-    precision: str | None, json_output: bool, inference: bool, accelerator: str | None, gpus: int,
-    settings: LanguageModelSettings, flags: PlanFlags, store: StoreChoice,
-) -> None:  # fmt: skip
-    if inference:
-        from perdollar.ask.language_model_serving_prediction import predict_language_model_serving
+def _render(answer: object, json_output: bool) -> None:
+    """Each route's figures as the command prints them (the routes return three kinds of record)."""
+    from perdollar.ask.language_model_serving_prediction import LanguageModelServingPrediction
+    from perdollar.ask.prediction import NetworkPrediction
+
+    if isinstance(answer, LanguageModelServingPrediction):
         from perdollar.cli.llm_serving_render import prediction_document, print_prediction
 
-        served = predict_language_model_serving(
-            workload, accelerator=accelerator, gpus=gpus, tensor_parallel=flags.tensor_parallel,
-            pipeline_parallel=flags.pipeline_parallel or 1, input_tokens=settings.input_tokens,
-            output_tokens=settings.output_tokens, precision=precision, batch=batch_size,
-            engine=settings.engine, kv_precision=settings.kv_precision,
-        )  # fmt: skip
-        parts = (served.architecture, served.accelerator, served.gpus, served.replicas, served.work)
+        parts = (answer.architecture, answer.accelerator, answer.gpus, answer.replicas, answer.work)
         if json_output:
-            emit_json(prediction_document(*parts, served.result))
+            emit_json(prediction_document(*parts, answer.result, answer.worth))
         else:
-            print_prediction(console, *parts, served.result)
-        return
-    if instance is None:
-        raise PerdollarError("predict needs --instance", "add e.g. --instance g5.2xlarge")
-    from perdollar.ask.language_model_prediction import predict_llm
-    from perdollar.cli.llm_render import print_llm_prediction
+            print_prediction(console, *parts, answer.result, answer.worth)
+    elif isinstance(answer, NetworkPrediction):
+        if json_output:
+            emit_json(
+                {
+                    "workload": answer.name,
+                    "fingerprint": answer.profile.workload_fingerprint,
+                    "batch_size_per_device": answer.profile.batch_size,
+                    "precision": answer.profile.precision,
+                    "sample_unit": answer.profile.sample_unit,
+                    "cloud": answer.instance.cloud,
+                    "prediction": answer.prediction,
+                    "calibration_anchors": list(answer.calibration_anchors),
+                }
+            )
+        else:
+            _print_prediction(answer.name, answer.profile, answer.instance, answer.prediction)
+    else:  # a language model's training: the document itself
+        from perdollar.cli.llm_render import print_llm_prediction
 
-    with progress(f"planning {workload}", quiet=json_output):
-        result = predict_llm(
-            workload, instance, cloud, nodes, precision, settings, flags,
-            store_url=store.store_url, read_store=store.enabled,
-            note=lambda message: err_console.print(message, markup=False),
-        )  # fmt: skip
-    if json_output:
-        emit_json(result)
-    else:
-        print_llm_prediction(result)
+        if json_output:
+            emit_json(answer)
+        else:
+            print_llm_prediction(answer)
 
 
 def validate_command(

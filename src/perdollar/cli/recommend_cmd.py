@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -17,7 +18,7 @@ from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_options import Goal, Serving, Shown, Target, Where
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
-from perdollar.question import LanguageModelSettings, Question, SpotSettings
+from perdollar.question import BillSettings, DataSettings, LanguageModelSettings, Question, SpotSettings
 from perdollar.select.model import Recommendation
 from perdollar.vocabulary import Family
 from perdollar.workload import canonical_spec, load_workload
@@ -71,7 +72,9 @@ COMPARE_HELP = (
     language_model=LanguageModelSettings,
     plan_flags=Group(PlanFlags, ("training",)),
     spot=SpotSettings,
+    data=Group(DataSettings, ("training",)),
     store=StoreChoice,
+    bill=BillSettings,
     fleet=FleetFlags,
 )
 def recommend(
@@ -92,7 +95,9 @@ def recommend(
     language_model: LanguageModelSettings,
     plan_flags: PlanFlags,
     spot: SpotSettings,
+    data: DataSettings,
     store: StoreChoice,
+    bill: BillSettings,
     fleet: FleetFlags,
 ) -> int:
     check_store(store.store_url, enabled=store.enabled)
@@ -107,15 +112,17 @@ def recommend(
         if serving.load_curve is not None or serving.trace is not None:
             return _recommend_fleet(workload, family, serving, where, language_model, precision, shown, fleet)
         return _recommend_serving(
-            workload, family, serving, where, language_model, batch_size, precision, shown, store
+            workload, family, serving, where, language_model, batch_size, precision, shown, store, bill
         )
     token_target, settings = language_model_settings(
         workload, language_model, plan_flags, tokens=target.tokens, samples=target.samples
     )
     question = recommend_inputs.training_question(
         workload, target, goal, where, max_nodes=max_nodes, batch_size=batch_size, precision=precision,
-        spot=spot, top=shown.top, token_target=token_target, language_model=settings, family=family,
+        spot=spot, data=data, top=shown.top, token_target=token_target, language_model=settings,
+        family=family,
     )  # fmt: skip
+    question = replace(question, bill=bill)
     with common.progress("recommend", quiet=shown.json_output) as handle:
         found = recommend_inputs.load_measurements(measurements)
         spec = None
@@ -150,7 +157,7 @@ def _stored_and_shown(recommendation: Recommendation, shown: Shown, store: Store
 
 def _recommend_serving(
     workload: str, family: Family, serving: Serving, where: Where, language_model: LanguageModelSettings,
-    batch_size: int | None, precision: str | None, shown: Shown, store: StoreChoice,
+    batch_size: int | None, precision: str | None, shown: Shown, store: StoreChoice, bill: BillSettings,
 ) -> int:  # fmt: skip
     """``recommend --inference``: a network served per request, a language model per token."""
     common_args = {
@@ -173,9 +180,10 @@ def _recommend_serving(
             ttft_p99_ms=language_model.ttft_p99_ms, tpot_p99_ms=language_model.tpot_p99_ms,
             precision=precision, market=where.market, clouds=where.clouds, regions=where.regions,
             engine=language_model.engine, kv_precision=language_model.kv_precision,
+            features=language_model,
         )  # fmt: skip
         note = lengths.note if lengths else None
-        return recommend_llm_inference(question, lengths_note=note, **common_args)
+        return recommend_llm_inference(replace(question, bill=bill), lengths_note=note, **common_args)
     from perdollar.cli.inference_cmd import recommend_inference
 
     question = serving_question(
@@ -183,7 +191,7 @@ def _recommend_serving(
         max_wait_ms=serving.max_wait_ms, batch_size=batch_size, precision=precision, market=where.market,
         clouds=where.clouds, regions=where.regions,
     )  # fmt: skip
-    return recommend_inference(question, **common_args)
+    return recommend_inference(replace(question, bill=bill), **common_args)
 
 
 def _recommend_fleet(

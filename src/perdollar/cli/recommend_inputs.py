@@ -11,11 +11,20 @@ from perdollar.cli import common
 from perdollar.cli.recommend_options import Goal, Target, Where
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
-from perdollar.question import LanguageModelSettings, Question, SpotSettings
+from perdollar.question import DataSettings, LanguageModelSettings, Question, SpotSettings
 from perdollar.vocabulary import Family
 
 
 def target_samples(samples: str | None, epochs: float | None, dataset_size: str | None) -> float | None:
+    from perdollar.amounts import data_size_bytes
+
+    if data_size_bytes(dataset_size) is not None:  # a size in bytes prices moving the data, not epochs
+        if epochs is not None:
+            raise PerdollarError(
+                f"--epochs needs --dataset-size in samples, got {dataset_size!r}",
+                "give --samples N with a size in bytes, or --dataset-size in samples (1.28M) with --epochs",
+            )
+        dataset_size = None
     if samples and epochs is not None:
         raise PerdollarError("give --samples or --epochs, not both", "drop one of them")
     if samples:
@@ -60,6 +69,7 @@ def training_question(
     batch_size: int | None,
     precision: str | None,
     spot: SpotSettings | None = None,
+    data: DataSettings | None = None,
     top: int = 0,
     token_target: float | None = None,
     language_model: LanguageModelSettings | None = None,
@@ -84,7 +94,18 @@ def training_question(
         batch_size=batch_size,
         precision=precision,
         spot=spot or SpotSettings(),
+        data=_with_dataset_bytes(data or DataSettings(), target.dataset_size),
         top=top,
         language_model=language_model,
         family=family,
     )
+
+
+def _with_dataset_bytes(data: DataSettings, dataset_size: str | None) -> DataSettings:
+    """The data settings with the dataset's size when ``--dataset-size`` was given in bytes."""
+    from dataclasses import replace
+
+    from perdollar.amounts import data_size_bytes
+
+    size = data_size_bytes(dataset_size)
+    return replace(data, dataset_bytes=size) if size is not None else data

@@ -22,7 +22,10 @@ class Target:
         None, "--epochs", "Target epochs (with --dataset-size).", scope="epochs"
     )
     dataset_size: str | None = declared(
-        None, "--dataset-size", "Samples per epoch, e.g. 1.28M.", unit="samples", scope="epochs"
+        None, "--dataset-size",
+        "Samples per epoch, e.g. 1.28M (with --epochs); or the data's size in bytes, e.g. 20TB, to"
+        " price moving it from --data-region.",
+        scope="epochs",
     )
     deadline: str | None = declared(None, "--deadline", "Finish within this time, e.g. 72h or 3d.")
     tokens: str | None = declared(
@@ -36,7 +39,7 @@ class Goal:
 
     budget: float | None = declared(None, "--budget", "Expected cost cap.", unit="USD")
     objective: str = declared(
-        "samples-per-dollar", "--objective", "samples-per-dollar | time | cost | weighted."
+        "samples-per-dollar", "--objective", "samples-per-dollar | time | cost | weighted | carbon (kg CO2e)."
     )
     weights: str | None = declared(None, "--weights", "For --objective weighted: time=1,cost=2.")
     confidence: float = declared(0.9, "--confidence", "Required P(finish by --deadline).")
@@ -46,7 +49,11 @@ class Goal:
 class Where:
     """Which offers may be candidates."""
 
-    market: str = declared("any", "--market", "on-demand | spot | any.")
+    market: str = declared(
+        "any", "--market",
+        "on-demand | spot | committed-1y | committed-3y | committed (both terms) | any (committed terms"
+        " too with --horizon); several with commas: on-demand,committed.",
+    )
     clouds: tuple[str, ...] = declared((), "--cloud", "Allowed cloud (repeatable): aws, gcp, azure.")
     regions: tuple[str, ...] = declared((), "--region", "Allowed region or pattern (repeatable): us-*.")
 

@@ -136,6 +136,10 @@ class Endpoint:
     stall_seconds: float = declared(30.0, "--stall-seconds", "With --url: stall limit.", unit="s")
     accelerator: str | None = declared(None, "--accelerator", "With --url: the server's GPU.")
     gpus: int = declared(1, "--gpus", "With --url: GPUs behind the endpoint.", minimum=1)
+    engine: str | None = declared(
+        None, "--engine", "With --url: the serving engine behind it (vllm, sglang, tensorrt-llm, tgi, "
+        "llama.cpp, hf); the run then calibrates that engine's predictions only (default: vllm's)."
+    )
 
 
 @takes(endpoint=Endpoint, store=StoreChoice)
@@ -225,10 +229,15 @@ def _bench_url(
         endpoint.max_requests, endpoint.stall_seconds,
         request_timeout_s=max(300.0, 4 * endpoint.stall_seconds),
     )  # fmt: skip
+    engine = None
+    if endpoint.engine is not None:
+        from perdollar.predict.llm_serving.engines import serving_engine
+
+        engine = serving_engine(endpoint.engine).name  # an unknown name is refused before the run
     return run_url_bench(
         settings, rates=_parse_rates(rates), accelerator=endpoint.accelerator, gpus=endpoint.gpus,
         precision=precision, store=store.enabled, store_url=store.store_url, json_output=json_output,
-        workload=workload,
+        workload=workload, engine=engine,
     )  # fmt: skip
 
 

@@ -34,6 +34,7 @@ def run_url_bench(
     store_url: str | None,
     json_output: bool,
     workload: str | None = None,
+    engine: str | None = None,
 ) -> int:
     """Exit 0 when requests succeeded, 1 when the server ran and failed them all (still recorded)."""
     from perdollar.cli.persist import check_store, save_measurement
@@ -63,6 +64,7 @@ def run_url_bench(
         accelerator_count=gpus if accelerator_key else 0,
         precision=precision or "unknown",
         workload=known,
+        engine=engine,
     )
     beyond = _beyond_physics(measurement, known)
     if beyond:

@@ -126,6 +126,8 @@ def print_export(description: dict[str, Any], *, as_yaml: bool) -> None:
     sys.stdout.write(json.dumps(description, indent=2) + "\n")
     price = description["price_per_hour_usd"]
     cost = f"{format_money(price)}/h" if price is not None else "no price in the catalog"
+    if description.get("ec2_price_per_hour_usd") is not None:  # a managed service's own rate
+        cost += f" as SageMaker bills it (EC2 {format_money(description['ec2_price_per_hour_usd'])}/h)"
     common.err_console.print(
         f"{description['instance']} in {description['region']}: {cost} "
         f"(catalog {description['price_captured_at']})",

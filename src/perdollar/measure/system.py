@@ -10,9 +10,12 @@ from __future__ import annotations
 import contextlib
 import statistics
 import threading
+import time
 from typing import Any
 
 import psutil
+
+from perdollar.measure.power import PowerRecorder, PowerTrace
 
 
 class _Nvml:
@@ -59,9 +62,13 @@ class SystemSampler:
         self._rss: list[float] = []
         self._gpu: list[list[dict[str, float]]] = []
         self._nvml: _Nvml | None = None
+        self._power: PowerRecorder | None = None
 
     def __enter__(self) -> SystemSampler:
         self._nvml = _Nvml()
+        if self._nvml.handles:
+            self._power = PowerRecorder(self._nvml._nvml, self._nvml.handles)
+            self._power.record(time.monotonic())
         psutil.cpu_percent(percpu=True)  # primes the counters: the first call always reads 0
         self._thread.start()
         return self
@@ -77,6 +84,13 @@ class SystemSampler:
                 self._rss.append(float(self._process.memory_info().rss))
             if self._nvml and self._nvml.handles:
                 self._gpu.append(self._nvml.read())
+            if self._power is not None:
+                self._power.record(time.monotonic())
+
+    @property
+    def power_trace(self) -> PowerTrace:
+        """The boards' summed power over the run (empty without NVML or a GPU)."""
+        return self._power.trace if self._power is not None else PowerTrace()
 
     def summary(self) -> dict[str, Any]:
         """Means over the run (peaks for memory), in named units."""

@@ -159,6 +159,10 @@ def measure_prepared(prepared: Any, spec: dict[str, Any], device: str, *,
         device_times = step.last_step_times(min(result.timed_steps, len(result.step_times)))
         summary = steady.summarize(result.block_rates, device_times, steady_reached=result.steady_reached)
     utilization = sampler.summary()
+    # Energy per step from the boards' power over the run, where NVML reads it (GPU runs).
+    from perdollar.measure.power import power_summary
+
+    utilization.update(power_summary(sampler.power_trace, summary.step_time_ms.get("mean", 0.0) / 1e3))
     host_ms = None
     # Single-process runs only: ranks of a data-parallel run would leave their collectives unmatched.
     if on_gpu and coordinator is None:

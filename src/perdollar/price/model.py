@@ -104,6 +104,16 @@ class Estimate:
     mfu: float | None = None
     memory_per_gpu_gib: float | None = None
 
+    # The bill beyond instance-hours (already inside the expected time and cost): copying the data
+    # from its region, storing checkpoints, and the run's energy and emissions.
+    egress_usd: float | None = None
+    transfer_hours: float | None = None
+    storage_usd: float | None = None
+    energy_kwh: float | None = None
+    carbon_kg: float | None = None
+    grid_gco2e_per_kwh: float | None = None
+    grid_carbon_year: int | None = None
+
     # Written into every JSON form of an estimate (``--json``, the store) beside the fields.
     json_properties: ClassVar[tuple[str, ...]] = ("label",)
 

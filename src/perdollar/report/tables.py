@@ -104,7 +104,39 @@ def recommendation_table(
     columns = [rank, label, nodes, rate, bound, price, per_dollar]
     columns += [to_target] if has_target else []
     columns += [deadline] if question.deadline_hours else []
+    columns += bill_columns(feasible[:top], moved=bool(question.data.data_region), has_target=has_target)
     return fitted_table(title, columns, width)
+
+
+def _or_dash(value: float | None, text: str) -> str:
+    return "—" if value is None else text
+
+
+def bill_columns(estimates: Sequence[Estimate], *, moved: bool, has_target: bool) -> list[Column]:
+    """The bill's other lines: egress $ over transfer h and storage $ where data moves; kWh over kg
+    CO₂e where a target gives the run a length."""
+    columns: list[Column] = []
+    if moved:
+        data = Column("egress $\ntransfer h", "right", drop_order=1)
+        storage = Column("storage $", "right", drop_order=6)
+        for e in estimates:
+            data.cells.append(
+                _or_dash(e.egress_usd, format_money(e.egress_usd or 0.0))
+                + "\n"
+                + _or_dash(e.transfer_hours, format_hours(e.transfer_hours or 0.0))
+            )
+            storage.cells.append(_or_dash(e.storage_usd, format_money(e.storage_usd or 0.0)))
+        columns += [data, storage]
+    if has_target and any(e.energy_kwh is not None for e in estimates):
+        energy = Column("kWh\nkg CO2e", "right", drop_order=7)
+        for e in estimates:
+            energy.cells.append(
+                _or_dash(e.energy_kwh, format_number(e.energy_kwh or 0.0))
+                + "\n"
+                + _or_dash(e.carbon_kg, format_number(e.carbon_kg or 0.0))
+            )
+        columns.append(energy)
+    return columns
 
 
 def excluded_table(recommendation: Recommendation, *, limit: int, width: int | None = None) -> FittedTable:

@@ -72,6 +72,7 @@ def estimates_from_frame(
                 else None,
                 flags=flags,
                 **_plan_fields(row),
+                **_bill_fields(row),
             )
         )
     return estimates
@@ -88,6 +89,21 @@ def _plan_fields(row: dict[str, object]) -> dict[str, object]:
         "mfu": _number(row.get("mfu")),
         "memory_per_gpu_gib": _number(row.get("memory_per_gpu_gib")),
     }
+
+
+def _bill_fields(row: dict[str, object]) -> dict[str, object]:
+    """The bill's other lines (absent where the table was priced without them)."""
+    if "egress_usd" not in row:
+        return {}
+    year = _number(row.get("grid_carbon_year"))
+    return {
+        **{
+            name: _number(row.get(name))
+            for name in ("egress_usd", "transfer_hours", "storage_usd", "energy_kwh", "carbon_kg",
+                         "grid_gco2e_per_kwh")
+        },
+        "grid_carbon_year": int(year) if year else None,
+    }  # fmt: skip
 
 
 def deployment_estimate(

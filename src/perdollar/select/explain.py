@@ -16,6 +16,7 @@ OBJECTIVE_WORDS = {
     "time": "time to target",
     "cost": "cost to target",
     "weighted": "the weighted time/cost score",
+    "carbon": "emissions (kg CO2e, location-based grid intensity)",
 }
 
 

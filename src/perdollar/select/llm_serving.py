@@ -29,8 +29,18 @@ def _whole(value: Any) -> int:
     return int(number) if math.isfinite(number) else 0
 
 
+def _layout(row: pd.Series | dict[str, Any]) -> tuple[str, str]:
+    """The replica's layout as a plan token and in words: tensor parallel, or experts split over
+    its GPUs with attention data parallel (a mixture-of-experts model's expert_parallel column)."""
+    gpus = int(row["tensor_parallel"])
+    experts = _whole(row.get("expert_parallel", 1)) or 1
+    if experts > 1:
+        return f"ep{experts}", f"expert parallel {experts} (attention data parallel)"
+    return f"tp{gpus}", f"tensor parallel {gpus}"
+
+
 def llm_deployment_label(row: pd.Series | dict[str, Any]) -> str:
-    plan = f"tp{int(row['tensor_parallel'])}+{row['precision']}"
+    plan = f"{_layout(row)[0]}+{row['precision']}"
     return Configuration(
         int(row["instances"]) or 1, str(row["instance_type"]), str(row["market"]), str(row["cloud"]),
         str(row["region"]), plan,
@@ -76,8 +86,8 @@ def llm_deployment_estimates(
             deployment_estimate(
                 row, instances=instances, rate=tokens, price_per_hour=price,
                 fits=not str(row["excluded_reason"]).startswith(("needs", "weights")), figures=figures,
-                plan=f"tp{int(row['tensor_parallel'])}+{row['precision']}",
-                plan_text=f"tensor parallel {int(row['tensor_parallel'])}, {row['precision']}",
+                plan=f"{_layout(row)[0]}+{row['precision']}",
+                plan_text=f"{_layout(row)[1]}, {row['precision']}",
             )
         )
     return tuple(estimates)
@@ -90,8 +100,8 @@ def explain_llm_serving(frame: pd.DataFrame, rps: float, slo_label: str) -> str:
         return f"Nothing serves {rps:g} requests/s within {slo_label}."
     top = feasible.iloc[0]
     lines = [
-        f"Cheapest: {llm_deployment_label(top)}: {int(top['replicas'])} replica(s) of tensor parallel "
-        f"{int(top['tensor_parallel'])} in {top['precision']}, TTFT p99 {top['ttft_p99_ms']:.0f} ms and "
+        f"Cheapest: {llm_deployment_label(top)}: {int(top['replicas'])} replica(s) of {_layout(top)[1]} "
+        f"in {top['precision']}, TTFT p99 {top['ttft_p99_ms']:.0f} ms and "
         f"TPOT p99 {top['tpot_p99_ms']:.0f} ms at {rps:g} requests/s ({top['basis']}), "
         f"${top['usd_per_million_output_tokens']:.3g} per million output tokens "
         f"(${top['usd_per_million_tokens']:.3g} per million tokens in and out)."

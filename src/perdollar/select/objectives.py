@@ -78,7 +78,9 @@ def _time_and_cost(
         hours_per_sample = tuple(
             np.where(r > 0, 1.0 / (3600.0 * np.where(r > 0, r, 1.0)), np.inf) for r in rates
         )
-    dollars_per_sample = tuple(h * price for h in hours_per_sample)
+    # The bill's other lines (egress, storage) spread over the target's samples, where priced.
+    extra = frame["bill_usd_per_sample"].to_numpy(dtype=np.float64) if "bill_usd_per_sample" in frame else 0.0
+    dollars_per_sample = tuple(h * price + extra for h in hours_per_sample)
     return hours_per_sample, dollars_per_sample
 
 
@@ -100,6 +102,11 @@ def scores(
         return Scores(cost[0], cost[1], cost[2], "USD to target" if has_target else "USD per sample")
     if objective == "time":
         return Scores(time[0], time[1], time[2], "hours to target" if has_target else "hours per sample")
+    if objective == "carbon":
+        column = "carbon_kg" if has_target else "carbon_kg_per_sample"
+        carbon = frame[column].to_numpy(dtype=np.float64) if column in frame else np.full(len(frame), np.nan)
+        unit = "kg CO2e to target" if has_target else "kg CO2e per sample"
+        return Scores(carbon, carbon, carbon, unit)
     if objective == "weighted":
         weights = weights or {"time": 0.5, "cost": 0.5}
         reference = feasible if feasible is not None and feasible.any() else np.ones(len(frame), dtype=bool)

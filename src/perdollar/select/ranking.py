@@ -67,6 +67,10 @@ def select_candidates(
         priced, question.objective, has_target=bool(target.samples), weights=weights, feasible=feasible
     )
     order = rank_order(score.value, feasible, priced["price_per_hour"].to_numpy(dtype=np.float64))
+    # A price flagged implausible (a source's placeholder, a typo) would win on a number nobody
+    # will be billed: such rows rank after every plausible one, still shown with their flag.
+    flagged = _outlier_priced(priced)
+    order = np.concatenate([order[~flagged[order]], order[flagged[order]]])
     # One row per shape (cloud, instance type, market, nodes): its best region. Other regions
     # with the same figures would only repeat it. Done on integer codes; only the chosen rows of
     # the wide table are copied.
@@ -96,6 +100,7 @@ def select_candidates(
         ranked["score_high"].to_numpy(dtype=np.float64),
     )
     explanation = explain(ranked, ties, question.objective, target, sample_unit, values, pool=ranked_all)
+    explanation = _outliers_sentence(explanation, ranked_all)
 
     excluded_rows = _shown_exclusions(
         priced, _representative_exclusions(priced, excluded_order, shape_code), keep_excluded
@@ -105,6 +110,25 @@ def select_candidates(
         excluded_text=[cand.reason_text(row, target, confidence) for _, row in excluded.iterrows()]
     )
     return Selection(ranked, excluded, pareto, ties, explanation, score.unit, sample_unit)
+
+
+def _outlier_priced(frame: pd.DataFrame) -> np.ndarray:
+    if "flags" not in frame:
+        return np.zeros(len(frame), dtype=bool)
+    return frame["flags"].astype(str).str.split(";").map(lambda f: PRICE_OUTLIER_FLAG in f).to_numpy(bool)
+
+
+def _outliers_sentence(explanation: str, ranked_all: pd.DataFrame) -> str:
+    flagged = _outlier_priced(ranked_all)
+    if not flagged.any() or flagged[0]:
+        return explanation  # none, or nothing else: the top choice's own sentence says it
+    first = ranked_all.iloc[int(np.flatnonzero(flagged)[0])]
+    where = f"{first['cloud']} {first['region']}" if "region" in ranked_all else str(first["cloud"])
+    return (
+        f"{explanation}\n{int(flagged.sum())} candidate(s) at prices flagged {PRICE_OUTLIER_FLAG} are ranked "
+        f"after the rest, e.g. {first['instance_type']} {first['market']} ({where}) "
+        "(`perdollar catalog flags`); confirm such a price with the provider before choosing it."
+    ).strip()
 
 
 def _shape_codes(frame: pd.DataFrame) -> np.ndarray:

@@ -232,6 +232,7 @@ def run_measurement(
     instance_type: str = "unknown",
     precision: str = "unknown",
     workload: tuple[str, str] | None = None,
+    engine: str | None = None,
 ) -> Measurement:
     """The run as a stored measurement: the busiest step kept up with, every step beside it.
 
@@ -281,6 +282,8 @@ def run_measurement(
             "best_offered_rps": best.offered_rps if best is not None else None,
             "stop_reason": run.stop_reason,
             "served_model": settings.model,
+            # The engine the endpoint runs, when the user named it: calibration moves only its predictions.
+            "engine": engine,
             "steps": [asdict(step) for step in run.steps],
         },
         warnings=tuple(dict.fromkeys(f for step in run.steps for f in step.failures))[:10],

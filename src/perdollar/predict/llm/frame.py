@@ -20,6 +20,7 @@ from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.llm.planner import PlanSearch, search_plans
 from perdollar.predict.llm.stage import LLMEfficiency
 from perdollar.predict.llm.step import LLMTrainingPrediction, plan_problem, predict_llm_training
+from perdollar.predict.nongpu_llm import training_row, training_stack_problem
 from perdollar.workload.llm.workload import LLMWorkload
 
 LLM_COLUMNS = (
@@ -38,8 +39,7 @@ def excluded_reason(instance: Any, accelerator: Any, workload: LLMWorkload) -> s
     if accelerator is None:
         return "no GPU" if instance.is_cpu_only else "accelerator not in the accelerator table"
     if accelerator.software_stack not in SUPPORTED_STACKS:
-        stack = accelerator.software_stack
-        return f"PyTorch eager on a {stack} stack needs a compiler path perdollar does not model"
+        return training_stack_problem(accelerator, workload)
     if workload.precision in ("amp-bf16", "bf16") and not accelerator.supports_bf16:
         return "bf16 not supported by this accelerator"
     if workload.precision in FP8_PRECISIONS and not accelerator.peak_fp8_tflops:
@@ -181,6 +181,9 @@ def llm_prediction_frame(
         for nodes in counts:
             if excluded:
                 rows.append(_row(instance, nodes, None, excluded, ""))
+                continue
+            if accelerator.software_stack not in SUPPORTED_STACKS:  # its own stack, not the GPU planner
+                rows.append(training_row(instance, accelerator, workload, nodes))
                 continue
             gpus = int(instance.accelerator_count)
             # One host never uses its network: instances differing only there share a search.

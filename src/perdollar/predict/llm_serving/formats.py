@@ -28,6 +28,13 @@ class ServingFormat:
     weight_only: bool  # weights dequantised to 16 bits before multiplying
     description: str
     quantised_embeddings: bool = False  # GGUF quantises the embedding and output matrices too
+    # A MoE model's routed experts in their own format (gpt-oss ships MXFP4 experts, the rest bf16).
+    experts_weight_bytes: float | None = None
+
+    @property
+    def expert_weight_bytes(self) -> float:
+        """Bytes per parameter of the routed experts."""
+        return self.weight_bytes if self.experts_weight_bytes is None else self.experts_weight_bytes
 
 
 FORMATS: dict[str, ServingFormat] = {
@@ -45,6 +52,18 @@ FORMATS: dict[str, ServingFormat] = {
             "q4_k_m", 4.85 / 8, 2.0, "fp16", True, "GGUF Q4_K_M weight-only, 16-bit KV cache", True
         ),
         ServingFormat("fp4", 4.5 / 8, 1.0, "fp4", False, "fp4 (block-scaled) weights, fp8 KV cache"),
+        # gpt-oss's checkpoint: routed experts in MXFP4 (4-bit values, an 8-bit scale per 32 = 4.25
+        # bits), everything else bf16; Hopper and older dequantise the experts to multiply
+        # (OpenAI gpt-oss model card, 2025-08).
+        ServingFormat(
+            "mxfp4",
+            2.0,
+            2.0,
+            "bf16",
+            True,
+            "MXFP4 routed experts, bf16 elsewhere and in the KV cache",
+            experts_weight_bytes=4.25 / 8,
+        ),
     )
 }
 ALIASES = {"f16": "fp16", "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "gguf-q4": "q4_k_m"}

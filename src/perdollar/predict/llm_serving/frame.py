@@ -18,6 +18,8 @@ from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm_serving.engines import ServingEngine, engine_choices
+from perdollar.predict.llm_serving.expert_parallel import expert_parallel_problem
+from perdollar.predict.llm_serving.features import Speculation
 from perdollar.predict.llm_serving.formats import kv_precision_name, serving_format, with_kv_precision
 from perdollar.predict.llm_serving.load import LoadPoint, Workload, at_rate, predict_llm_serving
 from perdollar.predict.llm_serving.timing import DEFAULT_EFFICIENCY, GroupShape, ServingEfficiency
@@ -123,6 +125,8 @@ def llm_serving_frame(
     engine: str | None = None,
     kv_precision: str | None = None,
     calibrated_engine: str | None = None,
+    prefix_share: float = 0.0,
+    speculation: Speculation | None = None,
 ) -> pd.DataFrame:
     """One row per (instance type × TP × precision) with at least one whole accelerator per replica.
 
@@ -130,17 +134,19 @@ def llm_serving_frame(
     request longer than the model's context is refused outright. ``engine`` names the serving
     engine (None: the default engine; ``any``: each row takes the engine that serves the most);
     ``efficiency`` replaces the parameters of ``calibrated_engine`` (of every engine when None).
+    A mixture-of-experts model is also laid out expert parallel over a row's GPUs (attention data
+    parallel), and the row keeps whichever layout takes more requests.
     """
     too_long = context_problem(arch, input_tokens, output_tokens)
     if too_long:
         raise PerdollarError(
             too_long, "lower --input-tokens/--output-tokens, or choose a longer-context model"
         )
-    work = Workload(input_tokens, output_tokens)
+    work = Workload(input_tokens, output_tokens, prefix_share, speculation)
     setups = [(e, _engine_efficiency(e, arch, efficiency, calibrated_engine)) for e in engine_choices(engine)]
     instances = catalog.instances_frame()
     instances = instances[instances["accelerator_key"].notna() & (instances["accelerator_count"] >= 1)]
-    cache: dict[tuple[str, int, str], tuple[ServingEngine, ReplicaRate]] = {}
+    cache: dict[tuple[str, int, str], Rated] = {}
     rows = []
     for record in instances.itertuples(index=False):
         count = int(record.accelerator_count)
@@ -151,14 +157,16 @@ def llm_serving_frame(
             for precision in precisions:
                 key = (accelerator.key, degree, precision)
                 if key not in cache:
-                    cache[key] = _best_engine([(e, replica_rate(
-                        arch, accelerator, precision, work, GroupShape(tensor_parallel=degree),
+                    cache[key] = _best_engine([(e, shape, replica_rate(
+                        arch, accelerator, precision, work, shape,
                         ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, efficiency=eff, engine=e,
-                        kv_precision=kv_precision)) for e, eff in setups])  # fmt: skip
-                chosen, rate = cache[key]
+                        kv_precision=kv_precision)) for e, eff in setups
+                        for shape in serving_layouts(arch, degree)])  # fmt: skip
+                chosen, shape, rate = cache[key]
                 row = _row(record, count, degree, precision, rate, rps, work)
                 kv = chosen.serving_format(serving_format(precision), kv_precision)
-                rows.append({**row, "engine": chosen.name, "kv_precision": kv_precision_name(kv)})
+                rows.append({**row, "engine": chosen.name, "kv_precision": kv_precision_name(kv),
+                             "expert_parallel": shape.expert_parallel})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -172,10 +180,23 @@ def _engine_efficiency(
     return engine.step_efficiency()
 
 
-def _best_engine(rated: list[tuple[ServingEngine, ReplicaRate]]) -> tuple[ServingEngine, ReplicaRate]:
-    """The engine whose replica takes the most requests within the SLOs (the first when none can)."""
-    feasible = [pair for pair in rated if not pair[1].excluded_reason]
-    return max(feasible, key=lambda pair: pair[1].rate) if feasible else rated[0]
+def serving_layouts(arch: DecoderArchitecture, gpus: int) -> tuple[GroupShape, ...]:
+    """The layouts a replica of ``gpus`` GPUs is tried in: tensor parallel over all of them, and for a
+    mixture-of-experts model experts split over them with attention data parallel."""
+    tensor = GroupShape(tensor_parallel=gpus)
+    if gpus <= 1 or expert_parallel_problem(arch, 1, gpus):
+        return (tensor,)
+    return (tensor, GroupShape(tensor_parallel=1, expert_parallel=gpus))
+
+
+Rated = tuple[ServingEngine, GroupShape, ReplicaRate]
+
+
+def _best_engine(rated: list[Rated]) -> Rated:
+    """The engine and layout whose replica takes the most requests within the SLOs (the first when
+    none can)."""
+    feasible = [choice for choice in rated if not choice[2].excluded_reason]
+    return max(feasible, key=lambda choice: choice[2].rate) if feasible else rated[0]
 
 
 def _row(

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 
 from perdollar.catalog.model import Accelerator
+from perdollar.predict.llm_serving.expert_parallel import expert_parallel_problem
+from perdollar.predict.llm_serving.features import Speculation
 from perdollar.predict.llm_serving.formats import ServingFormat, unsupported_reason
 from perdollar.predict.llm_serving.timing import (
     DEFAULT_EFFICIENCY,
@@ -40,12 +42,40 @@ _Z99 = 2.326  # standard normal quantile at 0.99
 
 @dataclass(frozen=True, slots=True)
 class Workload:
+    """Requests of ``input_tokens`` in and ``output_tokens`` out; ``prefix_share`` of every prompt
+    found in the prefix cache; ``speculation``: how the engine decodes (None: a token a step)."""
+
     input_tokens: int
     output_tokens: int
+    prefix_share: float = 0.0
+    speculation: Speculation | None = None
 
     @property
     def tokens_per_sequence(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    @property
+    def cached_tokens(self) -> int:
+        """Prompt tokens read from the prefix cache (at least one prompt token is always computed)."""
+        return min(int(self.prefix_share * self.input_tokens), self.input_tokens - 1)
+
+    @property
+    def uncached_tokens(self) -> int:
+        return self.input_tokens - self.cached_tokens
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Output tokens a sequence gains per decode step (more than one with speculative decoding)."""
+        return self.speculation.expected_tokens if self.speculation else 1.0
+
+    @property
+    def positions_per_step(self) -> int:
+        return self.speculation.verify_width if self.speculation else 1
+
+    @property
+    def decode_steps(self) -> float:
+        """Decode steps a request takes to produce its output."""
+        return self.output_tokens / self.tokens_per_step
 
     @property
     def mean_context(self) -> float:
@@ -77,6 +107,8 @@ class LLMServingPrediction:
     engine: str = ""  # the serving engine predicted ('' where the caller chose none)
     kv_precision: str = ""
     breakdown_ms: dict[str, float] = field(default_factory=dict)
+    expert_parallel: int = 1
+    disaggregation: str = ""  # xPyD: the prediction is of x prefill and y decode replicas together
 
 
 def mixed_iteration(
@@ -91,17 +123,22 @@ def mixed_iteration(
     """One continuous-batching iteration: ``running`` decode tokens plus their share of new prompts.
 
     With P pipeline stages the running sequences move as P micro-batches, one in each stage at a
-    time: a sequence waits P stage times for its next token while the stages stay busy.
+    time: a sequence waits P stage times for its next token while the stages stay busy. With
+    speculative decoding each sequence multiplies k+1 positions a step and gains the expected
+    tokens of a verify step, and the step waits for the proposer's k passes first.
     """
     micro = running / shape.pipeline_parallel
-    prompt_tokens = micro * work.input_tokens / work.output_tokens
+    prompts = micro / work.decode_steps  # requests finishing (and so starting) per iteration
+    prompt_tokens = prompts * work.uncached_tokens
     q_width = arch.num_attention_heads * arch.head_dim
-    attention = 4.0 * arch.num_layers * q_width * work.mean_context * micro
-    attention += 2.0 * arch.num_layers * q_width * work.input_tokens * prompt_tokens
-    kv = micro * work.mean_context * kv_bytes_per_token_per_gpu(arch, fmt, shape)
-    tokens = micro + prompt_tokens
+    positions = work.positions_per_step
+    attention = 4.0 * arch.num_layers * q_width * work.mean_context * micro * positions
+    attention += 2.0 * arch.num_layers * q_width * prompts * (work.input_tokens**2 - work.cached_tokens**2)
+    per_rank = micro / shape.attention_data_parallel
+    kv = per_rank * work.mean_context * kv_bytes_per_token_per_gpu(arch, fmt, shape)
+    tokens = micro * positions + prompt_tokens
     bytes_read = _weights_read_per_gpu(arch, fmt, shape, tokens)
-    return _stage_time(
+    step = _stage_time(
         arch,
         fmt,
         accelerator,
@@ -112,6 +149,37 @@ def mixed_iteration(
         attention_flops=attention,
         kv_bytes=kv,
     )
+    return with_proposer(arch, fmt, accelerator, shape, micro, work, eff, step)
+
+
+def with_proposer(
+    arch: DecoderArchitecture,
+    fmt: ServingFormat,
+    accelerator: Accelerator,
+    shape: GroupShape,
+    batch: float,
+    work: Workload,
+    eff: ServingEfficiency,
+    step: StepTime,
+) -> StepTime:
+    """``step`` plus the proposer's passes that speculative decoding runs before each verify step.
+
+    Each pass is a decode step of a model ``proposer_share`` the size of this one (its weights,
+    cache and FLOPs scale so); the engine's host time is paid once for the whole step.
+    """
+    spec = work.speculation
+    if spec is None:
+        return step
+    plain = decode_step_time(arch, fmt, accelerator, shape, batch, work.mean_context, eff)
+    proposer_s = spec.proposer_steps() * spec.proposer_share(arch) * (plain.seconds - eff.step_overhead_s)
+    return StepTime(
+        step.seconds + proposer_s,
+        step.memory_s,
+        step.compute_s,
+        step.communication_s,
+        step.overhead_s,
+        proposer_s,
+    )
 
 
 def _breakdown(step: StepTime) -> dict[str, float]:
@@ -120,6 +188,7 @@ def _breakdown(step: StepTime) -> dict[str, float]:
         "compute": step.compute_s * 1e3,
         "communication": step.communication_s * 1e3,
         "overhead": step.overhead_s * 1e3,
+        **({"proposer": step.proposer_s * 1e3} if step.proposer_s else {}),
     }
 
 
@@ -136,11 +205,15 @@ def predict_llm_serving(
     """At maximum sustainable load (continuous batching), or for a static ``batch`` when given."""
     weights_gib = weight_bytes_per_gpu(arch, fmt, shape) / GIB
     kv_gib = kv_cache_bytes_per_gpu(arch, fmt, accelerator, shape, efficiency) / GIB
-    limit = max_concurrent_sequences(arch, fmt, accelerator, shape, work.tokens_per_sequence, efficiency)
+    limit = max_concurrent_sequences(
+        arch, fmt, accelerator, shape, work.tokens_per_sequence, efficiency,
+        shared_prefix_tokens=work.cached_tokens,
+    )  # fmt: skip
     base = {
         "precision": fmt.name,
         "tensor_parallel": shape.tensor_parallel,
         "pipeline_parallel": shape.pipeline_parallel,
+        "expert_parallel": shape.expert_parallel,
         "max_concurrent_sequences": limit,
         "kv_cache_gib": max(kv_gib, 0.0),
         "weights_gib_per_gpu": weights_gib,
@@ -158,18 +231,23 @@ def predict_llm_serving(
             batch=0, fits=False, fit_reason=reason,
             bottleneck=cause,
         )  # fmt: skip
-    first = prefill_time(arch, fmt, accelerator, shape, work.input_tokens, efficiency)
+    first = first_token_time(arch, fmt, accelerator, shape, work, efficiency)
     if batch is not None:
         # A static batch: every prompt prefilled together, then O decode steps of the whole batch.
-        prompt = prefill_time(arch, fmt, accelerator, shape, work.input_tokens, efficiency, sequences=batch)
+        prompt = prefill_time(arch, fmt, accelerator, shape, work.input_tokens, efficiency, sequences=batch,
+                              cached_tokens=work.cached_tokens)  # fmt: skip
         prompt_s = max(prompt.seconds, first.seconds)
-        step = decode_step_time(arch, fmt, accelerator, shape, batch, work.mean_context, efficiency)
-        total_s = prompt_s + work.output_tokens * step.seconds
+        step = decode_step_time(arch, fmt, accelerator, shape, batch, work.mean_context, efficiency,
+                                positions=work.positions_per_step)  # fmt: skip
+        step = with_proposer(arch, fmt, accelerator, shape, batch, work, efficiency, step)
+        total_s = prompt_s + work.decode_steps * step.seconds
         rate, running, ttft_s, mode = batch / total_s, float(batch), prompt_s, "static-batch"
     else:
-        running = float(min(limit, efficiency.max_batch))
+        # Each attention data-parallel rank schedules its own batch up to the engine's cap (vLLM runs
+        # an engine core per data-parallel rank).
+        running = float(min(limit, efficiency.max_batch * shape.attention_data_parallel))
         step = mixed_iteration(arch, fmt, accelerator, shape, running, work, efficiency)
-        rate = running / (work.output_tokens * step.seconds)
+        rate = running / (work.decode_steps * step.seconds)
         ttft_s, mode = first.seconds, "max-load"
     tokens = rate * work.output_tokens
     return LLMServingPrediction(
@@ -179,7 +257,7 @@ def predict_llm_serving(
         output_tokens_per_second_high=tokens * THROUGHPUT_BAND[1],
         requests_per_second=rate,
         ttft_ms=ttft_s * 1e3,
-        tpot_ms=step.seconds * 1e3,
+        tpot_ms=step.seconds / work.tokens_per_step * 1e3,
         batch=running,
         fits=True,
         fit_reason="",
@@ -189,10 +267,25 @@ def predict_llm_serving(
     )
 
 
+def first_token_time(
+    arch: DecoderArchitecture,
+    fmt: ServingFormat,
+    accelerator: Accelerator,
+    shape: GroupShape,
+    work: Workload,
+    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+) -> StepTime:
+    """One request's prompt prefilled alone, its cached prefix read rather than computed."""
+    return prefill_time(arch, fmt, accelerator, shape, work.input_tokens, efficiency,
+                        cached_tokens=work.cached_tokens)  # fmt: skip
+
+
 def serving_shape_problem(arch: DecoderArchitecture, shape: GroupShape) -> str:
     """Why a replica cannot be laid over ``shape`` as vLLM lays it ('' when it can)."""
-    return pipeline_parallel_problem(arch, shape.pipeline_parallel) or tensor_parallel_problem(
-        arch, shape.tensor_parallel, serving=True
+    return (
+        pipeline_parallel_problem(arch, shape.pipeline_parallel)
+        or tensor_parallel_problem(arch, shape.tensor_parallel, serving=True)
+        or expert_parallel_problem(arch, shape.tensor_parallel, shape.expert_parallel)
     )
 
 
@@ -241,11 +334,11 @@ def at_rate(
         return LoadPoint(
             rate, top.batch, math.inf, math.inf, math.inf, rate / max(top.requests_per_second, 1e-12), False
         )
-    first = prefill_time(arch, fmt, accelerator, shape, work.input_tokens, efficiency).seconds
+    first = first_token_time(arch, fmt, accelerator, shape, work, efficiency).seconds
     running = 1.0
     for _ in range(60):  # Little's law, iterated to its fixed point (a contraction below the ceiling)
         step = mixed_iteration(arch, fmt, accelerator, shape, running, work, efficiency).seconds
-        updated = min(rate * (first + work.output_tokens * step), top.batch)
+        updated = min(rate * (first + work.decode_steps * step), top.batch)
         if abs(updated - running) < 1e-3 * running:
             break
         running = max(updated, 1.0)
@@ -257,7 +350,8 @@ def at_rate(
     wait = theta * math.log(rho / (1.0 - quantile)) if rho > 1.0 - quantile else 0.0
     ttft = wait + first + step
     # The prompts that arrive during a request's decode (Poisson) slow each of its tokens.
-    arrivals = rate * work.output_tokens * step
-    tpot_tail = step + _Z99 * math.sqrt(arrivals) * first / work.output_tokens
+    arrivals = rate * work.decode_steps * step
+    per_token = step / work.tokens_per_step
+    tpot_tail = per_token + _Z99 * math.sqrt(arrivals) * first / work.output_tokens
     utilisation = rate / top.requests_per_second
-    return LoadPoint(rate, running, ttft * 1e3, tpot_tail * 1e3, step * 1e3, utilisation, True)
+    return LoadPoint(rate, running, ttft * 1e3, tpot_tail * 1e3, per_token * 1e3, utilisation, True)

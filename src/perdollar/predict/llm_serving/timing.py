@@ -6,7 +6,9 @@ A decode step produces one token for each of B running sequences: it reads every
 2 · active parameters FLOPs per token. At batch 1 the reads dominate; at large batch the
 multiplies do. Tensor parallelism (T GPUs) splits weights, KV heads and FLOPs T ways and adds
 two all-reduces of the activations per layer; pipeline parallelism (P stages) splits the
-layers, and a token passes the P stages one after another.
+layers, and a token passes the P stages one after another. Expert parallelism (E ranks, see
+:mod:`perdollar.predict.llm_serving.expert_parallel`) splits a MoE model's routed experts E ways
+and runs attention on E/T data-parallel groups of T ranks.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm_serving.efficiency import DEFAULT_EFFICIENCY, ServingEfficiency
+from perdollar.predict.llm_serving.expert_parallel import expert_exchange_s, routed_expert_params
 from perdollar.predict.llm_serving.formats import ServingFormat, peak_tflops
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
@@ -27,13 +30,31 @@ KV_BLOCK_TOKENS = 16
 
 @dataclass(frozen=True, slots=True)
 class GroupShape:
-    """How one replica is laid over GPUs: T-way tensor and P-way pipeline parallel."""
+    """How one replica is laid over GPUs: T-way tensor and P-way pipeline parallel, and for a MoE
+    model E-way expert parallel (1: the experts split as tensor parallelism splits them)."""
 
     tensor_parallel: int = 1
     pipeline_parallel: int = 1
+    expert_parallel: int = 1
+
+    @property
+    def attention_data_parallel(self) -> int:
+        """Groups of T ranks that run attention on their own sequences (E/T when E exceeds T)."""
+        return max(self.expert_parallel // self.tensor_parallel, 1)
 
     @property
     def gpus(self) -> int:
+        return self.tensor_parallel * self.attention_data_parallel * self.pipeline_parallel
+
+    @property
+    def expert_split(self) -> int:
+        """GPUs one routed expert's share is divided by: E ranks of whole experts, or T slices, per stage."""
+        ranks = self.expert_parallel if self.expert_parallel > 1 else self.tensor_parallel
+        return ranks * self.pipeline_parallel
+
+    @property
+    def dense_split(self) -> int:
+        """GPUs the rest of the weights (attention, dense and shared MLPs, embeddings) are divided by."""
         return self.tensor_parallel * self.pipeline_parallel
 
 
@@ -44,6 +65,7 @@ class StepTime:
     compute_s: float
     communication_s: float
     overhead_s: float
+    proposer_s: float = 0.0  # speculative decoding's draft passes before the verify step
 
     @property
     def bottleneck(self) -> str:
@@ -84,8 +106,10 @@ def _embedding_bytes(fmt: ServingFormat) -> float:
 def weight_bytes_per_gpu(arch: DecoderArchitecture, fmt: ServingFormat, shape: GroupShape) -> float:
     """Weights held by each GPU of the group."""
     outer = arch.embedding_params + arch.lm_head_params
-    body = (arch.total_params - outer) * fmt.weight_bytes
-    return (body + outer * _embedding_bytes(fmt)) / shape.gpus
+    routed = routed_expert_params(arch)
+    body = (arch.total_params - outer - routed) * fmt.weight_bytes
+    experts = routed * fmt.expert_weight_bytes
+    return (body + outer * _embedding_bytes(fmt)) / shape.dense_split + experts / shape.expert_split
 
 
 def kv_cache_bytes_per_gpu(
@@ -107,13 +131,23 @@ def max_concurrent_sequences(
     shape: GroupShape,
     tokens_per_sequence: int,
     efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+    *,
+    shared_prefix_tokens: int = 0,
 ) -> int:
-    """Sequences of ``tokens_per_sequence`` (prompt + output) whose KV cache fits beside the weights."""
+    """Sequences of ``tokens_per_sequence`` (prompt + output) whose KV cache fits beside the weights.
+
+    ``shared_prefix_tokens`` of every prompt are cached once (prefix caching) and shared by every
+    sequence on a rank; each attention data-parallel group holds its own sequences.
+    """
     free = kv_cache_bytes_per_gpu(arch, fmt, accelerator, shape, efficiency)
     blocks = math.ceil(tokens_per_sequence / KV_BLOCK_TOKENS)
     held = blocks * KV_BLOCK_TOKENS
-    per_sequence = held * kv_bytes_per_token_per_gpu(arch, fmt, shape, context=held)
-    return max(0, int(free // per_sequence)) if free > 0 else 0
+    per_token = kv_bytes_per_token_per_gpu(arch, fmt, shape, context=held)
+    # Only whole blocks are shared: a partly shared block is copied on write.
+    shared_blocks = shared_prefix_tokens // KV_BLOCK_TOKENS
+    free -= shared_blocks * KV_BLOCK_TOKENS * per_token
+    per_sequence = (blocks - shared_blocks) * KV_BLOCK_TOKENS * per_token
+    return max(0, int(free // per_sequence)) * shape.attention_data_parallel if free > 0 else 0
 
 
 def _expected_experts(arch: DecoderArchitecture, tokens: float) -> float:
@@ -129,12 +163,13 @@ def _weights_read_per_gpu(
 ) -> float:
     held = weight_bytes_per_gpu(arch, fmt, shape)
     if not arch.tie_word_embeddings:  # the input embedding is gathered a row a token, not streamed
-        held -= arch.embedding_params * _embedding_bytes(fmt) / shape.gpus
+        held -= arch.embedding_params * _embedding_bytes(fmt) / shape.dense_split
     if not arch.is_moe:
         return held
+    # Every rank's experts see the replica's tokens: under expert parallelism the dispatch brings them.
     idle = arch.num_experts - _expected_experts(arch, tokens)
-    routed = arch.params_by_role().get("routed_experts", 0)
-    return held - routed * idle / arch.num_experts * fmt.weight_bytes / shape.gpus
+    routed = routed_expert_params(arch)
+    return held - routed * idle / arch.num_experts * fmt.expert_weight_bytes / shape.expert_split
 
 
 def _allreduce_per_layer_s(
@@ -216,7 +251,7 @@ def _stage_time(
     matmul_s = 2.0 * arch.active_params * tokens / shape.gpus / rate
     kv_s = kv_bytes / _kv_bandwidth(accelerator, eff)
     attention_s = attention_flops / shape.gpus / rate
-    communication = layers * _allreduce_per_layer_s(accelerator, shape, tokens, arch.hidden_size, eff)
+    communication = _communication_per_stage_s(arch, fmt, accelerator, shape, tokens, eff)
     overhead = layers * eff.step_overhead_s_per_layer
     stage = max(weights_s, matmul_s) + max(kv_s, attention_s) + communication + overhead
     # The engine's host time is paid once a step, not once a layer or stage.
@@ -229,6 +264,30 @@ def _stage_time(
     )
 
 
+def _communication_per_stage_s(
+    arch: DecoderArchitecture,
+    fmt: ServingFormat,
+    accelerator: Accelerator,
+    shape: GroupShape,
+    tokens: float,
+    eff: ServingEfficiency,
+) -> float:
+    """Tensor-parallel all-reduces of every layer of a stage; under expert parallelism a MoE layer's
+    MLP all-reduce gives way to its dispatch and combine."""
+    layers = math.ceil(arch.num_layers / shape.pipeline_parallel)
+    # Each attention data-parallel group all-reduces its own share of the tokens.
+    group_tokens = tokens / shape.attention_data_parallel
+    per_layer = _allreduce_per_layer_s(accelerator, shape, group_tokens, arch.hidden_size, eff)
+    if shape.expert_parallel <= 1:
+        return layers * per_layer
+    moe_layers = math.ceil(arch.moe_layers / shape.pipeline_parallel)
+    exchange = expert_exchange_s(
+        arch, fmt, accelerator, shape.expert_parallel, tokens, link_efficiency=eff.allreduce_bandwidth,
+        latency_s=allreduce_latency_s(accelerator, eff),
+    )  # fmt: skip
+    return layers * per_layer + moe_layers * (exchange - per_layer / 2)
+
+
 def prefill_time(
     arch: DecoderArchitecture,
     fmt: ServingFormat,
@@ -237,14 +296,19 @@ def prefill_time(
     prompt_tokens: int,
     efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
     sequences: int = 1,
+    *,
+    cached_tokens: int = 0,
 ) -> StepTime:
     """``sequences`` prompts of ``prompt_tokens`` each, prefilled in one pass: the time to their first
-    tokens (one request's alone by default)."""
+    tokens (one request's alone by default). The first ``cached_tokens`` of each prompt are read
+    from the prefix cache and not computed again."""
     # Causal attention: each of I tokens attends to the ones before it in its own prompt, 2·2·d FLOPs
-    # per pair and layer; prompts batched together never attend to each other.
-    per_prompt = 2.0 * arch.num_layers * arch.num_attention_heads * arch.head_dim * prompt_tokens**2
+    # per pair and layer; prompts batched together never attend to each other. The C cached tokens'
+    # pairs among themselves (C² of the I²) are not computed again.
+    pairs = prompt_tokens**2 - cached_tokens**2
+    per_prompt = 2.0 * arch.num_layers * arch.num_attention_heads * arch.head_dim * pairs
     attention = sequences * per_prompt
-    tokens = prompt_tokens * sequences
+    tokens = (prompt_tokens - cached_tokens) * sequences
     bytes_read = _weights_read_per_gpu(arch, fmt, shape, tokens)
     return _stage_time(
         arch,
@@ -266,18 +330,26 @@ def decode_step_time(
     batch: float,
     context_tokens: float,
     efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+    *,
+    positions: int = 1,
 ) -> StepTime:
-    """One token for each of ``batch`` sequences holding ``context_tokens`` tokens each on average."""
-    kv = batch * context_tokens * kv_bytes_per_token_per_gpu(arch, fmt, shape, context=context_tokens)
-    bytes_read = _weights_read_per_gpu(arch, fmt, shape, batch)
+    """One token for each of ``batch`` sequences holding ``context_tokens`` tokens each on average.
+
+    ``positions``: tokens multiplied per sequence in the step (a speculative verify step's k+1);
+    the weights and each sequence's cache are still read once.
+    """
+    per_rank = batch / shape.attention_data_parallel
+    kv = per_rank * context_tokens * kv_bytes_per_token_per_gpu(arch, fmt, shape, context=context_tokens)
+    bytes_read = _weights_read_per_gpu(arch, fmt, shape, batch * positions)
     attention = 4.0 * arch.num_layers * arch.num_attention_heads * arch.head_dim * context_tokens * batch
+    attention *= positions
     return _stage_time(
         arch,
         fmt,
         accelerator,
         shape,
         efficiency,
-        tokens=batch,
+        tokens=batch * positions,
         bytes_read=bytes_read,
         kv_bytes=kv,
         attention_flops=attention,

@@ -1,0 +1,143 @@
+"""The offers a question may buy, as billed: its market (committed terms included), its managed
+service, its horizon and the known capacity constraints — and, after pricing, its quotas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from perdollar.catalog import Catalog
+from perdollar.catalog.committed import with_committed
+from perdollar.catalog.filters import allowed_offers
+from perdollar.catalog.managed import managed_offers
+from perdollar.catalog.quotas import over_quota_reasons, read_quotas, with_capacity_flags
+from perdollar.errors import PerdollarError
+from perdollar.price.committed import bill_over_horizon, horizon_note, market_comparison
+from perdollar.question import Question
+from perdollar.vocabulary import COMMITTED_MARKETS, MARKET_CHOICES, MARKET_CHOICES_TEXT
+
+
+def market_names(market: str) -> tuple[str, ...]:
+    """``on-demand,committed`` → both names; each must be a market (or ``committed``/``any``)."""
+    names = tuple(m.strip() for m in market.split(","))
+    unknown = [m for m in names if m not in MARKET_CHOICES]
+    if unknown:
+        raise PerdollarError(
+            f"--market {unknown[0]!r} is not a market", f"use {MARKET_CHOICES_TEXT}, or several with commas"
+        )
+    return names
+
+
+def check_market(market: str) -> None:
+    market_names(market)
+
+
+def wants_committed(market: str, horizon_months: float | None) -> bool:
+    """Committed terms are asked for by name, or by ``any`` with a horizon: without one a term's
+    bill has no length to be weighed against, so ``any`` keeps to on-demand and spot."""
+    names = market_names(market)
+    return any(m in ("committed", *COMMITTED_MARKETS) for m in names) or (
+        "any" in names and horizon_months is not None
+    )
+
+
+def billed_offers(
+    question: Question, catalog: Catalog, *, use: str, priced_only: bool = False
+) -> pd.DataFrame:
+    """Every market's offers in the question's clouds and regions, priced as billed (committed terms
+    over the horizon, with their break-even); ``use`` is training or inference."""
+    check_market(question.market)
+    offers = catalog.offers_frame()
+    bill = question.bill
+    if bill.quotas:
+        read_quotas(Path(bill.quotas))  # a bad file is said before any work
+    if bill.horizon_months is not None and not bill.horizon_months > 0:
+        raise PerdollarError(
+            f"--horizon {bill.horizon_months:g} is not a length of time", "give months, e.g. 12"
+        )
+    if bill.service:
+        if set(market_names(question.market)) - {"any", "on-demand"}:
+            raise PerdollarError(
+                f"--service {bill.service} bills on demand only; --market {question.market} does not apply",
+                "leave --market out (or give --market on-demand) with --service",
+            )
+        offers = managed_offers(offers, bill.service, use)
+    elif wants_committed(question.market, bill.horizon_months):
+        offers = bill_over_horizon(with_committed(offers), bill.horizon_months)
+    offers = allowed_offers(offers, clouds=question.clouds, regions=question.regions, priced_only=priced_only)
+    return with_capacity_flags(offers)
+
+
+def in_market(offers: pd.DataFrame, question: Question) -> pd.DataFrame:
+    return allowed_offers(offers, market=question.market)
+
+
+def question_offers(
+    question: Question, catalog: Catalog, *, use: str, priced_only: bool = False
+) -> pd.DataFrame:
+    """The question's allowed offers in its market, priced as billed."""
+    return in_market(billed_offers(question, catalog, use=use, priced_only=priced_only), question)
+
+
+def quota_excluded(
+    frame: pd.DataFrame, question: Question, machines: str, *, reason_column: str = "excluded_reason"
+) -> pd.DataFrame:
+    """``frame`` with candidates over the question's quotas given a reason (and made infeasible
+    where the frame has a ``feasible`` column); unchanged without --quotas."""
+    if not question.bill.quotas or frame.empty:
+        return frame
+    quotas = read_quotas(Path(question.bill.quotas))
+    out = frame.copy()
+    gpus = out["accelerator_count"] if "accelerator_count" in out else pd.Series(0.0, index=out.index)
+    reasons = np.array(over_quota_reasons(out, quotas, out[machines].fillna(0), gpus.fillna(0)), dtype=object)
+    over = reasons != ""
+    if reason_column not in out:
+        out[reason_column] = ""
+    existing = out[reason_column].fillna("").astype(str).to_numpy(dtype=object)
+    out[reason_column] = np.where(over & (existing == ""), reasons, existing)
+    if "feasible" in out:
+        out["feasible"] = out["feasible"].to_numpy(dtype=bool) & ~over
+    return out
+
+
+def bill_notes(question: Question, bills: pd.DataFrame | None, machines_label: str) -> tuple[str, ...]:
+    """The managed service's and the horizon's rules, and the top deployment's bill in every market."""
+    notes: list[str] = []
+    if question.bill.service:
+        notes.append(
+            f"priced as {question.bill.service} bills: the VM's on-demand rate × (1 + the service's "
+            "published surcharge), only machines the service offers (rates and sources: managed_services.csv)"
+        )
+    if bills is None or not bills["market"].astype(str).str.startswith("committed-").any():
+        return tuple(notes)
+    notes.append(horizon_note(question.bill.horizon_months))
+    line = market_comparison(bills, machines_label)
+    return (*notes, line) if line else tuple(notes)
+
+
+def same_machine(offers: pd.DataFrame, top: pd.Series) -> pd.DataFrame:
+    """The top candidate's machine in its region, cheapest offer per market."""
+    rows = offers[
+        (offers["cloud"] == top["cloud"])
+        & (offers["instance_type"] == top["instance_type"])
+        & (offers["region"] == top["region"])
+    ]
+    return rows.sort_values("price_per_hour").drop_duplicates("market")
+
+
+def training_bill_notes(question: Question, offers: pd.DataFrame, ranked: pd.DataFrame) -> tuple[str, ...]:
+    """Training pays every node in every market: the top shape's bill is its nodes × each rate."""
+    if ranked.empty:
+        return bill_notes(question, None, "")
+    top = ranked.iloc[0]
+    nodes = int(top["nodes"])
+    rows = same_machine(offers, top)
+    bills = pd.DataFrame({"market": rows["market"], "usd_per_hour": rows["price_per_hour"] * nodes})
+    return bill_notes(question, bills, f"{nodes}x {top['instance_type']} ({top['cloud']} {top['region']})")
+
+
+def labelled_offers(question: Question, catalog: Catalog) -> pd.DataFrame:
+    """Every market's offers, committed terms included, for configurations that name their market."""
+    return bill_over_horizon(with_committed(catalog.offers_frame()), question.bill.horizon_months)

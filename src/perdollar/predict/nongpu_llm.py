@@ -1,0 +1,239 @@
+"""Language models on Trainium, Inferentia, TPU and Gaudi through their own stacks.
+
+Training: the stack's fitted share of the bf16 peak over every chip of the cluster, with the
+smallest tensor-parallel degree the stack allows whose shards fit the chip's memory. Serving: the
+GPU serving model (prefill, decode, KV capacity, SLO bisection) with the stack's own fitted
+fractions, over the replica shapes the stack allows. A model, number format or shape the stack
+does not support is a row excluded with that reason.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from perdollar.catalog.model import Accelerator
+from perdollar.predict.accelerator_stacks import (
+    SERVING_STACKS,
+    TRAINING_STACKS,
+    USABLE_MEMORY_SHARE,
+    ServingStack,
+    TrainingStack,
+    chip_problem,
+    model_flops_per_token,
+    model_problem,
+    serving_degrees,
+    serving_format_problem,
+    slice_problem,
+)
+from perdollar.predict.llm.plan import TrainingPlan
+from perdollar.predict.llm_serving.efficiency import ServingEfficiency
+from perdollar.predict.llm_serving.engines import ServingEngine
+from perdollar.predict.llm_serving.frame import ReplicaRate
+from perdollar.workload.llm.architecture import DecoderArchitecture
+from perdollar.workload.llm.workload import LLMWorkload
+
+GIB = 1024**3
+# Mixed-precision Adam: bf16 weights and gradients, fp32 master weights and two moments.
+WEIGHT_AND_GRADIENT_BYTES = 4.0
+OPTIMIZER_BYTES = 12.0
+# Activation bytes per token per hidden unit of one layer's working set in 16 bits, attention
+# fused (Korthikanti et al. 2022, "Reducing Activation Recomputation", table 2 without the s/h term).
+LAYER_WORKING_BYTES = 34.0
+# The band around a training prediction: the held-out error of the stack fits is 6-45%.
+TRAINING_BAND = (0.7, 1.3)
+
+
+def training_stack_problem(accelerator: Accelerator, workload: LLMWorkload) -> str:
+    """Why the chip's training stack cannot train ``workload`` at all ('' when it can)."""
+    stack = TRAINING_STACKS.get(accelerator.software_stack)
+    if stack is None:
+        return f"no language-model training stack for {accelerator.software_stack} is modelled"
+    if stack.model_flops_fraction is None:
+        return f"{stack.label}: no published training table fitted yet, so no prediction"
+    problem = chip_problem(accelerator, stack.label, stack.chips)
+    if problem:
+        return problem
+    if workload.finetune != "full":
+        return f"{stack.label}: LoRA/QLoRA fine-tuning is not modelled on {accelerator.software_stack}"
+    if workload.precision not in stack.precisions:
+        return f"{stack.label} does not train in {workload.precision} (it trains in bf16)"
+    return model_problem(workload.architecture.model_type, stack.label, stack.model_types)
+
+
+def _memory_per_chip_gib(arch: DecoderArchitecture, stack: TrainingStack, tp: int, chips: int,
+                         micro_batch: int, seq_len: int) -> float:  # fmt: skip
+    params = float(arch.total_params)
+    if stack.strategy == "fsdp":
+        states = params * (WEIGHT_AND_GRADIENT_BYTES + OPTIMIZER_BYTES) / chips
+    else:
+        states = params * WEIGHT_AND_GRADIENT_BYTES / tp + params * OPTIMIZER_BYTES / chips
+    tokens = micro_batch * seq_len
+    # Full activation checkpointing: each layer's 16-bit input kept, one layer's working set live.
+    activations = tokens * arch.hidden_size * (2.0 * arch.num_layers + LAYER_WORKING_BYTES) / tp
+    return (states + activations) / GIB
+
+
+def best_training_plan(
+    arch: DecoderArchitecture, accelerator: Accelerator, stack: TrainingStack, *, chips_per_node: int,
+    nodes: int, seq_len: int, global_batch: int,
+) -> tuple[TrainingPlan | None, float, str]:  # fmt: skip
+    """(plan, memory per chip GiB, problem): the smallest tensor-parallel degree that fits."""
+    chips = chips_per_node * nodes
+    problem = slice_problem(accelerator, chips_per_node)
+    if problem:
+        return None, math.nan, problem
+    usable = accelerator.memory_gib * USABLE_MEMORY_SHARE
+    nearest = math.inf
+    for tp in stack.tensor_parallel:
+        if tp > chips_per_node or chips_per_node % tp or arch.num_attention_heads % tp:
+            continue
+        data_parallel = chips // tp
+        if global_batch < data_parallel:
+            continue
+        memory = _memory_per_chip_gib(arch, stack, tp, chips, 1, seq_len)
+        nearest = min(nearest, memory)
+        if memory <= usable:
+            accumulation = max(global_batch // data_parallel, 1)
+            plan = TrainingPlan(strategy=stack.strategy, tensor_parallel=tp, activation_checkpointing=True,
+                                micro_batch=1, gradient_accumulation=accumulation)  # fmt: skip
+            return plan, memory, ""
+    if math.isinf(nearest):
+        return (
+            None,
+            math.nan,
+            (
+                f"{stack.label}: no tensor-parallel degree in {stack.tensor_parallel} fits {chips_per_node} "
+                f"chips per node, the model's {arch.num_attention_heads} heads and a global batch of "
+                f"{global_batch}"
+            ),
+        )
+    return (
+        None,
+        nearest,
+        (
+            f"needs {nearest:.1f} GiB per chip for full training under {stack.label} with its largest "
+            f"tensor-parallel degree; has {usable:.1f} GiB"
+        ),
+    )
+
+
+def training_row(
+    instance: Any, accelerator: Accelerator, workload: LLMWorkload, nodes: int
+) -> dict[str, Any]:
+    """One LLM_COLUMNS row for ``nodes`` × ``instance`` under the chip's own training stack."""
+    stack = TRAINING_STACKS[accelerator.software_stack]
+    arch = workload.architecture
+    chips_per_node = int(instance.accelerator_count)
+    plan, memory, problem = best_training_plan(
+        arch, accelerator, stack, chips_per_node=chips_per_node, nodes=nodes, seq_len=workload.seq_len,
+        global_batch=workload.global_batch,
+    )  # fmt: skip
+    row: dict[str, Any] = {"cloud": instance.cloud, "instance_type": instance.name,
+                           "accelerator_key": instance.accelerator_key, "nodes": nodes,
+                           "accelerators_per_node": float(chips_per_node), "excluded_reason": "",
+                           "max_batch_that_fits": None, "breakdown_s": {},
+                           "memory_per_gpu_gib": memory}  # fmt: skip
+    if plan is None:
+        nan = math.nan
+        return row | {"samples_per_second": nan, "samples_per_second_low": nan,
+                      "samples_per_second_high": nan,
+                      "basis": "spec", "bottleneck": "", "step_time_s": nan, "compute_time_s": nan,
+                      "communication_time_s": nan, "fits": False, "fit_reason": problem,
+                      "tokens_per_second": nan, "sequences_per_second": nan, "mfu": nan, "plan": None,
+                      "plan_text": ""}  # fmt: skip
+    fraction = stack.model_flops_fraction or 0.0
+    chips = chips_per_node * nodes
+    per_token = model_flops_per_token(
+        float(arch.active_params), arch.num_layers, arch.hidden_size, workload.seq_len
+    )
+    tokens = fraction * (accelerator.peak_bf16_tflops or 0.0) * 1e12 * chips / per_token
+    step = workload.global_batch * workload.seq_len / tokens
+    text = f"{stack.label}: {plan.text(chips)}".replace(" GPU", " chip")
+    return row | {
+        "samples_per_second": tokens, "samples_per_second_low": tokens * TRAINING_BAND[0],
+        "samples_per_second_high": tokens * TRAINING_BAND[1], "basis": "spec", "bottleneck": "compute",
+        "step_time_s": step, "compute_time_s": step, "communication_time_s": 0.0, "fits": True,
+        "fit_reason": "", "tokens_per_second": tokens, "sequences_per_second": tokens / workload.seq_len,
+        "mfu": fraction, "plan": plan, "plan_text": text,
+    }  # fmt: skip
+
+
+def serving_engine_for(stack: ServingStack) -> ServingEngine:
+    """The stack as a serving-engine record, so the serving model sizes its replicas."""
+    efficiency = ServingEfficiency(bandwidth=stack.bandwidth, weight_only_bandwidth=stack.bandwidth,
+                                   compute=stack.compute, kv_bandwidth=stack.bandwidth,
+                                   step_overhead_s_per_layer=0.0, step_overhead_s=stack.step_s)  # fmt: skip
+    return ServingEngine(name=stack.name, efficiency=efficiency, host_step_s=stack.step_s,
+                         eager_launch_s_per_layer=0.0, cuda_graphs=True, chunked_prefill=True, max_running=64,
+                         memory_utilisation=USABLE_MEMORY_SHARE, kv_precision="auto", version=stack.version,
+                         sources=dict(stack.sources), formats=stack.formats)  # fmt: skip
+
+
+def serving_stack_problem(accelerator: Accelerator, arch: DecoderArchitecture, precision: str) -> str:
+    """Why the chip's serving stack cannot serve ``arch`` in ``precision`` ('' when it can)."""
+    stack = SERVING_STACKS.get(accelerator.software_stack)
+    if stack is None:
+        return f"no language-model serving stack for {accelerator.software_stack} is modelled"
+    return (
+        chip_problem(accelerator, stack.label, stack.chips)
+        or model_problem(arch.model_type, stack.label, stack.model_types)
+        or serving_format_problem(stack, accelerator, precision)
+    )
+
+
+__all__ = [
+    "best_training_plan",
+    "nongpu_serving_rows",
+    "serving_degrees",
+    "serving_engine_for",
+    "serving_stack_problem",
+    "training_row",
+    "training_stack_problem",
+]
+
+
+def nongpu_serving_rows(
+    arch: DecoderArchitecture, catalog: Any, *, input_tokens: int, output_tokens: int, rps: float,
+    ttft_p99_ms: float | None, tpot_p99_ms: float | None, precisions: tuple[str, ...],
+) -> pd.DataFrame:  # fmt: skip
+    """The serving frame's rows for every instance whose chip runs a non-GPU stack: each replica
+    shape the stack allows, sized by the serving model with the stack's fitted fractions."""
+    from perdollar.predict.llm_serving.frame import _row, replica_rate
+    from perdollar.predict.llm_serving.load import Workload
+    from perdollar.predict.llm_serving.timing import GroupShape
+
+    work = Workload(input_tokens, output_tokens)
+    instances = catalog.instances_frame()
+    instances = instances[instances["accelerator_key"].notna() & (instances["accelerator_count"] >= 1)]
+    rows = []
+    cache: dict[tuple[str, int, str], ReplicaRate] = {}
+    for record in instances.itertuples(index=False):
+        accelerator = catalog.accelerator(str(record.accelerator_key))
+        if accelerator.software_stack in ("cuda", "rocm", "cpu"):
+            continue
+        count = int(record.accelerator_count)
+        stack = SERVING_STACKS.get(accelerator.software_stack)
+        engine = serving_engine_for(stack) if stack else None
+        for degree in serving_degrees(accelerator, count) or (count,):
+            for precision in precisions:
+                key = (accelerator.key, degree, precision)
+                if key not in cache:
+                    problem = serving_stack_problem(accelerator, arch, precision)
+                    if not problem and stack is not None and not stack.fitted:
+                        # Round starting fractions would rank a chip on a guess; say so instead.
+                        problem = f"{stack.label}: no published serving table fitted yet, so no prediction"
+                    if problem or engine is None:
+                        cache[key] = ReplicaRate(0.0, None, 0.0, 0.0, 0, 0.0, "unsupported", problem)
+                    else:
+                        cache[key] = replica_rate(
+                            arch, accelerator, precision, work, GroupShape(tensor_parallel=degree),
+                            ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms,
+                            efficiency=engine.step_efficiency(), engine=engine,
+                        )  # fmt: skip
+                row = _row(record, count, degree, precision, cache[key], rps, work)
+                name = stack.name if stack else accelerator.software_stack
+                rows.append({**row, "engine": name, "kv_precision": "bf16"})
+    return pd.DataFrame(rows)
