@@ -3,9 +3,12 @@
     PYTHONPATH=src python3 benchmarks/nongpu_llm_accuracy.py
 
 Training rows (MaxText on TPU v5e/v5p/v6e, NxD/NeMo on Trainium) fit one achieved share of the
-bf16 peak per stack; decode rows (Neuron on Inferentia2 and Trainium, batch 1) fit one bandwidth
-fraction and one per-step time. Each row is predicted by the fit of every *other* source
-(leave-one-source-out); the error is |predicted / published - 1|, printed per chip.
+bf16 peak per stack; decode rows fit one bandwidth fraction and one per-step time per serving stack:
+Neuron on Inferentia2 and Trainium at batch 1 (milliseconds per token), JetStream on TPU v5e at
+full batch (output tokens per second of one replica, so one step is batch / value seconds, and the
+step streams the weights plus the batch's KV cache at the row's mean context). Each row is
+predicted by the fit of every *other* source of its stack (leave-one-source-out); the error is
+|predicted / published - 1|, printed per chip.
 """
 
 from __future__ import annotations
@@ -16,10 +19,16 @@ from collections import defaultdict
 from pathlib import Path
 
 from perdollar.catalog import load
-from perdollar.predict.accelerator_stacks import fit_decode, fit_fraction, model_flops_per_token
+from perdollar.predict.accelerator_stacks import (
+    fit_decode,
+    fit_fraction,
+    ideal_decode_step_s,
+    model_flops_per_token,
+)
 
 ROWS = Path(__file__).with_name("published_nongpu_llm.csv")
 TRAINING_METRICS = ("model_tflops_per_chip", "tokens_per_s_per_chip", "sequences_per_s")
+DECODE_METRICS = ("decode_ms_per_token", "decode_tokens_per_s")
 
 
 def achieved_fraction(row: dict[str, str], peak_tflops: float) -> float:
@@ -36,9 +45,17 @@ def achieved_fraction(row: dict[str, str], peak_tflops: float) -> float:
     return tokens_per_chip * per_token / (peak_tflops * 1e12)
 
 
-def ideal_decode_s(row: dict[str, str], bandwidth_gbps: float) -> float:
-    """Seconds to stream the 16-bit weights once over the replica's chips at the datasheet rate."""
-    return float(row["params_b"]) * 1e9 * 2.0 / (float(row["chips"]) * bandwidth_gbps * 1e9)
+def decode_pair(row: dict[str, str], bandwidth_gbps: float) -> tuple[float, float]:
+    """(ideal streaming seconds, measured seconds) of one decode step of the row's replica.
+
+    Batch-1 latency rows stream the weights only (their KV cache is a few per cent of it)."""
+    params, chips = float(row["params_b"]) * 1e9, int(row["chips"])
+    if row["metric"] == "decode_ms_per_token":
+        return ideal_decode_step_s(params, chips, bandwidth_gbps), float(row["value"]) / 1e3
+    batch = int(row["batch"])
+    ideal = ideal_decode_step_s(params, chips, bandwidth_gbps, batch=batch, context=float(row["seq_len"]),
+                                kv_bytes_per_token=float(row["kv_bytes_per_token"]))  # fmt: skip
+    return ideal, batch / float(row["value"])
 
 
 def main() -> None:
@@ -60,20 +77,22 @@ def main() -> None:
             held = fit_fraction(others)
             for r in (r for r in mine if r["source_url"] == source):
                 errors[f"{r['chip']} training ({stack})"].append(abs(held / fraction[id(r)] - 1.0))
-    decode = [r for r in rows if r["metric"] == "decode_ms_per_token"]
-    pairs = {id(r): (ideal_decode_s(r, catalog.accelerators[r["chip"]].memory_bandwidth_gbps),
-                     float(r["value"]) / 1e3) for r in decode}  # fmt: skip
-    bandwidth, step = fit_decode(pairs.values())
-    fits["nxd-inference"] = f"decode bandwidth fraction {bandwidth:.3f}, step {step * 1e3:.2f} ms"
-    for source in sorted({(r["source_url"], r["source_version"]) for r in decode}):
-        held_rows = [r for r in decode if (r["source_url"], r["source_version"]) == source]
-        others = [pairs[id(r)] for r in decode if r not in held_rows]
-        fraction, seconds = fit_decode(others)
-        for r in held_rows:
-            ideal, measured = pairs[id(r)]
-            errors[f"{r['chip']} decode (nxd-inference)"].append(
-                abs((ideal / fraction + seconds) / measured - 1.0)
-            )
+    decode = [r for r in rows if r["metric"] in DECODE_METRICS]
+    for stack in sorted({r["stack"] for r in decode}):
+        mine = [r for r in decode if r["stack"] == stack]
+        pairs = {id(r): decode_pair(r, catalog.accelerators[r["chip"]].memory_bandwidth_gbps) for r in mine}
+        bandwidth, step = fit_decode(pairs.values())
+        fits[stack] = f"decode bandwidth fraction {bandwidth:.3f}, step {step * 1e3:.2f} ms"
+        for source in sorted({(r["source_url"], r["source_version"]) for r in mine}):
+            held_rows = [r for r in mine if (r["source_url"], r["source_version"]) == source]
+            others = [pairs[id(r)] for r in mine if r not in held_rows]
+            if not others:
+                continue
+            fraction, seconds = fit_decode(others)
+            for r in held_rows:
+                ideal, measured = pairs[id(r)]
+                predicted = ideal / fraction + seconds
+                errors[f"{r['chip']} decode ({stack})"].append(abs(predicted / measured - 1.0))
     print("fits on every row:")
     for name, text in fits.items():
         print(f"  {name}: {text}")

@@ -44,6 +44,7 @@ class TrainingStack:
     model_flops_fraction: float | None  # None: no published table was fitted; the stack is not ranked
     version: str
     sources: Mapping[str, str] = field(default_factory=dict)
+    fitted_on: frozenset[str] = frozenset()  # the chips whose published rows set the fraction
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,7 @@ class ServingStack:
     fitted: bool  # False: round starting fractions, no published table of this stack was found
     version: str
     sources: Mapping[str, str] = field(default_factory=dict)
+    fitted_on: frozenset[str] = frozenset()  # the chips whose published rows set the fractions
 
 
 # MaxText and JetStream support TPU v4 and newer; the v2 and v3 generations are out of their support.
@@ -90,6 +92,7 @@ TRAINING_STACKS: dict[SoftwareStack, TrainingStack] = {
         model_flops_fraction=0.264,
         version="Neuron 2.16",
         sources={"trn1": "aws-neuron-sdk general/benchmarks/trn1/training_data_decoder.csv, nlp_data.csv"},
+        fitted_on=frozenset({"Trainium"}),
     ),
     "xla": TrainingStack(
         name="maxtext",
@@ -106,6 +109,7 @@ TRAINING_STACKS: dict[SoftwareStack, TrainingStack] = {
             "v5e/v5p": "AI-Hypercomputer/maxtext MaxText/configs/v5e|v5p/README.md",
             "v6e": "AI-Hypercomputer/maxtext docs/reference/models/tiering.md",
         },
+        fitted_on=frozenset({"TPU-v5e", "TPU-v5p", "TPU-v6e"}),
     ),
     "habana": TrainingStack(
         name="optimum-habana",
@@ -139,6 +143,7 @@ SERVING_STACKS: dict[SoftwareStack, ServingStack] = {
             "inf2/trn1": "aws-neuron-sdk general/benchmarks/inf2/latency_data_LLM.csv, "
             "trn1/trn1_latency_data_LLM.csv"
         },
+        fitted_on=frozenset({"Inferentia2", "Trainium"}),
     ),
     "xla": ServingStack(
         name="jetstream",
@@ -148,11 +153,18 @@ SERVING_STACKS: dict[SoftwareStack, ServingStack] = {
         model_types=_LLAMA_LIKE | frozenset({"gemma", "gemma2", "gemma3"}),
         formats=frozenset({"fp16", "bf16"}),
         fp8_chips=frozenset(),
-        bandwidth=0.70,
-        step_s=2e-3,
-        compute=0.577,  # MaxText's training fraction: the same XLA matrix products
-        fitted=False,
-        version="JetStream 2025",
+        # Fitted on TPU v5e-8 at full batch (Llama 2 7B/13B, Llama 3 8B, Gemma 7B); the step time is
+        # the 2024 engines' per-step host work. Other TPU generations take the v5e fractions.
+        bandwidth=0.671,
+        step_s=12.28e-3,
+        compute=0.577,  # MaxText's training fraction: no published table measures TPU prefill alone
+        fitted=True,
+        version="JetStream 2024 (jetstream-pytorch, MaxText engine)",
+        sources={
+            "v5e": "AI-Hypercomputer/jetstream-pytorch benchmarks/summary.md; AI-Hypercomputer/tpu-recipes "
+            "inference/v5e/JetStream-Maxtext/Llama2-7B/README.md",
+        },
+        fitted_on=frozenset({"TPU-v5e"}),
     ),
     "habana": ServingStack(
         name="vllm-gaudi",
@@ -202,6 +214,20 @@ def slice_problem(accelerator: Accelerator, chips: int) -> str:
     return ""
 
 
+def fit_note(accelerator: Accelerator, stack: TrainingStack | ServingStack) -> str:
+    """How far the chip's figures rest on published rows ('' when its own rows set the fit)."""
+    if isinstance(stack, TrainingStack) and stack.model_flops_fraction is None:
+        return f"{stack.label}: no published table fitted; spec-only"
+    if isinstance(stack, ServingStack) and not stack.fitted:
+        return f"{stack.label}: no published table fitted; round starting fractions"
+    if not stack.fitted_on or accelerator.key in stack.fitted_on:
+        return ""
+    return (
+        f"{accelerator.key} figures rest on {stack.label}'s {'/'.join(sorted(stack.fitted_on))} fit "
+        f"scaled by the chip's specs"
+    )
+
+
 def chip_problem(accelerator: Accelerator, stack_label: str, chips: frozenset[str]) -> str:
     if accelerator.key in chips:
         return ""
@@ -246,13 +272,36 @@ def fit_fraction(achieved: Iterable[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+def ideal_decode_step_s(
+    params: float,
+    chips: int,
+    bandwidth_gbps: float,
+    *,
+    batch: int = 1,
+    context: float = 0.0,
+    kv_bytes_per_token: float = 0.0,
+) -> float:
+    """Seconds one decode step takes to stream the 16-bit weights and the batch's KV cache once over
+    the replica's chips at the datasheet rate: the quantity the decode fit scales."""
+    streamed = params * 2.0 + batch * context * kv_bytes_per_token
+    return streamed / (chips * bandwidth_gbps * 1e9)
+
+
+def decode_step_s(stack: ServingStack, ideal_s: float) -> float:
+    """The stack's decode step: the ideal streaming time at its fitted bandwidth share, plus its step time."""
+    return ideal_s / stack.bandwidth + stack.step_s
+
+
 def fit_decode(rows: Iterable[tuple[float, float]]) -> tuple[float, float]:
     """(bandwidth fraction, seconds per step) from (ideal streaming seconds, measured seconds)
-    pairs: the least-squares line measured = ideal / fraction + step."""
+    pairs: the least-squares line measured = ideal / fraction + step (one pair: no step)."""
     pairs = list(rows)
     n = len(pairs)
-    if n < 2:
-        raise ValueError("a decode fit needs two rows")
+    if n == 0:
+        raise ValueError("a decode fit needs a row")
+    if n == 1:  # one row cannot separate the two terms: all of its time goes to streaming
+        ideal, measured = pairs[0]
+        return ideal / measured, 0.0
     mean_x = sum(x for x, _ in pairs) / n
     mean_y = sum(y for _, y in pairs) / n
     var = sum((x - mean_x) ** 2 for x, _ in pairs)

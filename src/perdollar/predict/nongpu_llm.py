@@ -22,6 +22,7 @@ from perdollar.predict.accelerator_stacks import (
     ServingStack,
     TrainingStack,
     chip_problem,
+    fit_note,
     model_flops_per_token,
     model_problem,
     serving_degrees,
@@ -152,6 +153,8 @@ def training_row(
     tokens = fraction * (accelerator.peak_bf16_tflops or 0.0) * 1e12 * chips / per_token
     step = workload.global_batch * workload.seq_len / tokens
     text = f"{stack.label}: {plan.text(chips)}".replace(" GPU", " chip")
+    note = fit_note(accelerator, stack)
+    text = f"{text} ({note})" if note else text
     return row | {
         "samples_per_second": tokens, "samples_per_second_low": tokens * TRAINING_BAND[0],
         "samples_per_second_high": tokens * TRAINING_BAND[1], "basis": "spec", "bottleneck": "compute",
@@ -235,5 +238,6 @@ def nongpu_serving_rows(
                         )  # fmt: skip
                 row = _row(record, count, degree, precision, cache[key], rps, work)
                 name = stack.name if stack else accelerator.software_stack
-                rows.append({**row, "engine": name, "kv_precision": "bf16"})
+                note = fit_note(accelerator, stack) if stack and not row["excluded_reason"] else ""
+                rows.append({**row, "engine": name, "kv_precision": "bf16", "fit_note": note})
     return pd.DataFrame(rows)

@@ -87,10 +87,16 @@ def llm_deployment_estimates(
                 row, instances=instances, rate=tokens, price_per_hour=price,
                 fits=not str(row["excluded_reason"]).startswith(("needs", "weights")), figures=figures,
                 plan=f"{_layout(row)[0]}+{row['precision']}",
-                plan_text=f"{_layout(row)[1]}, {row['precision']}",
+                plan_text=f"{_layout(row)[1]}, {row['precision']}" + _fit_note(row),
             )
         )
     return tuple(estimates)
+
+
+def _fit_note(row: pd.Series) -> str:
+    """A non-GPU stack's word on how far the row rests on published figures ('' for GPUs)."""
+    note = row.get("fit_note")
+    return f" ({note})" if isinstance(note, str) and note else ""
 
 
 def explain_llm_serving(frame: pd.DataFrame, rps: float, slo_label: str) -> str:
