@@ -4,7 +4,11 @@ ranked, and rows resting on another chip's fit say so."""
 from __future__ import annotations
 
 import csv
+import json
+import os
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +25,7 @@ from perdollar.predict.accelerator_stacks import (
 from perdollar.predict.nongpu_llm import nongpu_serving_rows
 from perdollar.workload.llm import load_llm_workload
 
+SRC = Path(__file__).resolve().parents[1] / "src"
 PUBLISHED = Path(__file__).resolve().parents[1] / "benchmarks" / "published_nongpu_llm.csv"
 # The held-out error benchmarks/nongpu_llm_accuracy.py reports for TPU-v5e decode (jetstream): max 80.4%.
 JETSTREAM_HELD_OUT_MAX = 0.805
@@ -92,3 +97,20 @@ def test_trainium2_training_rests_on_the_trn1_fit(catalog):
     assert note == "Trainium2 figures rest on NxD Training (Neuron)'s Trainium fit scaled by the chip's specs"
     assert fit_note(catalog.accelerator("trn1"), TRAINING_STACKS["neuron"]) == ""
     assert "spec-only" in fit_note(trn2, TRAINING_STACKS["habana"])
+
+
+def test_recommend_json_ranks_a_tpu_deployment_and_says_whose_fit_it_rests_on(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(SRC), "PERDOLLAR_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "perdollar", "recommend", "llama-3.1-8b", "--inference", "--rps", "20",
+         "--input-tokens", "1000", "--output-tokens", "300", "--ttft-p99-ms", "500", "--tpot-p99-ms", "50",
+         "--json", "--no-store"],
+        capture_output=True, text=True, env=env, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    deployments = json.loads(done.stdout)["deployments"]
+    tpu = [d for d in deployments if str(d["accelerator_key"]).startswith("TPU-")]
+    assert tpu and all(d["engine"] == "jetstream" for d in tpu)
+    for row in tpu:
+        resting = row["accelerator_key"] != "TPU-v5e"
+        assert ("fit scaled by the chip's specs" in row["plan_text"]) == resting

@@ -208,4 +208,5 @@ def _with_own_stacks(deployments: pd.DataFrame, arch: DecoderArchitecture, catal
     if own.empty:
         return deployments
     gpu = deployments[~deployments["accelerator_key"].isin(set(own["accelerator_key"]))]
-    return pd.concat([gpu, own.reindex(columns=deployments.columns)], ignore_index=True)
+    columns = [*deployments.columns, *(["fit_note"] if "fit_note" not in deployments.columns else [])]
+    return pd.concat([gpu, own.reindex(columns=columns)], ignore_index=True)

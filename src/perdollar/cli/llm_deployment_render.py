@@ -38,6 +38,7 @@ def llm_deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[st
                 "usd_per_million_tokens": figures.usd_per_million_tokens,
                 "basis": estimate.basis,
                 "bottleneck": estimate.bottleneck,
+                "plan_text": estimate.plan_text,  # a non-GPU stack adds how far its fit reaches
             }
         )
     return rows
