@@ -65,8 +65,11 @@ def _bill_cells(row: dict[str, Any], pulled: bool) -> list[str]:
     return cells
 
 
-def llm_deployment_table(rows: list[dict[str, Any]], slo: str, rps: float) -> Table:
-    table = Table(title=f"Cheapest deployments for {rps:g} requests/s within {slo}", title_justify="left")
+def llm_deployment_table(
+    rows: list[dict[str, Any]], slo: str, rps: float, *, by_carbon: bool = False
+) -> Table:
+    ranked_by = "Lowest-emission" if by_carbon else "Cheapest"
+    table = Table(title=f"{ranked_by} deployments for {rps:g} requests/s within {slo}", title_justify="left")
     pulled = any((row.get("weights_load_s") or 0.0) > 0 for row in rows)
     bill_columns = [("kWh / g CO2e\nper M out tok", "right")]
     bill_columns += [("weights pull\n$ / load", "right")] if pulled else []
