@@ -119,13 +119,8 @@ def answer_language_model_serving(
         input_tokens_per_second=rps * input_tokens,
         spot_overprovision=question.serving.spot_overprovision,
     )
-    weights = {str(name): weight_bytes_per_gpu(workload.architecture, serving_format(str(name)), GroupShape())
-               for name in frame["precision"].dropna().unique()}  # fmt: skip
-    placement = _weights_placement(question, catalog, max(weights.values(), default=0.0))
-    frame = with_serving_bill(
-        frame, workload.architecture, ServedRequests(input_tokens, output_tokens),
-        accelerators=catalog.accelerators, weights_bytes=weights, placement=placement,
-    )  # fmt: skip
+    frame, placement = _with_bill(frame, question, catalog, workload.architecture,
+                                  ServedRequests(input_tokens, output_tokens))  # fmt: skip
     if question.bill.quotas:
         frame = quota_excluded(frame, question, "instances")
     if question.bill.quotas or question.objective == "carbon":
@@ -155,9 +150,19 @@ def answer_language_model_serving(
     return LanguageModelServingAnswer(recommendation, frame, label)
 
 
-def _weights_placement(question: Question, catalog: Catalog, weights_bytes: float) -> DataPlacement:
-    """Where the weights are stored (``--data-region``): what every instance pulls them from."""
-    return data_placement(replace(question.data, dataset_bytes=weights_bytes), catalog, 0.0)
+def _with_bill(frame: pd.DataFrame, question: Question, catalog: Catalog, arch: DecoderArchitecture,
+               requests: ServedRequests) -> tuple[pd.DataFrame, DataPlacement]:  # fmt: skip
+    """The deployments with their energy, carbon and weights pull, and where the weights are stored
+    (``--data-region``: what every instance pulls them from)."""
+    weights = {str(name): weight_bytes_per_gpu(arch, serving_format(str(name)), GroupShape())
+               for name in frame["precision"].dropna().unique()}  # fmt: skip
+    placement = DataPlacement()
+    if weights:
+        stored = replace(question.data, dataset_bytes=max(weights.values()))
+        placement = data_placement(stored, catalog, 0.0)
+    billed = with_serving_bill(frame, arch, requests, accelerators=catalog.accelerators,
+                               weights_bytes=weights, placement=placement)  # fmt: skip
+    return billed, placement
 
 
 def _moves(calibration: Calibration, settings: LanguageModelSettings) -> bool:

@@ -22,7 +22,12 @@ from perdollar.catalog import bill_data
 from perdollar.catalog.model import Accelerator
 from perdollar.price.bill import DataPlacement
 from perdollar.price.data_movement import GB, egress_usd
-from perdollar.price.llm_energy import SERVING_ENERGY_COLUMNS, serving_energy_columns
+from perdollar.price.llm_energy import (
+    DECODE_BUSY_FLOOR,
+    DECODE_BUSY_PER_COMPUTE,
+    SERVING_ENERGY_COLUMNS,
+    serving_energy_columns,
+)
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 WEIGHTS_COLUMNS = ("weights_gb", "weights_egress_usd", "weights_load_s")
@@ -91,8 +96,6 @@ def with_serving_bill(
 
 def describe_serving_bill(placement: DataPlacement) -> str:
     """One line saying how the deployments' energy, carbon and weights pull were priced."""
-    from perdollar.price.llm_energy import DECODE_BUSY_FLOOR, DECODE_BUSY_PER_COMPUTE
-
     factors = bill_data.energy_factors()
     energy = (
         f"energy: each replica's GPUs at TDP × ({factors.accelerator_idle_fraction:g} + "
