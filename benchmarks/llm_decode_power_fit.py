@@ -101,6 +101,14 @@ def main() -> int:
         print(f"{label}: {int(subset.sum())} rows, median |error| {statistics.median(errors):.1%}, "
               f"max {errors.max():.1%} (busy share 1: median {statistics.median(flat_errors):.1%}, "
               f"max {flat_errors.max():.1%})")  # fmt: skip
+    # Held out: fitted on one dense model, checked on the other.
+    for fitted_on, held_out in (("llama-3.1-8b", "qwen2.5-32b"), ("qwen2.5-32b", "llama-3.1-8b")):
+        train = np.array([r["model"] == fitted_on for r in rows])
+        test = np.array([r["model"] == held_out for r in rows])
+        a, b = fit(shares[train], running[train], watts[train], tdp, idle)
+        errors = np.abs(board_watts(shares[test], running[test], a, b, tdp, idle) / watts[test] - 1.0)
+        print(f"fitted on {fitted_on} (floor {a:.2f}, slope {b:.1f}), held-out {held_out}: "
+              f"median |error| {statistics.median(errors):.1%}, max {errors.max():.1%}")  # fmt: skip
     return 0
 
 
