@@ -92,15 +92,23 @@ def test_weights_pulled_per_instance_with_egress_by_destination() -> None:
     assert unplaced["weights_egress_usd"].sum() == 0 and unplaced["weights_load_s"].sum() == 0
 
 
-def _deployments(*extra: str) -> list[dict]:
+def _answer(*extra: str) -> dict:
     done = run_perdollar(*SERVE, *extra)
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)["deployments"]
+    return json.loads(done.stdout)
+
+
+def _deployments(*extra: str) -> list[dict]:
+    return _answer(*extra)["deployments"]
 
 
 def test_carbon_objective_ranks_deployments_by_emissions_per_token() -> None:
-    cheapest = _deployments()
-    greenest = _deployments("--objective", "carbon")
+    by_cost, by_carbon = _answer(), _answer("--objective", "carbon")
+    cheapest, greenest = by_cost["deployments"], by_carbon["deployments"]
+    # Each ranking names the other end of the trade.
+    assert by_carbon["explanation"].startswith("Lowest emissions: " + greenest[0]["label"])
+    assert f"The cheapest: {cheapest[0]['label']}: " in by_carbon["explanation"]
+    assert "The lowest-emission deployment: " in by_cost["explanation"]
     grams = [row["co2e_g_per_million_output_tokens"] for row in greenest]
     assert grams == sorted(grams) and all(g > 0 for g in grams)
     dollars = [row["usd_per_million_output_tokens"] for row in cheapest]

@@ -108,6 +108,32 @@ def _bill_figures(row: dict[str, Any]) -> dict[str, float | None]:
     return figures
 
 
+def _carbon_trade(feasible: pd.DataFrame, top: pd.Series, by_carbon: bool) -> list[str]:
+    """The other end of the cost-vs-carbon trade: the cheapest deployment when ranked by carbon,
+    the lowest-emission one when ranked by cost, with what it saves and what it costs."""
+    column = "usd_per_million_output_tokens" if by_carbon else "co2e_g_per_million_output_tokens"
+    known = feasible[pd.to_numeric(feasible[column], errors="coerce").notna()]
+    if known.empty:
+        return []
+    other = known.loc[pd.to_numeric(known[column]).idxmin()]
+    grams = "co2e_g_per_million_output_tokens"
+    dollars = "usd_per_million_output_tokens"
+    if other[dollars] == top[dollars] and other[grams] == top[grams]:
+        return []
+    carbon = _times(max(top[grams], other[grams]) / min(top[grams], other[grams]))
+    price = _times(max(top[dollars], other[dollars]) / min(top[dollars], other[dollars]))
+    label = llm_deployment_label(other)
+    if by_carbon:
+        trade = f"The cheapest: {label}: {price} cheaper for {carbon} the CO2e"
+    else:
+        trade = f"The lowest-emission deployment: {label}: {carbon} less CO2e for {price} the price"
+    return [f"{trade} (${other[dollars]:.3g} and {other[grams]:.3g} g CO2e per million output tokens)."]
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:,.0f}×" if ratio >= 10 else f"{ratio:.2g}×"
+
+
 def explain_llm_serving(frame: pd.DataFrame, rps: float, slo_label: str, *, by_carbon: bool = False) -> str:
     """Why the top deployment wins, the runner-up on another machine, and what kept others out."""
     feasible = frame[frame["feasible"]]
@@ -128,6 +154,7 @@ def explain_llm_serving(frame: pd.DataFrame, rps: float, slo_label: str, *, by_c
             f"{top['co2e_g_per_million_output_tokens']:.3g} g CO2e per million output tokens "
             f"({top['grid_gco2e_per_kwh']:.0f} g/kWh grid)."
         )
+        lines.extend(_carbon_trade(feasible, top, by_carbon))
     others = feasible[feasible["accelerator_key"] != top["accelerator_key"]]
     if not others.empty:
         runner = others.iloc[0]
