@@ -1,6 +1,8 @@
 """Fit and check the serving busy share against the H200 steps measured with the board's power.
 
-    PYTHONPATH=src python3 benchmarks/llm_decode_power_fit.py
+    PYTHONPATH=src python3 benchmarks/llm_decode_power_fit.py             # the H200 rows (fitted)
+    PYTHONPATH=src python3 benchmarks/llm_decode_power_fit.py --steps benchmarks/gpu_graph_steps_h100.csv \
+        --accelerator H100-SXM5-80GB                                      # held out: another board
 
 Each row of ``benchmarks/gpu_graph_steps_h200.csv`` (a decode step of ``batch`` sequences over
 ``context`` tokens in a CUDA graph, or a prefill) has its compute share: the step's forward FLOPs
@@ -14,6 +16,7 @@ not fitted (a plain PyTorch MoE leaves the board idle between its many short ker
 
 from __future__ import annotations
 
+import argparse
 import csv
 import statistics
 from pathlib import Path
@@ -69,18 +72,24 @@ def fit(
 
 
 def main() -> int:
-    h200 = load().accelerators["H200-SXM-141GB"]
-    tdp, peak = float(h200.tdp_w or 700.0), float(h200.peak_bf16_tflops or 0.0) * 1e12
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=Path, default=HERE / "gpu_graph_steps_h200.csv")
+    parser.add_argument("--accelerator", default="H200-SXM-141GB", help="the catalog key of the board")
+    args = parser.parse_args()
+    chip = load().accelerators[args.accelerator]
+    tdp, peak = float(chip.tdp_w or 700.0), float(chip.peak_bf16_tflops or 0.0) * 1e12
     idle = bill_data.energy_factors().accelerator_idle_fraction
-    rows = [r for r in csv.DictReader((HERE / "gpu_graph_steps_h200.csv").open()) if r["mean_power_w"]]
+    rows = [r for r in csv.DictReader(args.steps.open()) if r["mean_power_w"]]
     shares = np.array([compute_share(r, peak) for r in rows])
     running = np.array([float(r["batch"]) for r in rows])
     watts = np.array([float(r["mean_power_w"]) for r in rows])
     dense = np.array([r["model"] != "qwen3-30b-a3b" for r in rows])
     floor, slope = fit(shares[dense], running[dense], watts[dense], tdp, idle)
-    print(f"H200: TDP {tdp:g} W, bf16 peak {peak / 1e12:g} TFLOP/s, idle share {idle:g}")
-    print(f"fitted on {int(dense.sum())} dense rows: floor {floor:.2f}, slope {slope:.1f}")
-    print(f"shipped: floor {DECODE_BUSY_FLOOR:g}, slope {DECODE_BUSY_PER_COMPUTE:g}")
+    print(f"{args.accelerator} ({args.steps.name}): TDP {tdp:g} W, bf16 peak {peak / 1e12:g} TFLOP/s, "
+          f"idle share {idle:g}")  # fmt: skip
+    print(f"a fit to these {int(dense.sum())} dense rows would be: floor {floor:.2f}, slope {slope:.1f}")
+    print(f"shipped (the H200 fit), used below: floor {DECODE_BUSY_FLOOR:g}, "
+          f"slope {DECODE_BUSY_PER_COMPUTE:g}")  # fmt: skip
     shipped = board_watts(shares, running, DECODE_BUSY_FLOOR, DECODE_BUSY_PER_COMPUTE, tdp, idle)
     flat = board_watts(shares, running, 1.0, 0.0, tdp, idle)  # the training bill's busy share of 1
     print(f"{'model':15} {'phase':8} {'batch':>5} {'ctx':>6} {'c':>7} {'measured W':>10} {'model W':>8} "
