@@ -73,7 +73,8 @@ class DataSettings:
     data_region: str | None = declared(
         None, "--data-region",
         "Region the dataset is stored in (e.g. us-east-1, or aws:us-east-1); candidates elsewhere pay"
-        " egress and the copy time. Give the size as --dataset-size 20TB.",
+        " egress and the copy time. Give the size as --dataset-size 20TB. Serving a language model:"
+        " where its weights are stored, which every instance pulls when it starts.",
         scope="training",
     )
     transfer_gbps: float | None = declared(

@@ -25,8 +25,9 @@ from perdollar.predict.llm import TrainingPlan, parse_plan
 from perdollar.predict.llm.frame import llm_prediction_frame
 from perdollar.predict.llm.measured import calibrated
 from perdollar.predict.llm.memory import lora_params
+from perdollar.price.bill import describe_bill, priced_with_bill
 from perdollar.price.frame import assumptions_for, describe_assumptions, target_of
-from perdollar.price.table import price_table
+from perdollar.price.placement import data_placement
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select import (
     DEFAULT_KEEP,
@@ -119,8 +120,14 @@ def answer_language_model(
     # Chips with a modelled stack of their own (Neuron, XLA, Gaudi) carry their own reasons.
     stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()
               if chip.software_stack not in TRAINING_STACKS}  # fmt: skip
+    # The whole bill: the dataset copied from its region, the checkpoints kept, energy and carbon.
+    placement = data_placement(question.data, catalog, checkpoint_bytes(workload))
+    billed = priced_with_bill(
+        offers, predictions, target, assumptions, placement=placement,
+        tdp_by_key={key: chip.tdp_w for key, chip in catalog.accelerators.items()},
+    )  # fmt: skip
     priced = mark_constraints(
-        quota_excluded(price_table(offers, predictions, target, assumptions), question, "nodes"),
+        quota_excluded(billed, question, "nodes"),
         target,
         confidence=question.confidence,
         stacks=stacks,
@@ -141,7 +148,7 @@ def answer_language_model(
         selection,
         catalog_captured_at=str(catalog.captured_at),
         catalog_snapshot_id=str(catalog.snapshot_id),
-        notes=(describe_assumptions(assumptions), counts_note, planner_note)
+        notes=(describe_assumptions(assumptions), describe_bill(placement), counts_note, planner_note)
         + ((calibration.note,) if calibration.note else ())
         + training_bill_notes(question, every_market, selection.ranked),
     )

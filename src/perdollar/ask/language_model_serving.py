@@ -18,9 +18,14 @@ from perdollar.predict.frame import SUPPORTED_STACKS
 from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of, refused_readings
 from perdollar.predict.llm_serving.engines import ANY_ENGINE, DEFAULT_ENGINE, engine_note, serving_engine
 from perdollar.predict.llm_serving.features import checked_prefix_share, feature_notes, speculation
+from perdollar.predict.llm_serving.formats import serving_format
 from perdollar.predict.llm_serving.frame import llm_serving_frame
+from perdollar.predict.llm_serving.timing import GroupShape, weight_bytes_per_gpu
 from perdollar.predict.nongpu_llm import nongpu_serving_rows
+from perdollar.price.bill import DataPlacement
 from perdollar.price.llm_serving import price_llm_deployments
+from perdollar.price.llm_serving_bill import ServedRequests, describe_serving_bill, with_serving_bill
+from perdollar.price.placement import data_placement
 from perdollar.price.serving import ranked, spot_extra_instances
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select.llm_serving import explain_llm_serving, llm_deployment_estimates
@@ -31,6 +36,11 @@ from perdollar.workload.llm.architecture import DecoderArchitecture
 DEFAULT_INPUT_TOKENS = 1000
 DEFAULT_OUTPUT_TOKENS = 300
 FORMATS = ("fp16", "fp8", "int4")
+# The column a deployment is ranked by, and the tie-break, for each objective ("": the default).
+RANKED_BY = {
+    "": ("usd_per_million_output_tokens", "ttft_p99_ms"),
+    "carbon": ("co2e_g_per_million_output_tokens", "usd_per_million_output_tokens"),
+}
 
 
 @dataclass(frozen=True)
@@ -109,16 +119,19 @@ def answer_language_model_serving(
         input_tokens_per_second=rps * input_tokens,
         spot_overprovision=question.serving.spot_overprovision,
     )
+    frame, placement = _with_bill(frame, question, catalog, workload.architecture,
+                                  ServedRequests(input_tokens, output_tokens))  # fmt: skip
     if question.bill.quotas:
         frame = quota_excluded(frame, question, "instances")
-        frame = ranked(frame, "usd_per_million_output_tokens", "ttft_p99_ms")
+    if question.bill.quotas or question.objective == "carbon":
+        frame = ranked(frame, *RANKED_BY.get(question.objective, RANKED_BY[""]))
     label = slo_label(settings)
     estimates = llm_deployment_estimates(frame, rps, label)
     recommendation = Recommendation(
         question=question,
         estimates=estimates,
         pareto=tuple(range(min(sum(1 for e in estimates if e.feasible), 1))),
-        explanation=explain_llm_serving(frame, rps, label),
+        explanation=explain_llm_serving(frame, rps, label, by_carbon=question.objective == "carbon"),
         catalog_captured_at=str(catalog.captured_at),
         catalog_snapshot_id=str(catalog.snapshot_id),
         created_at=pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
@@ -130,10 +143,26 @@ def answer_language_model_serving(
             *([calibration.describe(workload.name)] if calibration and _moves(calibration, settings) else []),
             *refused,
             *_bill_notes(question, every_market, frame),
+            describe_serving_bill(placement),
         ),
         sample_unit="output tokens",
     )
     return LanguageModelServingAnswer(recommendation, frame, label)
+
+
+def _with_bill(frame: pd.DataFrame, question: Question, catalog: Catalog, arch: DecoderArchitecture,
+               requests: ServedRequests) -> tuple[pd.DataFrame, DataPlacement]:  # fmt: skip
+    """The deployments with their energy, carbon and weights pull, and where the weights are stored
+    (``--data-region``: what every instance pulls them from)."""
+    weights = {str(name): weight_bytes_per_gpu(arch, serving_format(str(name)), GroupShape())
+               for name in frame["precision"].dropna().unique()}  # fmt: skip
+    placement = DataPlacement()
+    if weights:
+        stored = replace(question.data, dataset_bytes=max(weights.values()))
+        placement = data_placement(stored, catalog, 0.0)
+    billed = with_serving_bill(frame, arch, requests, accelerators=catalog.accelerators,
+                               weights_bytes=weights, placement=placement)  # fmt: skip
+    return billed, placement
 
 
 def _moves(calibration: Calibration, settings: LanguageModelSettings) -> bool:

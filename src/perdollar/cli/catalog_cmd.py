@@ -204,6 +204,7 @@ def register(app: typer.Typer) -> None:
     """Add this module's commands to ``app``."""
     import perdollar.cli.catalog_gpus_cmd
     import perdollar.cli.catalog_quotas_cmd
-    import perdollar.cli.catalog_refresh_cmd  # noqa: F401 (its commands join catalog_app)
+    import perdollar.cli.catalog_refresh_cmd
+    import perdollar.cli.catalog_sources_cmd  # noqa: F401 (its commands join catalog_app)
 
     app.add_typer(catalog_app, name="catalog")

@@ -39,6 +39,14 @@ def llm_deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[st
                 "basis": estimate.basis,
                 "bottleneck": estimate.bottleneck,
                 "plan_text": estimate.plan_text,  # a non-GPU stack adds how far its fit reaches
+                "energy_kwh_per_million_tokens": figures.energy_kwh_per_million_tokens,
+                "co2e_g_per_million_tokens": figures.co2e_g_per_million_tokens,
+                "energy_kwh_per_million_output_tokens": figures.energy_kwh_per_million_output_tokens,
+                "co2e_g_per_million_output_tokens": figures.co2e_g_per_million_output_tokens,
+                "grid_gco2e_per_kwh": figures.grid_gco2e_per_kwh,
+                "weights_gb": figures.weights_gb,
+                "weights_egress_usd": figures.weights_egress_usd,
+                "weights_load_s": figures.weights_load_s,
             }
         )
     return rows
@@ -48,8 +56,24 @@ def llm_excluded_rows(estimates: Sequence[Estimate]) -> list[dict[str, Any]]:
     return [{"accelerator": e.accelerator, "reason": e.excluded_reason} for e in estimates if not e.feasible]
 
 
-def llm_deployment_table(rows: list[dict[str, Any]], slo: str, rps: float) -> Table:
-    table = Table(title=f"Cheapest deployments for {rps:g} requests/s within {slo}", title_justify="left")
+def _bill_cells(row: dict[str, Any], pulled: bool) -> list[str]:
+    """kWh over g CO2e per million output tokens; with stored weights, their egress $ over load s."""
+    kwh, grams = row.get("energy_kwh_per_million_output_tokens"), row.get("co2e_g_per_million_output_tokens")
+    cells = [f"{kwh:.3g}\n{grams:.3g}" if kwh is not None and grams is not None else "—"]
+    if pulled:
+        egress, seconds = row.get("weights_egress_usd") or 0.0, row.get("weights_load_s") or 0.0
+        cells.append(f"${egress:,.2f}\n{seconds:.0f} s")
+    return cells
+
+
+def llm_deployment_table(
+    rows: list[dict[str, Any]], slo: str, rps: float, *, by_carbon: bool = False
+) -> Table:
+    ranked_by = "Lowest-emission" if by_carbon else "Cheapest"
+    table = Table(title=f"{ranked_by} deployments for {rps:g} requests/s within {slo}", title_justify="left")
+    pulled = any((row.get("weights_load_s") or 0.0) > 0 for row in rows)
+    bill_columns = [("kWh / g CO2e\nper M out tok", "right")]
+    bill_columns += [("weights pull\n$ / load", "right")] if pulled else []
     for name, justify in (
         ("#", "right"),
         ("configuration", "left"),
@@ -59,6 +83,7 @@ def llm_deployment_table(rows: list[dict[str, Any]], slo: str, rps: float) -> Ta
         ("$/h", "right"),
         ("$/M out tok", "right"),
         ("$/M tok", "right"),
+        *bill_columns,
         ("bound by", "left"),
     ):
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
@@ -75,6 +100,7 @@ def llm_deployment_table(rows: list[dict[str, Any]], slo: str, rps: float) -> Ta
             f"${row['deployment_price_per_hour']:,.2f}",
             f"${row['usd_per_million_output_tokens']:.3g}",
             f"${row['usd_per_million_tokens']:.3g}",
+            *_bill_cells(row, pulled),
             f"{row['bottleneck']} ({row['basis']})",
         )
     return table

@@ -178,7 +178,8 @@ def recommend_llm_inference(
         )
     else:
         if rows:
-            common.print_table(llm_deployment_table(rows, answer.slo_label, rps))
+            by_carbon = question.objective == "carbon"
+            common.print_table(llm_deployment_table(rows, answer.slo_label, rps, by_carbon=by_carbon))
         common.console.print(recommendation.explanation, highlight=False, markup=False)
         for note in (*recommendation.notes, *([lengths_note] if lengths_note else [])):
             common.console.print(note, highlight=False, markup=False)

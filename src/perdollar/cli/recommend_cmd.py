@@ -112,8 +112,9 @@ def recommend(
         if serving.load_curve is not None or serving.trace is not None:
             return _recommend_fleet(workload, family, serving, where, language_model, precision, shown, fleet)
         return _recommend_serving(
-            workload, family, serving, where, language_model, batch_size, precision, shown, store, bill
-        )
+            workload, family, serving, where, language_model, batch_size, precision, shown, store, bill,
+            served=(goal, data),
+        )  # fmt: skip
     token_target, settings = language_model_settings(
         workload, language_model, plan_flags, tokens=target.tokens, samples=target.samples
     )
@@ -158,8 +159,10 @@ def _stored_and_shown(recommendation: Recommendation, shown: Shown, store: Store
 def _recommend_serving(
     workload: str, family: Family, serving: Serving, where: Where, language_model: LanguageModelSettings,
     batch_size: int | None, precision: str | None, shown: Shown, store: StoreChoice, bill: BillSettings,
+    served: tuple[Goal, DataSettings] | None = None,
 ) -> int:  # fmt: skip
-    """``recommend --inference``: a network served per request, a language model per token."""
+    """``recommend --inference``: a network served per request, a language model per token
+    (``served``: its objective, ``--objective carbon`` or the cost, and where its weights are stored)."""
     common_args = {
         "top": shown.top, "json_output": shown.json_output, "store_url": store.store_url,
         "store": store.enabled, "report_path": shown.report,
@@ -183,7 +186,12 @@ def _recommend_serving(
             features=language_model,
         )  # fmt: skip
         note = lengths.note if lengths else None
-        return recommend_llm_inference(replace(question, bill=bill), lengths_note=note, **common_args)
+        question = replace(question, bill=bill)
+        if served is not None:
+            goal, data = served
+            objective = "carbon" if goal.objective == "carbon" else question.objective
+            question = replace(question, data=data, objective=objective)
+        return recommend_llm_inference(question, lengths_note=note, **common_args)
     from perdollar.cli.inference_cmd import recommend_inference
 
     question = serving_question(

@@ -46,6 +46,16 @@ class ServingFigures:
     kv_precision: str | None = None
     usd_per_million_output_tokens: float | None = None
     usd_per_million_tokens: float | None = None
+    # Language models' whole bill: energy and emissions per million tokens (in and out, and
+    # output only), and the weights every instance pulls per deployment start.
+    energy_kwh_per_million_tokens: float | None = None
+    co2e_g_per_million_tokens: float | None = None
+    energy_kwh_per_million_output_tokens: float | None = None
+    co2e_g_per_million_output_tokens: float | None = None
+    grid_gco2e_per_kwh: float | None = None
+    weights_gb: float | None = None
+    weights_egress_usd: float | None = None
+    weights_load_s: float | None = None
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> ServingFigures:

@@ -226,6 +226,23 @@ def _figure(div_id: str, figure: dict[str, Any] | None, empty: str) -> str:
     )
 
 
+def _carbon_section(recommendation: Recommendation) -> str:
+    """The cost-vs-carbon front and its points, where the candidates carry emissions."""
+    from perdollar.report.carbon_plot import cost_carbon_front, cost_carbon_scatter
+
+    front = cost_carbon_front(recommendation)
+    if front is None:
+        return ""
+    rows = [[_e(p.label), f"{p.carbon:.4g}", f"{p.cost:.4g}"] for p in front.front]
+    return (
+        "<h2>Cost vs carbon</h2>"
+        + _figure("cost-carbon", cost_carbon_scatter(front), "")
+        + f"<p class='note'>On the front, lowest emissions first ({_e(front.carbon_unit)}; "
+        f"{_e(front.cost_unit)}):</p>"
+        + _table(["candidate", "CO2e", "cost"], rows).replace("<table", "<table id='cost-carbon-front'", 1)
+    )
+
+
 def render_report(
     recommendation: Recommendation,
     checklist: Sequence[CheckItem] | None = None,
@@ -252,6 +269,7 @@ def render_report(
         "<h2>Time vs cost</h2>",
         _figure("time-cost", plots.time_cost_scatter(recommendation), "no feasible candidate to plot"),
         _ranked_section(recommendation),
+        _carbon_section(recommendation),
         "<h2>Samples per dollar by accelerator</h2>",
         _figure("per-dollar", plots.samples_per_dollar_bars(recommendation), "no feasible candidate to plot"),
         "<h2>Spot market</h2>",

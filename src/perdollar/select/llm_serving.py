@@ -14,6 +14,11 @@ from perdollar.select.estimates import deployment_estimate
 MAX_FEASIBLE_ESTIMATES = 200
 # One deployment shape: a region's best of each (machine, market, tensor-parallel degree, format).
 DEPLOYMENT_SHAPE = ["cloud", "instance_type", "market", "tensor_parallel", "precision"]
+_BILL_FIGURES = (
+    "energy_kwh_per_million_tokens", "co2e_g_per_million_tokens", "energy_kwh_per_million_output_tokens",
+    "co2e_g_per_million_output_tokens", "grid_gco2e_per_kwh", "weights_gb", "weights_egress_usd",
+    "weights_load_s",
+)  # fmt: skip
 
 
 def _number(value: Any) -> float:
@@ -81,6 +86,7 @@ def llm_deployment_estimates(
             kv_precision=str(row["kv_precision"]) if row.get("kv_precision") else None,
             usd_per_million_output_tokens=_number(row["usd_per_million_output_tokens"]),
             usd_per_million_tokens=_number(row["usd_per_million_tokens"]),
+            **_bill_figures(row),
         )
         estimates.append(
             deployment_estimate(
@@ -99,19 +105,62 @@ def _fit_note(row: pd.Series) -> str:
     return f" ({note})" if isinstance(note, str) and note else ""
 
 
-def explain_llm_serving(frame: pd.DataFrame, rps: float, slo_label: str) -> str:
+def _bill_figures(row: dict[str, Any]) -> dict[str, float | None]:
+    """The energy, carbon and weights-pull figures of a row, None where they were not priced."""
+    figures: dict[str, float | None] = {}
+    for name in _BILL_FIGURES:
+        number = _number(row.get(name))
+        figures[name] = number if math.isfinite(number) else None
+    return figures
+
+
+def _carbon_trade(feasible: pd.DataFrame, top: pd.Series, by_carbon: bool) -> list[str]:
+    """The other end of the cost-vs-carbon trade: the cheapest deployment when ranked by carbon,
+    the lowest-emission one when ranked by cost, with what it saves and what it costs."""
+    column = "usd_per_million_output_tokens" if by_carbon else "co2e_g_per_million_output_tokens"
+    known = feasible[pd.to_numeric(feasible[column], errors="coerce").notna()]
+    if known.empty:
+        return []
+    other = known.loc[pd.to_numeric(known[column]).idxmin()]
+    grams = "co2e_g_per_million_output_tokens"
+    dollars = "usd_per_million_output_tokens"
+    if other[dollars] == top[dollars] and other[grams] == top[grams]:
+        return []
+    carbon = _times(max(top[grams], other[grams]) / min(top[grams], other[grams]))
+    price = _times(max(top[dollars], other[dollars]) / min(top[dollars], other[dollars]))
+    label = llm_deployment_label(other)
+    if by_carbon:
+        trade = f"The cheapest: {label}: {price} cheaper for {carbon} the CO2e"
+    else:
+        trade = f"The lowest-emission deployment: {label}: {carbon} less CO2e for {price} the price"
+    return [f"{trade} (${other[dollars]:.3g} and {other[grams]:.3g} g CO2e per million output tokens)."]
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:,.0f}×" if ratio >= 10 else f"{ratio:.2g}×"
+
+
+def explain_llm_serving(frame: pd.DataFrame, rps: float, slo_label: str, *, by_carbon: bool = False) -> str:
     """Why the top deployment wins, the runner-up on another machine, and what kept others out."""
     feasible = frame[frame["feasible"]]
     if feasible.empty:
         return f"Nothing serves {rps:g} requests/s within {slo_label}."
     top = feasible.iloc[0]
+    lead = "Lowest emissions" if by_carbon else "Cheapest"
     lines = [
-        f"Cheapest: {llm_deployment_label(top)}: {int(top['replicas'])} replica(s) of {_layout(top)[1]} "
+        f"{lead}: {llm_deployment_label(top)}: {int(top['replicas'])} replica(s) of {_layout(top)[1]} "
         f"in {top['precision']}, TTFT p99 {top['ttft_p99_ms']:.0f} ms and "
         f"TPOT p99 {top['tpot_p99_ms']:.0f} ms at {rps:g} requests/s ({top['basis']}), "
         f"${top['usd_per_million_output_tokens']:.3g} per million output tokens "
         f"(${top['usd_per_million_tokens']:.3g} per million tokens in and out)."
     ]
+    if math.isfinite(_number(top.get("co2e_g_per_million_output_tokens"))):
+        lines.append(
+            f"It draws {top['power_kw']:.3g} kW: {top['energy_kwh_per_million_output_tokens']:.3g} kWh and "
+            f"{top['co2e_g_per_million_output_tokens']:.3g} g CO2e per million output tokens "
+            f"({top['grid_gco2e_per_kwh']:.0f} g/kWh grid)."
+        )
+        lines.extend(_carbon_trade(feasible, top, by_carbon))
     others = feasible[feasible["accelerator_key"] != top["accelerator_key"]]
     if not others.empty:
         runner = others.iloc[0]

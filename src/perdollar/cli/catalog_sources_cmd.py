@@ -1,0 +1,38 @@
+"""``perdollar catalog sources``: where the bill's egress, storage, energy and carbon figures come from."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import typer
+from rich.table import Table
+
+from perdollar.cli.catalog_cmd import catalog_app
+from perdollar.cli.common import emit_json, print_table
+
+
+@catalog_app.command("sources")
+def catalog_sources(
+    stale_only: bool = typer.Option(False, "--stale", help="Only the rows past their date."),
+    json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
+) -> None:
+    """List every egress/storage rate, energy factor and grid carbon intensity the bill uses, with
+    its source and date; stale ones are marked (rates after PERDOLLAR_STALE_PRICE_DAYS, default 30
+    days, like prices; yearly energy and grid figures after three years).
+
+      perdollar catalog sources --stale
+    """
+    from perdollar.catalog.bill_sources import bill_sources
+
+    rows = [row for row in bill_sources() if row.stale or not stale_only]
+    if json_output:
+        emit_json({"sources": [dataclasses.asdict(row) for row in rows]}, table="sources")
+        return
+    stale = sum(row.stale for row in rows)
+    table = Table(title=f"{len(rows)} bill figures, {stale} stale", title_justify="left")
+    for name in ("table", "cloud", "item", "value", "unit", "as of", "source"):
+        table.add_column(name, overflow="fold")
+    for row in rows:
+        table.add_row(row.table, row.cloud, row.item, f"{row.value:g}", row.unit,
+                      row.as_of + (" (stale)" if row.stale else ""), row.source)  # fmt: skip
+    print_table(table)
