@@ -104,7 +104,7 @@ def test_recommend_json_ranks_a_tpu_deployment_and_says_whose_fit_it_rests_on(tm
     done = subprocess.run(
         [sys.executable, "-m", "perdollar", "recommend", "llama-3.1-8b", "--inference", "--rps", "20",
          "--input-tokens", "1000", "--output-tokens", "300", "--ttft-p99-ms", "500", "--tpot-p99-ms", "50",
-         "--json", "--no-store"],
+         "--cloud", "gcp", "--json", "--no-store"],
         capture_output=True, text=True, env=env, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perdollar.catalog.price_outliers import PRICE_OUTLIER_FLAG
 from perdollar.predict.serving.plans import CPU_KEY, AcceleratorPlan, ServingTarget
 from perdollar.price.spot import bucket_fractions
 from perdollar.vocabulary import SECONDS_PER_HOUR
@@ -118,11 +119,18 @@ def billed(
 
 
 def ranked(frame: pd.DataFrame, cost: str, latency: str) -> pd.DataFrame:
-    """Feasible deployments first, cheapest first, the faster first among equals."""
-    frame = frame.sort_values(
-        ["feasible", cost, latency], ascending=[False, True, True], na_position="last", kind="stable"
+    """Feasible deployments first, cheapest first, the faster first among equals; a price flagged
+    implausible (``price-outlier``) after every plausible one, as training rankings do."""
+    flags = frame["flags"] if "flags" in frame else pd.Series("", index=frame.index)
+    plausible = ~flags.map(
+        lambda f: PRICE_OUTLIER_FLAG in (f if isinstance(f, tuple | list) else str(f or "").split(";"))
+    ).astype(bool)
+    known = pd.to_numeric(frame[cost], errors="coerce").notna()  # an unknown cost ranks after all
+    frame = frame.assign(_known=known, _plausible=plausible).sort_values(
+        ["feasible", "_known", "_plausible", cost, latency], ascending=[False, False, False, True, True],
+        na_position="last", kind="stable",
     )
-    return frame.reset_index(drop=True)
+    return frame.drop(columns=["_known", "_plausible"]).reset_index(drop=True)
 
 
 def spot_extra_instances(

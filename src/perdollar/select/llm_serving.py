@@ -118,7 +118,8 @@ def _carbon_trade(feasible: pd.DataFrame, top: pd.Series, by_carbon: bool) -> li
     """The other end of the cost-vs-carbon trade: the cheapest deployment when ranked by carbon,
     the lowest-emission one when ranked by cost, with what it saves and what it costs."""
     column = "usd_per_million_output_tokens" if by_carbon else "co2e_g_per_million_output_tokens"
-    known = feasible[pd.to_numeric(feasible[column], errors="coerce").notna()]
+    both = ["usd_per_million_output_tokens", "co2e_g_per_million_output_tokens"]
+    known = feasible[feasible[both].apply(pd.to_numeric, errors="coerce").notna().all(axis=1)]
     if known.empty:
         return []
     other = known.loc[pd.to_numeric(known[column]).idxmin()]
