@@ -13,7 +13,7 @@ kernel reads next, and whatever the backward keeps. Applied to the three parts o
   output; backward, the scaled gradient is written for B's products, A's input gradient and the
   mask are read where the input gradients add up, and the dropped input is made again for A's
   weight gradient from the layer input and the mask: 11d + 4e bytes per token against the eager
-  modules' 42d + 14e; without dropout (bf16 adapters) A reads the input itself: 2d + 4e;
+  modules' 48d + 14e; without dropout (bf16 adapters) A reads the input itself: 2d + 4e;
 - the upcast cross-entropy: the forward reads the bf16 logits twice (maximum, then the sum of
   exponentials); the backward fills the float32 one-hot gradient (``nll_loss_backward``'s
   decomposition scatters into zeros, and a scatter ends a fusion), reduces it, and reads it with
@@ -35,7 +35,12 @@ from perdollar.workload.llm.architecture import DecoderArchitecture
 
 # The eager loss's operators over the whole logits tensor (with its float32 casts, found by size).
 LOSS_OPERATORS = frozenset(
-    {"aten._log_softmax", "aten._log_softmax_backward_data", "aten.nll_loss_forward", "aten.nll_loss_backward"}
+    {
+        "aten._log_softmax",
+        "aten._log_softmax_backward_data",
+        "aten.nll_loss_forward",
+        "aten.nll_loss_backward",
+    }
 )
 UPCAST_BYTES_PER_LOGIT = 6.0  # the float32 cast of the bf16 logits: read 2, write 4
 FUSED_LOSS_BYTES = {"forward": (4.0, 0.0), "backward": (10.0, 6.0)}  # (read, written) per logit
@@ -74,7 +79,9 @@ def compiled_adapter_chains(
     return tuple(ops)
 
 
-def compiled_adapter_saved_bytes_per_token(arch: DecoderArchitecture, rank: int, framework: Framework) -> float:
+def compiled_adapter_saved_bytes_per_token(
+    arch: DecoderArchitecture, rank: int, framework: Framework
+) -> float:
     """What one layer's adapters keep under compile, per token: A's r-wide outputs, each distinct
     input once and, with dropout, each matrix's one-byte mask."""
     matrices = adapted_matrices(arch, framework.fused_projections)
@@ -87,10 +94,15 @@ def compiled_adapter_saved_bytes_per_token(arch: DecoderArchitecture, rank: int,
 def _is_loss(op: OperatorRecord, logits: float) -> bool:
     if op.name in LOSS_OPERATORS:
         return True
-    return op.name == "aten._to_copy" and op.bytes_read + op.bytes_written >= 0.99 * UPCAST_BYTES_PER_LOGIT * logits
+    return (
+        op.name == "aten._to_copy"
+        and op.bytes_read + op.bytes_written >= 0.99 * UPCAST_BYTES_PER_LOGIT * logits
+    )
 
 
-def fused_loss(other_ops: tuple[OperatorRecord, ...], logits: float) -> tuple[tuple[OperatorRecord, ...], tuple[OperatorRecord, ...]]:
+def fused_loss(
+    other_ops: tuple[OperatorRecord, ...], logits: float
+) -> tuple[tuple[OperatorRecord, ...], tuple[OperatorRecord, ...]]:
     """(the other operators without the eager loss, the fused loss's kernels) over ``logits``
     logits (tokens × vocabulary)."""
     kept = tuple(op for op in other_ops if not _is_loss(op, logits))

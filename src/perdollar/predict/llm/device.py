@@ -23,8 +23,8 @@ import numpy as np
 
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
-from perdollar.predict.llm.fp8 import FP8_PRECISIONS, fp8_linears, rowwise_ops
 from perdollar.predict.llm.compiled import compiled_adapter_chains, fused_loss
+from perdollar.predict.llm.fp8 import FP8_PRECISIONS, fp8_linears, rowwise_ops
 from perdollar.predict.llm.frameworks import HOST_SECONDS_PER_OPERATOR, framework_for
 from perdollar.predict.llm.lora import adapter_ops
 from perdollar.predict.params import shipped_model
@@ -272,7 +272,8 @@ def _grouped_seconds(
     for ops, traffic in groups:
         if context_parallel > 1:
             ops = tuple(
-                replace(op, flops=op.flops * context_parallel) if op.op_class == "attention" else op for op in ops
+                replace(op, flops=op.flops * context_parallel) if op.op_class == "attention" else op
+                for op in ops
             )
         if rates[2] == "unfused":
             ops = _unfused_attention(ops, head_dim)

@@ -159,6 +159,8 @@ DEFAULT_FRAMEWORK = {"full": "megatron", "lora": "hf", "qlora": "hf"}
 
 
 COMPILE_SUFFIXES = {"+compile": True, "+eager": False}
+# The loss a compiled step runs: Inductor fuses the upcast cross-entropy; the others are kernels already.
+FUSED_BY_COMPILE = {"upcast": "compiled"}
 
 
 def framework_choice(name: str | None, compile: bool | None) -> str | None:
@@ -193,7 +195,7 @@ def with_compile(framework: Framework, compile: bool | None) -> Framework:
     if compile and not framework.fused_chains:
         return replace(
             framework, name=f"{framework.name}+compile", title=f"{framework.title}, compiled (torch.compile)",
-            compiled=True, eager_host=False, loss="compiled" if framework.loss == "upcast" else framework.loss,
+            compiled=True, eager_host=False, loss=FUSED_BY_COMPILE.get(framework.loss, framework.loss),
         )  # fmt: skip
     if not compile and framework.compiled:
         return replace(

@@ -155,9 +155,8 @@ def framework_saved_bytes(
     layer = trace.layer_saved_bytes if fused else trace.layer_saved_eager_bytes
     other = trace.other_saved_bytes if fused else trace.other_saved_eager_bytes
     if plan.finetune != "full":
-        adapters = (
-            compiled_adapter_saved_bytes_per_token if framework.compiles_eager_code else adapter_saved_bytes_per_token
-        )
+        compiled = framework.compiles_eager_code
+        adapters = compiled_adapter_saved_bytes_per_token if compiled else adapter_saved_bytes_per_token
         layer += adapters(arch, plan.lora_rank, framework) * seq_len
     other += LOSS_EXTRA_BYTES_PER_LOGIT[framework.loss] * arch.vocab_size * seq_len
     return layer, max(other, 0.0)
