@@ -2,13 +2,15 @@
 
     python3 benchmarks/gpu_llm_steps_check.py                       # the H200 files in benchmarks/
     python3 benchmarks/gpu_llm_steps_check.py --serving S.csv --lora L.csv --instance p5en.48xlarge
+    python3 benchmarks/gpu_llm_steps_check.py --serving '' --lora benchmarks/gpu_compiled_lora_steps_h200.csv
 
 Each measured row is asked of `perdollar predict ... --json` as a user would ask it (spec basis:
 the shipped fit, no calibration from these rows):
 - a prefill row (batch b, prompt L) is the TTFT of a static batch of b prompts of L tokens;
 - a decode row (batch b, context c) is the TPOT of b sequences whose prompt is c tokens;
 - a fine-tuning row is one optimizer step of one GPU (data parallel over the instance's GPUs,
-  micro-batch and sequence as measured, no accumulation), and its memory per GPU.
+  micro-batch and sequence as measured, no accumulation), and its memory per GPU; a row run under
+  `torch.compile` (framework ``…+compile``) is asked with ``--compile``.
 The measurements ran under plain `transformers` (and PEFT), an engine and framework the shipped
 model has no record of yet: the ratios say how far that stack sits from the model's assumption.
 """
@@ -77,10 +79,14 @@ def lora_rows(path: Path, instance: str) -> list[tuple[str, float, float, float,
                      "--global-batch", str(8 * batch)]  # fmt: skip
         if row["rank"]:
             arguments += ["--lora-rank", row["rank"]]
+        compiled = row["framework"].endswith("+compile")
+        if compiled:  # the step ran under torch.compile
+            arguments.append("--compile")
         answer = ask(arguments)
         if "error" in answer:
             print(f"  {row['model']} {mode}: {answer['error']}")
         label = f"{row['model']:<12} {mode:<5} r={row['rank'] or '-':<3} L={seq:<4} b={batch}"
+        label += " compiled" if compiled else ""
         step_ms = 1000 * answer.get("step_time_s", float("nan"))
         memory_gib = answer.get("memory_per_gpu_gib", float("nan"))
         compared.append((label, float(row["median_ms"]), step_ms, float(row["peak_memory_gib"]), memory_gib))
@@ -98,7 +104,8 @@ def main() -> None:
     args = parser.parse_args()
     print("serving (hf engine): measured ms | predicted ms | predicted / measured")
     ratios = {"prefill": [], "decode": []}
-    for label, measured, predicted in serving_rows(args.serving, args.accelerator):
+    serving = serving_rows(args.serving, args.accelerator) if str(args.serving) not in ("", ".") else []
+    for label, measured, predicted in serving:
         ratio = predicted / measured
         ratios[label.split()[0]].append(ratio)
         print(f"  {label}  {measured:9.1f}  {predicted:9.1f}  {ratio:5.2f}x")

@@ -165,6 +165,14 @@ class LanguageModelSettings:
         " torchtune, unsloth, torchtitan, megatron (default for full training), nemo or composer.",
         scope="training",
     )
+    # None: the framework's own default (torchtitan compiles; hf, deepspeed, torchtune do not).
+    compile: bool | None = declared(
+        None, "--compile/--no-compile",
+        "Language model: run the training step under torch.compile (fuses PEFT's adapter chains, the"
+        " norms and activations and the loss; no per-operator host time). Default: the framework's"
+        " own (on for torchtitan; Megatron, NeMo and Unsloth use their own fused kernels).",
+        scope="training",
+    )
     # Serving: tokens in and out of a request and the latency objectives (p99, milliseconds).
     input_tokens: int | None = declared(
         None, "--input-tokens", "Language model serving: prompt tokens per request (default 1000).",

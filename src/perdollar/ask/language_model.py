@@ -23,6 +23,7 @@ from perdollar.predict.accelerator_stacks import TRAINING_STACKS
 from perdollar.predict.frame import node_counts
 from perdollar.predict.llm import TrainingPlan, parse_plan
 from perdollar.predict.llm.frame import llm_prediction_frame
+from perdollar.predict.llm.frameworks import framework_choice
 from perdollar.predict.llm.measured import calibrated
 from perdollar.predict.llm.memory import lora_params
 from perdollar.price.bill import describe_bill, priced_with_bill
@@ -55,7 +56,7 @@ def load_language_model(question: Question) -> LLMWorkload:
         finetune=settings.finetune,
         lora_rank=settings.lora_rank,
         attention_kernel=settings.attention_kernel,
-        framework=settings.framework,
+        framework=framework_choice(settings.framework, settings.compile),
     )
 
 

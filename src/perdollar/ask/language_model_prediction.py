@@ -11,6 +11,7 @@ from typing import Any
 
 from perdollar.ask.questions import PlanFlags
 from perdollar.errors import PerdollarError
+from perdollar.predict.llm.frameworks import framework_choice
 from perdollar.question import LanguageModelSettings
 
 
@@ -32,7 +33,7 @@ def _fixed_plan(settings: LanguageModelSettings, flags: PlanFlags, workload: Any
     for name in ("virtual_stages", "context_parallel", "expert_parallel"):
         if getattr(flags, name):
             changes[name] = getattr(flags, name)
-    if settings.framework:
+    if workload.framework:
         changes["framework"] = workload.framework
     if plan.finetune != "full" and not settings.finetune:
         changes.pop("finetune")
@@ -76,7 +77,7 @@ def predict_llm(
         finetune=settings.finetune,
         lora_rank=settings.lora_rank,
         attention_kernel=settings.attention_kernel,
-        framework=settings.framework,
+        framework=framework_choice(settings.framework, settings.compile),
     )
     accelerator = cat.accelerators.get(instance.accelerator_key or "")
     if accelerator is None or (instance.accelerator_count or 0) < 1:
@@ -155,6 +156,8 @@ def predict_llm(
         "mfu": p.mfu,
         "mfu_convention": MFU_CONVENTION,
         "plan": p.plan.to_dict(),
+        "framework": p.plan.resolved_framework.name,
+        "compiled": p.plan.resolved_framework.compiled,
         "plan_text": p.plan.text(p.gpus),
         "plan_source": "given" if settings.plan else f"searched ({searched} plans priced)",
         "memory_per_gpu_gib": p.memory_per_gpu_gib,

@@ -23,8 +23,9 @@ import numpy as np
 
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
+from perdollar.predict.llm.compiled import compiled_adapter_chains, fused_loss
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS, fp8_linears, rowwise_ops
-from perdollar.predict.llm.frameworks import FRAMEWORKS, HOST_SECONDS_PER_OPERATOR
+from perdollar.predict.llm.frameworks import HOST_SECONDS_PER_OPERATOR, framework_for
 from perdollar.predict.llm.lora import adapter_ops
 from perdollar.predict.params import shipped_model
 from perdollar.predict.roofline import operator_times
@@ -198,30 +199,43 @@ def micro_batch_times(
             f"unknown attention kernel {attention_kernel!r}", f"use one of {', '.join(ATTENTION_KERNELS)}"
         )
     trace = layer_trace(arch, micro_batch, seq_len, precision, train_base=finetune == "full")
+    runner = framework_for(framework, finetune)
+    compiled = runner.compiles_eager_code
+    tokens = micro_batch * seq_len
     fp8 = precision in FP8_PRECISIONS
-    traced_layer = fp8_linears(trace.layer_ops) if fp8 else trace.layer_ops
-    layer_ops = tuple(_split(op, tensor_parallel) for op in traced_layer)
+    traced_layer = _split_all(fp8_linears(trace.layer_ops) if fp8 else trace.layer_ops, tensor_parallel)
+    extra_ops: tuple[OperatorRecord, ...] = ()
     if precision == "fp8-rowwise":
-        layer_ops += rowwise_ops(arch, micro_batch * seq_len, tensor_parallel, train_base=finetune == "full")
-    runner = FRAMEWORKS[framework]
+        extra_ops += rowwise_ops(arch, tokens, tensor_parallel, train_base=finetune == "full")
+    adapters: tuple[OperatorRecord, ...] = ()
     if finetune != "full":
-        adapters = adapter_ops(arch, micro_batch * seq_len, lora_rank, runner)
-        layer_ops += tuple(_split(op, tensor_parallel) for op in adapters)
-    if finetune == "qlora":
-        layer_ops += tuple(_split(op, tensor_parallel) for op in _dequantise_ops(arch))
-    if context_parallel > 1:
-        layer_ops = tuple(
-            replace(op, flops=op.flops * context_parallel) if op.op_class == "attention" else op
-            for op in layer_ops
-        )
-    if attention_kernel == "unfused":
-        layer_ops = _unfused_attention(layer_ops, arch.head_dim)
-    other_ops = tuple(_split(op, tensor_parallel) for op in trace.other_ops)
+        adapters = adapter_ops(arch, tokens, lora_rank, replace(runner, lora="fused") if compiled else runner)
+        adapters += compiled_adapter_chains(arch, tokens, runner) if compiled else ()
+    quantised = _dequantise_ops(arch) if finetune == "qlora" else ()
+    extra_ops += _split_all(adapters + quantised, tensor_parallel)
+    other_traced, loss_ops = trace.other_ops, ()
+    if compiled:
+        other_traced, loss_ops = fused_loss(other_traced, tokens * arch.vocab_size)
+    other_traced, loss_ops = _split_all(other_traced, tensor_parallel), _split_all(loss_ops, tensor_parallel)
+    # Each group's chain traffic: the fitted rate over the eager trace; compiling moves the fused
+    # share of the model's chains and the fused adapters' and loss's own bytes at that rate.
+    layer_rate = chain_traffic(fusion, trace.layer_fused_traffic_share)
+    other_rate = chain_traffic(fusion, trace.other_fused_traffic_share)
+    layer_groups = (
+        (traced_layer, layer_rate * (trace.layer_fused_traffic_share if compiled else 1.0)),
+        (extra_ops, layer_rate),
+    )
+    other_groups = (
+        (other_traced, other_rate * (trace.other_fused_traffic_share if compiled else 1.0)),
+        (loss_ops, other_rate),
+    )
     rates = (attention_efficiency, fp8_efficiency, attention_kernel)
-    layer_traffic = chain_traffic(fusion, trace.layer_fused_traffic_share)
-    other_traffic = chain_traffic(fusion, trace.other_fused_traffic_share)
-    layer, layer_memory, layer_back = _seconds(layer_ops, accelerator, gemm_efficiency, layer_traffic, *rates)
-    other, other_memory, other_back = _seconds(other_ops, accelerator, gemm_efficiency, other_traffic, *rates)
+    layer_ops, layer, layer_memory, layer_back = _grouped_seconds(
+        layer_groups, accelerator, gemm_efficiency, rates, context_parallel, arch.head_dim
+    )
+    other_ops, other, other_memory, other_back = _grouped_seconds(
+        other_groups, accelerator, gemm_efficiency, rates, 1, arch.head_dim
+    )
     total = arch.num_layers * layer.sum() + other.sum()
     memory = arch.num_layers * layer_memory.sum() + other_memory.sum()
     forward = ~layer_back
@@ -236,6 +250,41 @@ def micro_batch_times(
         other_backward=max(float(other[other_back].sum()), host * operator_calls(other_ops, "backward")),
         memory_bound_share=float(memory / total) if total > 0 else 0.0,
     )
+
+
+def _split_all(ops: tuple[OperatorRecord, ...], ways: int) -> tuple[OperatorRecord, ...]:
+    return tuple(_split(op, ways) for op in ops)
+
+
+def _grouped_seconds(
+    groups: tuple[tuple[tuple[OperatorRecord, ...], float], ...],
+    accelerator: Accelerator,
+    gemm_efficiency: float,
+    rates: tuple[float, float, str],
+    context_parallel: int,
+    head_dim: int,
+) -> tuple[tuple[OperatorRecord, ...], np.ndarray, np.ndarray, np.ndarray]:
+    """(operators, seconds, memory-bound seconds, backward mask) over groups of operators, each
+    with its share of chain traffic. Under context parallelism attention looks over
+    ``context_parallel`` times as many keys."""
+    all_ops: list[OperatorRecord] = []
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for ops, traffic in groups:
+        if context_parallel > 1:
+            ops = tuple(
+                replace(op, flops=op.flops * context_parallel) if op.op_class == "attention" else op
+                for op in ops
+            )
+        if rates[2] == "unfused":
+            ops = _unfused_attention(ops, head_dim)
+        if ops:
+            all_ops += ops
+            parts.append(_seconds(ops, accelerator, gemm_efficiency, traffic, *rates))
+    if not parts:
+        empty = np.zeros(0)
+        return (), empty, empty, np.zeros(0, dtype=bool)
+    seconds, memory, backward = (np.concatenate(column) for column in zip(*parts, strict=True))
+    return tuple(all_ops), seconds, memory, backward
 
 
 def operator_calls(ops: tuple[OperatorRecord, ...], phase: str) -> int:

@@ -22,6 +22,17 @@ upcasts a chunk at a time (``chunked``), Unsloth's Triton cross-entropy keeps no
 (``kernel``), Megatron's vocabulary-parallel cross-entropy is what the fitted model assumes
 (``fused``).
 
+Compiling (``torch.compile``: TorchDynamo captures the step, AOTAutograd splits forward and
+backward, Inductor generates the kernels) turns an eager framework's step into fused kernels:
+Inductor fuses pointwise operators into one kernel and a reduction with the pointwise operators
+that feed it and read it (PyTorch's "torch.compiler" and TorchInductor documentation, 2.5–2.11),
+while matrix products and attention stay library kernels. So PEFT's casts, dropout, scaling and
+addition around each adapter fuse with the model's own chains (norms, activations, rotary
+embedding, residual additions), and the upcast cross-entropy becomes reductions over the bf16
+logits (see :mod:`perdollar.predict.llm.compiled`). A compiled step replays Inductor's generated
+wrapper: no per-operator Python dispatch. Frameworks with hand-written kernels (Megatron-Core,
+NeMo, Unsloth, LLM Foundry) are fused already; torchtitan compiles by default.
+
 QLoRA's NF4 weights are dequantised to a bf16 copy in every forward, backward and recompute of
 each adapted matrix (bitsandbytes' ``MatMul4Bit``, torchao's ``NF4Tensor``, Unsloth's
 ``fast_dequantize`` alike): the bytes are the same whichever kernel does it.
@@ -33,19 +44,22 @@ framework spends per operator of a step (dispatch, autograd bookkeeping, launch)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from perdollar.errors import PerdollarError
 
 LORA_KERNELS = ("modules", "fused", "none")
-LOSS_KERNELS = ("upcast", "chunked", "kernel", "fused")
+LOSS_KERNELS = ("upcast", "chunked", "kernel", "fused", "compiled")
 # Bytes per token and vocabulary entry the loss holds at the backward's start beyond the float32
 # log-probabilities the traced model keeps (what the fit assumes, and Megatron's fused loss keeps):
 # ``upcast`` also holds the bf16 logits the model returns (2) and the float32 gradients of the
 # log-probabilities and of the upcast logits (4 + 4); ``chunked`` (torchtune) the bf16 logits only,
 # each chunk's gradient being made and freed in turn; ``kernel`` (Unsloth's Triton cross-entropy)
 # keeps the bf16 logits and a log-sum-exp per token instead of any float32 copy (2 − 4).
-LOSS_EXTRA_BYTES_PER_LOGIT = {"upcast": 10.0, "chunked": 2.0, "kernel": -2.0, "fused": 0.0}
+# ``compiled`` (the upcast loss under Inductor) keeps the bf16 logits for its backward, which
+# writes the float32 one-hot gradient that ``nll_loss_backward``'s decomposition scatters into
+# zeros (a scatter ends a fusion) and the bf16 gradient: 2 + 4 + 2 against the fit's 4.
+LOSS_EXTRA_BYTES_PER_LOGIT = {"upcast": 10.0, "chunked": 2.0, "kernel": -2.0, "fused": 0.0, "compiled": 4.0}
 # Host seconds per operator call of an eager step (forward and backward, autograd included). Fitted
 # on the one measured step bound by its host: PEFT LoRA of Llama-3.2-1B at one sequence of 512
 # tokens, 75 ms on an H200 host and 91 ms on an H100 host (benchmarks/gpu_lora_steps_*.csv) for
@@ -70,6 +84,14 @@ class Framework:
     # Under FSDP, LoRA's frozen base shares each layer's flat parameter with its adapters and gets a
     # gradient too (FSDP1 with use_orig_params=True, as Accelerate wraps a PEFT model by layer).
     fsdp_frozen_gradients: bool = False
+    # The step runs under torch.compile (torchtitan by default; any eager framework with --compile).
+    compiled: bool = False
+
+    @property
+    def compiles_eager_code(self) -> bool:
+        """Inductor fuses this framework's eager step (its chains are the eager trace's, not
+        hand-written kernels): the chains, adapters and loss move what the fused kernels move."""
+        return self.compiled and not self.fused_chains
 
     def __post_init__(self) -> None:
         if self.lora not in LORA_KERNELS or self.loss not in LOSS_KERNELS:
@@ -108,7 +130,7 @@ FRAMEWORKS: dict[str, Framework] = {
         ),
         Framework(
             "torchtitan", "torchtitan", fused_chains=True, lora="none", adapter_bytes=4.0,
-            adapter_dropout=True, loss="upcast", eager_host=False,
+            adapter_dropout=True, loss="upcast", eager_host=False, compiled=True,
             source="pytorch/torchtitan: FSDP2 with torch.compile per block; pre-training, no LoRA",
         ),
         Framework(
@@ -136,9 +158,48 @@ FRAMEWORKS: dict[str, Framework] = {
 DEFAULT_FRAMEWORK = {"full": "megatron", "lora": "hf", "qlora": "hf"}
 
 
+COMPILE_SUFFIXES = {"+compile": True, "+eager": False}
+# The loss a compiled step runs: Inductor fuses the upcast cross-entropy; the others are kernels already.
+FUSED_BY_COMPILE = {"upcast": "compiled"}
+
+
+def framework_choice(name: str | None, compile: bool | None) -> str | None:
+    """The framework as plans and workloads carry it: its name and, when asked for, ``+compile``
+    or ``+eager`` ("hf+compile"; "+compile" alone: the mode's default framework, compiled)."""
+    if compile is None:
+        return name
+    return f"{name or ''}{'+compile' if compile else '+eager'}"
+
+
 def framework_for(name: str | None, finetune: str) -> Framework:
-    """The named framework, or the mode's default; one-line error for an unknown name."""
-    chosen = (name or DEFAULT_FRAMEWORK.get(finetune, "megatron")).lower()
+    """The named framework (``NAME[+compile|+eager]``), or the mode's default; one-line error for an
+    unknown name."""
+    chosen, compile = (name or "").lower(), None
+    for suffix, value in COMPILE_SUFFIXES.items():
+        if chosen.endswith(suffix):
+            chosen, compile = chosen[: -len(suffix)], value
+    chosen = chosen or DEFAULT_FRAMEWORK.get(finetune, "megatron")
     if chosen not in FRAMEWORKS:
         raise PerdollarError(f"unknown training framework {name!r}", f"use one of {', '.join(FRAMEWORKS)}")
-    return FRAMEWORKS[chosen]
+    return with_compile(FRAMEWORKS[chosen], compile)
+
+
+def with_compile(framework: Framework, compile: bool | None) -> Framework:
+    """``framework`` compiled or run eagerly, as asked (None: its own default).
+
+    Compiling an eager framework fuses its chains and drops its per-operator host time; PEFT's
+    upcast loss becomes Inductor's fused cross-entropy. Turning off torchtitan's compile leaves the
+    model's eager code. Hand-fused frameworks are as they are either way."""
+    if compile is None or compile == framework.compiled:
+        return framework
+    if compile and not framework.fused_chains:
+        return replace(
+            framework, name=f"{framework.name}+compile", title=f"{framework.title}, compiled (torch.compile)",
+            compiled=True, eager_host=False, loss=FUSED_BY_COMPILE.get(framework.loss, framework.loss),
+        )  # fmt: skip
+    if not compile and framework.compiled:
+        return replace(
+            framework, name=f"{framework.name}+eager", title=f"{framework.title}, eager (no torch.compile)",
+            compiled=False, fused_chains=False, eager_host=True,
+        )  # fmt: skip
+    return framework

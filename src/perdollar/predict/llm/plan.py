@@ -252,6 +252,7 @@ class TrainingPlan:
             "context_parallel": self.context_parallel,
             "expert_parallel": self.expert_parallel,
             "framework": self.resolved_framework.name,
+            "compiled": self.resolved_framework.compiled,
             "token": self.token(),
         }
 
@@ -263,7 +264,8 @@ def parse_plan(token: str) -> TrainingPlan:
     """The plan a :meth:`TrainingPlan.token` names; one-line error for anything else."""
     fix = (
         "write it as STRATEGY[+ac|+sac][+offload][+backward-post|+blocking][,tpN[-blocking]][,ppN]"
-        "[,vpN][,cpN][,epN][,loraR|qloraR][,mbN][,gaN][,FRAMEWORK], e.g. fsdp+ac,mb4 or ddp,qlora16,unsloth"
+        "[,vpN][,cpN][,epN][,loraR|qloraR][,mbN][,gaN][,FRAMEWORK[+compile|+eager]], e.g. fsdp+ac,mb4 or "
+        "ddp,qlora16,unsloth"
     )
     parts = [p.strip().lower() for p in token.replace(" ", "").split(",") if p.strip()]
     if not parts:
@@ -291,7 +293,7 @@ def parse_plan(token: str) -> TrainingPlan:
         "ep": "expert_parallel",
     }
     for part in parts[1:]:
-        if part in FRAMEWORKS:
+        if part.split("+")[0] in FRAMEWORKS or part.startswith("+"):
             values["framework"] = part
             continue
         match = _PART.match(part)

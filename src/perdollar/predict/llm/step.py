@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
+from perdollar.predict.llm.compiled import compiled_adapter_saved_bytes_per_token
 from perdollar.predict.llm.device import optimizer_seconds
 from perdollar.predict.llm.feasibility import (  # noqa: F401  (re-exported: callers import them here)
     expert_parallel_problem,
@@ -146,13 +147,17 @@ def framework_saved_bytes(
     arch: DecoderArchitecture, plan: TrainingPlan, trace: LayerTrace, seq_len: int
 ) -> tuple[float, float]:
     """(one layer's, the rest's) saved bytes per sequence under the plan's framework: what the eager
-    code keeps where it fuses nothing, the adapters' own, and what its loss holds."""
+    code keeps where it fuses nothing, the adapters' own, and what its loss holds. Compiling an
+    eager framework changes the adapters' and the loss's (:mod:`perdollar.predict.llm.compiled`);
+    the model's own saved tensors are counted as its eager code keeps them."""
     framework = plan.resolved_framework
     fused = framework.fused_chains
     layer = trace.layer_saved_bytes if fused else trace.layer_saved_eager_bytes
     other = trace.other_saved_bytes if fused else trace.other_saved_eager_bytes
     if plan.finetune != "full":
-        layer += adapter_saved_bytes_per_token(arch, plan.lora_rank, framework) * seq_len
+        compiled = framework.compiles_eager_code
+        adapters = compiled_adapter_saved_bytes_per_token if compiled else adapter_saved_bytes_per_token
+        layer += adapters(arch, plan.lora_rank, framework) * seq_len
     other += LOSS_EXTRA_BYTES_PER_LOGIT[framework.loss] * arch.vocab_size * seq_len
     return layer, max(other, 0.0)
 
