@@ -47,16 +47,18 @@ def _declared(settings: type) -> list[tuple[str, Declared]]:
 def test_recommend_takes_every_declared_setting_with_its_declared_help_and_unit(settings: type) -> None:
     options = _options("recommend")
     for _name, option in _declared(settings):
-        assert option.flag in options, option.flag
-        assert options[option.flag].help == option.full_help
+        flag = option.flag.split("/")[0]  # a switch "--on/--off" is one option under both names
+        assert flag in options, option.flag
+        assert options[flag].help == option.full_help
         if option.unit:
-            assert options[option.flag].help.endswith(f"[{option.unit}]")
+            assert options[flag].help.endswith(f"[{option.unit}]")
 
 
 def test_each_command_takes_the_settings_that_mean_something_to_it() -> None:
     compare, predict = _options("compare"), _options("predict")
-    training = [o.flag for _, o in _declared(LanguageModelSettings) if o.scope == "training"]
-    serving = [o.flag for _, o in _declared(LanguageModelSettings) if o.scope.startswith("serving")]
+    declared = [(o.flag.split("/")[0], o.scope) for _, o in _declared(LanguageModelSettings)]
+    training = [flag for flag, scope in declared if scope == "training"]
+    serving = [flag for flag, scope in declared if scope.startswith("serving")]
     assert training and serving
     assert all(flag in compare for flag in training) and not any(flag in compare for flag in serving)
     # predict takes what one deployment needs (the SLOs belong to a ranking), and the store switch.

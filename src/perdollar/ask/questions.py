@@ -69,8 +69,11 @@ def given_flags(settings: object) -> list[str]:
     out = []
     for item in fields(settings):  # type: ignore[arg-type]
         option = item.metadata.get("option")
-        if isinstance(option, Declared) and getattr(settings, item.name) != item.default:
-            out.append(option.flag)
+        value = getattr(settings, item.name)
+        if isinstance(option, Declared) and value != item.default:
+            # A switch declared as "--on/--off" is named by the side that was given.
+            names = option.flag.split("/")
+            out.append(names[0] if value or len(names) == 1 else names[1])
     return out
 
 
