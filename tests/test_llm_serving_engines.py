@@ -12,6 +12,7 @@ import pytest
 from cli_runner import run_perdollar
 from perdollar import catalog as catalog_mod
 from perdollar.errors import PerdollarError
+from perdollar.predict.accelerator_stacks import SERVING_STACKS
 from perdollar.predict.llm_serving.calibrate import EndpointReading, _cases, calibrate
 from perdollar.predict.llm_serving.efficiency import ServingEfficiency
 from perdollar.predict.llm_serving.engines import ENGINES, engine_choices, predict_with_engine
@@ -170,7 +171,9 @@ def test_recommend_inference_names_each_rows_engine_and_kv_precision() -> None:
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     rows = document["deployments"]
-    assert rows and all(row["engine"] in ENGINES for row in rows)
+    # GPU rows name a GPU engine; Trainium, Inferentia and TPU rows their own stack's.
+    stacks = {stack.name for stack in SERVING_STACKS.values()}
+    assert rows and all(row["engine"] in ENGINES or row["engine"] in stacks for row in rows)
     assert all(row["kv_precision"] in ("fp16", "bf16", "fp8") for row in rows)
     assert any("the best of" in note for note in document["notes"])
     # With every engine allowed, the explanation prices each engine's best deployment against the cheapest.
