@@ -16,7 +16,6 @@ from __future__ import annotations
 import csv
 import io
 import itertools
-import json
 import math
 import statistics
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from perdollar.errors import PerdollarError
+from perdollar.workload.llm.request_lengths import json_lines
 
 SECONDS_PER_HOUR = 3600.0
 SECONDS_PER_DAY = 86_400.0
@@ -96,16 +96,7 @@ def _rows(text: str, fix: str) -> list[dict[str, str]]:
     if not lines:
         raise PerdollarError("the file is empty", fix)
     if lines[0].lstrip().startswith("{"):
-        rows = []
-        for number, line in enumerate(lines, 1):
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                raise PerdollarError(f"line {number} is not a JSON object", fix) from None
-            if not isinstance(row, dict):
-                raise PerdollarError(f"line {number} is not a JSON object", fix)
-            rows.append({str(k).strip().lower(): str(v) for k, v in row.items()})
-        return rows
+        return [{str(k).strip().lower(): str(v) for k, v in row.items()} for row in json_lines(lines, fix)]
     header = [cell.strip().lower() for cell in next(csv.reader([lines[0]]))]
     body = csv.reader(io.StringIO("\n".join(lines[1:])))
     return [dict(zip(header, (c.strip() for c in cells), strict=False)) for cells in body]

@@ -67,21 +67,26 @@ def _count(text: object, what: str, where: str) -> int:
     return int(value)
 
 
+def json_lines(lines: list[str], fix: str) -> list[dict[str, object]]:
+    """One JSON object a line (JSON Lines), or a one-line error naming the first line that is not."""
+    rows = []
+    for number, line in enumerate(lines, 1):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            raise PerdollarError(f"line {number} is not a JSON object", fix) from None
+        if not isinstance(row, dict):
+            raise PerdollarError(f"line {number} is not a JSON object", fix)
+        rows.append(row)
+    return rows
+
+
 def _rows(text: str) -> list[dict[str, object]]:
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         raise PerdollarError("the request-lengths file is empty", _FIX)
     if lines[0].lstrip().startswith("{"):
-        rows = []
-        for number, line in enumerate(lines, 1):
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                raise PerdollarError(f"line {number} is not a JSON object", _FIX) from None
-            if not isinstance(row, dict):
-                raise PerdollarError(f"line {number} is not a JSON object", _FIX)
-            rows.append(row)
-        return rows
+        return json_lines(lines, _FIX)
     header = [cell.strip().lower() for cell in next(csv.reader([lines[0]]))]
     if "output_tokens" in header:
         body = csv.reader(io.StringIO("\n".join(lines[1:])))
