@@ -23,18 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
+from gpu_graph_steps_check import QWEN_25_32B  # the config the measured rows were built from
 from perdollar.catalog import bill_data, load
 from perdollar.price.llm_energy import DECODE_BUSY_FLOOR, DECODE_BUSY_PER_COMPUTE, forward_flops_per_token
 from perdollar.workload.llm import load_llm_workload
 from perdollar.workload.llm.architecture import from_hf_config
 
 HERE = Path(__file__).resolve().parent
-QWEN_25_32B = {
-    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 5120,
-    "intermediate_size": 27648, "num_hidden_layers": 64, "num_attention_heads": 40,
-    "num_key_value_heads": 8, "vocab_size": 152064, "max_position_embeddings": 32768,
-    "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-}  # fmt: skip (Qwen2.5-32B's published config.json, the fields the measurement built)
 
 
 def architecture(name: str):  # type: ignore[no-untyped-def]
