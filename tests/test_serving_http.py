@@ -42,6 +42,14 @@ def test_noop_server_answers_the_load_generator() -> None:
     assert opened.scheduled_rps is not None and opened.scheduled_rps > 0
 
 
+def test_a_closed_loop_sends_once_per_connection_even_when_its_window_has_passed() -> None:
+    # A window already over when the workers first run (a starved machine) still measures.
+    with running_server(None) as server:
+        closed = closed_loop(server.host, server.port, duration_s=1e-9, connections=4, max_requests=400)
+    assert closed.errors == 0
+    assert closed.requests == 4
+
+
 def test_model_server_runs_the_workload_per_request() -> None:
     with running_server("mlp", batch_size=2, device="cpu") as server:
         response = httpx.post(f"http://{server.host}:{server.port}/predict", content=b"{}", timeout=30)
