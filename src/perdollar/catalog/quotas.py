@@ -180,8 +180,9 @@ def with_capacity_flags(offers: pd.DataFrame) -> pd.DataFrame:
     if not any(pairs.values()):
         return offers
     out = offers.copy()
+    columns = (out[c].to_numpy(dtype=object) for c in ("flags", "cloud", "instance_type"))
     out["flags"] = [
         (*(f if isinstance(f, tuple | list) else ()), *pairs[(c, i)])
-        for f, c, i in zip(out["flags"], out["cloud"], out["instance_type"], strict=True)
+        for f, c, i in zip(*columns, strict=True)
     ]
     return out

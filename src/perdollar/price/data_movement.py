@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.catalog.bill_data import CloudDataRates, continent_of
+from perdollar.frames import row_keys
 
 GB = 1e9
 HOURS_PER_MONTH = 730.0  # the hours clouds bill a storage month by
@@ -69,6 +70,9 @@ def movement_columns(
     copy_gbps: float | None = None,
 ) -> pd.DataFrame:
     """``egress_usd`` and ``transfer_hours`` of every row (cloud, region); zero without a data region."""
+    if source is None or source_region is None:
+        zeros = np.zeros(len(frame))
+        return pd.DataFrame({"egress_usd": zeros, "transfer_hours": zeros.copy()}, index=frame.index)
     pairs = frame[["cloud", "region"]].drop_duplicates()
     egress: dict[tuple[str, str], float] = {}
     hours: dict[tuple[str, str], float] = {}
@@ -81,7 +85,7 @@ def movement_columns(
         moved = key != (source.cloud, source_region)
         gbps = copy_gbps or min(source.copy_gbps, rates.get(key[0], source).copy_gbps)
         egress[key], hours[key] = cost, transfer_hours(size_bytes, gbps) if moved else 0.0
-    keys = list(zip(frame["cloud"].astype(str), frame["region"].astype(str), strict=True))
+    keys = row_keys(frame, ("cloud", "region"))
     return pd.DataFrame(
         {"egress_usd": [egress[k] for k in keys], "transfer_hours": [hours[k] for k in keys]},
         index=frame.index,

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.catalog.bill_data import EnergyFactors, GridIntensity
+from perdollar.frames import row_keys
 
 # Power for an accelerator the catalog gives no TDP for: unknown rather than guessed.
 UNKNOWN_POWER = np.nan
@@ -31,20 +32,20 @@ def host_watts(vcpus: np.ndarray, factors: EnergyFactors) -> np.ndarray:
     return np.nan_to_num(vcpus, nan=0.0) * (factors.host_idle_w_per_vcpu + span * factors.host_utilisation)
 
 
+def _no_accelerator(key: object) -> bool:
+    return key is None or (isinstance(key, float) and np.isnan(key)) or key == ""
+
+
 def facility_kw(
     frame: pd.DataFrame, tdp_by_key: Mapping[str, float | None], factors: EnergyFactors
 ) -> np.ndarray:
     """kW drawn from the grid by every row's nodes, PUE included (NaN where a TDP is unknown)."""
     keys = frame["accelerator_key"].to_numpy(dtype=object)
-    tdp = np.array(
-        [
-            0.0
-            if k is None or (isinstance(k, float) and np.isnan(k)) or k == ""
-            else (tdp_by_key.get(k) or np.nan)
-            for k in keys
-        ],
-        dtype=np.float64,
-    )
+    # A handful of accelerators over many rows: look each up once.
+    by_key = {
+        k: 0.0 if _no_accelerator(k) else (tdp_by_key.get(k) or np.nan) for k in set(keys)
+    }
+    tdp = np.fromiter((by_key[k] for k in keys), dtype=np.float64, count=len(keys))
     per_node = frame["accelerators_per_node"].to_numpy(dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         busy = frame["compute_time_s"].to_numpy(dtype=np.float64) / frame["step_time_s"].to_numpy(
@@ -54,13 +55,15 @@ def facility_kw(
     node_w = per_node * accelerator_watts(tdp, busy, factors.accelerator_idle_fraction) + host_watts(
         vcpus, factors
     )
-    pue = frame["cloud"].map(lambda c: factors.pue.get(str(c), np.nan)).to_numpy(dtype=np.float64)
+    clouds = frame["cloud"].to_numpy(dtype=object)
+    pue_of = {cloud: factors.pue.get(str(cloud), np.nan) for cloud in set(clouds)}
+    pue = np.fromiter((pue_of[cloud] for cloud in clouds), dtype=np.float64, count=len(clouds))
     return frame["nodes"].to_numpy(dtype=np.float64) * node_w * pue / 1000.0
 
 
 def grid_columns(frame: pd.DataFrame, grid: Mapping[tuple[str, str], GridIntensity]) -> pd.DataFrame:
     """Each row's grid intensity (gCO₂e/kWh) and the year of its source; NaN and 0 where unknown."""
-    found = [grid.get((str(c), str(r))) for c, r in zip(frame["cloud"], frame["region"], strict=True)]
+    found = [grid.get(key) for key in row_keys(frame, ("cloud", "region"))]  # type: ignore[call-overload]
     return pd.DataFrame(
         {
             "grid_gco2e_per_kwh": [g.gco2e_per_kwh if g else np.nan for g in found],

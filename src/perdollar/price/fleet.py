@@ -29,8 +29,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import lil_matrix
 
 from perdollar.price.spot import BUCKET_MONTHLY_FRACTION, UNKNOWN_MONTHLY_FRACTION, monthly_fraction_to_hazard
 
@@ -214,6 +212,11 @@ def mixed_fleet(
             for c in range(classes):
                 if option.class_capacity[c] <= 0:
                     upper[y_at(h, k, c)] = 0.0
+    # SciPy's solver is imported here, not with the module: the fleet options are registered with
+    # every command, and loading scipy.optimize costs about a second on a small machine.
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import lil_matrix
+
     rows = hours * (classes + kinds * 2 + 1)
     matrix = lil_matrix((rows, size))
     low, high = np.zeros(rows), np.zeros(rows)

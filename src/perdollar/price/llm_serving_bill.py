@@ -20,6 +20,7 @@ import pandas as pd
 
 from perdollar.catalog import bill_data
 from perdollar.catalog.model import Accelerator
+from perdollar.frames import row_keys
 from perdollar.price.bill import DataPlacement
 from perdollar.price.data_movement import GB, egress_usd
 from perdollar.price.llm_energy import (
@@ -60,8 +61,7 @@ def weights_pull_columns(
             if "network_gbps" in frame
             else np.full(len(frame), np.nan)
         )
-        for index, (cloud, region) in enumerate(zip(frame["cloud"].astype(str), frame["region"].astype(str),
-                                                    strict=True)):  # fmt: skip
+        for index, (cloud, region) in enumerate(row_keys(frame, ("cloud", "region"))):
             if not np.isfinite(size[index]):
                 continue
             pulled = size[index] * instances[index]

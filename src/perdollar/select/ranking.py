@@ -115,7 +115,10 @@ def select_candidates(
 def _outlier_priced(frame: pd.DataFrame) -> np.ndarray:
     if "flags" not in frame:
         return np.zeros(len(frame), dtype=bool)
-    return frame["flags"].astype(str).str.split(";").map(lambda f: PRICE_OUTLIER_FLAG in f).to_numpy(bool)
+    flags = frame["flags"].to_numpy(dtype=object)
+    # Few distinct flag strings over many rows: decide each once.
+    hit = {value: PRICE_OUTLIER_FLAG in str(value).split(";") for value in set(flags)}
+    return np.fromiter((hit[value] for value in flags), dtype=bool, count=len(flags))
 
 
 def _outliers_sentence(explanation: str, ranked_all: pd.DataFrame) -> str:
