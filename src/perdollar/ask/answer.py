@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from perdollar import amounts
 from perdollar.ask.arguments import checked_target
@@ -14,8 +15,6 @@ from perdollar.ask.inputs import (
     stored_measurements,
     with_stored_measurements,
 )
-from perdollar.ask.language_model import answer_language_model
-from perdollar.ask.language_model_serving import LanguageModelServingAnswer, answer_language_model_serving
 from perdollar.ask.questions import decided
 from perdollar.ask.serving import ServingAnswer, answer_serving
 from perdollar.ask.training import answer_training
@@ -27,6 +26,9 @@ from perdollar.select.model import Recommendation
 from perdollar.vocabulary import Family, Kind
 from perdollar.workload import Workload, canonical_spec, load_workload
 from perdollar.workload.llm import load_llm_workload
+
+if TYPE_CHECKING:
+    from perdollar.ask.language_model_serving import LanguageModelServingAnswer
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,9 @@ def _network_serving(question: Question, asking: Asking) -> Recommendation:
 
 
 def _language_model_training(question: Question, asking: Asking) -> Recommendation:
+    # Imported where it is asked: a vision question need not load the language-model planner.
+    from perdollar.ask.language_model import answer_language_model
+
     return answer_language_model(
         question, catalog=asking.catalog, measurements=asking.measurements, store_url=asking.store_url,
         use_store=asking.use_store, progress=asking.progress,
@@ -162,6 +167,8 @@ def ask_language_model_serving(
     if use_store:
         fingerprint = load_llm_workload(question.workload_name, kind="inference").fingerprint
         found += [m for m in stored_measurements(fingerprint, store_url) if m.mode == "inference"]
+    from perdollar.ask.language_model_serving import answer_language_model_serving
+
     return answer_language_model_serving(question, catalog=catalog, progress=progress, measurements=found)
 
 
