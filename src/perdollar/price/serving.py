@@ -118,13 +118,18 @@ def billed(
     return frame
 
 
+def plausibly_priced(frame: pd.DataFrame) -> pd.Series:
+    """True for each row whose price is not flagged implausible (``price-outlier``)."""
+    flags = frame["flags"] if "flags" in frame else pd.Series("", index=frame.index)
+    return ~flags.map(
+        lambda f: PRICE_OUTLIER_FLAG in (f if isinstance(f, tuple | list) else str(f or "").split(";"))
+    ).astype(bool)
+
+
 def ranked(frame: pd.DataFrame, cost: str, latency: str) -> pd.DataFrame:
     """Feasible deployments first, cheapest first, the faster first among equals; a price flagged
     implausible (``price-outlier``) after every plausible one, as training rankings do."""
-    flags = frame["flags"] if "flags" in frame else pd.Series("", index=frame.index)
-    plausible = ~flags.map(
-        lambda f: PRICE_OUTLIER_FLAG in (f if isinstance(f, tuple | list) else str(f or "").split(";"))
-    ).astype(bool)
+    plausible = plausibly_priced(frame)
     known = pd.to_numeric(frame[cost], errors="coerce").notna()  # an unknown cost ranks after all
     frame = frame.assign(_known=known, _plausible=plausible).sort_values(
         ["feasible", "_known", "_plausible", cost, latency], ascending=[False, False, False, True, True],

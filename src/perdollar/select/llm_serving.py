@@ -9,6 +9,7 @@ import pandas as pd
 
 from perdollar.configuration import Configuration
 from perdollar.price.model import Estimate, ServingFigures
+from perdollar.price.serving import plausibly_priced
 from perdollar.select.estimates import deployment_estimate
 
 MAX_FEASIBLE_ESTIMATES = 200
@@ -169,15 +170,19 @@ def explain_llm_serving(frame: pd.DataFrame, rps: float, slo_label: str, *, by_c
         lines.append(
             f"Runner-up on another chip: {llm_deployment_label(runner)}, {ratio:.2g}× the cost per token."
         )
-    best_format = feasible.groupby("precision")["usd_per_million_output_tokens"].min().sort_values()
+    # What a format or an engine is worth is read from prices a user can get: a row whose price is
+    # flagged implausible would make a format or an engine look cheaper than it is.
+    plausible = plausibly_priced(feasible)
+    priced = feasible[plausible] if plausible.any() else feasible
+    best_format = priced.groupby("precision")["usd_per_million_output_tokens"].min().sort_values()
     if len(best_format) > 1:
         lines.append(
             "Best cost per million output tokens by format: "
             + ", ".join(f"{name} ${value:.3g}" for name, value in best_format.items())
             + "."
         )
-    if "engine" in feasible.columns:
-        best_engine = feasible.groupby("engine")["usd_per_million_output_tokens"].min().sort_values()
+    if "engine" in priced.columns:
+        best_engine = priced.groupby("engine")["usd_per_million_output_tokens"].min().sort_values()
         if len(best_engine) > 1:
             cheapest = best_engine.iloc[0]
             lines.append(
