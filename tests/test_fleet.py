@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -269,3 +270,41 @@ def test_recommend_with_a_bad_curve_exits_two_with_one_line(tmp_path: Path) -> N
     done = _recommend(curve)
     assert done.returncode == 2
     assert "--load-curve" in done.stderr and "hour must be a whole hour" in done.stderr
+
+
+def test_a_plan_the_replay_finds_short_gets_one_more_instance_and_meets_the_slo() -> None:
+    from perdollar.predict.llm_serving.fleet import IntervalReplay
+    from perdollar.price.fleet import Fleet, interval_costs
+    from perdollar.select.fleet import repaired_by_replay
+
+    # The capacity model says one replica takes 8 requests/s; served one by one, a replica prefills
+    # only 6.7 prompts/s (0.15 s each), so the busy interval is a replica short, the quiet one not.
+    option = _option("g", 2.0, (8.0,))
+    rates, durations = [(2.0,), (8.0,)], [600.0, 600.0]
+    policy = FleetPolicy(target_utilisation=1.0, min_replicas=1)
+    fleet = mixed_fleet([option], rates, durations, policy)
+    assert fleet is not None and fleet.instances == ((1,), (1,))
+    service = _flat_service(0.15, 0.02, 50)
+    slo = {"ttft_p99_ms": 1000.0, "tpot_p99_ms": 80.0}
+    replayed: list[int] = []
+
+    def replay_again(plan: Fleet, intervals: Sequence[int]) -> dict[int, IntervalReplay]:
+        out = {}
+        for h in intervals:
+            replayed.append(h)
+            arrivals, classes = poisson_arrivals(list(rates[h]), durations[h], max_requests=3000, seed=h)
+            pools = [Pool(service, plan.instances[h][0], plan.routed[h][0])]
+            out[h] = replay_interval(arrivals, classes, pools, **slo, seed=h)
+        return out
+
+    first = replay_again(fleet, [0, 1])
+    assert first[0].meets_slo and not first[1].meets_slo
+    repaired = repaired_by_replay(fleet, [first[0], first[1]], replay_again, durations, policy)
+    assert repaired.fleet.instances == ((1,), (2,))
+    assert repaired.added_instances == (0, 1)
+    assert all(r.meets_slo for r in repaired.replay)
+    assert replayed == [0, 1, 1]  # only the interval that missed is replayed again
+    # The added instance is paid for: 10 minutes more of one instance (this option starts at once).
+    costs = interval_costs([option], ((1,), (2,)), durations, policy)
+    assert repaired.fleet.cost_per_interval == pytest.approx(costs)
+    assert repaired.fleet.cost == pytest.approx(fleet.cost + 2.0 * 600 / 3600)

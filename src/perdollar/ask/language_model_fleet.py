@@ -7,7 +7,8 @@ Each request class of the load curve is sized on every instance type by the one 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -35,7 +36,7 @@ from perdollar.predict.llm_serving.timing import GroupShape, weight_bytes_per_gp
 from perdollar.price.fleet import Fleet, FleetOption, FleetPolicy, month_cost
 from perdollar.price.fleet_options import class_capacities, fleet_options
 from perdollar.question import LanguageModelSettings, Question
-from perdollar.select.fleet import FleetChoice, choose_fleet
+from perdollar.select.fleet import FleetChoice, RepairedFleet, choose_fleet, repaired_by_replay
 from perdollar.workload.llm import load_llm_workload
 from perdollar.workload.llm.architecture import DecoderArchitecture
 from perdollar.workload.llm.load_curve import LoadCurve
@@ -49,6 +50,7 @@ class FleetAnswer:
     slo_label: str
     policy: FleetPolicy
     notes: tuple[str, ...]
+    added_by_replay: tuple[int, ...] = ()  # instances the replay added, per interval
 
     @property
     def durations(self) -> list[float]:
@@ -111,8 +113,9 @@ def _options(
 
 def _replay(
     arch: DecoderArchitecture, catalog: Catalog, curve: LoadCurve, fleet: Fleet,
-    settings: LanguageModelSettings, requests_per_interval: int,
-) -> tuple[IntervalReplay, ...]:  # fmt: skip
+    settings: LanguageModelSettings, requests_per_interval: int, intervals: Sequence[int],
+) -> dict[int, IntervalReplay]:  # fmt: skip
+    """The replay of each of ``intervals``; an interval's arrivals are the same whenever it is replayed."""
     works = [Workload(c.input_tokens, c.output_tokens) for c in curve.classes]
     services: dict[int, ReplicaService] = {}
     for index, option in enumerate(fleet.options):
@@ -124,8 +127,9 @@ def _replay(
         )  # fmt: skip
     traced = np.array([r.arrival_s for r in curve.requests])
     traced_class = np.array([r.request_class for r in curve.requests], dtype=int)
-    out = []
-    for h, interval in enumerate(curve.intervals):
+    out = {}
+    for h in intervals:
+        interval = curve.intervals[h]
         if curve.requests:
             inside = (traced >= interval.start_s) & (traced < interval.start_s + interval.duration_s)
             arrivals = traced[inside][:requests_per_interval] - interval.start_s
@@ -139,8 +143,8 @@ def _replay(
             for k, option in enumerate(fleet.options)
         ]
         slo = {"ttft_p99_ms": settings.ttft_p99_ms, "tpot_p99_ms": settings.tpot_p99_ms}
-        out.append(replay_interval(arrivals, classes, pools, **slo, seed=h))
-    return tuple(out)
+        out[h] = replay_interval(arrivals, classes, pools, **slo, seed=h)
+    return out
 
 
 def answer_language_model_fleet(
@@ -164,7 +168,14 @@ def answer_language_model_fleet(
             "relax the SLOs, shorten the requests, or allow more clouds and markets",
         )
     progress("replaying the day against the chosen fleet")
-    replay = _replay(arch, catalog, curve, choice.mixed, settings, requests_per_interval)
+
+    def replay_again(fleet: Fleet, intervals: Sequence[int]) -> dict[int, IntervalReplay]:
+        return _replay(arch, catalog, curve, fleet, settings, requests_per_interval, intervals)
+
+    first = replay_again(choice.mixed, range(len(durations)))
+    repaired = repaired_by_replay(choice.mixed, [first[h] for h in range(len(durations))], replay_again,
+                                  durations, policy)  # fmt: skip
+    choice = replace(choice, mixed=repaired.fleet)
     classes = "; ".join(
         f"{c.name}: {c.input_tokens} in, {c.output_tokens} out ({share:.0%})"
         for c, share in zip(curve.classes, _day_shares(curve), strict=True)
@@ -178,8 +189,21 @@ def answer_language_model_fleet(
         f"a wave is likelier than {1 - policy.availability:.2%} of intervals; on-demand fallback priced",
         f"the mixed fleet: an integer program over {choice.short_list} of {choice.candidates} candidates",
         engine_note(settings.engine, settings.kv_precision),
+        *_repair_note(repaired),
     )
-    return FleetAnswer(curve, choice, replay, label, policy, notes)
+    return FleetAnswer(curve, choice, repaired.replay, label, policy, notes, repaired.added_instances)
+
+
+def _repair_note(repaired: RepairedFleet) -> tuple[str, ...]:
+    added = repaired.added_instances
+    if not any(added):
+        return ()
+    missing = sum(not r.meets_slo for r in repaired.replay)
+    still = f"; {missing} interval(s) still miss it" if missing else ""
+    return (
+        f"the replay found the plan short in {sum(1 for n in added if n)} interval(s): {sum(added)} "
+        f"instance(s) added there, replayed again and included in the cost{still}",
+    )
 
 
 def _day_shares(curve: LoadCurve) -> list[float]:

@@ -76,6 +76,7 @@ def fleet_document(answer: Any, question: Question) -> dict[str, Any]:
             "replay_tpot_p99_ms": replay.tpot_p99_ms,
             "replay_requests": replay.requests,
             "meets_slo": replay.meets_slo,
+            "added_by_replay": answer.added_by_replay[h] if answer.added_by_replay else 0,
         })  # fmt: skip
     out_tokens, all_tokens = answer.output_tokens(), answer.all_tokens()
 
@@ -123,7 +124,8 @@ def _print(document: dict[str, Any]) -> None:
             f"${row['usd_per_hour']:.2f}",
             f"{row['static_peak_replicas']} · ${row['static_peak_usd_per_hour']:.2f}",
             f"{row['replay_ttft_p99_ms']:.0f} / {row['replay_tpot_p99_ms']:.1f}"
-            + ("" if row["meets_slo"] else " ✗"),
+            + ("" if row["meets_slo"] else " ✗")
+            + (f" (+{row['added_by_replay']} by replay)" if row["added_by_replay"] else ""),
         )  # fmt: skip
     common.print_table(table)
     lines = []

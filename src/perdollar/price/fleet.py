@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -261,19 +261,43 @@ def mixed_fleet(
         tuple(tuple(max(0.0, float(solution[y_at(h, k, c)])) for c in range(classes)) for k in used)
         for h in range(hours)
     )
-    costs = tuple(
+    chosen = tuple(options[k] for k in used)
+    instances = tuple(tuple(counts[h][k] for k in used) for h in range(hours))
+    return Fleet(
+        "mixed", chosen, instances, routed, interval_costs(chosen, instances, durations, policy),
+        float(getattr(result, "mip_dual_bound", math.nan)),
+    )  # fmt: skip
+
+
+def interval_costs(
+    options: Sequence[FleetOption], instances: Sequence[Sequence[int]], durations: Sequence[float],
+    policy: FleetPolicy,
+) -> tuple[float, ...]:  # fmt: skip
+    """USD of each interval: instance-hours at the spot terms, plus the lead of each scale-up (the
+    day wraps round: the first interval scales up from the last)."""
+    terms = [spot_terms(o, max(durations), policy.availability) for o in options]
+    hours = len(instances)
+    return tuple(
         sum(
-            counts[h][k] * terms[k].price_per_hour * durations[h] / SECONDS_PER_HOUR
-            + _lead_cost(options[k], counts[(h - 1) % hours][k], counts[h][k])
-            for k in used
+            instances[h][k] * terms[k].price_per_hour * durations[h] / SECONDS_PER_HOUR
+            + _lead_cost(option, instances[(h - 1) % hours][k], instances[h][k])
+            for k, option in enumerate(options)
         )
         for h in range(hours)
     )
-    return Fleet(
-        "mixed", tuple(options[k] for k in used),
-        tuple(tuple(counts[h][k] for k in used) for h in range(hours)), routed, costs,
-        float(getattr(result, "mip_dual_bound", math.nan)),
-    )  # fmt: skip
+
+
+def with_added_instances(
+    fleet: Fleet, added: Sequence[Sequence[int]], durations: Sequence[float], policy: FleetPolicy
+) -> Fleet:
+    """``fleet`` with ``added[h][k]`` more instances of option k in interval h, routed as before
+    (the same rates spread over more replicas) and costed again."""
+    instances = tuple(
+        tuple(n + extra for n, extra in zip(row, more, strict=True))
+        for row, more in zip(fleet.instances, added, strict=True)
+    )
+    costs = interval_costs(fleet.options, instances, durations, policy)
+    return replace(fleet, instances=instances, cost_per_interval=costs)
 
 
 def month_cost(fleet: Fleet, span_s: float) -> float:

@@ -9,9 +9,10 @@ the short list gives up against the program over every candidate.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from perdollar.predict.llm_serving.fleet import IntervalReplay
 from perdollar.price.fleet import (
     Fleet,
     FleetOption,
@@ -20,6 +21,7 @@ from perdollar.price.fleet import (
     mixed_fleet,
     single_type_fleet,
     spot_terms,
+    with_added_instances,
 )
 
 SHORT_LIST_BY_MIX = 12
@@ -83,3 +85,57 @@ def choose_fleet(
     if mixed is None or mixed.cost > autoscaled.cost:
         mixed = autoscaled
     return FleetChoice(static_peak, autoscaled, mixed, len(options), len(listed))
+
+
+# Rounds of adding an instance where the replay still misses: each round replays only the
+# intervals that missed, and three cover the cases where the capacity model was a replica short.
+REPAIR_ROUNDS = 3
+
+Replayer = Callable[[Fleet, Sequence[int]], Mapping[int, IntervalReplay]]
+
+
+@dataclass(frozen=True, slots=True)
+class RepairedFleet:
+    fleet: Fleet
+    replay: tuple[IntervalReplay, ...]
+    added_instances: tuple[int, ...]  # per interval, by the replay
+
+
+def _busiest(fleet: Fleet, interval: int) -> int | None:
+    """The option whose replicas the routed requests load most in ``interval`` (None: nothing routed)."""
+    best, busiest = -1.0, None
+    for k, option in enumerate(fleet.options):
+        load = class_load(option, fleet.routed[interval][k])
+        if load <= 0:
+            continue
+        replicas = fleet.instances[interval][k] * option.replicas_per_instance
+        busy = load / replicas if replicas else math.inf
+        if busy > best:
+            best, busiest = busy, k
+    return busiest
+
+
+def repaired_by_replay(
+    fleet: Fleet, replay: Sequence[IntervalReplay], replay_again: Replayer, durations: Sequence[float],
+    policy: FleetPolicy, rounds: int = REPAIR_ROUNDS,
+) -> RepairedFleet:  # fmt: skip
+    """Where the replay misses the SLO, one more instance of the busiest option, replayed again.
+
+    The plan sizes replicas from the predicted capacity at the SLO; the replay serves the requests
+    one by one, with their queueing, and may find an interval a replica short."""
+    replays = list(replay)
+    added = [[0] * len(fleet.options) for _ in replays]
+    for _ in range(rounds):
+        step = [[0] * len(fleet.options) for _ in replays]
+        for h, outcome in enumerate(replays):
+            busiest = None if outcome.meets_slo else _busiest(fleet, h)
+            if busiest is not None:
+                step[h][busiest] = 1
+                added[h][busiest] += 1
+        missed = [h for h, row in enumerate(step) if any(row)]
+        if not missed:
+            break
+        fleet = with_added_instances(fleet, step, durations, policy)
+        for h, outcome in replay_again(fleet, missed).items():
+            replays[h] = outcome
+    return RepairedFleet(fleet, tuple(replays), tuple(sum(row) for row in added))
