@@ -236,7 +236,8 @@ def _recommend_fleet(
 
 @takes(
     target=Group(Target, ("tokens",)),
-    language_model=Group(LanguageModelSettings, ("training",)),
+    serving=Group(Serving, ()),
+    language_model=Group(LanguageModelSettings, ("training", "serving", "serving-slo")),
     plan_flags=Group(PlanFlags, ("training",)),
     spot=SpotSettings,
     store=StoreChoice,
@@ -252,6 +253,7 @@ def compare_command(
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
     *,
     target: Target,
+    serving: Serving,
     language_model: LanguageModelSettings,
     plan_flags: PlanFlags,
     spot: SpotSettings,
@@ -259,6 +261,13 @@ def compare_command(
 ) -> int:
     check_store(store.store_url, enabled=store.enabled)
     family = family_of(workload)
+    if serving.inference or serving.rps is not None or serving.tokens_per_day is not None:
+        from perdollar.cli.llm_compare_cmd import compare_llm_serving
+
+        return compare_llm_serving(
+            workload, configs, family=family, serving=serving, language_model=language_model,
+            precision=precision, json_output=json_output, store=store,
+        )  # fmt: skip
     token_target, settings = language_model_settings(
         workload, language_model, plan_flags, tokens=target.tokens, samples=target.samples
     )

@@ -67,11 +67,17 @@ class Serving:
         "Serving: rank deployments by cost per million requests (tokens for a language model).",
     )
     qps: float | None = declared(
-        None, "--qps", "--inference: target requests per second.", unit="requests/s"
+        None, "--qps", "--inference: target requests per second.", unit="requests/s", scope="network"
     )
-    p99_ms: float | None = declared(None, "--p99-ms", "--inference: p99 latency SLO.", unit="ms")
-    p95_ms: float | None = declared(None, "--p95-ms", "--inference: p95 latency SLO.", unit="ms")
-    max_wait_ms: float | None = declared(None, "--max-wait-ms", "--inference: batching wait cap.", unit="ms")
+    p99_ms: float | None = declared(
+        None, "--p99-ms", "--inference: p99 latency SLO.", unit="ms", scope="network"
+    )
+    p95_ms: float | None = declared(
+        None, "--p95-ms", "--inference: p95 latency SLO.", unit="ms", scope="network"
+    )
+    max_wait_ms: float | None = declared(
+        None, "--max-wait-ms", "--inference: batching wait cap.", unit="ms", scope="network"
+    )
     rps: float | None = declared(
         None, "--rps", "Language model --inference: requests per second.", unit="requests/s"
     )
@@ -83,16 +89,19 @@ class Serving:
         None, "--lengths-file",
         "Language model --inference: real requests' token lengths (CSV or JSON Lines) instead of "
         "--input-tokens/--output-tokens.",
+        scope="language-model-traffic",
     )
     load_curve: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
         None, "--load-curve",
         "Language model --inference: a day of traffic, CSV with hour (0-23 or ISO timestamp) and "
         "requests_per_second; sizes a fleet per hour instead of one --rps.",
+        scope="language-model-traffic",
     )
     trace: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
         None, "--trace",
         "Language model --inference: requests as they came, CSV or JSON Lines with arrival_s, "
         "input_tokens and output_tokens; sizes a fleet per hour of it.",
+        scope="language-model-traffic",
     )
 
 

@@ -1,0 +1,105 @@
+"""``perdollar compare LLM --inference``: the configurations' deployments under each engine asked for."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from perdollar.cli import common
+from perdollar.cli.declared import StoreChoice
+from perdollar.cli.recommend_options import Serving
+from perdollar.errors import EXIT_OK, PerdollarError
+from perdollar.question import LanguageModelSettings
+from perdollar.vocabulary import Family
+
+
+def compare_llm_serving(
+    workload: str,
+    configs: list[str],
+    *,
+    family: Family,
+    serving: Serving,
+    language_model: LanguageModelSettings,
+    precision: str | None,
+    json_output: bool,
+    store: StoreChoice,
+) -> int:
+    """Each configuration sized for the rate under each ``--engine`` (a comma list, or ``any``)."""
+    from perdollar.ask.compare_serving import compare_language_model_serving, compared_engines
+    from perdollar.cli.llm_inference_cmd import llm_serving_question
+
+    if not serving.inference:
+        raise PerdollarError("--rps and --tokens-per-day compare serving", "add --inference")
+    if family != "language-model":
+        raise PerdollarError(
+            "compare --inference compares a language model's serving deployments",
+            "name a language model (llama-3.1-8b …), or use recommend --inference for other networks",
+        )
+    engines = compared_engines(language_model.engine)  # a mistyped engine is said before any work
+    question = llm_serving_question(
+        workload, rps=serving.rps, tokens_per_day=serving.tokens_per_day,
+        input_tokens=language_model.input_tokens, output_tokens=language_model.output_tokens,
+        ttft_p99_ms=language_model.ttft_p99_ms, tpot_p99_ms=language_model.tpot_p99_ms,
+        precision=precision, market="any", clouds=(), regions=(), engine=engines[0],
+        kv_precision=language_model.kv_precision, features=language_model,
+    )  # fmt: skip
+    # The question keeps --engine as written: the comparison reads its list of engines from it.
+    settings = replace(question.language_model or language_model, engine=language_model.engine)
+    question = replace(question, language_model=settings)
+    with common.progress("compare --inference", quiet=json_output) as bar:
+        comparison = compare_language_model_serving(
+            question, configs, store_url=store.store_url, use_store=store.enabled,
+            progress=lambda message: bar.update(description=message),
+        )  # fmt: skip
+    rps = question.serving.qps if question.serving else 0.0
+    if json_output:
+        common.emit_json(
+            {
+                "workload": workload,
+                "requests_per_second": rps,
+                "engines": comparison.engines,
+                "candidates": comparison.rows,
+                "summary": comparison.summary,
+                "notes": comparison.notes,
+                "catalog_captured_at": comparison.catalog_captured_at,
+            },
+            table="candidates",
+        )
+        return EXIT_OK
+    common.print_table(_table(comparison.rows, comparison.slo_label, rps))
+    common.console.print(comparison.summary, highlight=False, markup=False)
+    for note in comparison.notes:
+        common.console.print(note, highlight=False, markup=False)
+    return EXIT_OK
+
+
+def _table(rows: tuple[dict[str, Any], ...], slo: str, rps: float) -> Table:
+    table = Table(title=f"Each configuration for {rps:g} requests/s within {slo}", title_justify="left")
+    for name, justify in (
+        ("configuration", "left"),
+        ("engine", "left"),
+        ("deployment", "left"),
+        ("TTFT / TPOT p99 ms", "right"),
+        ("$/M out tok", "right"),
+        ("vs cheapest", "right"),
+    ):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for row in rows:
+        if row["feasible"]:
+            cost = f"${row['usd_per_million_output_tokens']:.3g}"
+            ratio = row["times_cheapest"]
+            versus = "—" if ratio is None else ("cheapest" if abs(ratio - 1) < 1e-9 else f"{ratio:.2g}×")
+            if not row["plausible_price"]:
+                versus += " (price-outlier)"
+            latency = f"{row['ttft_p99_ms']:.0f} / {row['tpot_p99_ms']:.1f}"
+            deployment = f"{row['deployment']}, {row['replicas']:.0f} replica(s)"
+        else:
+            cost, versus, latency = "—", "—", "—"
+            deployment = f"out: {row['excluded_reason']}"
+        table.add_row(
+            escape(str(row["configuration"])), str(row["engine"]), escape(deployment), latency, cost, versus
+        )
+    return table
