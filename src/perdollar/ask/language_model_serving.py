@@ -87,7 +87,7 @@ def answer_language_model_serving(
             "the deployment search sizes colocated replicas; --disaggregate is predicted for one layout",
             "use perdollar predict CONFIG --inference --disaggregate 1P3D --accelerator … --gpus …",
         )
-    calibration, refused = _calibration(measurements, workload.architecture, catalog, settings.engine)
+    calibration, refused = endpoint_calibration(measurements, workload.architecture, catalog, settings.engine)
     progress(f"sizing {workload.name} replicas on every instance type, tensor-parallel degree and format")
     deployments = llm_serving_frame(
         workload.architecture,
@@ -191,7 +191,7 @@ def _bill_notes(question: Question, offers: pd.DataFrame, frame: pd.DataFrame) -
     return bill_notes(question, bills, label)
 
 
-def _calibration(measurements: Sequence[Measurement], arch: DecoderArchitecture, catalog: Catalog,
+def endpoint_calibration(measurements: Sequence[Measurement], arch: DecoderArchitecture, catalog: Catalog,
                  engine_name: str | None) -> tuple[Calibration | None, tuple[str, ...]]:  # fmt: skip
     """The calibration from the stored endpoint runs, and why any run beyond physics was not used.
 
