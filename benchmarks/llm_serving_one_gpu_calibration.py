@@ -1,6 +1,6 @@
 """How far one measured GPU carries an engine's serving prediction to the other GPUs.
 
-    python3 benchmarks/llm_serving_one_gpu_calibration.py
+    python3 benchmarks/llm_serving_one_gpu_calibration.py [--step-context 1024]
 
 For each engine and each source that published the engine's figures on one GPU, that source's
 lightest-load figures on that GPU become the user's ``serve-bench --url … --engine NAME`` run: a
@@ -18,6 +18,7 @@ shipped and calibrates the decode side only (what the row measured).
 
 from __future__ import annotations
 
+import argparse
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -66,7 +67,7 @@ def _shipped_ttft_ms(case: ServingCase, input_tokens: int, catalog: Catalog) -> 
     return predict_case(prompt, catalog.accelerators[case.gpu], shipped) or 1.0
 
 
-def _readings(held: Sequence[ServingCase], catalog: Catalog) -> list[Measurement]:
+def _readings(held: Sequence[ServingCase], catalog: Catalog, step_context: int) -> list[Measurement]:
     """The user's run made of one source's figures on one GPU (empty: nothing at light load)."""
     tpots = sorted((c for c in held if c.kind == "tpot"), key=lambda c: c.batch or 1)
     if tpots and (tpots[0].batch or 1) == 1:
@@ -76,7 +77,7 @@ def _readings(held: Sequence[ServingCase], catalog: Catalog) -> list[Measurement
         return [_measurement(case, case.measured, ttft, prompt, max(case.output_tokens, 1))]
     decodes = {c.input_tokens: c for c in held if c.kind == "decode-step" and c.batch == 1}
     prefills = {c.input_tokens: c for c in held if c.kind == "prefill" and c.batch == 1}
-    common = sorted(set(decodes) & set(prefills), key=lambda n: abs(n - STEP_CONTEXT))
+    common = sorted(set(decodes) & set(prefills), key=lambda n: abs(n - step_context))
     if not common:
         return []
     context = common[0]
@@ -90,6 +91,10 @@ def _median(values: Sequence[float]) -> str:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--step-context", type=int, default=STEP_CONTEXT,
+                        help="the transformers step context a run reads (nearest found)")  # fmt: skip
+    step_context = parser.parse_args().step_context
     catalog = catalog_mod.load()
     cases = _cases(catalog)
     chips = dict(catalog.accelerators)
@@ -99,7 +104,7 @@ def main() -> None:
         mine = [c for c in cases if c.engine == engine]
         for gpu, source in sorted({(c.gpu, c.source) for c in mine}):
             others = [c for c in mine if c.gpu != gpu]
-            runs = _readings([c for c in mine if c.gpu == gpu and c.source == source], catalog)
+            runs = _readings([c for c in mine if c.gpu == gpu and c.source == source], catalog, step_context)
             if not others or not runs:
                 continue
             arch = next(c.arch for c in mine if c.gpu == gpu and c.source == source)
