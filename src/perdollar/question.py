@@ -194,7 +194,8 @@ class LanguageModelSettings:
     engine: str | None = declared(
         None, "--engine",
         "Language model serving: the serving engine (vllm, sglang, tensorrt-llm, tgi, llama.cpp, hf; any:"
-        " the best for each deployment). Default vllm, the engine most teams run.",
+        " the best for each deployment; compare takes a comma list and shows each engine side by side)."
+        " Default vllm, the engine most teams run.",
         scope="serving",
     )
     # None: the engine's default (vLLM, SGLang, TGI: the model's 16-bit dtype whatever the weights).

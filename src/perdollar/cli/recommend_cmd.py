@@ -56,10 +56,14 @@ COMPARE_HELP = (
     "Examples:\n\n"
     '  perdollar compare vit-b16 "4x g5.2xlarge spot" "4x g5.4xlarge spot" "1x g5.12xlarge on-demand"\n'
     '  perdollar compare resnet50 "1x p4d.24xlarge spot @us-east-1" "8x g6e.xlarge spot" --samples 1e9\n'
-    '  perdollar compare llama-3.1-8b "1x p5.48xlarge" "2x p4d.24xlarge" --tokens 2e10 --seq-len 4096\n\n'
+    '  perdollar compare llama-3.1-8b "1x p5.48xlarge" "2x p4d.24xlarge" --tokens 2e10 --seq-len 4096\n'
+    '  perdollar compare llama-3.1-8b --inference --rps 5 "g6e.xlarge" "p5.48xlarge" --engine vllm,sglang\n\n'
     "A language model runs each configuration under the plan its label names, else --plan, else the "
     "planner's best for that machine; --seq-len, --micro-batch, --global-batch, --finetune and "
-    "--attention-kernel describe the workload as for recommend."
+    "--attention-kernel describe the workload as for recommend.\n\n"
+    "With --inference a language model's serving is compared: each machine sized for the rate (the "
+    "rate, not the label's count, decides the instances) under each engine of --engine (a comma list, "
+    "or any for every engine), side by side."
 )
 
 
