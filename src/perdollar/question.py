@@ -236,6 +236,20 @@ class LanguageModelSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class FleetTraffic:
+    """The traffic a fleet over a day is sized for, kept whole so that the question can be asked
+    again after its file is gone, and how the fleet autoscales."""
+
+    kind: str  # "load-curve" or "trace": how ``text`` is read
+    source: str  # the file's name, as the answer names the traffic
+    text: str
+    target_utilisation: float
+    min_replicas: int
+    instance_start_s: float
+    availability: float
+
+
+@dataclass(frozen=True, slots=True)
 class Question:
     """Everything that defines one question, so that it can be stored and asked again."""
 
@@ -267,6 +281,7 @@ class Question:
     language_model: LanguageModelSettings | None = None  # set when the workload is a language model
     data: DataSettings = field(default_factory=DataSettings)
     bill: BillSettings = field(default_factory=BillSettings)
+    traffic: FleetTraffic | None = None  # a fleet over a day (--load-curve/--trace)
 
     @property
     def has_target(self) -> bool:

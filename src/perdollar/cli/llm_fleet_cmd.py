@@ -9,6 +9,7 @@ from perdollar.cli import common
 from perdollar.cli.fleet_options import FleetFlags
 from perdollar.errors import EXIT_OK, PerdollarError
 from perdollar.files import readable_file
+from perdollar.price.fleet import FleetPolicy
 from perdollar.question import Question
 from perdollar.workload.llm.load_curve import LoadCurve, RequestClass, parse_load_curve, parse_trace
 
@@ -18,8 +19,9 @@ DEFAULT_OUTPUT_TOKENS = 300
 
 def read_traffic(
     load_curve: Path | None, trace: Path | None, input_tokens: int | None, output_tokens: int | None
-) -> LoadCurve:
-    """The traffic the flags name, parsed; bad files say what is wrong and how to fix it."""
+) -> tuple[LoadCurve, str, str]:
+    """The traffic the flags name, parsed, with its kind and text (kept with the stored question);
+    bad files say what is wrong and how to fix it."""
     if load_curve is not None and trace is not None:
         raise PerdollarError("--load-curve and --trace both give the traffic", "give one of them")
     flag, path = ("--load-curve", load_curve) if load_curve is not None else ("--trace", trace)
@@ -28,22 +30,31 @@ def read_traffic(
         text = readable_file(path, flag).read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise PerdollarError(f"{flag} {path} is not UTF-8 text", "give a CSV or JSON Lines file") from None
+    kind = flag.removeprefix("--")
+    curve = parse_traffic(kind, text, path.name, input_tokens, output_tokens, named=f"{flag} {path}")
+    return curve, kind, text
+
+
+def parse_traffic(
+    kind: str, text: str, source: str, input_tokens: int | None, output_tokens: int | None, *, named: str
+) -> LoadCurve:
+    """``text`` read as a load curve or a trace (``kind``); ``named`` says where it came from."""
     try:
-        if load_curve is not None:
+        if kind == "load-curve":
             request = RequestClass(
                 "all", input_tokens or DEFAULT_INPUT_TOKENS, output_tokens or DEFAULT_OUTPUT_TOKENS
             )
-            return parse_load_curve(text, request, source=path.name)
+            return parse_load_curve(text, request, source=source)
         if input_tokens is not None or output_tokens is not None:
             raise PerdollarError(
                 "--trace gives each request's lengths; --input-tokens/--output-tokens would be ignored",
                 "leave out --input-tokens and --output-tokens",
             )
-        return parse_trace(text, source=path.name)
+        return parse_trace(text, source=source)
     except PerdollarError as error:
         if error.problem.startswith("--"):
             raise
-        raise PerdollarError(f"{flag} {path}: {error.problem}", error.fix) from None
+        raise PerdollarError(f"{named}: {error.problem}", error.fix) from None
 
 
 def _hour_label(start_s: float, is_trace: bool) -> str:
@@ -146,13 +157,8 @@ def _print(document: dict[str, Any]) -> None:
         common.console.print(line, highlight=False, markup=False)
 
 
-def recommend_llm_fleet(
-    question: Question, curve: LoadCurve, flags: FleetFlags, *, json_output: bool, report_path: Path | None
-) -> int:
-    from perdollar.ask.language_model_fleet import answer_language_model_fleet
-    from perdollar.catalog import load as load_catalog
-    from perdollar.price.fleet import FleetPolicy
-
+def fleet_policy(flags: FleetFlags) -> FleetPolicy:
+    """How the fleet autoscales, the flags checked."""
     if not 0 < flags.target_utilisation <= 1:
         raise PerdollarError(
             f"--target-utilisation must be in (0, 1], got {flags.target_utilisation:g}",
@@ -163,19 +169,44 @@ def recommend_llm_fleet(
             f"--availability must be between 0 and 1, got {flags.availability:g}",
             "give e.g. --availability 0.999",
         )
-    policy = FleetPolicy(flags.target_utilisation, flags.min_replicas, flags.availability)
+    return FleetPolicy(flags.target_utilisation, flags.min_replicas, flags.availability)
+
+
+def recommend_llm_fleet(
+    question: Question, curve: LoadCurve, flags: FleetFlags, *, json_output: bool, report_path: Path | None,
+    store_url: str | None = None, store: bool = False,
+) -> int:  # fmt: skip
+    """The fleet for ``question`` (whose ``traffic`` holds the curve's text), shown and stored."""
+    from perdollar.catalog import load as load_catalog
+    from perdollar.cli.fleet_history import answer_fleet, fleet_recommendation
+    from perdollar.cli.persist import attempt_store, save_recommendation
+
+    policy = fleet_policy(flags)
+    catalog = load_catalog()
     with common.progress("recommend --inference --load-curve", quiet=json_output) as bar:
-        answer = answer_language_model_fleet(
-            question, curve, catalog=load_catalog(), policy=policy, instance_start_s=flags.instance_start_s,
+        answer = answer_fleet(
+            question, curve, catalog, policy, flags.instance_start_s,
             progress=lambda message: bar.update(description=message),
         )  # fmt: skip
     document = fleet_document(answer, question)
+    recommendation = fleet_recommendation(question, document, catalog)
+    stored_id, store_failure = attempt_store(
+        lambda: save_recommendation(recommendation, store_url=store_url, enabled=store, catalog=catalog)
+    )
     if report_path is not None:
         from perdollar.report.fleet_html import write_fleet_report
 
         write_fleet_report(document, report_path)
     if json_output:
-        common.emit_json(document, table="intervals")
+        common.emit_json({**document, "recommendation_id": stored_id}, table="intervals")
     else:
         _print(document)
+        if stored_id:
+            common.console.print(
+                f"Stored as recommendation {stored_id} (`perdollar history reevaluate {stored_id}` asks it"
+                " again).",
+                highlight=False,
+            )
+    if store_failure is not None:
+        raise store_failure
     return EXIT_OK

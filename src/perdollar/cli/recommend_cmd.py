@@ -18,7 +18,14 @@ from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_options import Goal, Serving, Shown, Target, Where
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
-from perdollar.question import BillSettings, DataSettings, LanguageModelSettings, Question, SpotSettings
+from perdollar.question import (
+    BillSettings,
+    DataSettings,
+    FleetTraffic,
+    LanguageModelSettings,
+    Question,
+    SpotSettings,
+)
 from perdollar.select.model import Recommendation
 from perdollar.vocabulary import Family
 from perdollar.workload import canonical_spec, load_workload
@@ -114,7 +121,9 @@ def recommend(
     family = family_of(workload)
     if serving.inference:
         if serving.load_curve is not None or serving.trace is not None:
-            return _recommend_fleet(workload, family, serving, where, language_model, precision, shown, fleet)
+            return _recommend_fleet(
+                workload, family, serving, where, language_model, precision, shown, fleet, store
+            )
         return _recommend_serving(
             workload, family, serving, where, language_model, batch_size, precision, shown, store, bill,
             served=(goal, data),
@@ -208,7 +217,7 @@ def _recommend_serving(
 
 def _recommend_fleet(
     workload: str, family: Family, serving: Serving, where: Where, language_model: LanguageModelSettings,
-    precision: str | None, shown: Shown, fleet: FleetFlags,
+    precision: str | None, shown: Shown, fleet: FleetFlags, store: StoreChoice,
 ) -> int:  # fmt: skip
     """``recommend --inference --load-curve/--trace``: a language model's fleet over the day."""
     from perdollar.cli.llm_fleet_cmd import read_traffic, recommend_llm_fleet
@@ -222,7 +231,7 @@ def _recommend_fleet(
         raise PerdollarError(
             "--rps/--tokens-per-day and a load curve or trace both give the rate", "give one of them"
         )
-    curve = read_traffic(
+    curve, kind, text = read_traffic(
         serving.load_curve, serving.trace, language_model.input_tokens, language_model.output_tokens
     )
     mean_rps = sum(i.requests_per_second * i.duration_s for i in curve.intervals) / curve.span_s
@@ -233,9 +242,12 @@ def _recommend_fleet(
         clouds=where.clouds, regions=where.regions, engine=language_model.engine,
         kv_precision=language_model.kv_precision,
     )  # fmt: skip
+    traffic = FleetTraffic(kind, curve.source, text, fleet.target_utilisation, fleet.min_replicas,
+                           fleet.instance_start_s, fleet.availability)  # fmt: skip
     return recommend_llm_fleet(
-        question, curve, fleet, json_output=shown.json_output, report_path=shown.report
-    )
+        replace(question, traffic=traffic), curve, fleet, json_output=shown.json_output,
+        report_path=shown.report, store_url=store.store_url, store=store.enabled,
+    )  # fmt: skip
 
 
 @takes(

@@ -142,6 +142,10 @@ def reevaluate(
     with open_store(store_url, create=store_url is None) as store:  # never a new file at a typo
         stored = store.get_stored_recommendation(recommendation_id)
         old = stored.recommendation
+        if old.question.traffic is not None:  # a fleet over a day: asked again from its stored traffic
+            from perdollar.cli.fleet_history import reevaluate_fleet
+
+            return reevaluate_fleet(stored, store_url=store_url, store_new=store_new, json_output=json_output)
         snapshot = store.catalog_snapshot(old.catalog_snapshot_id)
         measurements = store.measurements_for(old.question.workload_fingerprint)
     with progress(f"re-asking {old.question.workload_name} against today's catalog", quiet=json_output):
@@ -211,10 +215,15 @@ def report(
     with open_store(store_url, create=store_url is None) as store:  # never a new file at a typo
         stored = store.get_stored_recommendation(recommendation_id, workload=workload)
         measurements = store.measurements_for(stored.recommendation.question.workload_fingerprint)
-    path = write_report(
-        stored.recommendation, output, checklist=checklist_for(stored.recommendation, measurements),
-        force=force,
-    )
+    if stored.recommendation.fleet is not None:
+        from perdollar.cli.fleet_history import write_stored_fleet_report
+
+        path = write_stored_fleet_report(stored, output, force=force)
+    else:
+        path = write_report(
+            stored.recommendation, output, checklist=checklist_for(stored.recommendation, measurements),
+            force=force,
+        )
     if json_output:
         emit_json({"id": stored.id, "path": str(path.resolve())})
     else:

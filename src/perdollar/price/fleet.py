@@ -4,7 +4,8 @@ Each candidate (an offer × tensor-parallel degree × format) brings the request
 takes within the SLOs for each request class (from the capacity model of the prediction stage).
 An interval's load on a candidate is Σ_c rate_c / capacity_c replicas. Three fleets are priced:
 
-* **static peak**: one instance type provisioned for the busiest interval all day;
+* **static peak**: one instance type provisioned for the busiest interval all day, at the same
+  target utilisation and spot rules as the autoscaled fleets;
 * **autoscaled, one type**: instances follow the load at a target utilisation, never below the
   minimum replicas; scale-ups are started one scale-up delay (instance start + model load) ahead
   of the interval that needs them, as the curve is known, and billed from their start;
@@ -163,13 +164,13 @@ def single_type_fleet(
     if not all(math.isfinite(load) for load in loads):
         return None
     floor = math.ceil(policy.min_replicas / option.replicas_per_instance)
-    per_instance = option.replicas_per_instance * terms.capacity_share
+    # The static fleet keeps the same headroom at its peak as the autoscaled one: the headroom
+    # guards against the curve being wrong, and a static fleet sized from the same curve is as
+    # exposed at its busiest hour.
+    usable = option.replicas_per_instance * terms.capacity_share * policy.target_utilisation
+    counts = [max(floor, math.ceil(load / usable - 1e-9)) for load in loads]
     if static:
-        count = max(floor, math.ceil(max(loads) / per_instance - 1e-9))
-        counts = [count] * len(loads)
-    else:
-        usable = per_instance * policy.target_utilisation
-        counts = [max(floor, math.ceil(load / usable - 1e-9)) for load in loads]
+        counts = [max(counts)] * len(loads)
     costs = [
         n * terms.price_per_hour * d / SECONDS_PER_HOUR + _lead_cost(option, counts[i - 1], n)
         for i, (n, d) in enumerate(zip(counts, durations, strict=True))

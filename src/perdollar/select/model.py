@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from perdollar.price.model import Estimate
 from perdollar.question import Question
@@ -24,6 +24,9 @@ class Recommendation:
     ties: tuple[int, ...] = ()  # indices whose bands overlap the top choice's
     notes: tuple[str, ...] = ()
     sample_unit: str = "samples"  # what the rates count: images, sequences, tokens, requests …
+    # A fleet over a day: its answer as plain data (intervals, the three fleets, replay, notes);
+    # it has no ranked estimates.
+    fleet: dict[str, Any] | None = None
 
     def to_frame(self) -> pd.DataFrame:
         """Every estimate, ranked best first, one row each; columns carry their units."""

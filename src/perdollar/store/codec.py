@@ -127,3 +127,14 @@ def recommendation_from_payload(payload: dict[str, Any]) -> Recommendation:
 def top_choice(recommendation: Recommendation) -> Estimate | None:
     """The best feasible estimate (estimates are ranked; excluded ones come last)."""
     return next((e for e in recommendation.estimates if e.feasible), None)
+
+
+def headline(recommendation: Recommendation) -> str | None:
+    """What the history lists as the answer: the top choice, or a fleet's parts and monthly cost."""
+    fleet = recommendation.fleet
+    if fleet is not None:
+        chosen = fleet.get("fleet") or {}
+        parts = " + ".join(chosen.get("parts") or ())
+        return f"fleet of {parts}, ${chosen.get('usd_per_month') or 0:,.0f}/month"
+    top = top_choice(recommendation)
+    return top.label if top else None

@@ -117,7 +117,7 @@ class Store:
 
     def save_recommendation(self, recommendation: Recommendation) -> str:
         question = recommendation.question
-        top = codec.top_choice(recommendation)
+        headline = codec.headline(recommendation)
         row = {
             "id": _new_id(),
             "workload_fingerprint": question.workload_fingerprint,
@@ -128,7 +128,7 @@ class Store:
             "catalog_captured_at": recommendation.catalog_captured_at,
             "created_at": recommendation.created_at or _now(),
             "payload": codec.dumps(codec.recommendation_to_payload(recommendation)),
-            "top_choice": top.label[:300] if top else None,
+            "top_choice": headline[:300] if headline else None,
         }
         self._write([schema.recommendations.insert().values(row)])
         return str(row["id"])
