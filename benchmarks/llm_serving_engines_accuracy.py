@@ -3,7 +3,8 @@
     python3 benchmarks/llm_serving_engines_accuracy.py SHARED_DATA_DIR
 
 Cases: the development set's TensorRT-LLM tables (one source per documentation version), the
-published figures of other engines in benchmarks/published_llm_serving_engines.csv, and
+published figures of other engines on CUDA chips in benchmarks/published_llm_serving_engines.csv
+(its ROCm rows are read by benchmarks/rocm_serving_check.py), and
 perdollar's own transformers step timings (benchmarks/gpu_llm_serving_steps_{h200,h100}.csv,
 the hf engine, one source per GPU). For every engine and source the engine's few parameters are
 fitted on its other sources and the held-out source is predicted (leave one source out).
@@ -67,6 +68,9 @@ def _cases(data_dir: Path) -> list[ServingCase]:
     dev, _ = load_cases(data_dir / "measurements" / "published_dev.csv", catalog)
     trt = [case for case in dev if case.engine == "tensorrt-llm"]
     published = load_published_rows(HERE / "published_llm_serving_engines.csv", catalog)
+    # ROCm rows carry the ROCm share on top of the engine's kernels: they would drag the CUDA fit.
+    # benchmarks/rocm_serving_check.py reads them against that fit instead.
+    published = [case for case in published if catalog.accelerator(case.gpu).software_stack != "rocm"]
     steps = load_hf_steps(sorted(HERE.glob("gpu_llm_serving_steps_*.csv")), catalog)
     return trt + published + steps
 
