@@ -7,7 +7,9 @@ lightest-load figures on that GPU become the user's ``serve-bench --url … --en
 stored inference measurement, read and calibrated by the code ``recommend --inference`` runs on a
 stored run (``endpoint_calibration``). The engine's figures on every *other* GPU are then predicted
 with the engine's shipped parameters ("before") and with the calibrated ones ("after"); the error
-is |predicted / published − 1|, medians per engine and per metric.
+is |predicted / published − 1|, medians per engine and per metric. A user's run measures their own
+model, so by default only the rows of the measured model are predicted (``--any-model``: every
+model the engine has rows for, which asks one model's reading to carry another's architecture).
 
 Cases: benchmarks/published_llm_serving_engines.csv (vLLM, SGLang) and perdollar's own
 transformers step timings (benchmarks/gpu_llm_serving_steps_{h100,h200}.csv, the hf engine).
@@ -94,7 +96,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--step-context", type=int, default=STEP_CONTEXT,
                         help="the transformers step context a run reads (nearest found)")  # fmt: skip
-    step_context = parser.parse_args().step_context
+    parser.add_argument("--any-model", action="store_true",
+                        help="also predict the engine's rows of other models (by default only "
+                             "the measured model's rows on other GPUs)")  # fmt: skip
+    args = parser.parse_args()
+    step_context, any_model = args.step_context, args.any_model
     catalog = catalog_mod.load()
     cases = _cases(catalog)
     chips = dict(catalog.accelerators)
@@ -103,8 +109,10 @@ def main() -> None:
     for engine in sorted({c.engine for c in cases}):
         mine = [c for c in cases if c.engine == engine]
         for gpu, source in sorted({(c.gpu, c.source) for c in mine}):
-            others = [c for c in mine if c.gpu != gpu]
-            runs = _readings([c for c in mine if c.gpu == gpu and c.source == source], catalog, step_context)
+            measured = [c for c in mine if c.gpu == gpu and c.source == source]
+            models = {c.model for c in measured}
+            others = [c for c in mine if c.gpu != gpu and (any_model or c.model in models)]
+            runs = _readings(measured, catalog, step_context)
             if not others or not runs:
                 continue
             arch = next(c.arch for c in mine if c.gpu == gpu and c.source == source)

@@ -20,6 +20,7 @@ from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm_serving.efficiency import DEFAULT_EFFICIENCY, ServingEfficiency
 from perdollar.predict.llm_serving.expert_parallel import expert_exchange_s, routed_expert_params
 from perdollar.predict.llm_serving.formats import ServingFormat, peak_tflops
+from perdollar.predict.params import ModelParams
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 GIB = 1024**3
@@ -209,21 +210,30 @@ def _in_flight_ceiling(accelerator: Accelerator, eff: ServingEfficiency) -> floa
     return sms * clock_mhz * 1e6 * eff.bytes_per_sm_cycle
 
 
+def stack_share(accelerator: Accelerator) -> float:
+    """The share of the CUDA-fitted rates the chip's software stack reaches: the engines' fractions
+    are fitted on NVIDIA rows, and ROCm reaches less of an AMD chip's datasheet (the same
+    ``rocm_efficiency`` the training and request-serving models use, read from published
+    comparisons, not fitted to serving rows)."""
+    return ModelParams().rocm_efficiency if accelerator.software_stack == "rocm" else 1.0
+
+
 def _bandwidth(accelerator: Accelerator, fmt: ServingFormat, eff: ServingEfficiency) -> float:
     share = eff.weight_only_bandwidth if fmt.weight_only else eff.bandwidth
-    return min(accelerator.memory_bandwidth_gbps * 1e9 * share, _in_flight_ceiling(accelerator, eff))
+    achieved = min(accelerator.memory_bandwidth_gbps * 1e9 * share, _in_flight_ceiling(accelerator, eff))
+    return achieved * stack_share(accelerator)
 
 
 def _kv_bandwidth(accelerator: Accelerator, eff: ServingEfficiency) -> float:
     datasheet_share = accelerator.memory_bandwidth_gbps * 1e9 * eff.kv_bandwidth
-    return min(datasheet_share, _in_flight_ceiling(accelerator, eff))
+    return min(datasheet_share, _in_flight_ceiling(accelerator, eff)) * stack_share(accelerator)
 
 
 def _flops_rate(accelerator: Accelerator, fmt: ServingFormat, eff: ServingEfficiency) -> float:
     peak = peak_tflops(accelerator, fmt)
     if not peak:
         raise ValueError(f"{accelerator.key} cannot run {fmt.name}")
-    return peak * 1e12 * eff.compute
+    return peak * 1e12 * eff.compute * stack_share(accelerator)
 
 
 def _stage_time(
