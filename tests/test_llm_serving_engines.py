@@ -180,3 +180,19 @@ def test_recommend_inference_names_each_rows_engine_and_kv_precision() -> None:
     worth = [line for line in document["explanation"].splitlines() if "by engine" in line]
     engines = {row["engine"] for row in rows}
     assert len(engines) == 1 or (worth and all(name in worth[0] for name in engines))
+
+
+def test_an_amd_chip_runs_at_the_rocm_share_of_its_datasheet(catalog: catalog_mod.Catalog) -> None:
+    from perdollar.predict.params import ModelParams
+
+    amd = catalog.accelerator("MI300X")
+    assert amd.software_stack == "rocm"
+    as_if_cuda = replace(amd, software_stack="cuda")
+    arch, fmt, engine = from_hf_config(LLAMA_8B, name="llama"), serving_format("bf16"), ENGINES["vllm"]
+    share = ModelParams().rocm_efficiency
+    for batch in (1, 256):  # weight streaming, then compute
+        on_rocm = decode_step_time(arch, fmt, amd, GroupShape(), batch, 2048, engine.step_efficiency())
+        on_cuda = decode_step_time(arch, fmt, as_if_cuda, GroupShape(), batch, 2048, engine.step_efficiency())
+        assert on_rocm.memory_s == pytest.approx(on_cuda.memory_s / share)
+        assert on_rocm.compute_s == pytest.approx(on_cuda.compute_s / share)
+        assert on_rocm.overhead_s == pytest.approx(on_cuda.overhead_s)  # the host's time is its own
