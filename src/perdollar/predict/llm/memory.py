@@ -11,6 +11,10 @@ parallelism split every state by their degrees first.
 LoRA freezes the base weights (half precision, no gradient, no optimizer state) and trains
 rank-r adapters on every attention and MLP matrix; QLoRA stores those matrices in 4-bit NF4 with
 double-quantised constants (4.127 bits per weight, Dettmers et al. 2023), embeddings and head in bf16.
+
+The optimizer-state bytes above are AdamW's; the plan's optimizer sets them
+(:mod:`perdollar.predict.llm.optimizers`: 8-bit states, SGD's one state). A paged optimizer's
+states may spill to host memory: they count toward the demand but not against the fit.
 """
 
 from __future__ import annotations
@@ -110,7 +114,8 @@ def model_states(
     data_parallel_in_node: int,
     precision: str = "amp-bf16",
 ) -> ModelStates:
-    weight_b, grad_b, optim_b = state_bytes_per_param(precision)
+    weight_b, grad_b, _ = state_bytes_per_param(precision)
+    optim_b = plan.resolved_optimizer.state_bytes(precision)
     model_split = plan.tensor_parallel * plan.pipeline_parallel
     shard_w, shard_g, shard_o = sharding_degrees(plan, data_parallel, data_parallel_in_node)
     total, per_layer, adapters, adapted = _counts(arch, plan.lora_rank)
@@ -158,10 +163,22 @@ class MemoryPerGPU:
     capacity: float  # usable bytes after the reserve
     fixed: float  # everything that does not grow with the micro-batch
     per_sequence: float  # activation bytes per sequence of micro-batch
+    pageable: float = 0.0  # of the optimizer states, what a paged optimizer may spill to the host
+
+    @property
+    def demand(self) -> float:
+        """Every byte of the step, wherever it is held."""
+        return self.weights + self.gradients + self.optimizer_states + self.activations + self.buffers
+
+    @property
+    def paged_out(self) -> float:
+        """Optimizer-state bytes a paged optimizer keeps in host memory: what does not fit."""
+        return min(max(self.demand - self.capacity, 0.0), self.pageable)
 
     @property
     def total(self) -> float:
-        return self.weights + self.gradients + self.optimizer_states + self.activations + self.buffers
+        """Bytes held on the GPU."""
+        return self.demand - self.paged_out
 
     @property
     def fits(self) -> bool:
@@ -171,7 +188,7 @@ class MemoryPerGPU:
     def largest_micro_batch(self) -> int:
         if self.per_sequence <= 0:
             return 0
-        return max(math.floor((self.capacity - self.fixed) / self.per_sequence), 0)
+        return max(math.floor((self.capacity - self.fixed + self.pageable) / self.per_sequence), 0)
 
     def to_gib(self) -> dict[str, float]:
         return {
@@ -180,6 +197,7 @@ class MemoryPerGPU:
             "optimizer_states": self.optimizer_states / GIB,
             "activations": self.activations / GIB,
             "buffers": self.buffers / GIB,
+            "optimizer_states_paged_to_host": self.paged_out / GIB,
             "total": self.total / GIB,
             "capacity": self.capacity / GIB,
         }
@@ -262,4 +280,5 @@ def memory_per_gpu(
         capacity=accelerator_memory_gib * GIB * (1 - headroom),
         fixed=fixed,
         per_sequence=per_sequence,
+        pageable=states.optimizer_states if plan.resolved_optimizer.paged else 0.0,
     )
