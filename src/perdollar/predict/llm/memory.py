@@ -14,7 +14,8 @@ double-quantised constants (4.127 bits per weight, Dettmers et al. 2023), embedd
 
 The optimizer-state bytes above are AdamW's; the plan's optimizer sets them
 (:mod:`perdollar.predict.llm.optimizers`: 8-bit states, SGD's one state). A paged optimizer's
-states may spill to host memory: they count toward the demand but not against the fit.
+moments (not the float32 master weights) may spill to host memory: they count toward the demand
+but not against the fit.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ class ModelStates:
     layer_weight_bytes: float  # one layer's weights on one GPU, unsharded (for FSDP's buffers)
     layer_gradient_bytes: float
     gradient_share: float = 1.0  # gradient elements reduced per trained parameter (see model_states)
+    pageable_states: float = 0.0  # of the optimizer states, a paged optimizer's moments (not the master)
 
     @property
     def total(self) -> float:
@@ -138,6 +140,9 @@ def model_states(
     if plan.finetune != "full" and plan.strategy in ("fsdp", "hsdp"):
         graded = total if plan.resolved_framework.fsdp_frozen_gradients else trained
     optimizer = 0.0 if plan.cpu_offload else per_gpu(trained * optim_b, shard_o)
+    chosen = plan.resolved_optimizer
+    # Only the moments live in the optimizer's unified memory; the float32 master is the parameter.
+    pageable = optimizer * chosen.moment_share(precision) if chosen.paged else 0.0
     layer_share = per_layer / max(total, 1.0)
     layer_weights = (frozen_bytes + trained * weight_b) * layer_share / plan.tensor_parallel
     return ModelStates(
@@ -148,6 +153,7 @@ def model_states(
         layer_weight_bytes=layer_weights,
         layer_gradient_bytes=graded * grad_b * layer_share / plan.tensor_parallel,
         gradient_share=graded / max(trained, 1.0),
+        pageable_states=pageable,
     )
 
 
@@ -280,5 +286,5 @@ def memory_per_gpu(
         capacity=accelerator_memory_gib * GIB * (1 - headroom),
         fixed=fixed,
         per_sequence=per_sequence,
-        pageable=states.optimizer_states if plan.resolved_optimizer.paged else 0.0,
+        pageable=states.pageable_states,
     )
