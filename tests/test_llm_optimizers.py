@@ -102,6 +102,16 @@ def test_a_paged_optimizer_spills_its_states_to_the_host_and_pays_pcie_for_them(
     assert not whole.fits and whole.memory_gib["weights"] > whole.memory_gib["capacity"]
 
 
+def test_only_the_moments_page_not_the_float32_master_weights(llama_8b) -> None:  # type: ignore[no-untyped-def]
+    l40s = catalog.load().accelerators["L40S"]
+    common = {"gpus_per_node": 1, "nodes": 1, "seq_len": 2048, "global_batch": 1}
+    paged = predict_llm_training(llama_8b, l40s, plan=parse_plan("ddp+ac,paged-adamw-8bit"), **common)
+    moments = llama_8b.total_params * EIGHT_BIT_MOMENTS / GIB
+    # Weights, gradients and the master copy alone (2 + 2 + 4 bytes a parameter) exceed the 48 GB.
+    assert paged.memory_gib["optimizer_states_paged_to_host"] == pytest.approx(moments)
+    assert not paged.fits and paged.memory_per_gpu_gib > paged.memory_gib["capacity"]
+
+
 def test_plan_tokens_name_an_optimizer_other_than_adamw() -> None:
     plan = parse_plan("ddp,qlora16,mb4,hf,paged-adamw-8bit")
     assert plan.optimizer == "paged-adamw-8bit" and parse_plan(plan.token()) == plan
