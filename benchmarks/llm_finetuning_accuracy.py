@@ -3,7 +3,8 @@
     python3 benchmarks/llm_finetuning_accuracy.py
 
 Three sources, each predicted at its own plan and framework (spec basis, the shipped fit):
-- ``published_llm_finetuning.csv``: torchtune's published memory-and-speed table (1 and 8 GPUs);
+- ``published_llm_finetuning.csv``: torchtune's published memory-and-speed table (1 and 8 GPUs),
+  each row asked compiled where its ``compile`` column says it ran under torch.compile;
 - ``published_llm_training.csv``: NeMo 24.07's LoRA rows (8 H100s);
 - ``gpu_lora_steps_{h200,h100}.csv``: PEFT steps measured on one H200 and one H100 (Hugging Face
   Trainer's stack: autocast, float32 adapters, dropout 0.05).
@@ -30,6 +31,7 @@ from gpu_llm_steps import LLAMA_32_1B  # noqa: E402  (the config the measurement
 from llm_training_rows import load_runs  # noqa: E402
 from perdollar import catalog as catalog_mod  # noqa: E402
 from perdollar.predict.llm import parse_plan, predict_llm_training  # noqa: E402
+from perdollar.predict.llm.frameworks import framework_choice  # noqa: E402
 from perdollar.workload.llm import load_llm_workload  # noqa: E402
 
 FITTED_ROW = ("llama-3.2-1b", "lora", 512, 1)  # what HOST_SECONDS_PER_OPERATOR was fitted on
@@ -53,7 +55,7 @@ def published_rows(catalog) -> list[dict]:  # type: ignore[no-untyped-def]
         arch = load_llm_workload(row["model"]).architecture
         plan = replace(
             parse_plan(row["plan"]), finetune=mode, lora_rank=rank, micro_batch=int(row["micro_batch"]),
-            framework=row["framework"],
+            framework=framework_choice(row["framework"], row["compile"] == "1" or None),
         )  # fmt: skip
         p = _predict(arch, catalog.accelerators[row["gpu"]], plan, gpus_per_node=per_node,
                      nodes=gpus // per_node, seq_len=int(row["seq_len"]), global_batch=batch)  # fmt: skip

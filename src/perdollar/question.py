@@ -173,6 +173,14 @@ class LanguageModelSettings:
         " own (on for torchtitan; Megatron, NeMo and Unsloth use their own fused kernels).",
         scope="training",
     )
+    # None: AdamW, for every mode (see predict.llm.optimizers).
+    optimizer: str | None = declared(
+        None, "--optimizer",
+        "Language model: the optimizer: adamw (default), adamw-8bit (bitsandbytes: 8-bit states),"
+        " paged-adamw-8bit, paged-adamw (states may spill to host memory instead of running out) or"
+        " sgd (with momentum).",
+        scope="training",
+    )
     # Serving: tokens in and out of a request and the latency objectives (p99, milliseconds).
     input_tokens: int | None = declared(
         None, "--input-tokens", "Language model serving: prompt tokens per request (default 1000).",

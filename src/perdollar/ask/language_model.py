@@ -57,6 +57,7 @@ def load_language_model(question: Question) -> LLMWorkload:
         lora_rank=settings.lora_rank,
         attention_kernel=settings.attention_kernel,
         framework=framework_choice(settings.framework, settings.compile),
+        optimizer=settings.optimizer,
     )
 
 
@@ -71,6 +72,8 @@ def fixed_plan(settings: LanguageModelSettings, workload: LLMWorkload) -> Traini
         plan = replace(plan, micro_batch=workload.micro_batch)
     if workload.framework:
         plan = replace(plan, framework=workload.framework)
+    if workload.optimizer:
+        plan = replace(plan, optimizer=workload.optimizer)
     return plan
 
 

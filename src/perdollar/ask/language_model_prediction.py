@@ -35,6 +35,8 @@ def _fixed_plan(settings: LanguageModelSettings, flags: PlanFlags, workload: Any
             changes[name] = getattr(flags, name)
     if workload.framework:
         changes["framework"] = workload.framework
+    if workload.optimizer:
+        changes["optimizer"] = workload.optimizer
     if plan.finetune != "full" and not settings.finetune:
         changes.pop("finetune")
         changes.pop("lora_rank")
@@ -78,6 +80,7 @@ def predict_llm(
         lora_rank=settings.lora_rank,
         attention_kernel=settings.attention_kernel,
         framework=framework_choice(settings.framework, settings.compile),
+        optimizer=settings.optimizer,
     )
     accelerator = cat.accelerators.get(instance.accelerator_key or "")
     if accelerator is None or (instance.accelerator_count or 0) < 1:
@@ -105,7 +108,7 @@ def predict_llm(
             s
             for s in plan_shapes(
                 arch, gpus, nodes, finetune=workload.finetune, lora_rank=workload.lora_rank,
-                framework=workload.framework,
+                framework=workload.framework, optimizer=workload.optimizer,
             )
             if (flags.tensor_parallel is None or s.tensor_parallel == flags.tensor_parallel)
             and (flags.virtual_stages is None or s.virtual_stages == flags.virtual_stages)
@@ -158,6 +161,7 @@ def predict_llm(
         "plan": p.plan.to_dict(),
         "framework": p.plan.resolved_framework.name,
         "compiled": p.plan.resolved_framework.compiled,
+        "optimizer": p.plan.resolved_optimizer.name,
         "plan_text": p.plan.text(p.gpus),
         "plan_source": "given" if settings.plan else f"searched ({searched} plans priced)",
         "memory_per_gpu_gib": p.memory_per_gpu_gib,

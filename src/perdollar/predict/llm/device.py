@@ -27,6 +27,7 @@ from perdollar.predict.llm.compiled import compiled_adapter_chains, fused_loss
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS, fp8_linears, rowwise_ops
 from perdollar.predict.llm.frameworks import HOST_SECONDS_PER_OPERATOR, framework_for
 from perdollar.predict.llm.lora import adapter_ops
+from perdollar.predict.llm.optimizers import optimizer_for
 from perdollar.predict.params import shipped_model
 from perdollar.predict.roofline import operator_times
 from perdollar.predict.tables import DeviceTable, OperatorTable
@@ -35,10 +36,6 @@ from perdollar.profile.model import OperatorRecord
 from perdollar.workload.llm.architecture import DecoderArchitecture
 from perdollar.workload.llm.workload import ATTENTION_KERNELS
 
-# Bytes an AdamW step moves per trained parameter: mixed precision reads the fp32 master weight,
-# both moments and the half-precision gradient and writes the three back plus the half-precision copy.
-OPTIMIZER_BYTES_PER_PARAM = {"amp-bf16": 28.0, "amp-fp16": 28.0, "bf16": 14.0, "fp16": 14.0}
-OPTIMIZER_FLOPS_PER_PARAM = 12.0
 FUSIBLE_CLASSES = frozenset({"elementwise", "copy", "reduction", "normalization"})
 # Share of the tensor-core peak that the Ampere-era warp-level MMA instructions reach, by compute
 # capability major: FlashAttention-2's kernels use them everywhere, and on Hopper they reach about
@@ -299,16 +296,21 @@ def _alone_seconds(op: OperatorRecord, accelerator: Accelerator) -> float:
 
 
 @functools.lru_cache(maxsize=8192)
-def optimizer_seconds(accelerator: Accelerator, trained_params: float, precision: str) -> float:
-    """An AdamW step over ``trained_params`` on one GPU (memory-bound elementwise kernels)."""
+def optimizer_seconds(
+    accelerator: Accelerator, trained_params: float, precision: str, optimizer: str | None = None
+) -> float:
+    """An optimizer step (AdamW unless named) over ``trained_params`` on one GPU: memory-bound
+    elementwise kernels moving what :meth:`Optimizer.step_bytes` says (mixed-precision AdamW: 28
+    bytes a parameter; AdamW 8-bit: about 16)."""
     if trained_params <= 0:
         return 0.0
-    per_param = OPTIMIZER_BYTES_PER_PARAM.get(precision, 28.0)
+    chosen = optimizer_for(optimizer)
+    per_param = chosen.step_bytes(precision)
     op = OperatorRecord(
-        name="adamw",
+        name=chosen.name,
         op_class="optimizer",
         phase="optimizer",
-        flops=OPTIMIZER_FLOPS_PER_PARAM * trained_params,
+        flops=chosen.flops_per_param * trained_params,
         bytes_read=per_param / 2 * trained_params,
         bytes_written=per_param / 2 * trained_params,
         dtype="fp32",

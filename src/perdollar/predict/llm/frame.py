@@ -84,6 +84,7 @@ def _search(
             finetune=workload.finetune,
             lora_rank=workload.lora_rank,
             framework=workload.framework,
+            optimizer=workload.optimizer,
             micro_batch=workload.micro_batch,
             **common,
         )

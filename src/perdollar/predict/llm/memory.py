@@ -11,6 +11,11 @@ parallelism split every state by their degrees first.
 LoRA freezes the base weights (half precision, no gradient, no optimizer state) and trains
 rank-r adapters on every attention and MLP matrix; QLoRA stores those matrices in 4-bit NF4 with
 double-quantised constants (4.127 bits per weight, Dettmers et al. 2023), embeddings and head in bf16.
+
+The optimizer-state bytes above are AdamW's; the plan's optimizer sets them
+(:mod:`perdollar.predict.llm.optimizers`: 8-bit states, SGD's one state). A paged optimizer's
+moments (not the float32 master weights) may spill to host memory: they count toward the demand
+but not against the fit.
 """
 
 from __future__ import annotations
@@ -96,6 +101,7 @@ class ModelStates:
     layer_weight_bytes: float  # one layer's weights on one GPU, unsharded (for FSDP's buffers)
     layer_gradient_bytes: float
     gradient_share: float = 1.0  # gradient elements reduced per trained parameter (see model_states)
+    pageable_states: float = 0.0  # of the optimizer states, a paged optimizer's moments (not the master)
 
     @property
     def total(self) -> float:
@@ -110,7 +116,8 @@ def model_states(
     data_parallel_in_node: int,
     precision: str = "amp-bf16",
 ) -> ModelStates:
-    weight_b, grad_b, optim_b = state_bytes_per_param(precision)
+    weight_b, grad_b, _ = state_bytes_per_param(precision)
+    optim_b = plan.resolved_optimizer.state_bytes(precision)
     model_split = plan.tensor_parallel * plan.pipeline_parallel
     shard_w, shard_g, shard_o = sharding_degrees(plan, data_parallel, data_parallel_in_node)
     total, per_layer, adapters, adapted = _counts(arch, plan.lora_rank)
@@ -133,6 +140,9 @@ def model_states(
     if plan.finetune != "full" and plan.strategy in ("fsdp", "hsdp"):
         graded = total if plan.resolved_framework.fsdp_frozen_gradients else trained
     optimizer = 0.0 if plan.cpu_offload else per_gpu(trained * optim_b, shard_o)
+    chosen = plan.resolved_optimizer
+    # Only the moments live in the optimizer's unified memory; the float32 master is the parameter.
+    pageable = optimizer * chosen.moment_share(precision) if chosen.paged else 0.0
     layer_share = per_layer / max(total, 1.0)
     layer_weights = (frozen_bytes + trained * weight_b) * layer_share / plan.tensor_parallel
     return ModelStates(
@@ -143,6 +153,7 @@ def model_states(
         layer_weight_bytes=layer_weights,
         layer_gradient_bytes=graded * grad_b * layer_share / plan.tensor_parallel,
         gradient_share=graded / max(trained, 1.0),
+        pageable_states=pageable,
     )
 
 
@@ -158,10 +169,22 @@ class MemoryPerGPU:
     capacity: float  # usable bytes after the reserve
     fixed: float  # everything that does not grow with the micro-batch
     per_sequence: float  # activation bytes per sequence of micro-batch
+    pageable: float = 0.0  # of the optimizer states, what a paged optimizer may spill to the host
+
+    @property
+    def demand(self) -> float:
+        """Every byte of the step, wherever it is held."""
+        return self.weights + self.gradients + self.optimizer_states + self.activations + self.buffers
+
+    @property
+    def paged_out(self) -> float:
+        """Optimizer-state bytes a paged optimizer keeps in host memory: what does not fit."""
+        return min(max(self.demand - self.capacity, 0.0), self.pageable)
 
     @property
     def total(self) -> float:
-        return self.weights + self.gradients + self.optimizer_states + self.activations + self.buffers
+        """Bytes held on the GPU."""
+        return self.demand - self.paged_out
 
     @property
     def fits(self) -> bool:
@@ -171,7 +194,7 @@ class MemoryPerGPU:
     def largest_micro_batch(self) -> int:
         if self.per_sequence <= 0:
             return 0
-        return max(math.floor((self.capacity - self.fixed) / self.per_sequence), 0)
+        return max(math.floor((self.capacity - self.fixed + self.pageable) / self.per_sequence), 0)
 
     def to_gib(self) -> dict[str, float]:
         return {
@@ -180,6 +203,7 @@ class MemoryPerGPU:
             "optimizer_states": self.optimizer_states / GIB,
             "activations": self.activations / GIB,
             "buffers": self.buffers / GIB,
+            "optimizer_states_paged_to_host": self.paged_out / GIB,
             "total": self.total / GIB,
             "capacity": self.capacity / GIB,
         }
@@ -262,4 +286,5 @@ def memory_per_gpu(
         capacity=accelerator_memory_gib * GIB * (1 - headroom),
         fixed=fixed,
         per_sequence=per_sequence,
+        pageable=states.pageable_states,
     )

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm.frameworks import FRAMEWORKS, Framework, framework_for
+from perdollar.predict.llm.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS, Optimizer, optimizer_for
 
 STRATEGIES = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
 FINETUNE_MODES = ("full", "lora", "qlora")
@@ -70,6 +71,7 @@ class TrainingPlan:
     virtual_stages: int = 1  # interleaved 1F1B: model chunks per pipeline rank (Megatron's V)
     context_parallel: int = 1  # ranks splitting each sequence (ring attention)
     expert_parallel: int = 1  # data-parallel ranks splitting a MoE layer's routed experts
+    optimizer: str | None = None  # a name of predict.llm.optimizers; None: AdamW
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -109,6 +111,7 @@ class TrainingPlan:
             raise PerdollarError(
                 "a plan checkpoints activations fully or selectively, not both", "write +ac or +sac"
             )
+        optimizer_for(self.optimizer)
         framework = framework_for(self.framework, self.finetune)
         if self.finetune != "full" and framework.lora == "none":
             raise PerdollarError(
@@ -139,6 +142,11 @@ class TrainingPlan:
     def resolved_framework(self) -> Framework:
         """The framework the plan runs under: the one named, or its mode's default."""
         return framework_for(self.framework, self.finetune)
+
+    @property
+    def resolved_optimizer(self) -> Optimizer:
+        """The optimizer the plan steps with: the one named, or AdamW."""
+        return optimizer_for(self.optimizer)
 
     def pipeline_inside_host(self, nodes: int) -> bool:
         """Whether the pipeline's stages sit inside each host (over its NVLink) rather than one
@@ -190,6 +198,8 @@ class TrainingPlan:
             parts.append("selective activation checkpointing")
         if self.cpu_offload:
             parts.append("optimizer offloaded to CPU")
+        if self.resolved_optimizer.name != DEFAULT_OPTIMIZER:
+            parts.append(f"optimizer {self.resolved_optimizer.title}")
         if self.backward_prefetch == "post":
             parts.append("backward gathers after the gradients (BACKWARD_POST)")
         if self.data_parallel_comm == "blocking":
@@ -231,6 +241,8 @@ class TrainingPlan:
         # training only when one was chosen, so that its default tokens read as before.
         if self.framework or self.finetune != "full":
             parts.append(self.resolved_framework.name)
+        if self.resolved_optimizer.name != DEFAULT_OPTIMIZER:  # AdamW's tokens read as before
+            parts.append(self.resolved_optimizer.name)
         return ",".join(parts)
 
     def to_dict(self) -> dict[str, object]:
@@ -253,6 +265,7 @@ class TrainingPlan:
             "expert_parallel": self.expert_parallel,
             "framework": self.resolved_framework.name,
             "compiled": self.resolved_framework.compiled,
+            "optimizer": self.resolved_optimizer.name,
             "token": self.token(),
         }
 
@@ -264,8 +277,8 @@ def parse_plan(token: str) -> TrainingPlan:
     """The plan a :meth:`TrainingPlan.token` names; one-line error for anything else."""
     fix = (
         "write it as STRATEGY[+ac|+sac][+offload][+backward-post|+blocking][,tpN[-blocking]][,ppN]"
-        "[,vpN][,cpN][,epN][,loraR|qloraR][,mbN][,gaN][,FRAMEWORK[+compile|+eager]], e.g. fsdp+ac,mb4 or "
-        "ddp,qlora16,unsloth"
+        "[,vpN][,cpN][,epN][,loraR|qloraR][,mbN][,gaN][,FRAMEWORK[+compile|+eager]][,OPTIMIZER], e.g. "
+        "fsdp+ac,mb4 or ddp,qlora16,unsloth,paged-adamw-8bit"
     )
     parts = [p.strip().lower() for p in token.replace(" ", "").split(",") if p.strip()]
     if not parts:
@@ -295,6 +308,9 @@ def parse_plan(token: str) -> TrainingPlan:
     for part in parts[1:]:
         if part.split("+")[0] in FRAMEWORKS or part.startswith("+"):
             values["framework"] = part
+            continue
+        if part in OPTIMIZERS:
+            values["optimizer"] = part
             continue
         match = _PART.match(part)
         if match is None or (match.group(3) and match.group(1) != "tp"):

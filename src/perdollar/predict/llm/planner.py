@@ -59,6 +59,7 @@ def plan_shapes(
     finetune: str,
     lora_rank: int,
     framework: str | None = None,
+    optimizer: str | None = None,
 ) -> list[TrainingPlan]:
     """Every (strategy, TP, PP, checkpointing) of the bounded space, at micro-batch 1."""
     shapes = []
@@ -74,7 +75,7 @@ def plan_shapes(
                     shapes.append(
                         TrainingPlan(
                             strategy, tp, pp, checkpointing, finetune=finetune, lora_rank=lora_rank,
-                            framework=framework,
+                            framework=framework, optimizer=optimizer,
                         )
                     )
     return shapes + pipeline_shapes(arch, gpus_per_node, nodes, shapes)
@@ -153,6 +154,7 @@ def search_plans(
     finetune: str = "full",
     lora_rank: int = 16,
     framework: str | None = None,
+    optimizer: str | None = None,
     micro_batch: int | None = None,
     network_gbps: float | None = None,
     efa_interfaces: int | None = None,
@@ -175,7 +177,8 @@ def search_plans(
         "attention_kernel": attention_kernel,
     }
     candidates = shapes or plan_shapes(
-        arch, gpus_per_node, nodes, finetune=finetune, lora_rank=lora_rank, framework=framework
+        arch, gpus_per_node, nodes, finetune=finetune, lora_rank=lora_rank, framework=framework,
+        optimizer=optimizer,
     )
     feasible: list[LLMTrainingPrediction] = []
     misses: list[tuple[float, TrainingPlan]] = []

@@ -36,6 +36,7 @@ from perdollar.predict.llm.memory import (
     model_states,
     state_bytes_per_param,
 )
+from perdollar.predict.llm.optimizers import paging_seconds
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.llm.stage import (
     DataParallelTimes,
@@ -242,7 +243,11 @@ def predict_llm_training(
             states.trainable_params_per_gpu * (grad_b + weight_b) * gpus_per_node / OFFLOAD_PCIE_BYTES_PER_S
         )
     else:
-        optimizer = optimizer_seconds(accelerator, states.trainable_params_per_gpu, precision)
+        optimizer = optimizer_seconds(
+            accelerator, states.trainable_params_per_gpu, precision, plan.resolved_optimizer.name
+        )
+        # A paged optimizer's spilled states cross PCIe in for the step and out again.
+        optimizer += paging_seconds(memory.paged_out)
     compute_total = micro_batches * (forward + backward + recompute + overhead)
     bubble = pipeline_bubble_stages(pp, plan.virtual_stages) * stage
     breakdown = {

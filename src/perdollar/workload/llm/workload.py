@@ -72,6 +72,7 @@ class LLMWorkload:
     kind: str = "train"  # train | inference
     attention_kernel: str = "flash2"  # see ATTENTION_KERNELS
     framework: str | None = None  # the training framework (predict.llm.frameworks); None: the mode's default
+    optimizer: str | None = None  # one of TRAINING_OPTIMIZERS (predict.llm.optimizers); None: adamw
     config_json: str = ""  # the config it came from (canonical JSON), for the fingerprint and meta builds
 
     sample_unit = "tokens"
@@ -96,6 +97,8 @@ class LLMWorkload:
             payload["attention_kernel"] = self.attention_kernel
         if self.framework:  # likewise: no framework named, the fingerprint is as before
             payload["framework"] = self.framework
+        if self.optimizer:  # likewise
+            payload["optimizer"] = self.optimizer
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -160,6 +163,8 @@ TRAINING_PRECISIONS = ("amp-bf16", "amp-fp16", "bf16", "fp16", "fp32", "tf32", "
 # NeMo and Megatron-Core run it; FlashAttention-3). They differ on Hopper. unfused: the score
 # matrix through memory (Hugging Face's eager attention, Megatron-LM before FlashAttention).
 ATTENTION_KERNELS = ("flash2", "native", "unfused")
+# Which optimizer steps the trained weights (their bytes: perdollar.predict.llm.optimizers).
+TRAINING_OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw-8bit", "paged-adamw", "sgd")
 
 
 def load_llm_workload(
@@ -174,6 +179,7 @@ def load_llm_workload(
     kind: str = "train",
     attention_kernel: str | None = None,
     framework: str | None = None,
+    optimizer: str | None = None,
 ) -> LLMWorkload:
     """An LLM workload from a reference name or a config.json path, with one-line errors."""
     config, name = _config_for(spec)
@@ -199,6 +205,9 @@ def load_llm_workload(
             f"unknown attention kernel {kernel!r}",
             "use --attention-kernel flash2 (PyTorch SDPA), native (cuDNN, TE) or unfused (eager)",
         )
+    if optimizer and optimizer.lower() not in TRAINING_OPTIMIZERS:
+        known = ", ".join(TRAINING_OPTIMIZERS)
+        raise PerdollarError(f"unknown optimizer {optimizer!r}", f"use --optimizer {known}")
     chosen = precision or "amp-bf16"
     if chosen not in TRAINING_PRECISIONS:
         raise PerdollarError(f"unknown precision {chosen!r}", f"use {', '.join(TRAINING_PRECISIONS)}")
@@ -214,5 +223,6 @@ def load_llm_workload(
         kind=kind,
         attention_kernel=kernel,
         framework=framework.lower() if framework else None,
+        optimizer=optimizer.lower() if optimizer else None,
         config_json=json.dumps({k: v for k, v in config.items() if not k.startswith("_")}, sort_keys=True),
     )
