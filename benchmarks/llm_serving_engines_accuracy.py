@@ -101,7 +101,7 @@ def main() -> None:
             before += leave_one_source_out(rows, chips, FIT_START, PER_LAYER)
         else:
             before += [(case, e) for case in rows for e in errors([case], chips, DEFAULT_EFFICIENCY)]
-        if engine == "sglang":  # one source: predicted with the shipped vLLM fit, out of sample
+        if engine == "sglang":  # its fit starts from the vLLM fit it ships (a lone source is predicted by it)
             start = ENGINES[engine].step_efficiency()
         else:
             start = with_host_step(STARTS.get(engine, FIT_STARTS["gpu"]), START_HOST_S.get(engine, 1e-3))

@@ -3,7 +3,8 @@
     python3 benchmarks/rocm_serving_check.py [benchmarks/published_llm_serving_engines.csv]
 
 The ROCm rows of the published engines file (AMD chips) are predicted with each engine's
-parameters fitted on its CUDA rows only (no ROCm source is ever in the fit: held out by source),
+parameters fitted on its CUDA rows only, the ROCm row's own source left out of the fit too
+(an engine with no CUDA row, TGI, is read against vLLM's fit, which it ships),
 at a ROCm share of 1. The share a row implies is modelled / published for a time (TPOT, TTFT) and
 published / modelled for a rate. Where the same model also has CUDA rows, the CUDA rows' own
 modelled / published ratio is printed beside it and divided out ("relative"), so that what the
@@ -70,13 +71,16 @@ class RocmRow:
 
 
 def rocm_rows(cases: list[ServingCase], chips: dict[str, catalog_mod.Accelerator]) -> list[RocmRow]:
-    """Every ROCm row with the share it implies against its engine's fit on CUDA rows only."""
+    """Every ROCm row with the share it implies against its engine's fit on CUDA rows only, the
+    row's own source left out of that fit (a source that ran both chips would otherwise lend its
+    CUDA rows to the very comparison it is read against)."""
     rocm = [case for case in cases if chips[case.gpu].software_stack == "rocm"]
     out = []
-    for engine in sorted({case.engine for case in rocm}):
-        cuda = [c for c in cases if c.engine == engine and chips[c.gpu].software_stack == "cuda"]
-        eff = _cuda_fit(cuda, chips, engine)
-        for case in (c for c in rocm if c.engine == engine):
+    for engine, source in sorted({(case.engine, case.source) for case in rocm}):
+        fitted_as = engine if _cuda_rows(cases, chips, engine) else "vllm"  # TGI ships vLLM's fit
+        cuda = _cuda_rows(cases, chips, fitted_as)
+        eff = _cuda_fit([c for c in cuda if c.source != source], chips, fitted_as)
+        for case in (c for c in rocm if c.engine == engine and c.source == source):
             share = implied_share(case, chips[case.gpu], eff)
             if share is None:
                 continue
@@ -84,6 +88,12 @@ def rocm_rows(cases: list[ServingCase], chips: dict[str, catalog_mod.Accelerator
             ratios = [ratio for ratio in same if ratio]
             out.append(RocmRow(case, share, _geomean(ratios) if ratios else None, len(ratios)))
     return out
+
+
+def _cuda_rows(
+    cases: list[ServingCase], chips: dict[str, catalog_mod.Accelerator], engine: str
+) -> list[ServingCase]:
+    return [c for c in cases if c.engine == engine and chips[c.gpu].software_stack == "cuda"]
 
 
 def _print_row(row: RocmRow) -> None:

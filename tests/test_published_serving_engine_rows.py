@@ -3,6 +3,9 @@ the loader skips a row it cannot resolve, so a misspelt name would drop a figure
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -31,3 +34,18 @@ def test_every_published_serving_row_names_its_source_and_date() -> None:
     assert frame["source_url"].str.startswith("https://").all()
     assert frame["source_date"].notna().all()
     assert (frame["value"] > 0).all()
+
+
+def test_rocm_serving_check_reads_every_rocm_row_of_every_engine() -> None:
+    """Every ROCm row of every engine (TGI, with no CUDA row, included) and every source gets a share."""
+    frame = pd.read_csv(ROWS)
+    catalog = catalog_mod.load()
+    rocm = frame[[catalog.accelerator(gpu).software_stack == "rocm" for gpu in frame["gpu"]]]
+    script = ROWS.parent / "rocm_serving_check.py"
+    env = {**os.environ, "PYTHONPATH": str(ROWS.parents[1] / "src")}
+    done = subprocess.run([sys.executable, str(script), str(ROWS)], capture_output=True, text=True, env=env,
+                          cwd=ROWS.parent, check=True)  # fmt: skip
+    assert f"of the {len(rocm)} ROCm rows" in done.stdout
+    assert set(rocm["engine"]) >= {"tgi"}
+    for source in set(rocm["source_url"]):
+        assert f"{source}: " in done.stdout

@@ -128,8 +128,9 @@ ENGINES: dict[str, ServingEngine] = {
         ),
         ServingEngine(
             "sglang",
-            # Its four published rows (one source, an MoE model) cannot pin a fit of their own:
-            # vLLM's kernel fractions and host time, and those rows check them out of sample.
+            # Its published CUDA rows (two sources, both DeepSeek-R1 on H200s, one with DP
+            # attention) cannot pin a fit of their own: vLLM's kernel fractions and host time,
+            # and those rows check them out of sample.
             _VLLM_FIT,
             host_step_s=_VLLM_HOST_S,
             eager_launch_s_per_layer=40e-6,
@@ -168,7 +169,8 @@ ENGINES: dict[str, ServingEngine] = {
         ),
         ServingEngine(
             "tgi",
-            # No published TGI row with its setting stated was found: vLLM's fit, unchecked.
+            # Its only published rows with their setting stated are on MI300X (ROCm, read by
+            # benchmarks/rocm_serving_check.py): vLLM's fit, unchecked on CUDA.
             _VLLM_FIT,
             host_step_s=_VLLM_HOST_S,
             eager_launch_s_per_layer=40e-6,
