@@ -13,9 +13,11 @@ output token is a batch-1 decode step, its median time to first token one prefil
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+
+import numpy as np
 
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm_serving.engines import DEFAULT_ENGINE
@@ -151,9 +153,12 @@ def calibrate(
     A reading that beats its chip's physical limit (:func:`impossible_reason`) calibrates nothing:
     it is a mislabelled GPU, a cache or a wrong model name, not an efficient engine.
 
-    Two factors, each solved for exactly: one on every bandwidth fraction (weights, KV cache,
-    weight-only kernels) from the decode steps, one on the compute fraction from the prompts. Few
-    readings cannot pin more parameters than that; the per-layer overhead keeps its shipped value.
+    Each predicted time is a sum of parts (host, weight and KV streaming, matrix products,
+    all-reduces), and a light-load reading cannot tell which part is off. Every part is taken to be
+    as likely off as any other by the same factor, so the least change that reproduces the readings
+    moves each part in proportion to its share of the measured time: a host-bound step moves mostly
+    the host time and barely the bandwidth, so a reading's host jitter does not travel to chips whose
+    steps are bandwidth-bound. (Put on the bandwidth alone, the same jitter moved every other GPU.)
     """
     possible = tuple(
         r
@@ -166,12 +171,15 @@ def calibrate(
     before = _ratios(cases, chips, start)
     if not usable or len(before) < len(cases):
         return None
-    memory = _geometric_mean([_solve(case, chips, start, _memory_scaled) for case in cases
-                              if case.kind == "decode-batch-1"])  # fmt: skip
-    rescaled = _memory_scaled(start, memory)  # the prompt's time also reads the weights
-    compute = _geometric_mean([_solve(case, chips, rescaled, _compute_scaled) for case in cases
-                               if case.kind == "ttft"])  # fmt: skip
-    fitted = _compute_scaled(rescaled, compute)
+    # The decode steps first, the cleaner reading (a time to first token also carries queueing and
+    # tokenising): they set the streaming and link parts; the prompts then set the compute part.
+    decodes = [case for case in cases if case.kind != "ttft"]
+    prompts = [case for case in cases if case.kind == "ttft"]
+    stepped = _least_change(decodes, chips, start, ("host", "streaming", "link"), np.zeros(len(PARTS)))
+    _host, *chip_parts = _least_change(prompts, chips, start, ("host", "compute"), stepped)
+    # The host part is the measured machine's CPU, which another instance type does not share: it
+    # absorbs its share of the misfit and is not carried.
+    fitted = _scaled(start, (0.0, *chip_parts))
     refused = refused_readings(possible, arch, chips)
     return Calibration(fitted, usable, before, _ratios(cases, chips, fitted), refused, engine)
 
@@ -190,39 +198,80 @@ def refused_readings(
     return tuple(found)
 
 
-def _memory_scaled(eff: ServingEfficiency, factor: float) -> ServingEfficiency:
-    # The in-flight ceiling scales too: on a chip where it binds, it is what the readings measure.
-    return replace(eff, bandwidth=min(1.0, eff.bandwidth * factor),
-                   kv_bandwidth=min(1.0, eff.kv_bandwidth * factor),
-                   weight_only_bandwidth=min(1.0, eff.weight_only_bandwidth * factor),
-                   bytes_per_sm_cycle=eff.bytes_per_sm_cycle * factor)  # fmt: skip
+# The parts of a predicted time a calibration may rescale, each by a factor on the time it takes.
+PARTS = ("host", "streaming", "compute", "link")
+_STEP = 1e-3  # the log-step of the numerical derivatives
+_TOLERANCE = 1e-4  # |log(predicted / measured)| at which a reading is reproduced
+# No part is rescaled by more than 4x either way: past that the reading is not of this engine.
+_LARGEST_LOG_SCALE = math.log(4.0)
 
 
-def _compute_scaled(eff: ServingEfficiency, factor: float) -> ServingEfficiency:
-    return replace(eff, compute=min(1.0, eff.compute * factor))
+def _scaled(eff: ServingEfficiency, log_times: Sequence[float], *, capped: bool = True) -> ServingEfficiency:
+    """``eff`` with each part's time multiplied by exp(its entry of ``log_times``, in PARTS order).
+
+    ``capped``: a fraction of a datasheet rate stops at 1 (uncapped while solving, so that every
+    part answers smoothly; the parameters predictions take are capped)."""
+    host, streaming, compute, link = (math.exp(x) for x in log_times)
+    top = 1.0 if capped else math.inf
+    return replace(
+        eff,
+        step_overhead_s=eff.step_overhead_s * host,
+        step_overhead_s_per_layer=eff.step_overhead_s_per_layer * host,
+        bandwidth=min(top, eff.bandwidth / streaming),
+        kv_bandwidth=min(top, eff.kv_bandwidth / streaming),
+        weight_only_bandwidth=min(top, eff.weight_only_bandwidth / streaming),
+        # The in-flight ceiling scales too: on a chip where it binds, it is what the readings measure.
+        bytes_per_sm_cycle=eff.bytes_per_sm_cycle / streaming,
+        compute=min(top, eff.compute / compute),
+        allreduce_latency_nvlink_s=eff.allreduce_latency_nvlink_s * link,
+        allreduce_latency_pcie_s=eff.allreduce_latency_pcie_s * link,
+        allreduce_latency_xgmi_s=eff.allreduce_latency_xgmi_s * link,
+        allreduce_bandwidth=min(top, eff.allreduce_bandwidth / link),
+    )
 
 
-def _solve(case: ServingCase, chips: Mapping[str, Accelerator], start: ServingEfficiency,
-           scaled: Callable[[ServingEfficiency, float], ServingEfficiency]) -> float:  # fmt: skip
-    """The factor at which the case is predicted as measured (bisection: the figure is monotone)."""
-    low, high = 0.02, 4.0
-
-    def error(factor: float) -> float:
-        predicted = predict_case(case, chips[case.gpu], scaled(start, factor)) or 0.0
-        # Tokens/s grow with the factor, milliseconds shrink: compare so that both rise.
-        return predicted / case.measured - 1 if case.kind != "ttft" else 1 - predicted / case.measured
-
-    for _ in range(40):
-        middle = math.sqrt(low * high)
-        if error(middle) < 0:
-            low = middle
-        else:
-            high = middle
-    return math.sqrt(low * high)
+def _log_time(case: ServingCase, chip: Accelerator, eff: ServingEfficiency) -> float:
+    predicted = predict_case(case, chip, eff) or math.nan
+    # A decode case is predicted in tokens/s, a prompt in milliseconds.
+    return math.log(predicted) if case.kind == "ttft" else -math.log(predicted)
 
 
-def _geometric_mean(values: Sequence[float]) -> float:
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else 1.0
+def _least_change(cases: Sequence[ServingCase], chips: Mapping[str, Accelerator], start: ServingEfficiency,
+                  moved: Sequence[str], initial: np.ndarray) -> np.ndarray:  # fmt: skip
+    """The smallest change to the ``moved`` parts' log scales, from ``initial``, that reproduces the
+    cases (least squares where they disagree).
+
+    Gauss-Newton with minimum-norm steps: each step's derivative of a case's log time by a part's
+    log scale is that part's share of the case's time, so the pseudo-inverse spreads the misfit over
+    the parts by their shares."""
+    measured = np.array([math.log(c.measured) if c.kind == "ttft" else -math.log(c.measured) for c in cases])
+    scales = np.array(initial, dtype=float)
+    if not cases:
+        return scales
+
+    def log_times(at: np.ndarray) -> np.ndarray:
+        eff = _scaled(start, tuple(at), capped=False)
+        return np.array([_log_time(case, chips[case.gpu], eff) for case in cases])
+
+    best, best_misfit = scales, math.inf
+    for _ in range(30):
+        now = log_times(scales)
+        misfit = measured - now
+        if not np.all(np.isfinite(misfit)):
+            break
+        if float(np.max(np.abs(misfit))) < best_misfit:
+            best, best_misfit = scales, float(np.max(np.abs(misfit)))
+        if best_misfit < _TOLERANCE:
+            break
+        units = [np.eye(len(PARTS))[PARTS.index(part)] for part in moved]
+        shares = np.column_stack([(log_times(scales + _STEP * unit) - now) / _STEP for unit in units])
+        # Readings whose shares nearly coincide (two runs on one chip) measure one thing: they are
+        # averaged rather than pulling the parts far apart to split a hair.
+        step = np.column_stack(units) @ (np.linalg.pinv(shares, rcond=1e-2) @ misfit)
+        if not np.any(step):
+            break
+        scales = np.clip(scales + step, -_LARGEST_LOG_SCALE, _LARGEST_LOG_SCALE)
+    return best
 
 
 def _ratios(cases: Sequence[ServingCase], chips: Mapping[str, Accelerator],
