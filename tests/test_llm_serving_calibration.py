@@ -13,6 +13,7 @@ from cli_runner import run_perdollar
 from llm_stream_server import streaming_server
 from perdollar import catalog as catalog_mod
 from perdollar.predict.llm_serving.calibrate import EndpointReading, _cases, calibrate, impossible_reason
+from perdollar.predict.llm_serving.engines import ENGINES
 from perdollar.predict.llm_serving.published import predict_case
 from perdollar.predict.llm_serving.timing import DEFAULT_EFFICIENCY
 from perdollar.workload.llm import load_llm_workload
@@ -46,6 +47,30 @@ def test_a_slower_endpoint_slows_the_predictions_of_other_chips() -> None:
     after = predict_case(elsewhere, chips["H100-SXM5-80GB"], calibration.efficiency) or 0.0
     assert after < before / 1.2  # fewer tokens/s on a chip never measured
     assert "1× L4 fp16" in calibration.describe("llama-3.1-8b")
+
+
+def test_a_host_bound_reading_moves_the_bandwidth_of_other_chips_by_its_share_only() -> None:
+    catalog = catalog_mod.load()
+    arch = load_llm_workload("llama-3.1-8b", kind="inference").architecture
+    chips = {key: catalog.accelerators[key] for key in ("H100-SXM5-80GB", "L4")}
+    transformers = ENGINES["hf"].step_efficiency()  # about 14 ms of host time in every step
+    probe = EndpointReading("H100-SXM5-80GB", 1, "fp16", 1000, 200, tpot_ms=1.0, ttft_ms=1.0, engine="hf")
+    decode, first = _cases(probe, arch)
+    predicted_tpot_ms = 1e3 / (predict_case(decode, chips["H100-SXM5-80GB"], transformers) or 1.0)
+    predicted_ttft_ms = predict_case(first, chips["H100-SXM5-80GB"], transformers) or 1.0
+    assert transformers.step_overhead_s * 1e3 > predicted_tpot_ms / 2  # the step is mostly host time
+    # 30% slower per output token than predicted, as fast at the prompt.
+    slow = replace(probe, tpot_ms=1.3 * predicted_tpot_ms, ttft_ms=predicted_ttft_ms)
+    calibration = calibrate([slow], arch, chips, transformers, engine="hf")
+    assert calibration is not None
+    # The host time is the measured machine's: it is not carried to other instance types.
+    assert calibration.efficiency.step_overhead_s == transformers.step_overhead_s
+    elsewhere = replace(decode, gpu="L4")  # a bandwidth-bound step: the weights take 50 ms to read
+    before = predict_case(elsewhere, chips["L4"], transformers) or 0.0
+    after = predict_case(elsewhere, chips["L4"], calibration.efficiency) or 0.0
+    # The GPU's part of the reading is slower too, but only the part of the 30% it accounts for
+    # moves to the L4 (all of it put on the bandwidth would slow the L4 by 1.5× or more).
+    assert before / 1.3 < after < before / 1.02
 
 
 def _perdollar(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
