@@ -14,8 +14,8 @@ model the engine has rows for, which asks one model's reading to carry another's
 Cases: benchmarks/published_llm_serving_engines.csv (vLLM, SGLang) and perdollar's own
 transformers step timings (benchmarks/gpu_llm_serving_steps_{h100,h200}.csv, the hf engine).
 A published row that gives a time per output token but no time to first token makes a reading
-whose time to first token is the shipped prediction, so that it leaves the compute fraction as
-shipped and calibrates the decode side only (what the row measured).
+whose time to first token is the shipped prediction: the prompt then only takes back what the
+decode step's change did to it, and the row calibrates the decode side (what it measured).
 """
 
 from __future__ import annotations
