@@ -4,7 +4,8 @@
 
 Three sources, each predicted at its own plan and framework (spec basis, the shipped fit):
 - ``published_llm_finetuning.csv``: torchtune's published memory-and-speed table (1 and 8 GPUs),
-  each row asked compiled where its ``compile`` column says it ran under torch.compile;
+  each row asked compiled where its ``compile`` column says it ran under torch.compile, and with
+  the optimizer its ``optimizer`` column names (the 8B full recipe: bitsandbytes' paged 8-bit AdamW);
 - ``published_llm_training.csv``: NeMo 24.07's LoRA rows (8 H100s);
 - ``gpu_lora_steps_{h200,h100}.csv``: PEFT steps measured on one H200 and one H100 (Hugging Face
   Trainer's stack: autocast, float32 adapters, dropout 0.05).
@@ -56,6 +57,7 @@ def published_rows(catalog) -> list[dict]:  # type: ignore[no-untyped-def]
         plan = replace(
             parse_plan(row["plan"]), finetune=mode, lora_rank=rank, micro_batch=int(row["micro_batch"]),
             framework=framework_choice(row["framework"], row["compile"] == "1" or None),
+            optimizer=row["optimizer"],
         )  # fmt: skip
         p = _predict(arch, catalog.accelerators[row["gpu"]], plan, gpus_per_node=per_node,
                      nodes=gpus // per_node, seq_len=int(row["seq_len"]), global_batch=batch)  # fmt: skip
