@@ -120,10 +120,15 @@ def billed(
 
 def plausibly_priced(frame: pd.DataFrame) -> pd.Series:
     """True for each row whose price is not flagged implausible (``price-outlier``)."""
-    flags = frame["flags"] if "flags" in frame else pd.Series("", index=frame.index)
-    return ~flags.map(
-        lambda f: PRICE_OUTLIER_FLAG in (f if isinstance(f, tuple | list) else str(f or "").split(";"))
-    ).astype(bool)
+    if "flags" not in frame:
+        return pd.Series(True, index=frame.index)
+    # Flags are a tuple or a ";"-joined string; few distinct values over many rows: decide each once.
+    keys = [tuple(f) if isinstance(f, list) else f for f in frame["flags"].to_numpy(dtype=object)]
+    flagged = {
+        key: PRICE_OUTLIER_FLAG in (key if isinstance(key, tuple) else str(key or "").split(";"))
+        for key in set(keys)
+    }
+    return pd.Series([not flagged[key] for key in keys], index=frame.index, dtype=bool)
 
 
 def ranked(frame: pd.DataFrame, cost: str, latency: str) -> pd.DataFrame:

@@ -16,6 +16,7 @@ import pandas as pd
 from perdollar.catalog.price_age import age_sentence
 from perdollar.catalog.price_outliers import OUTLIER_SENTENCE, PRICE_OUTLIER_FLAG
 from perdollar.price.frame import target_of
+from perdollar.price.serving import plausibly_priced
 from perdollar.question import Question
 from perdollar.select import constraints as cand
 from perdollar.select.binding import nothing_feasible_error
@@ -113,12 +114,7 @@ def select_candidates(
 
 
 def _outlier_priced(frame: pd.DataFrame) -> np.ndarray:
-    if "flags" not in frame:
-        return np.zeros(len(frame), dtype=bool)
-    flags = frame["flags"].to_numpy(dtype=object)
-    # Few distinct flag strings over many rows: decide each once.
-    hit = {value: PRICE_OUTLIER_FLAG in str(value).split(";") for value in set(flags)}
-    return np.fromiter((hit[value] for value in flags), dtype=bool, count=len(flags))
+    return ~plausibly_priced(frame).to_numpy(dtype=bool)
 
 
 def _outliers_sentence(explanation: str, ranked_all: pd.DataFrame) -> str:
