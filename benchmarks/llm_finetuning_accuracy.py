@@ -60,7 +60,8 @@ def published_rows(catalog) -> list[dict]:  # type: ignore[no-untyped-def]
             optimizer=row["optimizer"],
         )  # fmt: skip
         p = _predict(arch, catalog.accelerators[row["gpu"]], plan, gpus_per_node=per_node,
-                     nodes=gpus // per_node, seq_len=int(row["seq_len"]), global_batch=batch)  # fmt: skip
+                     nodes=gpus // per_node, seq_len=int(row["seq_len"]), global_batch=batch,
+                     precision=row.get("precision", "amp-bf16"))  # fmt: skip
         rows.append({
             "source": "torchtune README", "mode": mode, "framework": row["framework"],
             "label": f"{row['model']} {mode} {gpus}x{row['gpu']}",

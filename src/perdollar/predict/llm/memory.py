@@ -79,6 +79,18 @@ def _counts(arch: DecoderArchitecture, rank: int) -> tuple[float, float, float, 
     )
 
 
+def in_backward_gradient_bytes(arch: DecoderArchitecture, plan: TrainingPlan, grad_b: float) -> float:
+    """Gradient bytes alive at once when the optimizer steps inside the backward: the largest
+    trained tensor's gradient and the next one being computed, twice the largest. In full
+    training that is the embedding (or the output head, vocabulary × hidden); LoRA's largest
+    adapter matrix is rank × the widest dimension it adapts."""
+    if plan.finetune == "full":
+        largest = arch.vocab_size * arch.hidden_size
+    else:
+        largest = plan.lora_rank * max(arch.hidden_size, arch.intermediate_size)
+    return 2.0 * largest * grad_b / plan.tensor_parallel
+
+
 def sharding_degrees(
     plan: TrainingPlan, data_parallel: int, data_parallel_in_node: int
 ) -> tuple[int, int, int]:
@@ -145,9 +157,12 @@ def model_states(
     pageable = optimizer * chosen.moment_share(precision) if chosen.paged else 0.0
     layer_share = per_layer / max(total, 1.0)
     layer_weights = (frozen_bytes + trained * weight_b) * layer_share / plan.tensor_parallel
+    gradients = per_gpu(graded * grad_b, shard_g)
+    if plan.optimizer_in_backward:
+        gradients = min(gradients, in_backward_gradient_bytes(arch, plan, grad_b))
     return ModelStates(
         weights=per_gpu(frozen_bytes + trained * weight_b, shard_w),
-        gradients=per_gpu(graded * grad_b, shard_g),
+        gradients=gradients,
         optimizer_states=optimizer,
         trainable_params_per_gpu=per_gpu(trained, shard_o),
         layer_weight_bytes=layer_weights,

@@ -72,6 +72,9 @@ class TrainingPlan:
     context_parallel: int = 1  # ranks splitting each sequence (ring attention)
     expert_parallel: int = 1  # data-parallel ranks splitting a MoE layer's routed experts
     optimizer: str | None = None  # a name of predict.llm.optimizers; None: AdamW
+    # Each parameter's update runs as soon as its gradient is complete, and the gradient is freed
+    # at once (torchtune's optimizer_in_bwd; PyTorch's register_post_accumulate_grad_hook).
+    optimizer_in_backward: bool = False
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -117,6 +120,16 @@ class TrainingPlan:
             raise PerdollarError(
                 f"{framework.title} trains no LoRA adapters of its own",
                 "choose --framework nemo, hf, torchtune or unsloth for LoRA and QLoRA",
+            )
+        if self.optimizer_in_backward and self.gradient_accumulation > 1:
+            raise PerdollarError(
+                "an optimizer stepped inside the backward cannot accumulate gradients over micro-batches",
+                "drop +optimizer-in-backward, or raise the micro-batch so that accumulation is 1",
+            )
+        if self.optimizer_in_backward and self.cpu_offload:
+            raise PerdollarError(
+                "an offloaded optimizer steps on the CPU after the backward, not inside it",
+                "drop +optimizer-in-backward or +offload",
             )
         if self.virtual_stages > 1 and self.pipeline_parallel < 2:
             raise PerdollarError(
@@ -198,6 +211,8 @@ class TrainingPlan:
             parts.append("selective activation checkpointing")
         if self.cpu_offload:
             parts.append("optimizer offloaded to CPU")
+        if self.optimizer_in_backward:
+            parts.append("optimizer stepped in the backward")
         if self.resolved_optimizer.name != DEFAULT_OPTIMIZER:
             parts.append(f"optimizer {self.resolved_optimizer.title}")
         if self.backward_prefetch == "post":
@@ -218,6 +233,7 @@ class TrainingPlan:
             + ("+offload" if self.cpu_offload else "")
             + ("+backward-post" if self.backward_prefetch == "post" else "")
             + ("+blocking" if self.data_parallel_comm == "blocking" else "")
+            + ("+optimizer-in-backward" if self.optimizer_in_backward else "")
         )
         parts = [head]
         if self.tensor_parallel > 1:
@@ -266,6 +282,7 @@ class TrainingPlan:
             "framework": self.resolved_framework.name,
             "compiled": self.resolved_framework.compiled,
             "optimizer": self.resolved_optimizer.name,
+            "optimizer_in_backward": self.optimizer_in_backward,
             "token": self.token(),
         }
 
@@ -276,7 +293,8 @@ _PART = re.compile(r"^(tp|pp|vp|cp|ep|mb|ga|lora|qlora)(\d+)(-blocking)?$")
 def parse_plan(token: str) -> TrainingPlan:
     """The plan a :meth:`TrainingPlan.token` names; one-line error for anything else."""
     fix = (
-        "write it as STRATEGY[+ac|+sac][+offload][+backward-post|+blocking][,tpN[-blocking]][,ppN]"
+        "write it as STRATEGY[+ac|+sac][+offload][+backward-post|+blocking][+optimizer-in-backward]"
+        "[,tpN[-blocking]][,ppN]"
         "[,vpN][,cpN][,epN][,loraR|qloraR][,mbN][,gaN][,FRAMEWORK[+compile|+eager]][,OPTIMIZER], e.g. "
         "fsdp+ac,mb4 or ddp,qlora16,unsloth,paged-adamw-8bit"
     )
@@ -285,7 +303,7 @@ def parse_plan(token: str) -> TrainingPlan:
         raise PerdollarError("empty training plan", fix)
     head = parts[0].split("+")
     flags = set(head[1:])
-    unknown = flags - {"ac", "sac", "offload", "backward-post", "blocking"}
+    unknown = flags - {"ac", "sac", "offload", "backward-post", "blocking", "optimizer-in-backward"}
     if head[0] not in STRATEGIES or unknown:
         raise PerdollarError(f"cannot read the training plan {token!r}", fix)
     values: dict[str, object] = {
@@ -295,6 +313,7 @@ def parse_plan(token: str) -> TrainingPlan:
         "cpu_offload": "offload" in flags,
         "backward_prefetch": "post" if "backward-post" in flags else "pre",
         "data_parallel_comm": "blocking" if "blocking" in flags else "overlapped",
+        "optimizer_in_backward": "optimizer-in-backward" in flags,
     }
     names = {
         "tp": "tensor_parallel",
