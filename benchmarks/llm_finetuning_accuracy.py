@@ -104,9 +104,10 @@ def measured_rows(catalog, path: Path, instance: str) -> list[dict]:  # type: ig
         mode, batch, seq = row["finetune"], int(row["micro_batch"]), int(row["seq_len"])
         spec = str(config) if row["model"] == "llama-3.2-1b" else row["model"]
         arch = load_llm_workload(spec).architecture
+        # every measured row ran plain transformers (and PEFT), full fine-tuning included
         plan = replace(
             parse_plan("ddp+ac" if row["gradient_checkpointing"] == "True" else "ddp"), finetune=mode,
-            lora_rank=int(row["rank"] or 16), micro_batch=batch, framework="hf" if mode != "full" else None,
+            lora_rank=int(row["rank"] or 16), micro_batch=batch, framework="hf",
         )  # fmt: skip
         p = _predict(arch, accelerator, plan, gpus_per_node=1, nodes=1, seq_len=seq, global_batch=batch)
         framework = plan.resolved_framework.name

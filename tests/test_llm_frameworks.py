@@ -79,6 +79,22 @@ def test_saved_bytes_per_token_of_peft_and_of_fused_lora() -> None:
     assert adapter_saved_bytes_per_token(TINY, 8, FRAMEWORKS["unsloth"]) == narrow + 2.0 * (64 * 3 + 128)
 
 
+def test_nemo_adapts_only_the_fused_query_key_value_projection_by_default() -> None:
+    tokens, rank = 256, 32
+    nemo = FRAMEWORKS["nemo"]
+    gemms = [op for op in adapter_ops(TINY, tokens, rank, nemo) if op.op_class == "matmul"]
+    # One adapter a layer, on linear_qkv (fan-in 64, fan-out q 64 + k 32 + v 32 = 128).
+    assert len(gemms) == 6
+    assert sum(op.flops for op in gemms) == pytest.approx(tokens * 6 * rank * (64 + 128))
+    assert adapter_saved_bytes_per_token(TINY, rank, nemo) == 2.0 * rank + 2.0 * 64
+    plan = TrainingPlan("ddp", finetune="lora", lora_rank=rank, framework="nemo")
+    states = model_states(TINY, plan, data_parallel=1, data_parallel_in_node=1)
+    assert states.trainable_params_per_gpu == rank * 4 * (64 + 128)  # 4 layers
+    every_matrix = replace(plan, framework="hf")
+    hf_states = model_states(TINY, every_matrix, data_parallel=1, data_parallel_in_node=1)
+    assert hf_states.trainable_params_per_gpu == rank * 4 * FAN_SUM
+
+
 def test_defaults_and_unknown_frameworks() -> None:
     assert framework_for(None, "lora").name == "hf"
     assert framework_for(None, "full").name == "megatron"

@@ -74,7 +74,7 @@ def compiled_adapter_chains(
 ) -> tuple[OperatorRecord, ...]:
     """One layer's adapter chains as Inductor fuses them, for a micro-batch of ``tokens`` tokens."""
     ops: list[OperatorRecord] = []
-    for matrix in adapted_matrices(arch, framework.fused_projections):
+    for matrix in adapted_matrices(arch, framework.fused_projections, framework.lora_targets):
         ops += _matrix_chains(matrix, tokens, framework)
     return tuple(ops)
 
@@ -84,7 +84,7 @@ def compiled_adapter_saved_bytes_per_token(
 ) -> float:
     """What one layer's adapters keep under compile, per token: A's r-wide outputs, each distinct
     input once and, with dropout, each matrix's one-byte mask."""
-    matrices = adapted_matrices(arch, framework.fused_projections)
+    matrices = adapted_matrices(arch, framework.fused_projections, framework.lora_targets)
     narrow = sum(PRODUCT_BYTES * rank * m.per_token for m in matrices)
     distinct = {m.reads: m.fan_in * m.per_token for m in matrices}
     masks = sum(m.fan_in * m.per_token for m in matrices) if framework.adapter_dropout else 0.0

@@ -27,7 +27,7 @@ from perdollar.predict.llm.compiled import compiled_adapter_chains, fused_loss
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS, fp8_linears, rowwise_ops
 from perdollar.predict.llm.frameworks import HOST_SECONDS_PER_OPERATOR, framework_for
 from perdollar.predict.llm.lora import adapter_ops
-from perdollar.predict.llm.optimizers import optimizer_for
+from perdollar.predict.llm.optimizers import STREAMING_BANDWIDTH_SHARE, optimizer_for
 from perdollar.predict.params import shipped_model
 from perdollar.predict.roofline import operator_times
 from perdollar.predict.tables import DeviceTable, OperatorTable
@@ -299,13 +299,17 @@ def _alone_seconds(op: OperatorRecord, accelerator: Accelerator) -> float:
 def optimizer_seconds(
     accelerator: Accelerator, trained_params: float, precision: str, optimizer: str | None = None
 ) -> float:
-    """An optimizer step (AdamW unless named) over ``trained_params`` on one GPU: memory-bound
-    elementwise kernels moving what :meth:`Optimizer.step_bytes` says (mixed-precision AdamW: 28
-    bytes a parameter; AdamW 8-bit: about 16)."""
+    """An optimizer step (AdamW unless named) over ``trained_params`` on one GPU. A fused or
+    multi-tensor step streams what :meth:`Optimizer.step_bytes` says (mixed-precision AdamW: 28
+    bytes a parameter) at ``STREAMING_BANDWIDTH_SHARE`` of the memory bandwidth; bitsandbytes'
+    8-bit step is bound by its quantisation work instead (see :mod:`.optimizers`)."""
     if trained_params <= 0:
         return 0.0
     chosen = optimizer_for(optimizer)
     per_param = chosen.step_bytes(precision)
+    if not chosen.eight_bit:
+        streamed = accelerator.memory_bandwidth_gbps * 1e9 * STREAMING_BANDWIDTH_SHARE
+        return per_param * trained_params / streamed
     op = OperatorRecord(
         name=chosen.name,
         op_class="optimizer",

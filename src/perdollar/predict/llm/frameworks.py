@@ -49,6 +49,9 @@ from dataclasses import dataclass, replace
 from perdollar.errors import PerdollarError
 
 LORA_KERNELS = ("modules", "fused", "none")
+# Which matrices a framework's LoRA adapts unless told: every attention and MLP matrix, or only the
+# attention's query-key-value projection (NeMo 1.x's default).
+LORA_TARGETS = ("all", "attention-qkv")
 LOSS_KERNELS = ("upcast", "chunked", "kernel", "fused", "compiled")
 # Bytes per token and vocabulary entry the loss holds at the backward's start beyond the float32
 # log-probabilities the traced model keeps (what the fit assumes, and Megatron's fused loss keeps):
@@ -86,6 +89,7 @@ class Framework:
     fsdp_frozen_gradients: bool = False
     # The step runs under torch.compile (torchtitan by default; any eager framework with --compile).
     compiled: bool = False
+    lora_targets: str = "all"  # one of LORA_TARGETS: the matrices its LoRA adapts by default
 
     @property
     def compiles_eager_code(self) -> bool:
@@ -94,7 +98,8 @@ class Framework:
         return self.compiled and not self.fused_chains
 
     def __post_init__(self) -> None:
-        if self.lora not in LORA_KERNELS or self.loss not in LOSS_KERNELS:
+        known = self.lora in LORA_KERNELS and self.loss in LOSS_KERNELS and self.lora_targets in LORA_TARGETS
+        if not known:
             raise PerdollarError(f"framework {self.name!r} has an unknown trait", "fix the table")
 
 
@@ -143,8 +148,10 @@ FRAMEWORKS: dict[str, Framework] = {
             "nemo", "NeMo (Megatron-Core)", fused_chains=True, lora="modules", adapter_bytes=2.0,
             adapter_dropout=False, loss="fused", eager_host=False,
             source="NVIDIA NeMo ParallelLinearAdapter (LoRA, dropout 0.0 by default, model precision) "
-            "on Megatron-Core's fused kernels and its fused linear_qkv and linear_fc1 projections",
-            fused_projections=True,
+            "on Megatron-Core's fused kernels and its fused linear_qkv and linear_fc1 projections; "
+            "megatron_gpt_finetuning_config.yaml (NeMo 1.x): lora_tuning.target_modules ['attention_qkv'], "
+            "adapter_dim 32",
+            fused_projections=True, lora_targets="attention-qkv",
         ),
         Framework(
             "composer", "MosaicML Composer / LLM Foundry", fused_chains=True, lora="modules",

@@ -38,12 +38,13 @@ class AdaptedMatrix:
 
 
 def adapted_matrices(
-    arch: DecoderArchitecture, fused_projections: bool = False
+    arch: DecoderArchitecture, fused_projections: bool = False, targets: str = "all"
 ) -> tuple[AdaptedMatrix, ...]:
     """The attention and MLP matrices LoRA adapts in an average layer, as a token passes them.
 
     ``fused_projections``: the framework's layer holds q, k and v as one matrix and the MLP's
-    gate and up as one (Megatron-Core's ``linear_qkv`` and ``linear_fc1``): one adapter each."""
+    gate and up as one (Megatron-Core's ``linear_qkv`` and ``linear_fc1``): one adapter each.
+    ``targets``: ``all`` of them, or only the ``attention-qkv`` projections."""
     hidden, q_out, kv = arch.hidden_size, arch.num_attention_heads * arch.head_dim, arch.kv_dim
     projections = (
         [AdaptedMatrix(hidden, q_out + 2 * kv, 1.0, "attention")]
@@ -54,6 +55,8 @@ def adapted_matrices(
             AdaptedMatrix(hidden, kv, 1.0, "attention"),
         ]
     )
+    if targets == "attention-qkv":
+        return tuple(projections)
     matrices = [*projections, AdaptedMatrix(q_out, hidden, 1.0, "attention-output")]
     moe_share = arch.moe_layers / arch.num_layers if arch.is_moe else 0.0
     widths = [(arch.experts_per_token * moe_share, arch.intermediate_size)]
@@ -123,7 +126,7 @@ def adapter_ops(
 ) -> tuple[OperatorRecord, ...]:
     """One layer's adapter operators for a micro-batch of ``tokens`` tokens, forward and backward."""
     ops: list[OperatorRecord] = []
-    for matrix in adapted_matrices(arch, framework.fused_projections):
+    for matrix in adapted_matrices(arch, framework.fused_projections, framework.lora_targets):
         rows = tokens * matrix.per_token
         d, e = matrix.fan_in, matrix.fan_out
         ops += [
@@ -141,7 +144,7 @@ def adapter_ops(
 
 def adapter_saved_bytes_per_token(arch: DecoderArchitecture, rank: int, framework: Framework) -> float:
     """What one layer's adapters keep for the backward, per token (see the module's docstring)."""
-    matrices = adapted_matrices(arch, framework.fused_projections)
+    matrices = adapted_matrices(arch, framework.fused_projections, framework.lora_targets)
     narrow = sum(PRODUCT_BYTES * rank * m.per_token for m in matrices)  # A's outputs, for B's gradient
     separate_inputs = framework.lora != "fused" and (framework.adapter_dropout or framework.adapter_bytes > 2)
     if separate_inputs:

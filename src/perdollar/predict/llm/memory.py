@@ -48,9 +48,12 @@ def state_bytes_per_param(precision: str) -> tuple[float, float, float]:
     return _STATE_BYTES.get(precision, _STATE_BYTES["amp-bf16"])
 
 
-def lora_params(arch: DecoderArchitecture, rank: int) -> int:
-    """Adapter parameters: r × (fan-in + fan-out) for every attention and MLP matrix of every layer."""
+def lora_params(arch: DecoderArchitecture, rank: int, targets: str = "all") -> int:
+    """Adapter parameters: r × (fan-in + fan-out) for every attention and MLP matrix of every layer
+    (``targets="attention-qkv"``: for the fused query-key-value projection alone)."""
     hidden, q_out, kv = arch.hidden_size, arch.num_attention_heads * arch.head_dim, arch.kv_dim
+    if targets == "attention-qkv":
+        return rank * arch.num_layers * (hidden + q_out + 2 * kv)
     attention = (hidden + q_out) + 2 * (hidden + kv) + (q_out + hidden)
     matrices = 3 if arch.gated_mlp else 2
     if not arch.is_moe:
@@ -69,12 +72,12 @@ def adapted_params(arch: DecoderArchitecture) -> int:
 
 
 @functools.lru_cache(maxsize=256)
-def _counts(arch: DecoderArchitecture, rank: int) -> tuple[float, float, float, float]:
+def _counts(arch: DecoderArchitecture, rank: int, targets: str) -> tuple[float, float, float, float]:
     """(all parameters, one layer's, LoRA adapter parameters, adapted base parameters), computed once."""
     return (
         float(arch.total_params),
         float(arch.params_per_layer),
-        float(lora_params(arch, rank)),
+        float(lora_params(arch, rank, targets)),
         float(adapted_params(arch)),
     )
 
@@ -132,7 +135,7 @@ def model_states(
     optim_b = plan.resolved_optimizer.state_bytes(precision)
     model_split = plan.tensor_parallel * plan.pipeline_parallel
     shard_w, shard_g, shard_o = sharding_degrees(plan, data_parallel, data_parallel_in_node)
-    total, per_layer, adapters, adapted = _counts(arch, plan.lora_rank)
+    total, per_layer, adapters, adapted = _counts(arch, plan.lora_rank, plan.resolved_framework.lora_targets)
     if plan.finetune == "full":
         trained, frozen_bytes = total, 0.0
     else:
