@@ -148,7 +148,8 @@ class LanguageModelSettings:
         None, "--plan",
         "Language model: fix the plan (ddp, zero1, zero2, fsdp, hsdp, or a token such as fsdp+ac,tp2;"
         " tp2-blocking: TP collectives not overlapped; ddp+blocking: gradients reduced after the"
-        " backward; fsdp+backward-post: FSDP's BACKWARD_POST).",
+        " backward; fsdp+backward-post: FSDP's BACKWARD_POST; ddp+optimizer-in-backward: each"
+        " parameter stepped as its gradient completes, as torchtune's optimizer_in_bwd).",
         scope="training",
     )
     attention_kernel: str | None = declared(
