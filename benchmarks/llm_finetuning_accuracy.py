@@ -68,6 +68,9 @@ def published_rows(catalog) -> list[dict]:  # type: ignore[no-untyped-def]
             "published": float(row["tokens_per_second"]),
             "predicted": p.tokens_per_second, "memory": float(row["peak_memory_gib"] or "nan"),
             "predicted_memory": p.memory_per_gpu_gib, "fitted": False,
+            # the share of the GPUs' dense peak the published figure needs, in the prediction's MFU
+            # convention (model FLOPs a token; a checkpointed forward's recomputation not counted)
+            "implied_mfu": p.mfu * float(row["tokens_per_second"]) / p.tokens_per_second,
         })  # fmt: skip
     return rows
 
@@ -152,6 +155,10 @@ def main() -> None:
     ]
     median = 100 * statistics.median(memory)
     print(f"\npeak memory, {len(memory)} rows with a figure: median error {median:.1f}%")
+    print("\nthe dense-peak share each published row needs (MFU, model FLOPs; recomputation not counted):")
+    for row in rows:
+        if "implied_mfu" in row:
+            print(f"  {row['label']:<58} {100 * row['implied_mfu']:5.1f}%")
 
 
 if __name__ == "__main__":
