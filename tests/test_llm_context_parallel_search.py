@@ -85,17 +85,26 @@ def test_context_parallel_shapes_divide_the_gpus_the_batch_and_the_sequence() ->
     assert in_host == sorted(in_host, reverse=True)  # rings inside a host come first
 
 
-def test_predict_on_the_command_line_shows_the_context_parallel_plan(tmp_path: Any) -> None:
+def _predict_json(*extra: str) -> dict[str, Any]:
     done = subprocess.run(
         [
             sys.executable, "-m", "perdollar", "predict", "llama-3.1-70b", "--instance", "p5.48xlarge",
-            "--nodes", "8", "--seq-len", "131072", "--global-batch", "32", "--json",
+            "--nodes", "8", "--seq-len", "131072", "--global-batch", "32", *extra, "--json",
         ],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(done.stdout)
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_predict_on_the_command_line_shows_the_context_parallel_plan() -> None:
+    result = _predict_json()
     plan = result["plan"]
     assert result["seq_len"] == 131_072 and result["fits"] is True
     assert plan["context_parallel"] > 1 and f"cp{plan['context_parallel']}" in plan["token"]
     assert f"context parallel {plan['context_parallel']}" in result["plan_text"]
+    # --context-parallel 1 keeps the search to unsplit sequences, and it finds a slower plan
+    unsplit = _predict_json("--context-parallel", "1")
+    assert unsplit["plan"]["context_parallel"] == 1
+    assert unsplit["tokens_per_second"] < result["tokens_per_second"]
