@@ -108,12 +108,15 @@ def predict_llm(
             s
             for s in plan_shapes(
                 arch, gpus, nodes, finetune=workload.finetune, lora_rank=workload.lora_rank,
-                framework=workload.framework, optimizer=workload.optimizer,
+                framework=workload.framework, optimizer=workload.optimizer, seq_len=workload.seq_len,
+                global_batch=workload.global_batch,
             )
             if (flags.tensor_parallel is None or s.tensor_parallel == flags.tensor_parallel)
             and (flags.virtual_stages is None or s.virtual_stages == flags.virtual_stages)
             and (flags.pipeline_parallel is None or s.pipeline_parallel == flags.pipeline_parallel)
             and (not flags.activation_checkpointing or s.activation_checkpointing)
+            # a context-parallel size asked for is set on every shape below, in place of the searched ones
+            and (flags.context_parallel is None or s.context_parallel == 1)
         ]
         shapes = [replace(s, cpu_offload=True) for s in shapes] if flags.cpu_offload else shapes
         fixed = {n: getattr(flags, n) for n in ("context_parallel", "expert_parallel") if getattr(flags, n)}

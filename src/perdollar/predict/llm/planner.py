@@ -7,7 +7,10 @@ checkpointing off/on × micro-batch ∈ {1, 2, 4, …, 64} up to the largest tha
 5 × 4 × d(H) × 2 × 7 plans, each priced by arithmetic on cached traces; then
 (:func:`pipeline_shapes`) pipelines of 2 or 4 stages inside a host where the hosts cannot take a
 stage each, every pipeline interleaved with 2 virtual stages where its layers divide, and for a
-mixture of experts every shape with its experts spread over 2, 4 or 8 ranks of a host. A plan
+mixture of experts every shape with its experts spread over 2, 4 or 8 ranks of a host; and for
+sequences of ``CONTEXT_PARALLEL_MIN_SEQ_LEN`` tokens or more (:mod:`.context_search`), every shape
+of the bounded space split over 2, 4 or 8 context-parallel ranks where the GPUs, the global batch
+and the sequence's load-balanced halves divide, rings inside a host first. A plan
 whose throughput before data-parallel communication and the optimizer (an upper bound) cannot come within the
 margin of the best found so far is skipped.
 Price is fixed per cluster, so the fastest feasible plan is best for every objective; among
@@ -24,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from perdollar.catalog.model import Accelerator
+from perdollar.predict.llm.context_search import context_shapes
 from perdollar.predict.llm.plan import STRATEGIES, TrainingPlan
 from perdollar.predict.llm.stage import LLMEfficiency, throughput_ceiling
 from perdollar.predict.llm.step import LLMTrainingPrediction, plan_memory, plan_problem, predict_llm_training
@@ -60,8 +64,12 @@ def plan_shapes(
     lora_rank: int,
     framework: str | None = None,
     optimizer: str | None = None,
+    seq_len: int | None = None,
+    global_batch: int | None = None,
 ) -> list[TrainingPlan]:
-    """Every (strategy, TP, PP, checkpointing) of the bounded space, at micro-batch 1."""
+    """Every (strategy, TP, PP, checkpointing) of the bounded space, at micro-batch 1, and the
+    pipeline, expert- and context-parallel shapes beyond it (context parallel only for a long
+    ``seq_len``; none when it is not given)."""
     shapes = []
     for tp in _divisors(gpus_per_node, MAX_TENSOR_PARALLEL):
         for pp in _divisors(nodes, arch.num_layers):
@@ -78,7 +86,8 @@ def plan_shapes(
                             framework=framework, optimizer=optimizer,
                         )
                     )
-    return shapes + pipeline_shapes(arch, gpus_per_node, nodes, shapes)
+    contexts = context_shapes(gpus_per_node, nodes, shapes, seq_len=seq_len, global_batch=global_batch)
+    return shapes + pipeline_shapes(arch, gpus_per_node, nodes, shapes) + contexts
 
 
 # Beyond the bounded space: pipelines inside one host (when the hosts cannot take a stage each) and
@@ -134,7 +143,7 @@ def pipeline_shapes(
 
 def _complexity(plan: TrainingPlan) -> tuple[int, ...]:
     return (
-        plan.tensor_parallel * plan.pipeline_parallel,
+        plan.tensor_parallel * plan.pipeline_parallel * plan.context_parallel,
         plan.virtual_stages,
         STRATEGIES.index(plan.strategy),
         int(plan.activation_checkpointing),
@@ -178,7 +187,7 @@ def search_plans(
     }
     candidates = shapes or plan_shapes(
         arch, gpus_per_node, nodes, finetune=finetune, lora_rank=lora_rank, framework=framework,
-        optimizer=optimizer,
+        optimizer=optimizer, seq_len=seq_len, global_batch=global_batch,
     )
     feasible: list[LLMTrainingPrediction] = []
     misses: list[tuple[float, TrainingPlan]] = []
