@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from perdollar.ask.inputs import Inputs, Progress, load_inputs, quiet, with_stored_measurements
-from perdollar.ask.language_model import checkpoint_bytes, fixed_plan, load_language_model
 from perdollar.ask.offers import labelled_offers
 from perdollar.ask.questions import decided
 from perdollar.catalog import Catalog
@@ -23,8 +23,6 @@ from perdollar.configuration import Configuration
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict import Calibration, predict_frame
-from perdollar.predict.llm import parse_plan
-from perdollar.predict.llm.frame import llm_prediction_frame
 from perdollar.predict.measured import apply_measured
 from perdollar.price.frame import SpotAssumptions, assumptions_for, describe_assumptions, target_of
 from perdollar.price.table import price_table
@@ -32,7 +30,9 @@ from perdollar.question import LanguageModelSettings, Question
 from perdollar.select import mark_constraints
 from perdollar.select.compare import Comparison, compare_priced, configuration_for_comparison
 from perdollar.select.model import Recommendation
-from perdollar.workload.llm import LLMWorkload
+
+if TYPE_CHECKING:
+    from perdollar.workload.llm import LLMWorkload
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,9 @@ def compare_question(
     catalog = catalog if catalog is not None else load_catalog()
     question = decided(question)
     if question.family == "language-model":
+        # The language-model stack is imported only for its questions: the others start faster.
+        from perdollar.ask.language_model import checkpoint_bytes, load_language_model
+
         workload = load_language_model(question)
         assumptions = assumptions_for(question.spot, checkpoint_bytes(workload))
         progress("planning and pricing")
@@ -116,6 +119,10 @@ def compare_language_model(
     assumptions: SpotAssumptions,
 ) -> Comparison:
     """Each configuration under the plan its label names (else the user's, else the planner's best)."""
+    from perdollar.ask.language_model import fixed_plan
+    from perdollar.predict.llm import parse_plan
+    from perdollar.predict.llm.frame import llm_prediction_frame
+
     texts, specs = zip(*(configuration_for_comparison(t, plans=True) for t in configurations), strict=True)
     settings = question.language_model or LanguageModelSettings()
     target = target_of(question)

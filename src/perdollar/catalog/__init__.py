@@ -16,10 +16,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from perdollar.catalog.catalog import Catalog
+from perdollar.catalog.kept import kept_or_read
 from perdollar.catalog.model import Accelerator, InstanceType, NameParts, Offer
 from perdollar.catalog.query import find, listing_frame
-from perdollar.catalog.snapshot import read_snapshot
-from perdollar.paths import catalog_snapshot_dir
+from perdollar.paths import catalog_snapshot_dir, data_dir
 
 BUNDLED_SNAPSHOT = Path(__file__).parent / "data"
 
@@ -57,7 +57,8 @@ def user_snapshots() -> list[Path]:
 def load(path: str | Path | None = None) -> Catalog:
     """Load a catalog snapshot: ``path`` if given, else the newest user snapshot, else the bundled one.
 
-    Loaded snapshots are cached per folder (and its manifest's modification time).
+    Loaded snapshots are cached per folder (and its manifest's modification time), and kept
+    checked in the data directory for the next process (``catalog.kept``).
     """
     if path is not None:
         folder = Path(path)
@@ -68,5 +69,12 @@ def load(path: str | Path | None = None) -> Catalog:
     stamp = manifest.stat().st_mtime if manifest.exists() else 0.0
     key = (str(folder.resolve()), stamp)
     if key not in _cache:
-        _cache[key] = read_snapshot(folder)
+        _cache[key] = kept_or_read(folder, _usable_data_dir())
     return _cache[key]
+
+
+def _usable_data_dir() -> Path | None:
+    try:
+        return data_dir()
+    except OSError:
+        return None  # nowhere to keep the checked catalog: it is read from its files each time

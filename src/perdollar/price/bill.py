@@ -89,11 +89,12 @@ def _add_data_lines(
     # Storage is priced with the data's placement: without it the question says nothing about storage.
     kept = placement.state_bytes * placement.checkpoints_kept if placement.region else 0.0
     stored = kept + np.where(moved, placement.size_bytes, 0.0)
-    per_gb_month = (
-        out["cloud"]
-        .map(lambda c: rates[str(c)].storage_usd_per_gb_month if str(c) in rates else np.nan)
-        .to_numpy(dtype=np.float64)
-    )
+    clouds = out["cloud"]
+    # Looked up once per cloud, not once per row.
+    by_cloud = {
+        c: rates[str(c)].storage_usd_per_gb_month if str(c) in rates else np.nan for c in clouds.unique()
+    }
+    per_gb_month = clouds.map(by_cloud).to_numpy(dtype=np.float64)
     out["storage_usd"] = storage_usd(stored, run_hours, per_gb_month)
     extra = out["egress_usd"].to_numpy(dtype=np.float64) + np.nan_to_num(out["storage_usd"].to_numpy())
     for column in _TIME_COLUMNS:

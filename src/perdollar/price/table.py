@@ -14,8 +14,18 @@ from perdollar.predict.frame import PREDICTION_COLUMNS
 from perdollar.price.frame import PRICED_COLUMNS, SpotAssumptions, Target, price_frame
 
 
+def _one_flag_text(flags: object) -> str:
+    return ";".join(flags) if isinstance(flags, tuple | list) else ("" if flags is None else str(flags))
+
+
 def _flag_text(flags: pd.Series) -> pd.Series:
-    return flags.map(lambda f: ";".join(f) if isinstance(f, tuple | list) else ("" if f is None else str(f)))
+    # A handful of distinct flag tuples over tens of thousands of offers: each is joined once.
+    joined: dict[tuple[str, ...], str] = {}
+    texts = [
+        joined.get(f) or joined.setdefault(f, _one_flag_text(f)) if type(f) is tuple else _one_flag_text(f)
+        for f in flags.to_numpy(dtype=object)
+    ]
+    return pd.Series(texts, index=flags.index, dtype=object, name=flags.name)
 
 
 def join_predictions(offers: pd.DataFrame, predictions: pd.DataFrame) -> pd.DataFrame:

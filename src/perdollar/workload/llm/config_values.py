@@ -96,7 +96,9 @@ READ_KEYS = frozenset(
     }
 )
 # Keys known not to change any parameter's shape (numerics, initialisation, routing rules, tokens).
-_NOT_SHAPES = re.compile(
+# Patterns, compiled on first use (re keeps them): compiling this alternation costs tens of
+# milliseconds, which every command would pay at start-up though only reading a config.json needs it.
+_NOT_SHAPES = (
     r"(^_|eps|epsilon|theta|rope|scal|dropout|pdrop|init|act|activation|token_id|dtype|cache|"
     r"softcap|soft_cap|temperature|norm_topk|routed_scaling|topk_method|topk_group|n_group|aux|"
     r"jitter|loss|output_router|router_|architectures|transformers_version|name_or_path|auto_map|"
@@ -109,7 +111,7 @@ _NOT_SHAPES = re.compile(
     r"mlp_bias|moe_layer_freq|sliding|tp_plan|pp_plan|base_model|chat_template|generation)"
 )
 # What a key that shapes parameters tends to be called.
-_LOOKS_LIKE_SHAPE = re.compile(
+_LOOKS_LIKE_SHAPE = (
     r"(size|dim|^num_|^n_|rank|layers|expert|heads|window|width|depth|ratio|moe|lora|shared|dense|"
     r"interleave|groups|vocab|kv|ffn|mlp|inner|proj)"
 )
@@ -119,7 +121,7 @@ def unread_shape_keys(config: Mapping[str, Any]) -> list[str]:
     """Keys of ``config`` that look like they change parameter shapes but that perdollar does not read."""
     unread = []
     for key, value in config.items():
-        if key in READ_KEYS or _NOT_SHAPES.search(key) or not _LOOKS_LIKE_SHAPE.search(key):
+        if key in READ_KEYS or re.search(_NOT_SHAPES, key) or not re.search(_LOOKS_LIKE_SHAPE, key):
             continue
         if value is None or value is False or value == [] or value == {}:
             continue  # an unset option shapes nothing
