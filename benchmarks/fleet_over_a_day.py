@@ -28,7 +28,7 @@ from pathlib import Path
 
 from perdollar.ask.language_model_fleet import _options, answer_language_model_fleet
 from perdollar.catalog import load as load_catalog
-from perdollar.predict.llm_serving.fleet import DEFAULT_INSTANCE_START_S
+from perdollar.catalog.model import DEFAULT_INSTANCE_START_S
 from perdollar.price.fleet import FleetPolicy, mixed_fleet, single_type_fleet
 from perdollar.question import LanguageModelSettings, Question, ServingGoal
 from perdollar.workload.llm import load_llm_workload

@@ -16,7 +16,6 @@ from perdollar.ask.inputs import (
     with_stored_measurements,
 )
 from perdollar.ask.questions import decided
-from perdollar.ask.serving import ServingAnswer, answer_serving
 from perdollar.ask.training import answer_training
 from perdollar.catalog import Catalog
 from perdollar.catalog import load as load_catalog
@@ -29,6 +28,7 @@ from perdollar.workload.llm import load_llm_workload
 
 if TYPE_CHECKING:
     from perdollar.ask.language_model_serving import LanguageModelServingAnswer
+    from perdollar.ask.serving import ServingAnswer
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,8 @@ def ask_serving(
     if use_store:
         # Latency curves are stored under the workload at batch 1, whatever batches they reached.
         found += stored_measurements(workload.with_overrides(batch_size=1).fingerprint, store_url)
+    from perdollar.ask.serving import answer_serving  # a training question does not load the serving stack
+
     return answer_serving(question, catalog=catalog, workload=workload, measurements=found, progress=progress)
 
 

@@ -17,10 +17,10 @@ from perdollar.ask.inputs import Progress, quiet
 from perdollar.ask.language_model_serving import FORMATS, _foreign_stacks_excluded, slo_label
 from perdollar.catalog import Catalog
 from perdollar.catalog.filters import allowed_offers
+from perdollar.catalog.model import DEFAULT_INSTANCE_START_S
 from perdollar.errors import NothingFeasibleError
 from perdollar.predict.llm_serving.engines import engine_note, serving_engine
 from perdollar.predict.llm_serving.fleet import (
-    DEFAULT_INSTANCE_START_S,
     IntervalReplay,
     Pool,
     ReplicaService,

@@ -19,6 +19,9 @@ SoftwareStack = Literal["cuda", "rocm", "neuron", "xla", "habana", "qaic", "cpu"
 
 # Dtype names used for peak rates everywhere in perdollar.
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4")
+# A new GPU instance is billed and booting for about two minutes before its server can load
+# weights (boot, drivers, container start): an assumption, not a measured figure.
+DEFAULT_INSTANCE_START_S = 120.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perdollar.predict.llm_serving.fleet import DEFAULT_INSTANCE_START_S
+from perdollar.catalog.model import DEFAULT_INSTANCE_START_S
 from perdollar.price.fleet import DEFAULT_AVAILABILITY, DEFAULT_MIN_REPLICAS, DEFAULT_TARGET_UTILISATION
 from perdollar.question import declared
 

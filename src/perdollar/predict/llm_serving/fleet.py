@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perdollar.catalog.model import Accelerator
+from perdollar.catalog.model import DEFAULT_INSTANCE_START_S, Accelerator
 from perdollar.predict.llm_serving.formats import ServingFormat
 from perdollar.predict.llm_serving.load import Workload, mixed_iteration, predict_llm_serving
 from perdollar.predict.llm_serving.timing import (
@@ -175,9 +175,6 @@ def poisson_arrivals(
     return arrivals, classes
 
 
-# A new GPU instance is billed and booting for about two minutes before its server can load
-# weights (boot, drivers, container start): an assumption, not a measured figure.
-DEFAULT_INSTANCE_START_S = 120.0
 # Where the catalog gives no network bandwidth: 10 Gb/s, the floor of current GPU instances.
 DEFAULT_NETWORK_GBPS = 10.0
 # Weights read from the boot volume: an EBS gp3 volume's highest throughput, 1,000 MiB/s
