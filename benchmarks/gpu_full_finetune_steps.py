@@ -24,7 +24,6 @@ Written: ``full_finetune_steps.csv``.
 from __future__ import annotations
 
 import argparse
-import csv
 import gc
 import json
 import sys
@@ -46,6 +45,7 @@ from gpu_llm_steps import (
     sync,
     timed,
     versions,
+    write,
 )
 
 LLAMA_32_3B: dict[str, Any] = {
@@ -214,10 +214,7 @@ def main() -> int:
         shown = ("left_allocated_gib", "model", "precision", "optimizer", "optimizer_in_backward",
                  "median_ms", "optimizer_ms", "peak_memory_gib", "status")  # fmt: skip
         print(json.dumps({k: row.get(k) for k in shown}), flush=True)
-        with path.open("w", newline="") as handle:  # after every point: a later crash keeps the rest
-            writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(rows)
+        write(path, COLUMNS, rows)  # after every point: a later crash keeps the rest
     return 0 if any(row.get("status") == "ok" for row in rows) else 1
 
 
