@@ -94,6 +94,23 @@ def test_kv_cache_bytes_per_token_follow_the_attention_type(card: ModelCard) -> 
     assert (arch.sliding_layers, arch.sliding_window) == WINDOWS.get(card.name, (0, 0))
 
 
+def test_nemotron_mlp_is_up_and_down_only_as_transformers_builds_it() -> None:
+    # Nemotron-4-340B's shape (NVIDIA's config): a squared-ReLU MLP of two matrices, no gate.
+    pytest.importorskip("transformers")
+    from perdollar.workload.llm.meta_model import role_census
+
+    config = {
+        "model_type": "nemotron", "hidden_size": 18432, "intermediate_size": 73728, "num_hidden_layers": 96,
+        "num_attention_heads": 96, "num_key_value_heads": 8, "head_dim": 192, "vocab_size": 256000,
+        "max_position_embeddings": 4096, "hidden_act": "relu2", "tie_word_embeddings": False,
+    }  # fmt: skip
+    arch = from_hf_config(config)
+    assert not arch.gated_mlp
+    mlp = 96 * 2 * 18432 * 73728
+    assert arch.params_by_role()["dense_mlp"] == mlp
+    assert arch.params_by_role()["dense_mlp"] == pytest.approx(role_census(config)["dense_mlp"], rel=0.001)
+
+
 def test_sliding_window_layers_keep_their_window_only() -> None:
     card = next(c for c in CARDS if c.name == "gpt-oss-120b")
     arch = from_hf_config(card.config)

@@ -38,6 +38,7 @@ UNGATED_MLP_TYPES = frozenset(
         "phi",
         "starcoder2",
         "gptj",
+        "nemotron",  # squared-ReLU up and down projections (transformers' NemotronMLP)
     }
 )
 # Families with learned absolute position embeddings (a table of max_positions × hidden).
