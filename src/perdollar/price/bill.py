@@ -21,7 +21,7 @@ import pandas as pd
 from perdollar.catalog import bill_data
 from perdollar.catalog.bill_data import CloudDataRates
 from perdollar.catalog.price_age import is_stale
-from perdollar.frames import require_columns
+from perdollar.frames import map_distinct, require_columns
 from perdollar.predict.frame import PREDICTION_COLUMNS
 from perdollar.price.data_movement import DEFAULT_CHECKPOINTS_KEPT, movement_columns, storage_usd
 from perdollar.price.energy import energy_columns
@@ -89,12 +89,10 @@ def _add_data_lines(
     # Storage is priced with the data's placement: without it the question says nothing about storage.
     kept = placement.state_bytes * placement.checkpoints_kept if placement.region else 0.0
     stored = kept + np.where(moved, placement.size_bytes, 0.0)
-    clouds = out["cloud"]
-    # Looked up once per cloud, not once per row.
-    by_cloud = {
-        c: rates[str(c)].storage_usd_per_gb_month if str(c) in rates else np.nan for c in clouds.unique()
-    }
-    per_gb_month = clouds.map(by_cloud).to_numpy(dtype=np.float64)
+    def storage_rate(cloud: object) -> float:
+        return rates[str(cloud)].storage_usd_per_gb_month if str(cloud) in rates else np.nan
+
+    per_gb_month = np.asarray(map_distinct(out["cloud"], storage_rate), dtype=np.float64)
     out["storage_usd"] = storage_usd(stored, run_hours, per_gb_month)
     extra = out["egress_usd"].to_numpy(dtype=np.float64) + np.nan_to_num(out["storage_usd"].to_numpy())
     for column in _TIME_COLUMNS:

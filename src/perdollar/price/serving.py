@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.catalog.price_outliers import PRICE_OUTLIER_FLAG
+from perdollar.frames import map_distinct
 from perdollar.predict.serving.plans import CPU_KEY, AcceleratorPlan, ServingTarget
 from perdollar.price.spot import bucket_fractions
 from perdollar.vocabulary import SECONDS_PER_HOUR
@@ -122,13 +123,12 @@ def plausibly_priced(frame: pd.DataFrame) -> pd.Series:
     """True for each row whose price is not flagged implausible (``price-outlier``)."""
     if "flags" not in frame:
         return pd.Series(True, index=frame.index)
-    # Flags are a tuple or a ";"-joined string; few distinct values over many rows: decide each once.
-    keys = [tuple(f) if isinstance(f, list) else f for f in frame["flags"].to_numpy(dtype=object)]
-    flagged = {
-        key: PRICE_OUTLIER_FLAG in (key if isinstance(key, tuple) else str(key or "").split(";"))
-        for key in set(keys)
-    }
-    return pd.Series([not flagged[key] for key in keys], index=frame.index, dtype=bool)
+    # Flags are a tuple or a ";"-joined string.
+    plausible = map_distinct(
+        frame["flags"],
+        lambda key: PRICE_OUTLIER_FLAG not in (key if isinstance(key, tuple) else str(key or "").split(";")),
+    )
+    return pd.Series(plausible, index=frame.index, dtype=bool)
 
 
 def ranked(frame: pd.DataFrame, cost: str, latency: str) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from perdollar.frames import require_columns
+from perdollar.frames import map_distinct, require_columns
 from perdollar.predict.frame import PREDICTION_COLUMNS
 from perdollar.price.frame import PRICED_COLUMNS, SpotAssumptions, Target, price_frame
 
@@ -19,13 +19,7 @@ def _one_flag_text(flags: object) -> str:
 
 
 def _flag_text(flags: pd.Series) -> pd.Series:
-    # A handful of distinct flag tuples over tens of thousands of offers: each is joined once.
-    joined: dict[tuple[str, ...], str] = {}
-    texts = [
-        joined.get(f) or joined.setdefault(f, _one_flag_text(f)) if type(f) is tuple else _one_flag_text(f)
-        for f in flags.to_numpy(dtype=object)
-    ]
-    return pd.Series(texts, index=flags.index, dtype=object, name=flags.name)
+    return pd.Series(map_distinct(flags, _one_flag_text), index=flags.index, dtype=object, name=flags.name)
 
 
 def join_predictions(offers: pd.DataFrame, predictions: pd.DataFrame) -> pd.DataFrame:
