@@ -27,7 +27,11 @@ from perdollar.predict.llm.compiled import compiled_adapter_chains, fused_loss
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS, fp8_linears, rowwise_ops
 from perdollar.predict.llm.frameworks import HOST_SECONDS_PER_OPERATOR, framework_for
 from perdollar.predict.llm.lora import adapter_ops
-from perdollar.predict.llm.optimizers import STREAMING_BANDWIDTH_SHARE, optimizer_for
+from perdollar.predict.llm.optimizers import (
+    EIGHT_BIT_WORK_PER_ELEMENT,
+    STREAMING_BANDWIDTH_SHARE,
+    optimizer_for,
+)
 from perdollar.predict.params import shipped_model
 from perdollar.predict.roofline import operator_times
 from perdollar.predict.tables import DeviceTable, OperatorTable
@@ -314,7 +318,7 @@ def optimizer_seconds(
         name=chosen.name,
         op_class="optimizer",
         phase="optimizer",
-        flops=chosen.flops_per_param * trained_params,
+        flops=EIGHT_BIT_WORK_PER_ELEMENT * trained_params,
         bytes_read=per_param / 2 * trained_params,
         bytes_written=per_param / 2 * trained_params,
         dtype="fp32",

@@ -91,7 +91,6 @@ class Optimizer:
     states: int  # AdamW's two moments, SGD's momentum
     eight_bit: bool  # block-wise 8-bit states, whatever the training precision
     paged: bool  # states in unified memory: may page to the host instead of running out
-    flops_per_param: float
     source: str
 
     def _state_element_bytes(self, precision: str) -> float:
@@ -129,15 +128,15 @@ BNB_SOURCE = (
 OPTIMIZERS: dict[str, Optimizer] = {
     optimizer.name: optimizer
     for optimizer in (
-        Optimizer("adamw", "AdamW", states=2, eight_bit=False, paged=False, flops_per_param=12.0,
+        Optimizer("adamw", "AdamW", states=2, eight_bit=False, paged=False,
                   source="torch.optim.AdamW: exp_avg and exp_avg_sq in the parameter's dtype"),
         Optimizer("adamw-8bit", "AdamW 8-bit (bitsandbytes)", states=2, eight_bit=True, paged=False,
-                  flops_per_param=EIGHT_BIT_WORK_PER_ELEMENT, source=BNB_SOURCE),
+                  source=BNB_SOURCE),
         Optimizer("paged-adamw-8bit", "paged AdamW 8-bit (bitsandbytes)", states=2, eight_bit=True,
-                  paged=True, flops_per_param=EIGHT_BIT_WORK_PER_ELEMENT, source=BNB_SOURCE),
+                  paged=True, source=BNB_SOURCE),
         Optimizer("paged-adamw", "paged AdamW (bitsandbytes, 32-bit states)", states=2, eight_bit=False,
-                  paged=True, flops_per_param=12.0, source=BNB_SOURCE),
-        Optimizer("sgd", "SGD with momentum", states=1, eight_bit=False, paged=False, flops_per_param=4.0,
+                  paged=True, source=BNB_SOURCE),
+        Optimizer("sgd", "SGD with momentum", states=1, eight_bit=False, paged=False,
                   source="torch.optim.SGD: one momentum_buffer in the parameter's dtype"),
     )
 }  # fmt: skip
