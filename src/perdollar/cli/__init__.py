@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib
 import inspect
 import os
 import sys
@@ -27,9 +28,9 @@ from perdollar.errors import PerdollarError, PerdollarWarning
 HELP = """\
 Which cloud machine should this deep-learning workload run on?
 
-perdollar measures your workload, predicts it on every instance of AWS, GCP and Azure
-(single and multi-node, on-demand and spot), prices each candidate honestly and ranks them
-by your utility: samples per dollar, time under a budget, cost under a deadline, or
+It measures your workload, predicts it on every instance of AWS, GCP and Azure (single
+and multi-node, on-demand and spot), prices each candidate honestly and ranks them by
+your utility: samples per dollar, time under a budget, cost under a deadline, or
 inference cost under a latency SLO.
 
   perdollar recommend vit-b16 --samples 1e9 --deadline 72h
@@ -41,15 +42,19 @@ Exit codes: 0 ok; 1 the workload ran and failed (recorded result); 2 bad input;
 3 nothing satisfies the constraints.
 """
 
-app = typer.Typer(
-    name="perdollar",
-    help=HELP,
-    no_args_is_help=True,
-    add_completion=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+
+def _new_app() -> typer.Typer:
+    app = typer.Typer(
+        name="perdollar",
+        help=HELP,
+        no_args_is_help=True,
+        add_completion=True,
+        pretty_exceptions_enable=False,
+        rich_markup_mode="markdown",
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    app.callback()(_root)
+    return app
 
 
 def _print_version(value: bool) -> None:
@@ -60,7 +65,6 @@ def _print_version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show full tracebacks instead of one-line errors."),
     verbose: bool = typer.Option(False, "--verbose", help=common.VERBOSE_HELP, callback=common.set_verbose),
@@ -71,36 +75,52 @@ def _root(
     common.STATE.debug = debug or bool(os.environ.get("PERDOLLAR_DEBUG"))
 
 
-def _register_all() -> None:
-    # Imported here so that a command module's import cost is paid once, at start-up, and
-    # each module stays the single owner of its command's options.
-    from perdollar.cli import (
-        bench_cmd,
-        catalog_cmd,
-        export_cmd,
-        inference_cmd,
-        predict_cmd,
-        profile_cmd,
-        recommend_cmd,
-        store_cmd,
-        sweep_cmd,
-    )
-
-    for module in (
-        catalog_cmd,
-        profile_cmd,
-        bench_cmd,
-        predict_cmd,
-        recommend_cmd,
-        store_cmd,
-        sweep_cmd,
-        export_cmd,
-        inference_cmd,
-    ):
-        module.register(app)
+# Each top-level command and the module that owns it (and its options), in the order --help lists
+# them. A run imports only the module of the command it names: the others' imports and option
+# builds cost a warm answer a tenth of a second or more (tests/test_cli_command_modules.py keeps
+# this table and the modules' register functions in step).
+COMMAND_MODULES: dict[str, str] = {
+    "catalog": "catalog_cmd",
+    "profile": "profile_cmd",
+    "bench": "bench_cmd",
+    "predict": "predict_cmd",
+    "validate": "predict_cmd",
+    "recommend": "recommend_cmd",
+    "compare": "recommend_cmd",
+    "history": "store_cmd",
+    "report": "store_cmd",
+    "check": "store_cmd",
+    "sweep": "sweep_cmd",
+    "export": "export_cmd",
+    "serve-bench": "inference_cmd",
+}
 
 
-_register_all()
+def build_app(command: str | None = None) -> typer.Typer:
+    """The command line with every command, or with only the module that owns ``command``."""
+    app = _new_app()
+    owner = COMMAND_MODULES.get(command or "")
+    modules = [owner] if owner else list(dict.fromkeys(COMMAND_MODULES.values()))
+    for module in modules:
+        importlib.import_module(f"perdollar.cli.{module}").register(app)
+    return app
+
+
+_FULL_APP: list[typer.Typer] = []
+
+
+def __getattr__(name: str) -> Any:
+    # ``perdollar.cli.app`` (tests, embedding) is the whole command line, built on first use.
+    if name == "app":
+        if not _FULL_APP:
+            _FULL_APP.append(build_app())
+        return _FULL_APP[0]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _named_command(arguments: list[str]) -> str | None:
+    """The command the arguments name (None: none yet, as with --help or --version alone)."""
+    return next((a for a in arguments if not a.startswith("-")), None)
 
 
 def _as_markdown(text: str) -> str:
@@ -166,8 +186,14 @@ def _chain(error: BaseException) -> list[str]:
     return lines
 
 
-def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-                  file: Any = None, line: str | None = None) -> None:
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
     if issubclass(category, PerdollarWarning):
         common.print_warning(str(message))  # one line, as our errors are
     else:
@@ -179,12 +205,12 @@ _PYTHON_SHOW_WARNING = warnings.showwarning
 
 def main(argv: list[str] | None = None) -> None:
     warnings.showwarning = _show_warning
-    command = typer.main.get_command(app)
-    _format_help(command)
-    harden(command)
     arguments = list(sys.argv[1:] if argv is None else argv)
     # Only perdollar's own --json: one after `--` belongs to the command being measured.
     own = arguments[: arguments.index("--")] if "--" in arguments else arguments
+    command = typer.main.get_command(build_app(_named_command(own)))
+    _format_help(command)
+    harden(command)
     if "--csv" in own:
         if "--json" in own:
             common.print_error("--csv and --json both ask for the output on stdout — give one of them")
