@@ -23,10 +23,12 @@ import argparse
 import statistics
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from perdollar import catalog as catalog_mod
+from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm_serving.efficiency import DEFAULT_EFFICIENCY, FIT_START
 from perdollar.predict.llm_serving.engine_cases import (
     leave_one_source_out,
@@ -41,7 +43,9 @@ from perdollar.predict.llm_serving.published import (
     errors,
     fit_efficiency,
     load_cases,
+    predict_case,
 )
+from perdollar.predict.llm_serving.timing import ServingEfficiency
 
 HERE = Path(__file__).resolve().parent
 PER_LAYER = frozenset({"step_overhead_s"})  # the old physics: overhead per layer only
@@ -84,6 +88,41 @@ def _medians(pairs: list[tuple[ServingCase, float]]) -> dict[tuple[str, str, str
     return out
 
 
+def _ratio(case: ServingCase, chips: Mapping[str, Accelerator], eff: ServingEfficiency) -> float | None:
+    """predicted / published time (a rate is inverted): above 1 the model is too slow."""
+    predicted = predict_case(case, chips[case.gpu], eff)
+    if not predicted:
+        return None
+    in_time = case.kind in ("ttft", "tpot")  # these two are predicted as times, the others as rates
+    return predicted / case.measured if in_time else case.measured / predicted
+
+
+def _print_by_source(
+    after: list[tuple[ServingCase, float]],
+    shipped_ratios: list[tuple[ServingCase, float]],
+    roofline: list[tuple[ServingCase, float]],
+) -> None:
+    """One line per (engine, source): what is left on each source, and in which direction."""
+    held: dict[tuple[str, str], list[float]] = defaultdict(list)
+    ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
+    plain: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for case, error in after:
+        held[(case.engine, case.source)].append(error)
+    for case, ratio in shipped_ratios:
+        ratios[(case.engine, case.source)].append(ratio)
+    for case, error in roofline:
+        plain[(case.engine, case.source)].append(error)
+    print("\nby source: median |error| held out, shipped time ratio (predicted / published; < 1 too fast)")
+    for key in sorted(held):
+        engine, source = key
+        shipped = ratios.get(key) or [float("nan")]
+        print(
+            f"{engine:<13} {source[:60]:<60} {len(held[key]):>4} held out "
+            f"{100 * statistics.median(held[key]):6.1f}%  shipped {statistics.median(shipped):5.2f}x "
+            f"({min(shipped):.2f}-{max(shipped):.2f})  roofline {100 * statistics.median(plain[key]):6.1f}%"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -95,6 +134,7 @@ def main() -> None:
     catalog = catalog_mod.load()
     chips = {key: catalog.accelerator(key) for key in {case.gpu for case in cases}}
     before, after, shipped_errors, roofline = [], [], [], []
+    shipped_ratios: list[tuple[ServingCase, float]] = []
     for engine in sorted({case.engine for case in cases}):
         rows = [case for case in cases if case.engine == engine]
         if engine == "tensorrt-llm":
@@ -110,6 +150,7 @@ def main() -> None:
         roofline += [(case, e) for case in rows for e in errors([case], chips, PLAIN_ROOFLINE)]
         in_sample = ENGINES[engine].step_efficiency()
         shipped_errors += [(case, e) for case in rows for e in errors([case], chips, in_sample)]
+        shipped_ratios += [(case, r) for case in rows if (r := _ratio(case, chips, in_sample)) is not None]
         shipped = fit_efficiency(rows, chips, start, fixed=fixed)
         print(
             f"{engine:<13} fitted on all {len(rows)} rows ({len({c.source for c in rows})} sources): "
@@ -132,6 +173,7 @@ def main() -> None:
             f"{100 * statistics.median(s[key]):7.1f}% "
             f"{100 * statistics.median(r[key]):8.1f}%"
         )
+    _print_by_source(after, shipped_ratios, roofline)
     print(f"\n{time.perf_counter() - started:.0f} s")
 
 

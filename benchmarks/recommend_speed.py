@@ -2,13 +2,17 @@
 
     python benchmarks/recommend_speed.py [WORKLOAD] [--max-nodes 8] [--repeat 5]
     python benchmarks/recommend_speed.py --commands [--repeat 3] [--baseline-src OTHER/src] [--bytecode]
+    python benchmarks/recommend_speed.py --commands --serving [--repeat 3]
 
 With --commands: the README's main question and the language-model one as whole commands in
 fresh processes, cold (an empty data directory: nothing traced or kept yet) and warm (the same
 directory again), with the wall time and the CPU time (user + system) of each run; the CPU time
 says how much of a wall time a busy machine added. With --baseline-src the same runs are made,
 each right after this checkout's, with another checkout's source (say, before a change), so
-both see the same load. Python writes no bytecode caches when PYTHONDONTWRITEBYTECODE is set
+both see the same load. --serving times the language-model serving question with every engine
+weighed (`recommend llama-3.1-8b --inference --engine any`) instead.
+
+Python writes no bytecode caches when PYTHONDONTWRITEBYTECODE is set
 (then every run compiles perdollar's modules again); --bytecode lets it write them, as an
 installed package has them.
 
@@ -44,12 +48,14 @@ def main() -> None:
     parser.add_argument("--commands", action="store_true", help="time whole commands, cold and warm")
     parser.add_argument("--baseline-src", help="with --commands: also time this source folder's perdollar")
     parser.add_argument("--bytecode", action="store_true", help="with --commands: let Python keep bytecode")
+    parser.add_argument("--serving", action="store_true", help="with --commands: time serving")
     args = parser.parse_args()
     if args.commands:
         sources = {"this checkout": str(Path(__file__).resolve().parents[1] / "src")}
         if args.baseline_src:
             sources["baseline"] = str(Path(args.baseline_src).resolve())
-        time_commands(args.repeat, sources, bytecode=args.bytecode)
+        commands = SERVING_COMMANDS if args.serving else COMMANDS
+        time_commands(args.repeat, sources, commands, bytecode=args.bytecode)
         return
 
     question = Question(
@@ -82,6 +88,7 @@ COMMANDS = (
     ("recommend", "vit-b16", "--samples", "1e9", "--deadline", "72h", "--no-store", "--json"),
     ("recommend", "llama-3.1-8b", "--tokens", "2e10", "--no-store", "--json"),
 )
+SERVING_COMMANDS = (("recommend", "llama-3.1-8b", "--inference", "--engine", "any", "--no-store", "--json"),)
 
 
 def _run(command: tuple[str, ...], home: str, source: str, bytecode: bool) -> tuple[float, float]:
@@ -98,11 +105,13 @@ def _run(command: tuple[str, ...], home: str, source: str, bytecode: bool) -> tu
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def time_commands(repeat: int, sources: dict[str, str], *, bytecode: bool) -> None:
+def time_commands(
+    repeat: int, sources: dict[str, str], commands: tuple[tuple[str, ...], ...], *, bytecode: bool
+) -> None:
     writes = bytecode or not os.environ.get("PYTHONDONTWRITEBYTECODE")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
           f"bytecode caches {'written and read' if writes else 'off (every run compiles)'}")  # fmt: skip
-    for command in COMMANDS:
+    for command in commands:
         runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for _ in range(repeat):
             for name, source in sources.items():

@@ -17,9 +17,19 @@ def map_distinct(values: pd.Series, decide: Callable[[Hashable], T]) -> list[T]:
     Priced frames repeat a handful of flag tuples or clouds over a hundred thousand rows; a
     per-row ``map`` of a Python function spent most of a second on them.
     """
-    keys = [tuple(v) if isinstance(v, list) else v for v in values.to_numpy(dtype=object)]
-    decided = {key: decide(key) for key in set(keys)}
-    return [decided[key] for key in keys]
+    array = values.to_numpy(dtype=object)
+    try:
+        codes, _ = pd.factorize(array, use_na_sentinel=False)
+    except TypeError:  # unhashable values (lists of flags): their tuples are the keys
+        keys = [tuple(v) if isinstance(v, list) else v for v in array]
+        decided = {key: decide(key) for key in set(keys)}
+        return [decided[key] for key in keys]
+    # Each distinct value as the rows hold it (factorising reads a None as NaN).
+    _, first_rows = np.unique(codes, return_index=True)
+    by_code = np.empty(len(first_rows), dtype=object)
+    for code, row in enumerate(first_rows):  # element by element: a decided tuple stays one value
+        by_code[code] = decide(array[row])
+    return by_code[codes].tolist()
 
 
 def require_columns(frame: pd.DataFrame, columns: Iterable[str], what: str) -> pd.DataFrame:
