@@ -23,7 +23,7 @@ from perdollar.predict.accelerator_stacks import TRAINING_STACKS
 from perdollar.predict.frame import node_counts
 from perdollar.predict.llm import TrainingPlan, parse_plan
 from perdollar.predict.llm.frame import llm_prediction_frame
-from perdollar.predict.llm.frameworks import framework_choice
+from perdollar.predict.llm.frameworks import framework_choice, framework_for
 from perdollar.predict.llm.measured import calibrated
 from perdollar.predict.llm.memory import lora_params
 from perdollar.price.bill import describe_bill, priced_with_bill
@@ -78,9 +78,14 @@ def fixed_plan(settings: LanguageModelSettings, workload: LLMWorkload) -> Traini
 
 
 def checkpoint_bytes(workload: LLMWorkload) -> float:
-    """A checkpoint: the trained state (only the adapters when fine-tuning with LoRA or QLoRA)."""
+    """A checkpoint: the trained state (only the adapters when fine-tuning with LoRA or QLoRA, on the
+    matrices the workload's framework adapts)."""
     arch = workload.architecture
-    trained = lora_params(arch, workload.lora_rank) if workload.finetune != "full" else arch.total_params
+    if workload.finetune == "full":
+        trained = arch.total_params
+    else:
+        targets = framework_for(workload.framework, workload.finetune).lora_targets
+        trained = lora_params(arch, workload.lora_rank, targets)
     return float(trained) * CHECKPOINT_BYTES_PER_PARAMETER
 
 
