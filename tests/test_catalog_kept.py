@@ -153,3 +153,25 @@ def test_a_kept_file_of_another_folder_with_the_same_files_is_not_used(
 def test_without_a_data_folder_nothing_is_kept(snapshot: Path, home: Path) -> None:
     _assert_same(kept.kept_or_read(snapshot, None), read_snapshot(snapshot))
     assert not home.exists()
+
+
+def test_a_file_kept_by_other_catalog_code_is_not_served(
+    snapshot: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = Path(kept.__file__).parent
+    read = {path.resolve() for path in [*package.glob("*.py"), package.parent / "vocabulary.py"]}
+    opened: set[Path] = set()
+    real_read_bytes = Path.read_bytes
+
+    def noting(path: Path) -> bytes:
+        opened.add(path.resolve())
+        return real_read_bytes(path)
+
+    kept._code_digest.cache_clear()
+    monkeypatch.setattr(Path, "read_bytes", noting)
+    kept.kept_or_read(snapshot, home)
+    monkeypatch.undo()
+    assert read <= opened  # the list of clouds it checks names against is part of its code
+    monkeypatch.setattr(kept, "_code_digest", lambda: "another version of the catalog code")
+    kept.kept_or_read(snapshot, home)
+    assert len(_kept_files(home)) == 2

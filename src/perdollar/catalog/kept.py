@@ -52,9 +52,11 @@ _OFFER_FIELDS = (
 
 @functools.lru_cache(maxsize=1)
 def _code_digest() -> str:
-    """The catalog package's source: a changed reader or outlier check reads the files again."""
+    """The catalog package's source and the vocabulary it checks names against: a changed reader,
+    outlier check or list of clouds reads the files again."""
     digest = hashlib.sha256()
-    for path in sorted(Path(__file__).parent.glob("*.py")):
+    package = Path(__file__).parent
+    for path in [*sorted(package.glob("*.py")), package.parent / "vocabulary.py"]:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
