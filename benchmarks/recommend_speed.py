@@ -10,7 +10,8 @@ directory again), with the wall time and the CPU time (user + system) of each ru
 says how much of a wall time a busy machine added. With --baseline-src the same runs are made,
 each right after this checkout's, with another checkout's source (say, before a change), so
 both see the same load. --serving times the language-model serving question with every engine
-weighed (`recommend llama-3.1-8b --inference --engine any`) instead.
+weighed (`recommend llama-3.1-8b --inference --engine any --rps 5 …`, SLOs on both latencies)
+instead.
 
 Python writes no bytecode caches when PYTHONDONTWRITEBYTECODE is set
 (then every run compiles perdollar's modules again); --bytecode lets it write them, as an
@@ -88,7 +89,10 @@ COMMANDS = (
     ("recommend", "vit-b16", "--samples", "1e9", "--deadline", "72h", "--no-store", "--json"),
     ("recommend", "llama-3.1-8b", "--tokens", "2e10", "--no-store", "--json"),
 )
-SERVING_COMMANDS = (("recommend", "llama-3.1-8b", "--inference", "--engine", "any", "--no-store", "--json"),)
+SERVING_COMMANDS = (
+    ("recommend", "llama-3.1-8b", "--inference", "--engine", "any", "--rps", "5", "--input-tokens", "2000",
+     "--output-tokens", "500", "--ttft-p99-ms", "1000", "--tpot-p99-ms", "40", "--no-store", "--json"),
+)  # fmt: skip
 
 
 def _run(command: tuple[str, ...], home: str, source: str, bytecode: bool) -> tuple[float, float]:

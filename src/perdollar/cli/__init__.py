@@ -22,6 +22,7 @@ import typer
 
 from perdollar.cli import common
 from perdollar.cli.option_values import harden
+from perdollar.cli.plain_values import skip_needless_conversion
 from perdollar.cli.usage import USAGE_ERRORS, report_usage_error
 from perdollar.errors import PerdollarError, PerdollarWarning
 
@@ -210,6 +211,7 @@ def main(argv: list[str] | None = None) -> None:
     own = arguments[: arguments.index("--")] if "--" in arguments else arguments
     command = typer.main.get_command(build_app(_named_command(own)))
     _format_help(command)
+    skip_needless_conversion(command)  # before harden: its refusal of empty text wraps this
     harden(command)
     if "--csv" in own:
         if "--json" in own:
