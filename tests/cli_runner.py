@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -18,3 +19,21 @@ def run_perdollar(*args: str, store: Path | None = None, cwd: Path | None = None
         [sys.executable, "-c", "from perdollar.cli import main; main()", *args],
         capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd,
     )  # fmt: skip
+
+
+_LOADED_MARK = "modules loaded: "
+
+
+def modules_loaded_by(*args: str, timeout: float = 300) -> set[str]:
+    """The modules ``perdollar ARGS`` had imported when it exited (it must exit 0)."""
+    script = (
+        "import atexit, json, sys\n"
+        f"atexit.register(lambda: sys.stderr.write({_LOADED_MARK!r} + json.dumps(sorted(sys.modules))))\n"
+        "from perdollar.cli import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, done.stderr
+    return set(json.loads(done.stderr.rsplit(_LOADED_MARK, 1)[1]))

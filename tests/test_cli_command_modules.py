@@ -3,12 +3,10 @@ must match what each module registers, or a command would be missing from its ow
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 import typer
 
+from cli_runner import modules_loaded_by, run_perdollar
 from perdollar.cli import COMMAND_MODULES, build_app
 
 
@@ -28,27 +26,13 @@ def test_each_module_registers_exactly_the_commands_the_table_gives_it(module: s
 
 
 def test_a_run_imports_only_the_module_of_its_command() -> None:
-    script = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: print(sorted(m for m in sys.modules if m.startswith('perdollar.cli.')"
-        " and m.endswith('_cmd'))))\n"
-        "from perdollar.cli import main\n"
-        "main(['--debug', 'history', '--help'])\n"
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    loaded = done.stdout.strip().splitlines()[-1]
+    loaded = modules_loaded_by("--debug", "history", "--help")
     assert "perdollar.cli.store_cmd" in loaded
     for other in ("recommend_cmd", "bench_cmd", "sweep_cmd", "export_cmd", "catalog_cmd"):
-        assert other not in loaded
+        assert f"perdollar.cli.{other}" not in loaded
 
 
 def test_an_unknown_command_is_still_answered_with_the_closest_name() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", "recomend", "vit-b16"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_perdollar("recomend", "vit-b16")
     assert done.returncode == 2
     assert "Did you mean 'recommend'?" in done.stderr

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 import typer
 
+from cli_runner import modules_loaded_by, run_perdollar
 from perdollar.cli import build_app
 from perdollar.cli.plain_values import _UNCHANGED, _as_converted
 
@@ -87,23 +86,14 @@ def test_every_skipped_conversion_gives_what_typer_gives() -> None:
     ],
 )
 def test_values_typer_or_perdollar_refuse_are_still_refused(arguments: list[str], message: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", *arguments, "--no-store"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_perdollar(*arguments, "--no-store")
     assert done.returncode == 2, done.stderr
     assert message in done.stderr
 
 
 def test_the_main_question_answers_without_building_typer_validators() -> None:
-    script = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: print('pydantic' in sys.modules))\n"
-        "from perdollar.cli import main\n"
-        "main(['recommend', 'vit-b16', '--samples', '1e9', '--deadline', '72h', '--no-store', '--json'])\n"
+    loaded = modules_loaded_by(
+        "recommend", "vit-b16", "--samples", "1e9", "--deadline", "72h", "--no-store", "--json"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "False"
+    assert "perdollar.cli.plain_values" in loaded
+    assert "pydantic" not in loaded
