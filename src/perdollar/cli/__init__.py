@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import importlib
 import inspect
 import os
@@ -76,8 +77,8 @@ def _root(
     common.STATE.debug = debug or bool(os.environ.get("PERDOLLAR_DEBUG"))
 
 
-# Each top-level command and the module that owns it (and its options), in the order --help lists
-# them. A run imports only the module of the command it names: the others' imports and option
+# Each top-level command and the module that owns it (and its options), in the order they are
+# registered. A run imports only the module of the command it names: the others' imports and option
 # builds cost a warm answer a tenth of a second or more (tests/test_cli_command_modules.py keeps
 # this table and the modules' register functions in step).
 COMMAND_MODULES: dict[str, str] = {
@@ -107,15 +108,15 @@ def build_app(command: str | None = None) -> typer.Typer:
     return app
 
 
-_FULL_APP: list[typer.Typer] = []
+@functools.cache
+def _whole_app() -> typer.Typer:
+    return build_app()
 
 
 def __getattr__(name: str) -> Any:
     # ``perdollar.cli.app`` (tests, embedding) is the whole command line, built on first use.
     if name == "app":
-        if not _FULL_APP:
-            _FULL_APP.append(build_app())
-        return _FULL_APP[0]
+        return _whole_app()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
