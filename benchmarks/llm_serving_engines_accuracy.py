@@ -39,6 +39,7 @@ from perdollar.predict.llm_serving.engine_cases import (
 from perdollar.predict.llm_serving.engines import ENGINES, FIT_STARTS
 from perdollar.predict.llm_serving.published import (
     PLAIN_ROOFLINE,
+    TIME_KINDS,
     ServingCase,
     errors,
     fit_efficiency,
@@ -93,8 +94,7 @@ def _ratio(case: ServingCase, chips: Mapping[str, Accelerator], eff: ServingEffi
     predicted = predict_case(case, chips[case.gpu], eff)
     if not predicted:
         return None
-    in_time = case.kind in ("ttft", "tpot")  # these two are predicted as times, the others as rates
-    return predicted / case.measured if in_time else case.measured / predicted
+    return predicted / case.measured if case.kind in TIME_KINDS else case.measured / predicted
 
 
 def _print_by_source(

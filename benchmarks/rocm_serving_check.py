@@ -27,11 +27,10 @@ from perdollar import catalog as catalog_mod
 from perdollar.predict.llm_serving.efficiency import ServingEfficiency
 from perdollar.predict.llm_serving.engine_cases import load_published_rows, with_host_step
 from perdollar.predict.llm_serving.engines import FIT_STARTS
-from perdollar.predict.llm_serving.published import ServingCase, fit_efficiency, predict_case
+from perdollar.predict.llm_serving.published import TIME_KINDS, ServingCase, fit_efficiency, predict_case
 from perdollar.predict.params import shipped_model
 
 DEFAULT_CSV = Path(__file__).with_name("published_llm_serving_engines.csv")
-TIME_KINDS = frozenset({"tpot", "ttft", "decode-batch-1"})
 
 
 def implied_share(case: ServingCase, chip: catalog_mod.Accelerator, eff: ServingEfficiency) -> float | None:

@@ -57,6 +57,8 @@ _MODELS = {
 # decode-step: one decode step of ``batch`` sequences at ``input_tokens`` of context (tokens/s);
 # tpot: ms per output token of one request among ``batch`` running (continuous batching).
 KINDS = ("max-throughput", "static-batch", "decode-batch-1", "decode-step", "prefill", "ttft", "tpot")
+# The kinds whose figure is a time (ms, as predict_case returns it); every other kind is a rate.
+TIME_KINDS = frozenset({"ttft", "tpot"})
 
 
 @dataclass(frozen=True, slots=True)
