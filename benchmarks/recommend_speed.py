@@ -5,8 +5,8 @@
     python benchmarks/recommend_speed.py --commands --serving [--repeat 3]
 
 With --commands: the README's main question and the language-model one as whole commands in
-fresh processes, cold (an empty data directory: nothing traced or kept yet) and warm (the same
-directory again), with the wall time and the CPU time (user + system) of each run; the CPU time
+fresh processes, cold (an empty data directory and cache folder: nothing kept yet) and warm (the
+same folders again), with the wall time and the CPU time (user + system) of each run; the CPU time
 says how much of a wall time a busy machine added. With --baseline-src the same runs are made,
 each right after this checkout's, with another checkout's source (say, before a change), so
 both see the same load. --serving times the language-model serving question with every engine
@@ -97,7 +97,8 @@ SERVING_COMMANDS = (
 
 def _run(command: tuple[str, ...], home: str, source: str, bytecode: bool) -> tuple[float, float]:
     """Wall and CPU seconds of one `perdollar COMMAND` from ``source`` in a fresh interpreter."""
-    env = {**os.environ, "PERDOLLAR_HOME": home, "PYTHONPATH": source}
+    # The cache folder beside the data folder: a cold run finds neither.
+    env = {**os.environ, "PERDOLLAR_HOME": home, "PERDOLLAR_CACHE": f"{home}/cache", "PYTHONPATH": source}
     if bytecode:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

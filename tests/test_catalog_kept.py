@@ -1,4 +1,5 @@
-"""The checked catalog kept in the data directory: served only while it is the snapshot's own."""
+"""The checked catalog kept in the cache folder: served only while it is the snapshot's own, and read
+as data, never as code."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import os
 import pickle
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from perdollar import catalog
+from perdollar import cache, catalog
 from perdollar.catalog import kept
 from perdollar.catalog.snapshot import read_snapshot
 
@@ -27,11 +29,12 @@ def snapshot(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    return tmp_path / "home"
+    """The folder the kept catalogs are written to."""
+    return tmp_path / "cache" / kept.KIND
 
 
 def _kept_files(home: Path) -> list[Path]:
-    return sorted((home / kept.KEPT_FOLDER).glob("*.pickle"))
+    return sorted(home.glob("*.pickle"))
 
 
 def _price(cat: catalog.Catalog, name: str, region: str, market: str) -> float:
@@ -107,7 +110,7 @@ def test_a_changed_snapshot_file_is_read_again(snapshot: Path, home: Path) -> No
 def test_load_follows_a_changed_bundled_style_snapshot(
     snapshot: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PERDOLLAR_HOME", str(home))
+    monkeypatch.setenv("PERDOLLAR_CACHE", str(home.parent))
     monkeypatch.setattr(catalog, "_cache", {})
     catalog.load(snapshot)
     assert _kept_files(home)
@@ -160,6 +163,7 @@ def test_a_file_kept_by_other_catalog_code_is_not_served(
 ) -> None:
     package = Path(kept.__file__).parent
     read = {path.resolve() for path in [*package.glob("*.py"), package.parent / "vocabulary.py"]}
+    read |= {path.resolve() for path in (package / "data").iterdir() if path.is_file()}
     opened: set[Path] = set()
     real_read_bytes = Path.read_bytes
 
@@ -167,11 +171,86 @@ def test_a_file_kept_by_other_catalog_code_is_not_served(
         opened.add(path.resolve())
         return real_read_bytes(path)
 
-    kept._code_digest.cache_clear()
+    cache.code_digest.cache_clear()
     monkeypatch.setattr(Path, "read_bytes", noting)
     kept.kept_or_read(snapshot, home)
     monkeypatch.undo()
     assert read <= opened  # the list of clouds it checks names against is part of its code
-    monkeypatch.setattr(kept, "_code_digest", lambda: "another version of the catalog code")
+    monkeypatch.setattr(cache, "code_digest", lambda parts: "another version of the catalog code")
     kept.kept_or_read(snapshot, home)
     assert len(_kept_files(home)) == 2
+
+
+class _Planted:
+    """What a hostile file would hold: unpickling it calls a function of the attacker's choice."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Path.write_text, (self.marker, "ran"))
+
+
+@pytest.mark.parametrize("where", ["document", "offers"])
+def test_a_planted_kept_file_runs_no_code_and_the_snapshot_is_read(
+    snapshot: Path, home: Path, tmp_path: Path, where: str
+) -> None:
+    expected = read_snapshot(snapshot)
+    kept.kept_or_read(snapshot, home)
+    [path] = _kept_files(home)
+    marker = tmp_path / "marker"
+    document = pickle.loads(path.read_bytes())
+    if where == "document":
+        document["accelerators"] = _Planted(marker)
+    else:  # hidden in the columns read only when the offers are asked for
+        document["offers"] = pickle.dumps([_Planted(marker)])
+    path.write_bytes(pickle.dumps(document))
+    served = kept.kept_or_read(snapshot, home)
+    _assert_same(served, expected)
+    assert not marker.exists(), "a kept file ran code"
+
+
+def test_a_kept_file_another_account_may_write_is_not_read(
+    snapshot: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept.kept_or_read(snapshot, home)
+    [path] = _kept_files(home)
+    path.chmod(0o666)
+    _refuse_reading(monkeypatch)
+    with pytest.raises(AssertionError, match=r"read .* again"):
+        kept.kept_or_read(snapshot, home)
+    path.chmod(0o600)
+    _assert_same(kept.kept_or_read(snapshot, home), read_snapshot(snapshot))  # served again once private
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0, reason="changing a file's owner needs root")
+def test_a_kept_file_owned_by_another_user_is_not_read(
+    snapshot: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept.kept_or_read(snapshot, home)
+    [path] = _kept_files(home)
+    os.chown(path, 65534, 65534)  # nobody
+    _refuse_reading(monkeypatch)
+    with pytest.raises(AssertionError, match=r"read .* again"):
+        kept.kept_or_read(snapshot, home)
+
+
+def test_the_bundled_catalog_reads_back_through_the_safe_unpickler(home: Path) -> None:
+    # A pandas or numpy release that pickles a frame through a name the allow-list lacks would
+    # quietly cost every process a full read: this fails first.
+    from perdollar.catalog import BUNDLED_SNAPSHOT
+
+    kept.kept_or_read(BUNDLED_SNAPSHOT, home)
+    [path] = _kept_files(home)
+    document = kept.safe_loads(path.read_bytes())
+    assert len(kept.safe_loads(document["offers"])[0]) > 1000
+
+
+def test_a_temporary_file_a_killed_run_left_is_pruned(snapshot: Path, home: Path) -> None:
+    home.mkdir(parents=True)
+    left, fresh = home / "left.tmp", home / "being-written.tmp"
+    left.write_bytes(b"half a catal")
+    fresh.write_bytes(b"half a catal")
+    os.utime(left, (0, 1e9))  # long ago
+    kept.kept_or_read(snapshot, home)
+    assert not left.exists() and fresh.exists()  # another process may still be writing this one

@@ -1,4 +1,4 @@
-"""Plan searches kept in the data directory: the same frame again without searching, bit for bit."""
+"""Plan searches kept in the cache folder: the same frame again without searching, bit for bit."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from perdollar import catalog
-from perdollar.paths import data_dir
+from perdollar import cache, catalog
 from perdollar.predict.llm import frame as llm_frame
 from perdollar.predict.llm import search_store
 from perdollar.predict.llm.frame import llm_prediction_frame
@@ -17,11 +16,13 @@ from perdollar.predict.llm.stage import LLMEfficiency
 from perdollar.workload.llm import load_llm_workload
 
 NODE_COUNTS = (1, 2)
+# Each test starts from an empty cache of its own: what it counts is its own searches.
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @pytest.fixture
 def searches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
-    """The clusters searched from here on (not read back from the data directory)."""
+    """The clusters searched from here on (not read back from the cache folder)."""
     made: list[tuple[Any, ...]] = []
     search = llm_frame._search
 
@@ -34,7 +35,7 @@ def searches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
 
 
 def kept_files() -> list[Path]:
-    return sorted((data_dir() / "llm-plans").glob("*.json"))
+    return sorted(cache.kind_dir(search_store.KIND).glob("*.json"))
 
 
 def test_a_kept_search_gives_the_same_frame_without_searching(searches: list[tuple[Any, ...]]) -> None:
@@ -82,6 +83,6 @@ def test_searches_kept_by_other_code_are_not_used(
     workload, bundled = load_llm_workload("llama-3.1-8b"), catalog.load()
     llm_prediction_frame(workload, bundled, (1,))
     made = len(searches)
-    monkeypatch.setattr(search_store, "_code_digest", lambda: "an edited predictor")
+    monkeypatch.setattr(cache, "code_digest", lambda parts: "an edited predictor")
     llm_prediction_frame(workload, bundled, (1,))
     assert len(searches) == 2 * made and len(kept_files()) == 2

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perdollar import cache
 from perdollar.catalog.catalog import Catalog
+from perdollar.catalog.kept import KIND as KEPT_KIND
 from perdollar.catalog.kept import kept_or_read
 from perdollar.catalog.model import Accelerator, InstanceType, NameParts, Offer
 from perdollar.catalog.query import find, listing_frame
-from perdollar.paths import catalog_snapshot_dir, data_dir
+from perdollar.paths import catalog_snapshot_dir
 
 BUNDLED_SNAPSHOT = Path(__file__).parent / "data"
 
@@ -69,12 +71,12 @@ def load(path: str | Path | None = None) -> Catalog:
     stamp = manifest.stat().st_mtime if manifest.exists() else 0.0
     key = (str(folder.resolve()), stamp)
     if key not in _cache:
-        _cache[key] = kept_or_read(folder, _usable_data_dir())
+        _cache[key] = kept_or_read(folder, _usable_cache_folder())
     return _cache[key]
 
 
-def _usable_data_dir() -> Path | None:
+def _usable_cache_folder() -> Path | None:
     try:
-        return data_dir()
+        return cache.cache_dir() / KEPT_KIND
     except OSError:
         return None  # nowhere to keep the checked catalog: it is read from its files each time

@@ -207,6 +207,7 @@ _PYTHON_SHOW_WARNING = warnings.showwarning
 
 def main(argv: list[str] | None = None) -> None:
     warnings.showwarning = _show_warning
+    common.fresh_consoles()
     arguments = list(sys.argv[1:] if argv is None else argv)
     # Only perdollar's own --json: one after `--` belongs to the command being measured.
     own = arguments[: arguments.index("--")] if "--" in arguments else arguments

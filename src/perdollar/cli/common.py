@@ -42,6 +42,14 @@ console = Console(width=_width())
 err_console = Console(stderr=True)
 
 
+def fresh_consoles() -> None:
+    """Both consoles as a new process would make them now: Rich reads the width (COLUMNS) and the
+    colour system once, when a console is made, and an embedding process may call main() again
+    with another environment. The objects stay the same, so modules that imported them keep them."""
+    console.__init__(width=_width())  # type: ignore[misc]
+    err_console.__init__(stderr=True)  # type: ignore[misc]
+
+
 def print_table(table: Any, *, target: Console | None = None, fuller: str = "use --json") -> None:
     """``table``, and a dim line under it when the terminal is too narrow to show all of it."""
     from perdollar.fmt import cut_note

@@ -1,6 +1,7 @@
-"""Traced decoder layers kept on disk, so that a new process prices plans without importing
-transformers or tracing again. One JSON file per (architecture, micro-batch, sequence length,
-precision, trained base, torch and transformers versions); an unreadable file is traced again.
+"""Traced decoder layers kept in the cache folder (:mod:`perdollar.cache`), so that a new process
+prices plans without importing transformers or tracing again. One JSON file per (architecture,
+micro-batch, sequence length, precision, trained base, torch and transformers versions, and the
+tracer's code); an unreadable file is traced again.
 
 The package also ships the traces of its built-in language models at their default shapes
 (``data/llm_traces.json.gz``, written by :mod:`perdollar.profile.llm_trace_bundle`), keyed
@@ -15,9 +16,9 @@ import gzip
 import hashlib
 import json
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
+from perdollar import cache
 from perdollar.files import installed_version, keep_json
 from perdollar.profile.model import OperatorRecord
 
@@ -39,11 +40,16 @@ def _digest(payload: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 
+KIND = "llm-traces"
+# What shapes a traced layer: the tracer and the architectures it builds.
+_CODE = ("profile", "workload")
+
+
 def trace_key(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> str:
     """The key of a trace made here, with this machine's torch and transformers."""
     payload = _shape(arch, micro_batch, seq_len, precision, train_base)
     versions = {package: installed_version(package) for package in ("torch", "transformers")}
-    return _digest({**payload, **versions})
+    return cache.entry_key({**payload, **versions}, _CODE)
 
 
 def shipped_key(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> str:
@@ -83,12 +89,6 @@ def as_document(fields: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _directory() -> Path:
-    from perdollar.paths import data_dir
-
-    return data_dir() / "llm-traces"
-
-
 def _record(values: dict[str, Any]) -> OperatorRecord:
     mnk = values.get("gemm_mnk")
     return OperatorRecord(**{**values, "gemm_mnk": tuple(mnk) if mnk is not None else None})
@@ -96,15 +96,16 @@ def _record(values: dict[str, Any]) -> OperatorRecord:
 
 def load(key: str) -> dict[str, Any] | None:
     """The stored fields of a traced layer (operators as records), or None."""
-    path = _directory() / f"{key}.json"
+    document = cache.read_json(cache.entry_path(KIND, key))
+    if not isinstance(document, dict):
+        return None
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
         document["layer_ops"] = tuple(_record(v) for v in document["layer_ops"])
         document["other_ops"] = tuple(_record(v) for v in document["other_ops"])
         return document
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):
         return None
 
 
 def save(key: str, fields: dict[str, Any]) -> None:
-    keep_json(_directory() / f"{key}.json", as_document(fields))
+    keep_json(cache.entry_path(KIND, key), as_document(fields))

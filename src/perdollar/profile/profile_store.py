@@ -1,22 +1,20 @@
-"""Traced profiles of the built-in reference workloads kept on disk, so that asking about
-``vit-b16`` again neither imports torch nor traces (a trace of a vision model takes seconds).
+"""Traced profiles of the built-in reference workloads kept in the cache folder
+(:mod:`perdollar.cache`), so that asking about ``vit-b16`` again neither imports torch nor traces
+(a trace of a vision model takes seconds).
 
-One JSON file per profile, keyed by the workload's fingerprint, the installed torch and a digest
-of the code that builds and traces the references: a new torch or a changed tracer or model
-traces again instead of reading a stale file. A user's own workload is never kept here (its file
-can change while its fingerprint does not). An unreadable file is traced again; a read-only or
-full disk only costs the next process a trace.
+One JSON file per profile, named by the workload's fingerprint, the installed torch and the code
+that builds and traces the references: a new torch or a changed tracer or model traces again
+instead of reading a stale file. A user's own workload is never kept here (its file can change
+while its fingerprint does not). An unreadable file is traced again.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from perdollar import cache
 from perdollar.files import installed_version, keep_json
 from perdollar.profile.model import MemoryBreakdown, OperatorRecord, Profile
 
@@ -43,36 +41,24 @@ def profile_from_dict(payload: dict[str, Any]) -> Profile:
     )
 
 
-@functools.lru_cache(maxsize=1)
-def _code_digest() -> str:
-    """The source of what shapes a reference's trace: the workloads, their models and the tracer."""
-    package = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for folder in ("profile", "workload", "workload/references"):
-        for path in sorted((package / folder).glob("*.py")):
-            digest.update(path.name.encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def _torch_version() -> str:
-    return installed_version("torch")
+KIND = "profiles"
+# What shapes a reference's trace: the workloads, their models and the tracer.
+_CODE = ("profile", "workload")
 
 
 def _path(fingerprint: str) -> Path:
-    from perdollar.paths import data_dir
-
-    payload = {"schema": _SCHEMA, "fingerprint": fingerprint, "torch": _torch_version()}
-    payload["code"] = _code_digest()
-    key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
-    return data_dir() / "profiles" / f"{key}.json"
+    inputs = {"schema": _SCHEMA, "fingerprint": fingerprint, "torch": installed_version("torch")}
+    return cache.entry_path(KIND, cache.entry_key(inputs, _CODE))
 
 
 def load(fingerprint: str) -> Profile | None:
     """The profile kept for ``fingerprint`` under this torch and this code, or None."""
+    document = cache.read_json(_path(fingerprint))
     try:
-        profile = profile_from_dict(json.loads(_path(fingerprint).read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError):
+        profile = profile_from_dict(document) if isinstance(document, dict) else None
+    except (ValueError, KeyError, TypeError):
+        return None
+    if profile is None:
         return None
     return profile if profile.workload_fingerprint == fingerprint else None
 

@@ -52,14 +52,24 @@ def profile_workload(workload: Workload, *, timeout_s: float | None = None) -> P
             what=f"profiling {workload.origin}", timeout_s=timeout_s,
         )
     elif is_reference_workload(workload):
-        kept = profile_store.load(key)
-        profile = kept if kept is not None else _traced(workload)
-        if kept is None:
-            profile_store.save(profile)
+        profile = _reference_profile(workload)
     else:
         profile = _traced(workload)
     with _CACHE_LOCK:
         _CACHE[key] = profile
+    return profile
+
+
+def _reference_profile(workload: Workload) -> Profile:
+    """A built-in's profile: shipped with the package, else kept in the cache, else traced (and kept)."""
+    from perdollar.profile.shipped import shipped_profiles
+
+    key = workload.fingerprint
+    found = shipped_profiles().get(key) or profile_store.load(key)
+    if found is not None:
+        return found
+    profile = _traced(workload)
+    profile_store.save(profile)
     return profile
 
 

@@ -320,11 +320,11 @@ def main(argv: list[str] | None = None) -> None:
     except FileNotFoundError as exc:
         parser.error(str(exc))
     csv_path, cases, pairs = development.csv_path, development.cases, development.pairs
-    from perdollar.predict.profile_cache import CACHE_FILE, write_profiles
     from perdollar.predict.references import TRACED
+    from perdollar.profile.shipped import shipped_profiles, write_profiles
 
-    if TRACED:  # ship the traced reference profiles so validation never traces
-        write_profiles(TRACED, args.out.parent / Path(CACHE_FILE).name)
+    if TRACED:  # ship the traced reference profiles (beside the default shapes) so validation never traces
+        write_profiles({**shipped_profiles(), **TRACED})
     full = fit_model(cases, pairs, DEFAULT_MODEL)
     errors = {}
     summary: dict = {}

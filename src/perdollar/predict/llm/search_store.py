@@ -1,4 +1,5 @@
-"""Plan searches kept in the data directory, so asking the same question again skips them.
+"""Plan searches kept in the cache folder (:mod:`perdollar.cache`), so asking the same question
+again skips them.
 
 One JSON file per search context (the model's architecture and shape, its training settings, the
 efficiency it is predicted with and any fixed plan) under ``llm-plans/``; inside, one outcome per
@@ -12,12 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
+from perdollar import cache
 from perdollar.files import installed_version, keep_json
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.llm.planner import PlanSearch
@@ -26,21 +27,10 @@ from perdollar.predict.llm.step import LLMTrainingPrediction
 from perdollar.workload.llm.workload import LLMWorkload
 
 _SCHEMA = 1
+KIND = "llm-plans"
 # Every part of the package that shapes a search's outcome: the predictors and their fitted data,
 # the traced layers (shipped and the tracer) and the models' architectures.
-_CODE_FOLDERS = ("predict", "profile", "workload", "catalog")
-
-
-@functools.lru_cache(maxsize=1)
-def _code_digest() -> str:
-    package = Path(__file__).resolve().parents[2]
-    digest = hashlib.sha256()
-    for folder in _CODE_FOLDERS:
-        for path in sorted((package / folder).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts:
-                digest.update(str(path.relative_to(package)).encode())
-                digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+_CODE = ("predict", "profile", "workload", "catalog")
 
 
 def _digest(payload: Any) -> str:
@@ -77,19 +67,15 @@ def kept_searches(
     workload: LLMWorkload, plan: TrainingPlan | None, efficiency: LLMEfficiency | None
 ) -> KeptSearches:
     """The kept searches of ``workload`` under ``efficiency`` (and ``plan`` when it is fixed)."""
-    from perdollar.paths import data_dir
-
     context = {
         "schema": _SCHEMA,
-        "perdollar": installed_version("perdollar"),
         "torch": installed_version("torch"),
         "transformers": installed_version("transformers"),
-        "code": _code_digest(),
         "workload": repr(workload),
         "plan": repr(plan),
         "efficiency": repr(efficiency),
     }
-    return KeptSearches(data_dir() / "llm-plans" / f"{_digest(context)}.json")
+    return KeptSearches(cache.entry_path(KIND, cache.entry_key(context, _CODE)))
 
 
 def _read(path: Path) -> dict[str, Any]:

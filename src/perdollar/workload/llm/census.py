@@ -5,7 +5,7 @@ published models checks that reading role by role against the model ``transforme
 meta device. Any other family, and any config with a key that looks like it shapes the model but
 that perdollar does not read, is built by ``transformers`` once, in a child process (building
 imports torch, which perdollar's own process does not), and its parameter counts by role are kept
-on disk per config and library version, so a second ``recommend`` of it starts no child. Where the
+in the cache folder per config and library version, so a second ``recommend`` of it starts no child. Where the
 two readings differ, transformers' counts are used and a warning names the roles; where
 transformers has no class for the family, perdollar's own description is used and a warning says so.
 """
@@ -13,12 +13,11 @@ transformers has no class for the family, perdollar's own description is used an
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import warnings
-from pathlib import Path
 from typing import Any
 
+from perdollar import cache
 from perdollar.errors import PerdollarWarning
 from perdollar.files import installed_version, keep_json
 from perdollar.workload.llm.architecture import DecoderArchitecture, language_model_config
@@ -50,27 +49,22 @@ _AGREEMENT = 0.01  # transformers' total within 1% of perdollar's: perdollar's r
 CENSUS_TIMEOUT_S = 180.0
 
 
+KIND = "llm-architectures"
+_CODE = ("workload/llm",)  # the census builds the model through this code
+
+
 def census_key(config_json: str) -> str:
     payload = {"config": config_json, "transformers": installed_version("transformers"), "schema": 1}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
-
-
-def _directory() -> Path:
-    from perdollar.paths import data_dir
-
-    return data_dir() / "llm-architectures"
+    return cache.entry_key(payload, _CODE)
 
 
 def _load(key: str) -> dict[str, Any] | None:
-    try:
-        document = json.loads((_directory() / f"{key}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    document = cache.read_json(cache.entry_path(KIND, key))
     return document if isinstance(document, dict) and ("roles" in document or "reason" in document) else None
 
 
 def _save(key: str, document: dict[str, Any]) -> None:
-    keep_json(_directory() / f"{key}.json", document)
+    keep_json(cache.entry_path(KIND, key), document)
 
 
 def census(config_json: str) -> dict[str, Any]:
