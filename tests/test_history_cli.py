@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.store.bench import perdollar_command
+from cli_runner import run_perdollar
 from fixtures.store.samples import make_measurement, make_recommendation
 from perdollar.store import open_store
 
 
 def perdollar(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([*perdollar_command(), *args], capture_output=True, text=True, timeout=300)
+    done = run_perdollar(*args)
     if check:
         assert done.returncode == 0, done.stderr[-3000:]
     return done
@@ -126,9 +126,7 @@ def build():
 
 
 def _in(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [*perdollar_command(), *args], capture_output=True, text=True, timeout=300, cwd=folder
-    )
+    done = run_perdollar(*args, cwd=folder)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
@@ -152,7 +150,7 @@ def test_a_file_workload_is_stored_under_one_name_and_replays_from_another_folde
         == 2
     )
     recommendation = next(e["id"] for e in entries if e["kind"] == "recommendation")
-    replayed = _in(elsewhere, "history", "reevaluate", recommendation, "--json")
+    replayed = _in(elsewhere, "history", "reevaluate", recommendation, "--run-workload-file", "--json")
     assert json.loads(replayed.stdout)  # asked again from a folder where my_cnn.py is not
 
 

@@ -263,19 +263,46 @@ class _Echo:
 
 
 class _PlainUnpickler(pickle.Unpickler):
-    """Reads only perdollar's own types and Python's plain ones.
+    """Reads only plain data: Python's containers and values, and perdollar's own records.
 
     The reply was written by a process that ran the user's code, which could have put any pickle
-    there; one naming another class would run that class's code here, in perdollar's process.
+    there. A pickle calls what it names with arguments of its choosing, so a name that is a
+    function (``builtins.exec``, ``os.system``, any of perdollar's own) would run code here, in
+    perdollar's process. Only data types are built: a few of the standard library's, and
+    perdollar's records (dataclasses, named tuples, enums, its errors) from modules that
+    importing runs nothing (never ``perdollar.__main__``).
     """
 
     def find_class(self, module: str, name: str) -> Any:
-        if module.split(".")[0] in _PLAIN_MODULES:
+        if (module, name) in _PLAIN_NAMES:
             return super().find_class(module, name)
+        if (module == "perdollar" or module.startswith("perdollar.")) and module != "perdollar.__main__":
+            found = super().find_class(module, name)
+            if _is_record_type(found):
+                return found
         raise pickle.UnpicklingError(f"the reply names {module}.{name}, which perdollar does not read")
 
 
-_PLAIN_MODULES = frozenset({"perdollar", "builtins", "collections", "copyreg", "datetime", "pathlib"})
+def _is_record_type(found: object) -> bool:
+    import dataclasses
+    import enum
+
+    return isinstance(found, type) and (
+        dataclasses.is_dataclass(found) or issubclass(found, enum.Enum | tuple | PerdollarError)
+    )
+
+
+_PLAIN_NAMES = frozenset(
+    {
+        *(("builtins", name) for name in ("set", "frozenset", "slice", "complex", "bytearray", "range")),
+        *(("builtins", name) for name in ("list", "dict", "tuple", "int", "float", "str", "bytes", "bool")),
+        *(("collections", name) for name in ("OrderedDict", "defaultdict", "deque", "Counter")),
+        *(("datetime", name) for name in ("date", "datetime", "time", "timedelta", "timezone")),
+        *(("pathlib", name) for name in ("Path", "PosixPath", "WindowsPath", "PurePath", "PurePosixPath",
+                                         "PureWindowsPath")),
+        ("copyreg", "_reconstructor"),
+    }
+)
 
 
 def _read_reply(path: Path) -> dict[str, Any]:

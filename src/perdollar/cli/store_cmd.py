@@ -12,7 +12,7 @@ from rich.table import Table
 
 from perdollar.cli.common import console, emit_json, err_console, print_table, progress
 from perdollar.cli.declared import StoreChoice, takes
-from perdollar.errors import EXIT_FAILURE
+from perdollar.errors import EXIT_FAILURE, PerdollarError
 
 STORE_HELP = "Results store: any SQLAlchemy URL (default: PERDOLLAR_STORE, else SQLite in the data dir)."
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "unknown": "dim"}
@@ -123,6 +123,13 @@ def reevaluate(
     store_new: bool = typer.Option(
         True, "--store-result/--no-store", help="Store today's answer as a new recommendation."
     ),
+    run_workload_file: bool = typer.Option(
+        False,
+        "--run-workload-file",
+        help="Let a question about a workload file (FILE.py:FUNCTION) run that file again. Without "
+        "it such a question is refused: anyone who can write the store could have pointed it at "
+        "other code.",
+    ),
 ) -> None:
     """Ask a stored question again with today's catalog and measurements.
 
@@ -148,9 +155,11 @@ def reevaluate(
             return reevaluate_fleet(stored, store_url=store_url, store_new=store_new, json_output=json_output)
         snapshot = store.catalog_snapshot(old.catalog_snapshot_id)
         measurements = store.measurements_for(old.question.workload_fingerprint)
+    _check_workload_file(stored.id, old.question, allowed=run_workload_file)
     with progress(f"re-asking {old.question.workload_name} against today's catalog", quiet=json_output):
         catalog = load()
         new = answer(old.question, catalog=catalog, measurements=measurements)
+    _check_same_workload(old.question, new.question)
     result = compare(old, new, price_index(snapshot.offers) if snapshot else None)
     new_id = save_recommendation(new, store_url=store_url, enabled=store_new, catalog=catalog)
     if json_output:
@@ -173,6 +182,30 @@ def reevaluate(
         console.print(
             f"Stored today's answer as {new_id} (`perdollar report {new_id} -o report.html`).",
             highlight=False,
+        )
+
+
+def _check_workload_file(stored_id: str, question: Any, *, allowed: bool) -> None:
+    """A stored question names its workload; one that names a file would run that file's code,
+    and the name is only as trustworthy as everyone who can write the store."""
+    from perdollar.workload.loader import names_workload_file
+
+    if names_workload_file(question.workload_name) and not allowed:
+        raise PerdollarError(
+            f"recommendation {stored_id} is about the workload file {question.workload_name}; asking it "
+            "again runs that file's code",
+            "check the file, then pass --run-workload-file (or ask afresh with perdollar recommend)",
+        )
+
+
+def _check_same_workload(old: Any, new: Any) -> None:
+    """The file must still build the workload the question was stored for: otherwise today's
+    answer would be about another workload under the old question's name."""
+    if old.workload_fingerprint and new.workload_fingerprint != old.workload_fingerprint:
+        raise PerdollarError(
+            f"{old.workload_name} now builds another workload (fingerprint {new.workload_fingerprint}, "
+            f"stored {old.workload_fingerprint}); nothing was stored",
+            "ask afresh: perdollar recommend FILE:FUNCTION",
         )
 
 

@@ -61,12 +61,18 @@ def _reference(name: str) -> Workload:
     return REFERENCES[key].build()
 
 
+def names_workload_file(spec: str) -> bool:
+    """``spec`` is ``path/to/file.py:function``: loading it runs that file's code."""
+    path_text, _, function_name = spec.rpartition(":")
+    return path_text.endswith(".py") and function_name.isidentifier()
+
+
 def canonical_spec(spec: str) -> str:
     """The spec a question is stored under: a workload file by its absolute path, so that it loads
     again from any folder (``history reevaluate`` elsewhere); every other spec as given."""
-    path_text, _, function_name = spec.rpartition(":")
-    if not path_text.endswith(".py") or not function_name.isidentifier():
+    if not names_workload_file(spec):
         return spec
+    path_text, _, function_name = spec.rpartition(":")
     path = Path(path_text).expanduser()
     try:
         return f"{path.resolve()}:{function_name}" if path.is_file() else spec

@@ -22,6 +22,19 @@ _NOT_ARCHITECTURE = (
     "torch_dtype",
     "dtype",
 )
+# Keys with which a config chooses code rather than shape: a kernel from the Hub (an
+# ``attn_implementation`` such as "kernels-community/…"), a class from the config's own repository
+# (``auto_map``). transformers would fetch or import that code while building; perdollar builds
+# only transformers' own classes, with their default kernels.
+_CHOOSES_CODE = (
+    "attn_implementation",
+    "_attn_implementation",
+    "_attn_implementation_internal",
+    "experts_implementation",
+    "_experts_implementation",
+    "auto_map",
+    "trust_remote_code",
+)
 
 
 def build_meta_model(config: Mapping[str, Any], *, num_layers: int | None = None) -> Any:
@@ -36,7 +49,8 @@ def build_model(config: Mapping[str, Any], *, num_layers: int | None = None) -> 
     """``AutoModelForCausalLM.from_config`` on the current default device, randomly initialised."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    settings = {k: v for k, v in config.items() if k not in _NOT_ARCHITECTURE and k != "model_type"}
+    ignored = {*_NOT_ARCHITECTURE, *_CHOOSES_CODE, "model_type"}
+    settings = {k: v for k, v in config.items() if k not in ignored}
     model_type = str(config.get("model_type") or "")
     if num_layers is not None:
         for key in ("num_hidden_layers", "n_layer", "num_layers"):
