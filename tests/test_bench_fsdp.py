@@ -1,20 +1,18 @@
 """`perdollar bench --nproc 2 --plan …`: a tiny Llama trained under FSDP by two gloo processes.
 
-The command line runs in a real subprocess with a time limit; the workload is a two-layer
-Llama of hidden size 64 written to a file, as a user would write one.
+The command line runs in this process (the two workers it starts are processes of their own); the
+workload is a two-layer Llama of hidden size 64 written to a file, as a user would write one.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar.errors import PerdollarError
 from perdollar.measure.fsdp import BenchPlan, collective_dtype, parse_bench_plan
 from perdollar.measure.serialize import measurement_from_dict
@@ -45,23 +43,13 @@ def tiny():
 """
 
 
-def _perdollar(*args: str, cwd: Path, timeout_s: float) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PERDOLLAR_METADATA_URL": "off", "OMP_NUM_THREADS": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "perdollar", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-        check=False,
-    )
+QUIET = {"PERDOLLAR_METADATA_URL": "off", "OMP_NUM_THREADS": "1"}
 
 
 def test_two_gloo_processes_measure_an_fsdp_plan_and_record_it(tmp_path: Path) -> None:
     (tmp_path / "tiny.py").write_text(TINY_LLAMA, encoding="utf-8")
     store = tmp_path / "results.db"
-    completed = _perdollar(
+    completed = run_perdollar(
         "bench",
         "tiny.py:tiny",
         "--nproc",
@@ -76,7 +64,8 @@ def test_two_gloo_processes_measure_an_fsdp_plan_and_record_it(tmp_path: Path) -
         "--store",
         f"sqlite:///{store}",
         cwd=tmp_path,
-        timeout_s=400,
+        env=QUIET,
+        timeout=400,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     document = json.loads(completed.stdout)
@@ -119,7 +108,9 @@ def test_two_gloo_processes_measure_an_fsdp_plan_and_record_it(tmp_path: Path) -
     ],
 )
 def test_plans_bench_cannot_run_are_one_line_errors(tmp_path: Path, args: list[str], fragment: str) -> None:
-    completed = _perdollar("bench", "mlp", "--nproc", "2", *args, "--no-store", cwd=tmp_path, timeout_s=120)
+    completed = run_perdollar(
+        "bench", "mlp", "--nproc", "2", *args, "--no-store", cwd=tmp_path, env=QUIET, timeout=120
+    )
     assert completed.returncode == 2
     assert fragment in completed.stderr
     assert "Traceback" not in completed.stderr

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar.measure import log_formats as formats
 
 SCRIPTS = Path(__file__).parent / "log_scripts"
@@ -54,11 +53,7 @@ def test_the_most_direct_format_wins() -> None:
 
 
 def _bench(*args: str, cwd: Path) -> tuple[int, dict, str]:
-    completed = subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()",
-         "bench", "--no-store", "--json", *args],
-        capture_output=True, text=True, timeout=600, cwd=cwd, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    completed = run_perdollar("bench", "--no-store", "--json", *args, cwd=cwd, timeout=600, columns=200)
     document = json.loads(completed.stdout) if completed.stdout.strip() else {}
     measurement = document["measurements"][0] if "measurements" in document else document
     return completed.returncode, measurement, completed.stderr
@@ -70,6 +65,7 @@ def _truth(measurement: dict) -> float:
 
 
 @pytest.mark.slow
+@pytest.mark.exclusive  # each script's steady rate is checked against its own printed figure
 @pytest.mark.parametrize(
     ("script", "batch", "read_as"),
     [

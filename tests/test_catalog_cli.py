@@ -1,28 +1,22 @@
-"""`perdollar catalog` through the real console script in a subprocess."""
+"""`perdollar catalog` through the command line's entry point."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar import catalog
 
 TINY = Path(__file__).parent / "fixtures" / "catalog" / "tiny"
 
 
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-c", "from perdollar.cli import main; main()", *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env or os.environ.copy(), timeout=120)
-
-
 def test_a10g_on_aws_lists_the_g5_family_at_snapshot_prices() -> None:
-    result = run("catalog", "--accelerator", "a10g", "--cloud", "aws", "--json")
+    result = run_perdollar("catalog", "--accelerator", "a10g", "--cloud", "aws", "--json")
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
     assert {r["instance_type"].split(".")[0] for r in rows} == {"g5"}
@@ -42,7 +36,7 @@ def test_a10g_on_aws_lists_the_g5_family_at_snapshot_prices() -> None:
 
 
 def test_show_parses_a_sagemaker_name() -> None:
-    result = run("catalog", "show", "ml.g4dn.12xlarge", "--json")
+    result = run_perdollar("catalog", "show", "ml.g4dn.12xlarge", "--json")
     assert result.returncode == 0, result.stderr
     shown = json.loads(result.stdout)
     assert shown["name_parts"] == {"prefix": "ml", "family": "g", "generation": "4", "attributes": "dn",
@@ -54,7 +48,7 @@ def test_show_parses_a_sagemaker_name() -> None:
 
 
 def test_filters_and_sort_in_the_spot_market() -> None:
-    result = run("catalog", "--accelerator", "H100", "--min-accelerators", "8", "--market", "spot",
+    result = run_perdollar("catalog", "--accelerator", "H100", "--min-accelerators", "8", "--market", "spot",
                  "--sort", "spot", "--min-accelerator-memory", "80", "--json")  # fmt: skip
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
@@ -65,7 +59,7 @@ def test_filters_and_sort_in_the_spot_market() -> None:
 
 
 def test_table_output_shows_the_snapshot_age() -> None:
-    result = run("catalog", "--cloud", "gcp", "--cpu-only", "--limit", "3")
+    result = run_perdollar("catalog", "--cloud", "gcp", "--cpu-only", "--limit", "3")
     assert result.returncode == 0, result.stderr
     assert "days old" in result.stdout and "CPU only" in result.stdout
 
@@ -79,7 +73,7 @@ def test_table_output_shows_the_snapshot_age() -> None:
     (("catalog", "refresh", "--cloud", "gcp", "--source", "aws-api"), "--source aws-api refreshes AWS only"),
 ])  # fmt: skip
 def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
-    result = run(*args)
+    result = run_perdollar(*args)
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
@@ -92,31 +86,33 @@ def test_a_broken_user_snapshot_names_the_file() -> None:
     folder = catalog_snapshot_dir() / "20990101T000000Z-aws"
     shutil.copytree(TINY, folder)
     (folder / "accelerators.csv").write_text("key,vendor\nA10G,NVIDIA\n")
-    result = run("catalog", "--json")
+    result = run_perdollar("catalog", "--json")
     assert result.returncode == 2
     assert "accelerators.csv lacks column(s)" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_help_teaches_with_examples() -> None:
-    result = run("catalog", "--help")
+    result = run_perdollar("catalog", "--help")
     assert result.returncode == 0
     assert "perdollar catalog --accelerator a10g --cloud aws" in result.stdout
-    assert "perdollar catalog refresh --from" in run("catalog", "refresh", "--help").stdout
+    assert "perdollar catalog refresh --from" in run_perdollar("catalog", "refresh", "--help").stdout
 
 
-def test_refresh_without_credentials_fails_cleanly_and_keeps_the_catalog() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(
-        AWS_EC2_METADATA_DISABLED="true", AWS_SHARED_CREDENTIALS_FILE=os.devnull, AWS_CONFIG_FILE=os.devnull
-    )
-    result = run("catalog", "refresh", "--source", "aws-api", "--region", "us-east-1", env=env)
+def test_refresh_without_credentials_fails_cleanly_and_keeps_the_catalog(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(name)  # run_perdollar starts from this process's environment
+    env = {"AWS_EC2_METADATA_DISABLED": "true", "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+           "AWS_CONFIG_FILE": os.devnull}  # fmt: skip
+    result = run_perdollar("catalog", "refresh", "--source", "aws-api", "--region", "us-east-1", env=env)
     assert result.returncode == 2
     assert "no AWS credentials" in result.stderr and "Traceback" not in result.stderr
     assert catalog.load().snapshot_id.startswith("bundled-")
 
 
 def test_accelerators_lists_per_device_specs_with_their_stack() -> None:
-    result = run("catalog", "accelerators", "--json")
+    result = run_perdollar("catalog", "accelerators", "--json")
     assert result.returncode == 0, result.stderr
     chips = {c["key"]: c for c in json.loads(result.stdout)}
     assert chips["A10G"]["software_stack"] == "cuda" and chips["TPU-v5e"]["software_stack"] == "xla"

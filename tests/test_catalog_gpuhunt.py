@@ -6,27 +6,19 @@ import datetime as dt
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar import catalog
 from perdollar.catalog.gpuhunt_rows import fetch_gpuhunt, read_catalog_files
 from perdollar.catalog.refresh_gpuhunt import build_refresh
 from perdollar.errors import PerdollarError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpuhunt"
-SRC = Path(__file__).resolve().parents[1] / "src"
 DAY = dt.date(2026, 11, 20)
-
-
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environment = dict(env or os.environ)
-    environment["PYTHONPATH"] = str(SRC) + os.pathsep + environment.get("PYTHONPATH", "")
-    command = [sys.executable, "-m", "perdollar", *args]
-    return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=300)
 
 
 def _refreshed() -> tuple[catalog.Catalog, catalog.Catalog]:
@@ -119,12 +111,14 @@ def test_without_gpuhunt_the_fetch_says_how_to_install_it(monkeypatch: pytest.Mo
 
 
 def test_refresh_from_files_then_recommend_ranks_the_new_clouds_with_dates() -> None:
-    result = run("catalog", "refresh", "--from", str(FIXTURE), "--captured-at", "2026-11-20", "--json")
+    result = run_perdollar(
+        "catalog", "refresh", "--from", str(FIXTURE), "--captured-at", "2026-11-20", "--json"
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert set(summary["offers_by_cloud"]) == {"aws", "gcp", "azure", "lambda", "runpod"}
     assert summary["rows_with_unknown_accelerators"] == {"RTXPRO6000": 1}
-    gpus = run("catalog", "gpus", "--accelerator", "H100", "--json")
+    gpus = run_perdollar("catalog", "gpus", "--accelerator", "H100", "--json")
     assert gpus.returncode == 0, gpus.stderr
     rows = {r["accelerator_key"]: r for r in json.loads(gpus.stdout)}
     h100 = rows["H100-SXM5-80GB"]
@@ -134,8 +128,8 @@ def test_refresh_from_files_then_recommend_ranks_the_new_clouds_with_dates() -> 
     assert (
         h100["spot_per_gpu_hour"] == pytest.approx(22.6125 / 8) and h100["spot_captured_at"] == "2026-11-20"
     )
-    answer = run("recommend", "resnet50", "--epochs", "1", "--dataset-size", "100k", "--cloud", "runpod",
-                 "--cloud", "lambda", "--json")  # fmt: skip
+    answer = run_perdollar("recommend", "resnet50", "--epochs", "1", "--dataset-size", "100k",
+                           "--cloud", "runpod", "--cloud", "lambda", "--json")  # fmt: skip
     assert answer.returncode == 0, answer.stderr
     estimates = json.loads(answer.stdout)["estimates"]
     assert {e["cloud"] for e in estimates if e["feasible"]} <= {"runpod", "lambda"}
@@ -149,7 +143,7 @@ def test_refresh_from_files_then_recommend_ranks_the_new_clouds_with_dates() -> 
     (("--source", "vantage"), "unknown source 'vantage'"),
 ])  # fmt: skip
 def test_bad_input_is_one_line_and_keeps_the_catalog(args: tuple[str, ...], message: str) -> None:
-    result = run("catalog", "refresh", *args)
+    result = run_perdollar("catalog", "refresh", *args)
     assert result.returncode == 2, result.stdout
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert catalog.load().snapshot_id.startswith("bundled-")
@@ -157,7 +151,7 @@ def test_bad_input_is_one_line_and_keeps_the_catalog(args: tuple[str, ...], mess
 
 def test_a_malformed_source_for_every_provider_writes_nothing(tmp_path: Path) -> None:
     (tmp_path / "aws.csv").write_text("instance_name,location\ng5.xlarge,us-east-1\n")
-    result = run("catalog", "refresh", "--from", str(tmp_path))
+    result = run_perdollar("catalog", "refresh", "--from", str(tmp_path))
     assert result.returncode == 2
     assert (
         "no provider could be refreshed (aws:" in result.stderr and "lacks column(s) price" in result.stderr
@@ -166,7 +160,7 @@ def test_a_malformed_source_for_every_provider_writes_nothing(tmp_path: Path) ->
 
 
 def test_an_unwritable_data_folder_is_one_line_and_keeps_the_previous_snapshot(tmp_path: Path) -> None:
-    first = run(
+    first = run_perdollar(
         "catalog", "refresh", "--from", str(FIXTURE), "--provider", "aws", "--captured-at", "2026-11-01"
     )
     assert first.returncode == 0, first.stderr
@@ -174,8 +168,8 @@ def test_an_unwritable_data_folder_is_one_line_and_keeps_the_previous_snapshot(t
     before = sorted(p.name for p in previous.path.iterdir())
     blocked = tmp_path / "home"
     blocked.write_text("a file where the data folder should be")
-    result = run(
-        "catalog", "refresh", "--from", str(FIXTURE), env={**os.environ, "PERDOLLAR_HOME": str(blocked)}
+    result = run_perdollar(
+        "catalog", "refresh", "--from", str(FIXTURE), env={"PERDOLLAR_HOME": str(blocked)}
     )
     assert result.returncode == 2 and "cannot use the data folder" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -189,8 +183,8 @@ def test_a_read_only_data_folder_is_one_line(tmp_path: Path) -> None:
     (home / "catalog").mkdir(parents=True)
     (home / "catalog").chmod(0o555)
     try:
-        result = run(
-            "catalog", "refresh", "--from", str(FIXTURE), env={**os.environ, "PERDOLLAR_HOME": str(home)}
+        result = run_perdollar(
+            "catalog", "refresh", "--from", str(FIXTURE), env={"PERDOLLAR_HOME": str(home)}
         )
     finally:
         (home / "catalog").chmod(0o755)

@@ -10,10 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import http.server
 import io
-import os
 import socket
-import subprocess
-import sys
 import threading
 import zipfile
 from collections.abc import Iterator
@@ -21,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar import catalog
 from perdollar.catalog.gpuhunt_rows import fetch_gpuhunt
 from perdollar.errors import PerdollarError
@@ -28,7 +26,6 @@ from perdollar.errors import PerdollarError
 pytest.importorskip("gpuhunt")
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpuhunt"
-SRC = Path(__file__).resolve().parents[1] / "src"
 VERSION = "20261119-1200"
 
 
@@ -104,11 +101,7 @@ def test_an_unreachable_source_is_one_error(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_the_cli_refreshes_through_gpuhunt_and_keeps_the_clouds_that_failed(recorded_server: str) -> None:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
-    command = [sys.executable, "-m", "perdollar", "catalog", "refresh", "--provider", "runpod",
-               "--provider", "nebius"]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    result = run_perdollar("catalog", "refresh", "--provider", "runpod", "--provider", "nebius")
     assert result.returncode == 0, result.stderr
     assert "not refreshed: nebius" in result.stderr
     fresh = catalog.load()

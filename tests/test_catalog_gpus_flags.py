@@ -6,27 +6,15 @@ import csv
 import datetime as dt
 import io
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar import catalog
 from perdollar.catalog.gpu_prices import gpu_prices
 from perdollar.catalog.price_age import age_sentence, is_stale, price_age_days, price_date_note
 from perdollar.catalog.provenance import flag_meanings
 from perdollar.cli.catalog_render import FLAG_MARKS
-
-SRC = Path(__file__).resolve().parents[1] / "src"
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(SRC) + os.pathsep + env.get("PYTHONPATH", "")
-    command = [sys.executable, "-m", "perdollar", *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
 
 
 def test_the_cheapest_gpu_hour_is_the_cheapest_offer_divided_by_its_gpus() -> None:
@@ -58,12 +46,12 @@ def test_memory_filter_and_one_row_per_accelerator() -> None:
 
 
 def test_gpus_cli_answers_where_the_cheapest_h100_hour_is_as_csv() -> None:
-    result = run("catalog", "gpus", "--accelerator", "H100", "--csv")
+    result = run_perdollar("catalog", "gpus", "--accelerator", "H100", "--csv")
     assert result.returncode == 0, result.stderr
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert {r["accelerator_key"] for r in rows} == {"H100-SXM5-80GB", "H100-NVL-94GB"}
     assert all(r["on_demand_cloud"] and r["on_demand_captured_at"] for r in rows)
-    table = run("catalog", "gpus", "--accelerator", "H100")
+    table = run_perdollar("catalog", "gpus", "--accelerator", "H100")
     assert "cheapest USD per GPU-hour" in table.stdout and "H100-SXM5-80GB" in table.stdout
 
 
@@ -73,7 +61,7 @@ def test_every_flag_in_the_catalog_and_every_table_mark_has_an_explanation() -> 
     used = {flag for offer in cat.offers for flag in offer.flags}
     assert used and used <= set(meanings)
     assert set(FLAG_MARKS) <= set(meanings)
-    result = run("catalog", "flags", "--json")
+    result = run_perdollar("catalog", "flags", "--json")
     assert result.returncode == 0, result.stderr
     listed = {row["flag"]: row for row in json.loads(result.stdout)}
     assert used <= set(listed)

@@ -5,11 +5,8 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import os
 import shutil
 import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +14,7 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
+from cli_runner import run_perdollar
 from perdollar import catalog
 from perdollar.catalog.refresh_aws import CARRIED_BUCKET_FLAG, refresh_aws
 from perdollar.errors import PerdollarError
@@ -142,14 +140,6 @@ def test_refresh_command_reports_the_new_snapshot(stubbed: Any, monkeypatch: pyt
 
 # ---- catalog refresh through gpuhunt: failures read as one line, bad files keep the old offers ----
 GPUHUNT_FILES = Path(__file__).parent / "fixtures" / "gpuhunt"
-SRC = Path(__file__).resolve().parents[1] / "src"
-
-
-def _refresh(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environment = {**(env or os.environ), "COLUMNS": "200"}
-    environment["PYTHONPATH"] = str(SRC) + os.pathsep + environment.get("PYTHONPATH", "")
-    return subprocess.run([sys.executable, "-m", "perdollar", "catalog", "refresh", *args],
-                          capture_output=True, text=True, env=environment, timeout=120)  # fmt: skip
 
 
 def test_no_network_is_one_line_and_verbose_shows_the_rest() -> None:
@@ -157,13 +147,13 @@ def test_no_network_is_one_line_and_verbose_shows_the_rest() -> None:
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         port = closed.getsockname()[1]
-    env = {**os.environ, "GPUHUNT_CATALOG_URL": f"http://127.0.0.1:{port}/v3", "NO_PROXY": "127.0.0.1"}
-    quiet = _refresh(env=env)
+    env = {"GPUHUNT_CATALOG_URL": f"http://127.0.0.1:{port}/v3", "NO_PROXY": "127.0.0.1"}
+    quiet = run_perdollar("catalog", "refresh", env=env, timeout=120, columns=200)
+    loud = run_perdollar("catalog", "refresh", "--verbose", env=env, timeout=120, columns=200)
     lines = quiet.stderr.strip().splitlines()
     assert quiet.returncode == 2 and len(lines) == 1, quiet.stderr[-2000:]
     assert "could not download gpuhunt's catalogs (" in lines[0] and "--verbose shows" in lines[0]
     assert "Traceback" not in quiet.stderr
-    loud = _refresh("--verbose", env=env)
     assert loud.returncode == 2 and "Failed to load aws catalog" in loud.stderr
     assert (
         "caused by URLError" in loud.stderr
@@ -189,7 +179,8 @@ def test_a_provider_whose_file_fails_validation_keeps_its_offers(case: str, tmp_
     shutil.copy(GPUHUNT_FILES / "runpod.csv", tmp_path / "runpod.csv")
     (tmp_path / "aws.csv").write_text("\n".join([HEADER, *BAD_AWS_FILES[case]]) + "\n")
     before = sum(o.cloud == "aws" for o in catalog.load().offers)
-    done = _refresh("--from", str(tmp_path), "--captured-at", "2026-11-20")
+    done = run_perdollar("catalog", "refresh", "--from", str(tmp_path), "--captured-at", "2026-11-20",
+                         timeout=120, columns=200)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "not refreshed: aws" in done.stderr and "previous offers are kept" in done.stderr
     assert not any(line.startswith("FORGED") for line in done.stderr.splitlines())  # never a row of its own
@@ -197,9 +188,7 @@ def test_a_provider_whose_file_fails_validation_keeps_its_offers(case: str, tmp_
     assert fresh.snapshot_id.startswith("gpuhunt-refresh-")
     assert sum(o.cloud == "aws" for o in fresh.offers) == before
     assert any(o.cloud == "runpod" for o in fresh.offers)
-    listed = subprocess.run([sys.executable, "-m", "perdollar", "catalog", "--cloud", "aws", "--json"],
-                            capture_output=True, text=True, timeout=120,
-                            env={**os.environ, "PYTHONPATH": str(SRC)})  # fmt: skip
+    listed = run_perdollar("catalog", "--cloud", "aws", "--json", timeout=120)
     assert listed.returncode == 0 and json.loads(listed.stdout), listed.stderr[-1000:]
 
 
@@ -228,19 +217,14 @@ def test_prices_far_outside_their_family_are_flagged_like_stale_ones() -> None:
     assert usual and not any(PRICE_OUTLIER_FLAG in o.flags for o in usual)
     flagged = sum(PRICE_OUTLIER_FLAG in o.flags for o in bundled.offers)
     assert 0 < flagged < len(bundled.offers) / 50  # a few, not the catalog
-    explained = subprocess.run([sys.executable, "-m", "perdollar", "catalog", "flags", "--json"],
-                               capture_output=True, text=True, timeout=120,
-                               env={**os.environ, "PYTHONPATH": str(SRC)})  # fmt: skip
+    explained = run_perdollar("catalog", "flags", "--json", timeout=120)
     row = next(r for r in json.loads(explained.stdout) if r["flag"] == PRICE_OUTLIER_FLAG)
     assert row["offers"] == flagged and "median" in row["meaning"]
 
 
 def test_recommend_shows_the_outlier_flag_on_the_placeholder_price() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "perdollar", "recommend", "vit-b16", "--cloud", "gcp", "--region",
-         "southamerica-west1", "--market", "spot", "--samples", "1e8", "--no-store", "--json"],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(SRC)},
-    )  # fmt: skip
+    done = run_perdollar("recommend", "vit-b16", "--cloud", "gcp", "--region", "southamerica-west1",
+                         "--market", "spot", "--samples", "1e8", "--no-store", "--json")  # fmt: skip
     assert done.returncode == 0, done.stderr[-1500:]
     estimates = json.loads(done.stdout)["estimates"]
     tpu = [e for e in estimates if "tpu-v6e" in e["label"]]
@@ -271,9 +255,7 @@ def test_a_name_in_a_hand_edited_snapshot_is_printed_as_text_not_markup() -> Non
         "--limit",
         "500",
     )
-    env = {**os.environ, "PYTHONPATH": str(SRC), "COLUMNS": "250"}
-    shown = subprocess.run([sys.executable, "-m", "perdollar", *listing], capture_output=True, text=True,
-                           timeout=120, env=env)  # fmt: skip
+    shown = run_perdollar(*listing, timeout=120, columns=250)
     assert shown.returncode == 0, shown.stderr[-1500:]
     assert marked in shown.stdout
 
@@ -295,8 +277,7 @@ def test_a_candidate_at_an_outlier_price_ranks_after_the_plausible_ones_and_is_n
     )
     question = ("recommend", "vit-b16", "--cloud", "aws", "--region", "us-east-1", "--market", "on-demand",
                 "--samples", "1e8", "--no-store", "--json")  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "perdollar", *question], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "PYTHONPATH": str(SRC)})  # fmt: skip
+    done = run_perdollar(*question)
     assert done.returncode == 0, done.stderr[-1500:]
     answer = json.loads(done.stdout)
     feasible = [e for e in answer["estimates"] if e["feasible"]]

@@ -3,22 +3,16 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
-from fixtures.store.bench import perdollar_command
+from cli_runner import run_perdollar
 from perdollar.store import open_store
 
 
 @pytest.mark.slow
 def test_check_mlp_measures_and_reports_every_item() -> None:
-    done = subprocess.run(
-        [*perdollar_command(), "check", "mlp", "--duration", "1", "--nproc", "1", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
+    done = run_perdollar("check", "mlp", "--duration", "1", "--nproc", "1", "--json", timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     items = {item["key"]: item for item in result["items"]}
@@ -49,9 +43,7 @@ def test_check_mlp_measures_and_reports_every_item() -> None:
 @pytest.mark.slow
 def test_check_instance_judges_feeding_and_network_at_the_instances_predicted_rate() -> None:
     def run(*args: str) -> dict:  # type: ignore[type-arg]
-        done = subprocess.run(
-            [*perdollar_command(), *args, "--json"], capture_output=True, text=True, timeout=400
-        )
+        done = run_perdollar(*args, "--json", timeout=400)
         assert done.returncode == 0, done.stderr[-3000:]
         return json.loads(done.stdout)
 

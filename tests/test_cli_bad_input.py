@@ -11,14 +11,10 @@ import pytest
 import typer
 import yaml
 
-from fixtures.store.bench import perdollar_command
+from cli_runner import run_perdollar
 from perdollar.cli import app
 from perdollar.cli.usage import USAGE_ERRORS, usage_error_line
 from perdollar.errors import PerdollarError
-
-
-def perdollar(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*perdollar_command(), *args], capture_output=True, text=True, timeout=300)
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess[str], *expected: str, code: int = 2) -> str:
@@ -50,7 +46,7 @@ def a_file(tmp_path: Path) -> Path:
     ],
 )
 def test_malformed_options_are_one_line_errors(argv: list[str], expected: list[str]) -> None:
-    assert_one_line_error(perdollar(*argv), *expected)
+    assert_one_line_error(run_perdollar(*argv), *expected)
 
 
 def test_the_option_parsers_errors_are_all_recognised() -> None:
@@ -69,7 +65,7 @@ def test_an_unusable_store_is_reported_before_the_workload_is_loaded(tmp_path: P
         f"Path({str(marker)!r}).write_text('loaded')\n"
         "def build():\n    raise RuntimeError('never reached')\n"
     )
-    done = perdollar("bench", f"{workload_file}:build", "--store", f"sqlite:///{a_file}/results.sqlite")
+    done = run_perdollar("bench", f"{workload_file}:build", "--store", f"sqlite:///{a_file}/results.sqlite")
     assert_one_line_error(done, "cannot open the store", "not a folder")
     assert not marker.exists()
     assert a_file.read_text() == "not a folder\n"
@@ -79,7 +75,7 @@ def test_a_corrupt_store_is_left_untouched(tmp_path: Path) -> None:
     store = tmp_path / "corrupt.sqlite"
     store.write_bytes(b"\x00garbage" * 64)
     assert_one_line_error(
-        perdollar("history", "--store", f"sqlite:///{store}"), "not a usable perdollar store"
+        run_perdollar("history", "--store", f"sqlite:///{store}"), "not a usable perdollar store"
     )
     assert store.read_bytes() == b"\x00garbage" * 64
 
@@ -95,12 +91,12 @@ def test_a_refused_database_connection_is_one_line() -> None:
 
 
 def test_export_out_in_an_unwritable_place(a_file: Path) -> None:
-    done = perdollar("export", "g5.xlarge", "--format", "ec2", "--out", str(a_file / "x.json"))
+    done = run_perdollar("export", "g5.xlarge", "--format", "ec2", "--out", str(a_file / "x.json"))
     assert_one_line_error(done, "--out", "not a folder")
 
 
 def test_sweep_dry_run_out_in_an_unwritable_place(a_file: Path) -> None:
-    done = perdollar("sweep", "mlp", "--dry-run", "--out", str(a_file / "plan"), "--no-store")
+    done = run_perdollar("sweep", "mlp", "--dry-run", "--out", str(a_file / "plan"), "--no-store")
     assert_one_line_error(done, "--out", "not a folder")
 
 
@@ -113,7 +109,7 @@ def test_report_into_an_unwritable_place_is_an_error(a_file: Path) -> None:
 
 
 def test_serve_bench_names_an_unknown_workload_itself() -> None:
-    line = assert_one_line_error(perdollar("serve-bench", "no-such-model"), "unknown workload")
+    line = assert_one_line_error(run_perdollar("serve-bench", "no-such-model"), "unknown workload")
     assert "server did not start" not in line
 
 
@@ -126,22 +122,24 @@ def test_unusable_measurement_files(tmp_path: Path, content: str | None, expecte
     if content is not None:
         path = tmp_path / "measured.json"
         path.write_text(content)
-    done = perdollar("compare", "mlp", "1x g5.xlarge", "1x g5.2xlarge", "--measurements", str(path), "--json")
+    done = run_perdollar(
+        "compare", "mlp", "1x g5.xlarge", "1x g5.2xlarge", "--measurements", str(path), "--json"
+    )
     assert_one_line_error(done, expected)
     assert done.stdout == ""
 
 
 def test_export_documents_are_pure_while_their_notes_go_to_stderr() -> None:
-    done = perdollar("export", "g5.xlarge", "--format", "ec2", "--json")
+    done = run_perdollar("export", "g5.xlarge", "--format", "ec2", "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["format"] == "ec2"
-    plain = perdollar("export", "g5.xlarge", "--format", "ec2")
+    plain = run_perdollar("export", "g5.xlarge", "--format", "ec2")
     # Long strings (the AMI note) must not be wrapped at the terminal width.
     assert json.loads(plain.stdout)["format"] == "ec2" and "g5.xlarge" in plain.stderr
-    as_yaml = perdollar("export", "g5.xlarge", "--format", "ec2", "--yaml")
+    as_yaml = run_perdollar("export", "g5.xlarge", "--format", "ec2", "--yaml")
     assert yaml.safe_load(as_yaml.stdout) == json.loads(plain.stdout)
 
 
 @pytest.mark.parametrize("argv", [["bench", "mlp", "--no-store"], ["serve-bench", "mlp"]])
 def test_a_misspelt_device_is_bad_input_not_a_failed_run(argv: list[str]) -> None:
-    assert_one_line_error(perdollar(*argv, "--device", "tpu"), "unknown device 'tpu'")
+    assert_one_line_error(run_perdollar(*argv, "--device", "tpu"), "unknown device 'tpu'")

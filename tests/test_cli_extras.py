@@ -5,23 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import subprocess
-import sys
 
 import click
 import pytest
 import typer
 
 import perdollar
+from cli_runner import run_perdollar
 from perdollar.cli import app, main
-
-
-def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", *args],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "120", **(env or {})},
-    )  # fmt: skip
 
 
 def _commands() -> dict[str, click.Command]:
@@ -42,17 +33,17 @@ def _commands() -> dict[str, click.Command]:
 
 
 def test_version() -> None:
-    done = _run("--version")
+    done = run_perdollar("--version", columns=120)
     assert done.returncode == 0 and done.stdout.strip() == f"perdollar {perdollar.__version__}"
 
 
 def test_shell_completion_completes_commands_and_options() -> None:
-    script = _run("--show-completion", "bash")
+    script = run_perdollar("--show-completion", "bash", columns=120)
     assert script.returncode == 0 and "_perdollar_completion" in script.stdout
     words = {"_PERDOLLAR_COMPLETE": "complete_bash", "COMP_WORDS": "perdollar rec", "COMP_CWORD": "1"}
-    assert _run(env=words).stdout.split() == ["recommend"]
+    assert run_perdollar(env=words, columns=120).stdout.split() == ["recommend"]
     words |= {"COMP_WORDS": "perdollar recommend vit-b16 --dead", "COMP_CWORD": "3"}
-    assert _run(env=words).stdout.split() == ["--deadline"]
+    assert run_perdollar(env=words, columns=120).stdout.split() == ["--deadline"]
 
 
 def test_every_command_with_json_offers_csv() -> None:
@@ -67,18 +58,19 @@ def test_every_command_with_json_offers_csv() -> None:
 
 def test_csv_holds_the_json_rows_in_the_same_order() -> None:
     args = ("recommend", "mlp", "--samples", "1e9", "--cloud", "aws", "--no-store")
-    document = json.loads(_run(*args, "--json").stdout)
-    done = _run(*args, "--csv")
+    document = json.loads(run_perdollar(*args, "--json", columns=120).stdout)
+    done = run_perdollar(*args, "--csv", columns=120)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = list(csv.DictReader(io.StringIO(done.stdout)))
     assert [r["label"] for r in rows] == [e["label"] for e in document["estimates"]]
     assert float(rows[0]["price_per_hour"]) == pytest.approx(document["estimates"][0]["price_per_hour"])
-    catalog = list(csv.DictReader(io.StringIO(_run("catalog", "--accelerator", "a10g", "--csv").stdout)))
+    listed = run_perdollar("catalog", "--accelerator", "a10g", "--csv", columns=120)
+    catalog = list(csv.DictReader(io.StringIO(listed.stdout)))
     assert catalog and all(row["accelerator_key"] == "A10G" for row in catalog)
 
 
 def test_csv_and_json_together_is_one_line_error() -> None:
-    done = _run("catalog", "--csv", "--json")
+    done = run_perdollar("catalog", "--csv", "--json", columns=120)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().startswith("perdollar: error:") and len(done.stderr.strip().splitlines()) == 1
 

@@ -4,12 +4,11 @@ default per framework, and --compile through predict's JSON."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar import catalog
 from perdollar.predict.llm import TrainingPlan, parse_plan, predict_llm_training
 from perdollar.predict.llm.compiled import compiled_adapter_chains, compiled_adapter_saved_bytes_per_token
@@ -121,17 +120,12 @@ def test_compiled_memory_keeps_each_input_once_and_the_bf16_logits(h100) -> None
     assert drop * 2**30 == pytest.approx(2 * 128 * per_token)
 
 
-def _cli(*arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "perdollar", *arguments], capture_output=True, text=True,
-                          check=False)  # fmt: skip
-
-
 def test_compile_reaches_predicts_json() -> None:
     base = ["predict", "llama-3.1-8b", "--instance", "p5.48xlarge", "--finetune", "lora", "--plan", "ddp",
             "--micro-batch", "2", "--seq-len", "2048", "--json"]  # fmt: skip
     answers = {}
     for flag in ("--compile", "--no-compile"):
-        done = _cli(*base, flag)
+        done = run_perdollar(*base, flag)
         assert done.returncode == 0, done.stderr
         answers[flag] = json.loads(done.stdout)
     compiled, eager = answers["--compile"], answers["--no-compile"]

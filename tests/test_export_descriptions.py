@@ -7,9 +7,6 @@ botocore's own validator checks each request against the service model shipped w
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import botocore.session
@@ -17,6 +14,7 @@ import pytest
 import yaml
 from botocore.validate import ParamValidator
 
+from cli_runner import run_perdollar
 from perdollar.errors import PerdollarError
 from perdollar.launch.export import describe, parse_candidate
 
@@ -76,26 +74,16 @@ def test_non_aws_candidates_are_refused() -> None:
         describe(parse_candidate("a2-highgpu-1g", cloud="gcp"), "ec2", region="us-central1")
 
 
-def _perdollar(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "import sys; from perdollar.cli import main; main(sys.argv[1:])", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, "PERDOLLAR_HOME": str(home)},
-    )
-
-
 def test_cli_export(tmp_path: Path) -> None:
-    done = _perdollar("export", "ml.g4dn.12xlarge", "--format", "sagemaker", "--json", home=tmp_path)
+    home = {"PERDOLLAR_HOME": str(tmp_path)}
+    done = run_perdollar("export", "ml.g4dn.12xlarge", "--format", "sagemaker", "--json", env=home)
     assert done.returncode == 0, done.stderr
     description = json.loads(done.stdout)
     assert description["estimator"]["instance_type"] == "ml.g4dn.12xlarge"
     assert description["price_per_hour_usd"] > 0 and description["price_captured_at"]
     out = tmp_path / "ec2.yaml"
-    done = _perdollar("export", "4x g5.2xlarge spot", "--format", "ec2", "--out", str(out), home=tmp_path)
+    done = run_perdollar("export", "4x g5.2xlarge spot", "--format", "ec2", "--out", str(out), env=home)
     assert done.returncode == 0, done.stderr
     assert yaml.safe_load(out.read_text())["create_instances"]["InstanceType"] == "g5.2xlarge"
-    bad = _perdollar("export", "g5.nosuch", "--format", "ec2", home=tmp_path)
+    bad = run_perdollar("export", "g5.nosuch", "--format", "ec2", env=home)
     assert bad.returncode == 2 and "g5.nosuch" in bad.stderr and "Traceback" not in bad.stderr

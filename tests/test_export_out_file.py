@@ -4,35 +4,17 @@ through a symbolic link (a link in the folder cannot redirect the write elsewher
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from cli_runner import run_perdollar
 from perdollar.errors import PerdollarError
 from perdollar.files import write_file_safely
 
-
-def export(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from perdollar.cli import main; main()",
-            "export",
-            "g5.xlarge",
-            "--format",
-            "ec2",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+EXPORT = ("export", "g5.xlarge", "--format", "ec2")
 
 
 def _one_line_error(done: subprocess.CompletedProcess[str]) -> str:
@@ -44,10 +26,10 @@ def _one_line_error(done: subprocess.CompletedProcess[str]) -> str:
 def test_an_existing_file_is_kept_unless_forced(tmp_path: Path) -> None:
     target = tmp_path / "ec2.json"
     target.write_text("my notes\n")
-    refused = export("--out", str(target))
+    refused = run_perdollar(*EXPORT, "--out", str(target), columns=200)
     assert "already exists" in _one_line_error(refused) and "--force" in refused.stderr
     assert target.read_text() == "my notes\n"
-    forced = export("--out", str(target), "--force")
+    forced = run_perdollar(*EXPORT, "--out", str(target), "--force", columns=200)
     assert forced.returncode == 0, forced.stderr[-2000:]
     assert json.loads(target.read_text())  # replaced by the description
 
@@ -61,7 +43,7 @@ def test_a_symlink_out_of_the_folder_is_never_followed(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "ec2.json").symlink_to(victim)
     for extra in ([], ["--force"]):
-        done = export("--out", str(folder / "ec2.json"), *extra)
+        done = run_perdollar(*EXPORT, "--out", str(folder / "ec2.json"), *extra, columns=200)
         assert "symbolic link" in _one_line_error(done)
     assert victim.read_text() == "ssh-ed25519 AAAA keep-me\n"
     assert (folder / "ec2.json").is_symlink()
@@ -69,7 +51,7 @@ def test_a_symlink_out_of_the_folder_is_never_followed(tmp_path: Path) -> None:
 
 def test_a_new_file_is_written_and_no_partial_file_is_left(tmp_path: Path) -> None:
     target = tmp_path / "new" / "ec2.yaml"
-    done = export("--out", str(target))
+    done = run_perdollar(*EXPORT, "--out", str(target), columns=200)
     assert done.returncode == 0, done.stderr[-2000:]
     assert isinstance(yaml.safe_load(target.read_text()), dict)
     assert sorted(p.name for p in target.parent.iterdir()) == ["ec2.yaml"]

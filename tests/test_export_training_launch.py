@@ -3,31 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar.launch.torchrun import fsdp_settings, plan_environment, torchrun_command
 from perdollar.predict.llm.memory import state_bytes_per_param
 
 
-def _export(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", "export", *args],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
-
-
 def test_the_planners_choice_reaches_the_script_as_variables_and_the_torchrun_shape() -> None:
-    done = _export("2x p5.48xlarge spot", "--format", "torchrun", "--workload", "llama-3.1-8b", "--json")
+    done = run_perdollar("export", "2x p5.48xlarge spot", "--format", "torchrun", "--workload",
+                         "llama-3.1-8b", "--json", columns=200)  # fmt: skip
     assert done.returncode == 0, done.stderr[-1500:]
     launch = json.loads(done.stdout)
-    predicted = json.loads(subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", "predict", "llama-3.1-8b",
-         "--instance", "p5.48xlarge", "--nodes", "2", "--json"], capture_output=True, text=True, timeout=300,
-    ).stdout)  # fmt: skip
+    predicted = json.loads(
+        run_perdollar("predict", "llama-3.1-8b", "--instance", "p5.48xlarge", "--nodes", "2", "--json").stdout
+    )
     assert launch["plan"] == predicted["plan"]  # the same plan predict chose for the same machines
     assert launch["environment"]["PERDOLLAR_PLAN"] == predicted["plan"]["token"]
     assert launch["nodes"] == 2 and launch["gpus_per_node"] == 8
@@ -36,8 +27,8 @@ def test_the_planners_choice_reaches_the_script_as_variables_and_the_torchrun_sh
 
 
 def test_a_fixed_plan_is_kept_and_a_plan_that_does_not_fit_is_refused() -> None:
-    fixed = _export("p5.48xlarge", "--format", "torchrun", "--workload", "llama-3.1-8b",
-                    "--plan", "fsdp+ac,mb4", "--json")  # fmt: skip
+    fixed = run_perdollar("export", "p5.48xlarge", "--format", "torchrun", "--workload", "llama-3.1-8b",
+                          "--plan", "fsdp+ac,mb4", "--json", columns=200)  # fmt: skip
     assert fixed.returncode == 0, fixed.stderr[-1500:]
     launch = json.loads(fixed.stdout)
     assert launch["environment"]["PERDOLLAR_SHARDING"] == "FULL_SHARD"
@@ -46,23 +37,25 @@ def test_a_fixed_plan_is_kept_and_a_plan_that_does_not_fit_is_refused() -> None:
     assert "--standalone" in launch["command"]
     assert launch["environment"]["PERDOLLAR_BACKWARD_PREFETCH"] == "BACKWARD_PRE"
     assert launch["environment"]["PERDOLLAR_TENSOR_PARALLEL_COMM"] == "overlapped"
-    composer = _export("2x p5.48xlarge", "--format", "torchrun", "--workload", "llama-3.1-8b",
-                       "--plan", "fsdp+ac+backward-post,tp2-blocking,mb4", "--json")  # fmt: skip
+    composer = run_perdollar("export", "2x p5.48xlarge", "--format", "torchrun", "--workload", "llama-3.1-8b",
+                             "--plan", "fsdp+ac+backward-post,tp2-blocking,mb4", "--json",
+                             columns=200)  # fmt: skip
     assert composer.returncode == 0, composer.stderr[-1500:]
     environment = json.loads(composer.stdout)["environment"]
     assert environment["PERDOLLAR_BACKWARD_PREFETCH"] == "BACKWARD_POST"
     assert environment["PERDOLLAR_TENSOR_PARALLEL_COMM"] == "blocking"
     assert environment["PERDOLLAR_PLAN"].startswith("fsdp+ac+backward-post,tp2-blocking")
     assert environment["PERDOLLAR_DATA_PARALLEL_COMM"] == "overlapped"
-    megatron = _export("2x p5.48xlarge", "--format", "torchrun", "--workload", "llama-3.1-8b",
-                       "--plan", "zero1+ac+blocking,tp2,mb4", "--json")  # fmt: skip
+    megatron = run_perdollar("export", "2x p5.48xlarge", "--format", "torchrun", "--workload", "llama-3.1-8b",
+                             "--plan", "zero1+ac+blocking,tp2,mb4", "--json", columns=200)  # fmt: skip
     assert megatron.returncode == 0, megatron.stderr[-1500:]
     environment = json.loads(megatron.stdout)["environment"]
     assert environment["PERDOLLAR_DATA_PARALLEL_COMM"] == "blocking"
     assert environment["PERDOLLAR_PLAN"].startswith("zero1+ac+blocking,tp2")
-    too_big = _export("g5.xlarge", "--format", "torchrun", "--workload", "llama-3.1-70b", "--plan", "ddp")
+    too_big = run_perdollar("export", "g5.xlarge", "--format", "torchrun", "--workload", "llama-3.1-70b",
+                            "--plan", "ddp", columns=200)  # fmt: skip
     assert too_big.returncode == 2 and "does not fit" in too_big.stderr
-    unnamed = _export("g5.xlarge", "--format", "skypilot")
+    unnamed = run_perdollar("export", "g5.xlarge", "--format", "skypilot", columns=200)
     assert unnamed.returncode == 2 and "--workload" in unnamed.stderr
 
 

@@ -5,9 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import os
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +12,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
+from cli_runner import run_perdollar
 from llm_stream_server import streaming_server
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm_serving.fleet import (
@@ -225,11 +223,10 @@ def test_replay_matches_serve_bench_against_the_local_server() -> None:
     """The local server answers every request on its own (no batching): a pool of as many replicas
     as could be in flight, each with a prefill of the first-token delay less one token's."""
     with streaming_server(FIRST_S, TOKEN_S, max_seconds=90) as url:
-        done = subprocess.run(
-            [sys.executable, "-m", "perdollar", "serve-bench", "--url", url, "--model", "Tiny-LM", "--rates",
-             str(RATE), "--max-requests", "12", "--step-seconds", "3", "--output-tokens", str(TOKENS),
-             "--stall-seconds", "1", "--accelerator", "L4", "--json", "--no-store"],
-            capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "250"},
+        done = run_perdollar(
+            "serve-bench", "--url", url, "--model", "Tiny-LM", "--rates", str(RATE), "--max-requests", "12",
+            "--step-seconds", "3", "--output-tokens", str(TOKENS), "--stall-seconds", "1",
+            "--accelerator", "L4", "--json", "--no-store", timeout=120, columns=250,
         )  # fmt: skip
     assert done.returncode == 0, done.stderr
     measured = json.loads(done.stdout)["steps"][0]
@@ -246,21 +243,19 @@ def test_replay_matches_serve_bench_against_the_local_server() -> None:
 # --- The command, end to end -----------------------------------------------------------------------
 
 
-def _recommend(curve: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "perdollar", "recommend", "llama-3.1-8b", "--inference",
-         "--load-curve", str(curve), "--input-tokens", "1500", "--output-tokens", "300",
-         "--ttft-p99-ms", "800", "--tpot-p99-ms", "50",
-         "--cloud", "aws", "--no-store", *extra],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "250"},
-    )  # fmt: skip
+# With "--load-curve", CURVE: the question of each test below.
+FLEET_QUESTION = (
+    "recommend", "llama-3.1-8b", "--inference", "--input-tokens", "1500", "--output-tokens", "300",
+    "--ttft-p99-ms", "800", "--tpot-p99-ms", "50", "--cloud", "aws", "--no-store",
+)  # fmt: skip
 
 
 def test_recommend_with_a_load_curve_prints_the_fleet_per_interval(tmp_path: Path) -> None:
     curve = tmp_path / "day.csv"
     curve.write_text("hour,requests_per_second\n0,4\n8,24\n20,10\n")
     report = tmp_path / "fleet.html"
-    done = _recommend(curve, "--json", "--report", str(report))
+    done = run_perdollar(*FLEET_QUESTION, "--load-curve", str(curve), "--json", "--report", str(report),
+                         columns=250)  # fmt: skip
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert [row["start"] for row in out["intervals"]] == ["00:00", "08:00", "20:00"]
@@ -272,14 +267,14 @@ def test_recommend_with_a_load_curve_prints_the_fleet_per_interval(tmp_path: Pat
     assert out["replay_slo_met_share"] >= 2 / 3
     page = report.read_text()
     assert "<svg" in page and "Replicas over the day" in page
-    shown = _recommend(curve)
+    shown = run_perdollar(*FLEET_QUESTION, "--load-curve", str(curve), columns=250)
     assert shown.returncode == 0 and "Static peak" in shown.stdout and "08:00" in shown.stdout
 
 
 def test_recommend_with_a_bad_curve_exits_two_with_one_line(tmp_path: Path) -> None:
     curve = tmp_path / "day.csv"
     curve.write_text("hour,requests_per_second\n25,4\n")
-    done = _recommend(curve)
+    done = run_perdollar(*FLEET_QUESTION, "--load-curve", str(curve), columns=250)
     assert done.returncode == 2
     assert "--load-curve" in done.stderr and "hour must be a whole hour" in done.stderr
 

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
+from cli_runner import run_perdollar
 from perdollar.store import open_store
 
 CURVE = "hour,requests_per_second\n0,4\n8,24\n20,10\n"
 
 
 def _perdollar(store: str, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "perdollar", *args], capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PERDOLLAR_STORE": store, "COLUMNS": "250"},
-    )  # fmt: skip
+    done = run_perdollar(*args, env={"PERDOLLAR_STORE": store}, columns=250)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 

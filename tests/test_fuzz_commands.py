@@ -8,7 +8,6 @@ an empty string); the command must refuse it in one ``perdollar: error:`` line w
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,9 @@ import typer
 
 from perdollar.cli import app, main
 
-SLOW = bool(os.environ.get("PERDOLLAR_SLOW_TESTS"))
 HOSTILE_TEXT = ["[/bold]no-such-thing[red]", "", "名前\u202e\x07", "../../etc/passwd", "a" * 5000, "{folder}"]
+# Every command gets the first two texts; the slow set (``--slow``) gives it the others too.
+FIRST_TEXTS = 2
 
 
 def _leaf_commands() -> list[tuple[tuple[str, ...], list[str]]]:
@@ -53,14 +53,20 @@ def _invoke(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
     return int(exited.value.code or 0), out, err
 
 
+@pytest.mark.parametrize(
+    "texts",
+    [
+        pytest.param(HOSTILE_TEXT[:FIRST_TEXTS], id="first-texts"),
+        pytest.param(HOSTILE_TEXT[FIRST_TEXTS:], id="other-texts", marks=pytest.mark.slow),
+    ],
+)
 @pytest.mark.parametrize(("path", "arguments"), COMMANDS, ids=[" ".join(p) for p, _ in COMMANDS])
 def test_hostile_text_for_every_argument_is_one_line(
-    path: tuple[str, ...], arguments: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    path: tuple[str, ...], arguments: list[str], texts: list[str], capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("PERDOLLAR_STORE", f"sqlite:///{tmp_path / 'store.db'}")
     monkeypatch.setenv("COLUMNS", "300")
-    texts = HOSTILE_TEXT if SLOW else HOSTILE_TEXT[:2]
     for text in texts:
         value = text.format(folder=tmp_path)
         # A command without arguments gets the text where an argument would be: refused as extra.

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar.predict.published import REQUIRED_COLUMNS
 
 
@@ -50,10 +49,7 @@ CASES += [(VALIDATE, name) for name in ("schema-header-only.csv", "schema-garbag
 def test_a_bad_file_is_one_line(command: tuple[str, ...], name: str, tmp_path: Path) -> None:
     path = _files(tmp_path)[name]
     args = [part.format(file=path) for part in command]
-    done = subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", *args],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    done = run_perdollar(*args, columns=200)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr[-1500:]
     assert "Traceback" not in done.stderr and lines[-1].startswith("perdollar: error:") and len(lines) == 1
@@ -90,10 +86,7 @@ HOSTILE_SOURCES = ["folder-named-aws.csv", "dev-zero", "link-to-dev-zero", "name
 @pytest.mark.parametrize("name", HOSTILE_SOURCES)
 def test_catalog_refresh_from_a_hostile_source_is_one_line(name: str, tmp_path: Path) -> None:
     source = _hostile_catalog_sources(tmp_path)[name]
-    done = subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", "catalog", "refresh", "--from",
-         str(source)], capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    done = run_perdollar("catalog", "refresh", "--from", str(source), timeout=120, columns=200)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr[-1500:]
     assert "Traceback" not in done.stderr and len(lines) == 1 and lines[0].startswith("perdollar: error:")

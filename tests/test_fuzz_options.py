@@ -8,9 +8,6 @@ milliseconds; a few cheap commands also run end to end with generated in-range v
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 
 import click
@@ -19,6 +16,7 @@ import typer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cli_runner import run_perdollar
 from perdollar.cli import app, main
 from perdollar.cli.option_values import (
     ABOVE_ONE,
@@ -30,8 +28,9 @@ from perdollar.cli.option_values import (
 )
 from perdollar.errors import PerdollarError
 
-SLOW = bool(os.environ.get("PERDOLLAR_SLOW_TESTS"))
 NONSENSE = ("nan", "NaN", "inf", "-inf", "1e999", "-1", "-0.5", "abc", "", "1,5", "١٢", "10 apples")
+# Every option gets these; the slow set (``--slow``) gives it the rest of NONSENSE too.
+FIRST_NONSENSE = ("nan", "inf", "-1", "abc")
 
 
 def _options(
@@ -86,11 +85,19 @@ def test_the_fuzz_table_covers_every_command_that_takes_numbers() -> None:
     assert len(OPTIONS) >= 60
 
 
+@pytest.mark.parametrize(
+    "values",
+    [
+        pytest.param(FIRST_NONSENSE, id="first-values"),
+        pytest.param(
+            tuple(v for v in NONSENSE if v not in FIRST_NONSENSE), id="other-values", marks=pytest.mark.slow
+        ),
+    ],
+)
 @pytest.mark.parametrize(("path", "option"), OPTIONS, ids=[f"{' '.join(p)} {o}" for p, o in OPTIONS])
 def test_nonsense_for_any_numeric_option_is_one_line_and_exit_2(
-    path: tuple[str, ...], option: str, capsys: pytest.CaptureFixture[str]
+    path: tuple[str, ...], option: str, values: tuple[str, ...], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    values = NONSENSE if SLOW else ("nan", "inf", "-1", "abc")
     for value in values:
         # The option first: it is parsed, and refused, before any argument is even looked at.
         code, out, err = _invoke([*path, option, value], capsys)
@@ -120,14 +127,30 @@ def test_the_empty_text_table_covers_the_options_users_name_things_with() -> Non
             ("predict", "--measurements"), ("sweep", "--out")} <= covered  # fmt: skip
 
 
-@settings(max_examples=300 if SLOW else 60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
+_CHECKED_VALUES = dict(
     case=st.sampled_from(OPTIONS),
     value=st.floats(allow_nan=True, allow_infinity=True, width=64) | st.integers(-(10**6), 10**6).map(float),
 )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**_CHECKED_VALUES)
 def test_the_check_accepts_exactly_the_values_its_kind_allows(
     case: tuple[tuple[str, ...], str], value: float
 ) -> None:
+    _check_allows_exactly(case, value)
+
+
+@pytest.mark.slow  # the slow set draws five times as many values
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**_CHECKED_VALUES)
+def test_the_check_accepts_exactly_the_values_its_kind_allows_over_many_more(
+    case: tuple[tuple[str, ...], str], value: float
+) -> None:
+    _check_allows_exactly(case, value)
+
+
+def _check_allows_exactly(case: tuple[tuple[str, ...], str], value: float) -> None:
     _, option = case
     if _allowed(option, value):
         check_value(option, value)
@@ -148,10 +171,7 @@ def test_the_check_accepts_exactly_the_values_its_kind_allows(
 def test_in_range_values_run_to_a_sane_result(args: tuple[str, ...]) -> None:
     for n, x in ((1, 0.0), (3, 4.0)):
         filled = [a.format(n=n, x=x) for a in args]
-        done = subprocess.run(
-            [sys.executable, "-c", "from perdollar.cli import main; main()", *filled],
-            capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "120"},
-        )  # fmt: skip
+        done = run_perdollar(*filled, columns=120)
         assert done.returncode in (0, 3), done.stderr[-1000:]
         assert "Traceback" not in done.stderr
         if done.returncode == 0:

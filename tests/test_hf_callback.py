@@ -15,6 +15,7 @@ SCRIPT = Path(__file__).parent / "log_scripts" / "hf_callback.py"
 
 
 @pytest.mark.slow
+@pytest.mark.exclusive  # its steady rate is checked against the Trainer's whole-run figure
 def test_the_callback_meters_a_real_trainer_and_stores_the_measurement(tmp_path: Path) -> None:
     store = tmp_path / "store.db"
     completed = subprocess.run(

@@ -6,7 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from fixtures.store.bench import perdollar_command
+from cli_runner import run_perdollar
 from perdollar.store import open_store
 
 QUESTION = ("llama-3.1-8b", "--inference", "--rps", "5", "--input-tokens", "1000", "--output-tokens", "200",
@@ -14,7 +14,7 @@ QUESTION = ("llama-3.1-8b", "--inference", "--rps", "5", "--input-tokens", "1000
 
 
 def perdollar(*args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([*perdollar_command(), *args], capture_output=True, text=True, timeout=300)
+    done = run_perdollar(*args)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 

@@ -10,21 +10,15 @@ code and never prints a traceback. bench keeps the failure in the store.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from cli_runner import run_perdollar
+from cli_runner import run_perdollar, run_perdollar_process
 from hostile_files import write_hostile
 
-SLOW = bool(os.environ.get("PERDOLLAR_SLOW_TESTS"))
-slow = pytest.mark.skipif(not SLOW, reason="set PERDOLLAR_SLOW_TESTS=1 for the whole hostile set")
-
-
-def _perdollar(*args: str, store: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return run_perdollar(*args, store=store, timeout=timeout, columns=400)
+slow = pytest.mark.slow  # the rest of the hostile set: run with --slow (CI does)
 
 
 def _one_line_failure(done: subprocess.CompletedProcess[str], status: str) -> str:
@@ -55,26 +49,25 @@ def test_profile_survives_a_hostile_workload(
     where: str, act: str, status: str, says: str | None, tmp_path: Path
 ) -> None:
     spec, location = write_hostile(tmp_path, where, act)
-    line = _one_line_failure(_perdollar("profile", spec, store=tmp_path / "s.db"), status)
+    line = _one_line_failure(run_perdollar("profile", spec, store=tmp_path / "s.db", columns=400), status)
     assert (says or location) in line, line
 
 
 def test_a_workload_that_hangs_at_import_times_out(tmp_path: Path) -> None:
     spec, _ = write_hostile(tmp_path, "import", "sleep")
-    line = _one_line_failure(
-        _perdollar("profile", spec, "--timeout", "5", store=tmp_path / "s.db", timeout=120), "timeout"
-    )
+    done = run_perdollar("profile", spec, "--timeout", "5", store=tmp_path / "s.db", columns=400, timeout=120)
+    line = _one_line_failure(done, "timeout")
     assert "5 s" in line
 
 
 def test_predict_traces_in_a_child_and_never_takes_the_workloads_exit_code(tmp_path: Path) -> None:
     spec, _ = write_hostile(tmp_path, "step", "exit")
-    done = _perdollar("predict", spec, "--instance", "g5.xlarge", store=tmp_path / "s.db")
+    done = run_perdollar("predict", spec, "--instance", "g5.xlarge", store=tmp_path / "s.db", columns=400)
     assert "exited with code 3" in _one_line_failure(done, "error")
 
 
 def _stored_statuses(store: Path) -> list[str]:
-    done = _perdollar("history", "--json", store=store)
+    done = run_perdollar("history", "--json", store=store, columns=400)
     assert done.returncode == 0, done.stderr
     return [entry["details"]["status"] for entry in json.loads(done.stdout)["entries"]]
 
@@ -94,7 +87,7 @@ def test_bench_stores_a_hostile_workload_as_a_failed_result(
 ) -> None:
     spec, location = write_hostile(tmp_path, where, act)
     store = tmp_path / "s.db"
-    done = _perdollar("bench", spec, "--duration", "1", store=store)
+    done = run_perdollar("bench", spec, "--duration", "1", store=store, columns=400)
     assert done.returncode == 1, done.stderr[-2000:]
     assert "Traceback" not in done.stdout + done.stderr
     assert f"status {status}" in done.stdout and says in done.stdout, done.stdout
@@ -106,7 +99,9 @@ def test_bench_stores_a_hostile_workload_as_a_failed_result(
 def test_bench_timeout_covers_the_import(tmp_path: Path) -> None:
     spec, _ = write_hostile(tmp_path, "import", "sleep")
     store = tmp_path / "s.db"
-    done = _perdollar("bench", spec, "--duration", "1", "--timeout", "6", store=store, timeout=120)
+    done = run_perdollar(
+        "bench", spec, "--duration", "1", "--timeout", "6", store=store, columns=400, timeout=120
+    )
     assert done.returncode == 1 and "status timeout" in done.stdout, done.stdout + done.stderr[-1500:]
     assert _stored_statuses(store) == ["timeout"]
 
@@ -114,7 +109,9 @@ def test_bench_timeout_covers_the_import(tmp_path: Path) -> None:
 @slow
 def test_bench_with_two_processes_names_the_rank_and_the_line(tmp_path: Path) -> None:
     spec, location = write_hostile(tmp_path, "step", "raise")
-    done = _perdollar("bench", spec, "--duration", "1", "--nproc", "2", store=tmp_path / "s.db")
+    done = run_perdollar(
+        "bench", spec, "--duration", "1", "--nproc", "2", store=tmp_path / "s.db", columns=400
+    )
     assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr
     assert "rank 0: RuntimeError: hostile failure" in done.stdout and location in done.stdout, done.stdout
 
@@ -122,7 +119,9 @@ def test_bench_with_two_processes_names_the_rank_and_the_line(tmp_path: Path) ->
 @slow
 def test_bench_inference_of_a_segfaulting_forward_is_killed(tmp_path: Path) -> None:
     spec, _ = write_hostile(tmp_path, "forward", "segv")
-    done = _perdollar("bench", spec, "--inference", "--duration", "1", store=tmp_path / "s.db")
+    done = run_perdollar(
+        "bench", spec, "--inference", "--duration", "1", store=tmp_path / "s.db", columns=400
+    )
     assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr
     assert "killed" in done.stdout and "SIGSEGV" in done.stdout, done.stdout
 
@@ -130,7 +129,9 @@ def test_bench_inference_of_a_segfaulting_forward_is_killed(tmp_path: Path) -> N
 @slow
 def test_check_of_a_raising_step_fails_and_says_why(tmp_path: Path) -> None:
     spec, location = write_hostile(tmp_path, "step", "raise")
-    done = _perdollar("check", spec, "--duration", "1", "--nproc", "1", store=tmp_path / "s.db")
+    done = run_perdollar(
+        "check", spec, "--duration", "1", "--nproc", "1", store=tmp_path / "s.db", columns=400
+    )
     assert done.returncode == 1, done.stdout + done.stderr[-1500:]
     assert "Traceback" not in done.stdout + done.stderr
     assert "the cached-input run (×1) ended error" in done.stderr and location in done.stderr
@@ -139,17 +140,19 @@ def test_check_of_a_raising_step_fails_and_says_why(tmp_path: Path) -> None:
 @slow
 def test_serve_bench_of_a_segfaulting_forward_is_killed(tmp_path: Path) -> None:
     spec, _ = write_hostile(tmp_path, "forward", "segv")
-    done = _perdollar("serve-bench", spec, "--rates", "5", "--step-seconds", "1", store=tmp_path / "s.db")
+    done = run_perdollar(
+        "serve-bench", spec, "--rates", "5", "--step-seconds", "1", store=tmp_path / "s.db", columns=400
+    )
     assert "SIGSEGV" in _one_line_failure(done, "killed")
 
 
 def test_a_well_behaved_file_still_profiles_and_benches(tmp_path: Path) -> None:
     """The same template with nothing hostile switched on: the isolation costs nothing in results."""
     spec, _ = write_hostile(tmp_path, "never", "raise")
-    profiled = _perdollar("profile", spec, "--json", store=tmp_path / "s.db")
+    profiled = run_perdollar("profile", spec, "--json", store=tmp_path / "s.db", columns=400)
     assert profiled.returncode == 0, profiled.stderr[-2000:]
     assert json.loads(profiled.stdout)["params"] == 8 * 8 + 8
-    benched = _perdollar("bench", spec, "--duration", "1", "--json", store=tmp_path / "s.db")
+    benched = run_perdollar("bench", spec, "--duration", "1", "--json", store=tmp_path / "s.db", columns=400)
     assert benched.returncode == 0, benched.stderr[-2000:]
     assert json.loads(benched.stdout)["status"] == "ok"
 
@@ -166,5 +169,7 @@ def test_a_forged_reply_cannot_run_code_in_perdollars_process(tmp_path: Path) ->
         "    open(sys.argv[2], 'wb').write(pickle.dumps({'value': Boom()}))\n"
         "    os._exit(0)\n"
     )
-    line = _one_line_failure(_perdollar("profile", f"{forger}:build", store=tmp_path / "s.db"), "error")
+    # A fresh interpreter: were the reply unpickled, os._exit(9) would end pytest's own process.
+    done = run_perdollar_process("profile", f"{forger}:build", store=tmp_path / "s.db", columns=400)
+    line = _one_line_failure(done, "error")
     assert "reply could not be read" in line and "_exit" in line

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar.measure.latency import (
     LatencyPoint,
     batch_ladder,
@@ -133,28 +132,10 @@ def test_a_crashing_workload_is_a_recorded_result(tmp_path: Path) -> None:
 
 
 def test_bench_inference_cli_prints_a_curve() -> None:
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from perdollar.cli import main; main()",
-            "bench",
-            "mlp",
-            "--inference",
-            "--max-batch",
-            "4",
-            "--concurrency",
-            "1,2",
-            "--duration",
-            "0.2",
-            "--json",
-            "--no-store",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    completed = run_perdollar(
+        "bench", "mlp", "--inference", "--max-batch", "4", "--concurrency", "1,2", "--duration", "0.2",
+        "--json", "--no-store",
+    )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-2000:]
     payload = json.loads(completed.stdout)
     points = payload["curve"]["points"]

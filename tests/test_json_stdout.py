@@ -4,13 +4,13 @@ or built goes to stderr."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from cli_runner import run_perdollar, run_perdollar_process
 
 NOISY = textwrap.dedent("""
     import os
@@ -41,14 +41,7 @@ def noisy(tmp_path: Path) -> str:
     return f"{path}:workload"
 
 
-def perdollar(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "OMP_NUM_THREADS": "1", "PERDOLLAR_METADATA_URL": "off"},
-    )
+QUIET = {"OMP_NUM_THREADS": "1", "PERDOLLAR_METADATA_URL": "off"}
 
 
 @pytest.mark.parametrize(
@@ -59,7 +52,8 @@ def perdollar(*args: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_json_stdout_is_only_the_document(noisy: str, command: list[str]) -> None:
-    done = perdollar(*command[:1], noisy, *command[1:], "--json")
+    # What a whole process writes to descriptor 1 is the subject: a fresh interpreter's stdout.
+    done = run_perdollar_process(*command[:1], noisy, *command[1:], "--json", env=QUIET)
     assert done.returncode == 0, done.stderr[-3000:]
     document = json.loads(done.stdout)  # fails on any line printed before the document
     assert isinstance(document, dict)
@@ -70,6 +64,6 @@ def test_json_stdout_is_only_the_document(noisy: str, command: list[str]) -> Non
 def test_a_commands_own_json_flag_after_double_dash_is_not_perdollars(tmp_path: Path) -> None:
     script = tmp_path / "job.py"
     script.write_text("import sys\nfor _ in range(6):\n    print('9 samples/second', sys.argv[1:])\n")
-    done = perdollar("bench", "--no-store", "--", sys.executable, str(script), "--json")
+    done = run_perdollar("bench", "--no-store", "--", sys.executable, str(script), "--json", env=QUIET)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "9.00 samples/s" in done.stdout  # the table, on stdout, as without --json

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cli_runner import run_perdollar
 from perdollar.launch.jobs import JobOptions, job_for_estimate
 from perdollar.launch.skypilot import task_config, write_task_yaml
 from test_launch_jobs import make_estimate
@@ -195,27 +196,9 @@ def test_task_yamls_parse_with_skypilot(offline_sky: Path, tmp_path: Path) -> No
 
 def test_sweep_dry_run_writes_parseable_yamls(offline_sky: Path, tmp_path: Path) -> None:
     out = tmp_path / "plan"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from perdollar.cli import main; main(sys.argv[1:])",
-            "sweep",
-            "vit-b16",
-            "--via",
-            "skypilot",
-            "--top",
-            "3",
-            "--dry-run",
-            "--out",
-            str(out),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env={**os.environ, "SKY_RUNTIME_DIR": str(offline_sky)},
+    done = run_perdollar(
+        "sweep", "vit-b16", "--via", "skypilot", "--top", "3", "--dry-run", "--out", str(out), "--json",
+        env={"SKY_RUNTIME_DIR": str(offline_sky)},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     plan = json.loads(done.stdout)
@@ -242,12 +225,8 @@ def test_an_exported_training_plan_parses_as_a_multi_node_skypilot_task(
     offline_sky: Path, tmp_path: Path
 ) -> None:
     task_file = tmp_path / "train.yaml"
-    done = subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", "export",
-         "2x p5.48xlarge spot @us-east-1", "--format", "skypilot", "--workload", "llama-3.1-70b",
-         "--out", str(task_file), "--json"],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    done = run_perdollar("export", "2x p5.48xlarge spot @us-east-1", "--format", "skypilot",
+                         "--workload", "llama-3.1-70b", "--out", str(task_file), "--json")  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     description = json.loads(done.stdout)
     (parsed,) = _skypilot_reads([task_file], offline_sky)["parsed"]

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from typing import Any
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar import catalog
 from perdollar.predict.llm import context_search
 from perdollar.predict.llm.frame import cluster_settings
@@ -86,12 +86,9 @@ def test_context_parallel_shapes_divide_the_gpus_the_batch_and_the_sequence() ->
 
 
 def _predict_json(*extra: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "perdollar", "predict", "llama-3.1-70b", "--instance", "p5.48xlarge",
-            "--nodes", "8", "--seq-len", "131072", "--global-batch", "32", *extra, "--json",
-        ],
-        capture_output=True, text=True, timeout=600,
+    done = run_perdollar(
+        "predict", "llama-3.1-70b", "--instance", "p5.48xlarge", "--nodes", "8", "--seq-len", "131072",
+        "--global-batch", "32", *extra, "--json", timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     result: dict[str, Any] = json.loads(done.stdout)

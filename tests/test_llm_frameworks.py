@@ -4,12 +4,11 @@ interleaved and in-host pipelines, and the framework named in predict's JSON."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar import catalog
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm import TrainingPlan, parse_plan, predict_llm_training
@@ -158,25 +157,18 @@ def test_unsloth_is_faster_and_smaller_than_peft(h100) -> None:  # type: ignore[
     assert fused.memory_gib["activations"] < peft.memory_gib["activations"]
 
 
-def _cli(*arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "perdollar", "predict", *arguments],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 def test_predict_runs_a_pipeline_inside_one_host_and_names_the_framework() -> None:
-    done = _cli("llama-3.1-8b", "--instance", "p5.48xlarge", "--plan", "ddp", "--pipeline-parallel", "2",
-                "--seq-len", "2048", "--json")  # fmt: skip
+    done = run_perdollar("predict", "llama-3.1-8b", "--instance", "p5.48xlarge", "--plan", "ddp",
+                         "--pipeline-parallel", "2", "--seq-len", "2048", "--json")  # fmt: skip
     assert done.returncode == 0, done.stderr
     plan = json.loads(done.stdout)["plan"]
     assert plan["pipeline_parallel"] == 2 and plan["framework"] == "megatron"
 
 
 def test_predict_refuses_an_unknown_framework_in_one_line() -> None:
-    done = _cli("llama-3.1-8b", "--instance", "p5.48xlarge", "--finetune", "lora", "--framework", "keras")
+    done = run_perdollar(
+        "predict", "llama-3.1-8b", "--instance", "p5.48xlarge", "--finetune", "lora", "--framework", "keras"
+    )
     assert done.returncode != 0
     assert "unknown training framework" in done.stderr and len(done.stderr.strip().splitlines()) == 1
 

@@ -4,13 +4,12 @@ and the weight cast of plain DDP under autocast."""
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import replace
 
 import pytest
 import torch
 
-from fixtures.store.bench import perdollar_command
+from cli_runner import run_perdollar
 from perdollar.catalog import load as load_catalog
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm import TrainingPlan
@@ -144,31 +143,28 @@ def test_the_workload_refuses_an_unknown_attention_kernel_and_keeps_old_fingerpr
     assert default.fingerprint != load_llm_workload("llama-3.1-8b", attention_kernel="native").fingerprint
 
 
-def _predict(*extra: str) -> subprocess.CompletedProcess[str]:
-    command = [*perdollar_command(), "predict", "llama-3.1-8b", "--instance", "p5.48xlarge", "--plan", "fsdp"]
-    command += ["--seq-len", "8192", *extra]
-    return subprocess.run(command, capture_output=True, text=True, timeout=600)
+PREDICT = ("predict", "llama-3.1-8b", "--instance", "p5.48xlarge", "--plan", "fsdp", "--seq-len", "8192")
 
 
 def test_predict_takes_the_attention_kernel() -> None:
-    flash2, native = _predict("--json"), _predict("--attention-kernel", "native", "--json")
+    flash2 = run_perdollar(*PREDICT, "--json")
+    native = run_perdollar(*PREDICT, "--attention-kernel", "native", "--json")
     assert flash2.returncode == 0 and native.returncode == 0, flash2.stderr + native.stderr
     slow, fast = json.loads(flash2.stdout), json.loads(native.stdout)
     assert (slow["attention_kernel"], fast["attention_kernel"]) == ("flash2", "native")
     assert fast["tokens_per_second"] > 1.05 * slow["tokens_per_second"]
-    bad = _predict("--attention-kernel", "fa9")
+    bad = run_perdollar(*PREDICT, "--attention-kernel", "fa9")
     assert bad.returncode == 2
     lines = [line for line in bad.stderr.splitlines() if line.strip() and "loss_type" not in line]
     assert len(lines) == 1 and "unknown attention kernel 'fa9'" in lines[0], bad.stderr
 
 
-def _recommend(*extra: str) -> subprocess.CompletedProcess[str]:
-    command = [*perdollar_command(), "recommend", "llama-3.1-8b", "--tokens", "1e9", "--no-store", "--json"]
-    return subprocess.run([*command, *extra], capture_output=True, text=True, timeout=600)
+RECOMMEND = ("recommend", "llama-3.1-8b", "--tokens", "1e9", "--no-store", "--json")
 
 
 def test_recommend_takes_the_attention_kernel_and_keeps_it_in_the_question() -> None:
-    flash2, native = _recommend("--top", "40"), _recommend("--top", "40", "--attention-kernel", "native")
+    flash2 = run_perdollar(*RECOMMEND, "--top", "40")
+    native = run_perdollar(*RECOMMEND, "--top", "40", "--attention-kernel", "native")
     assert flash2.returncode == 0 and native.returncode == 0, flash2.stderr + native.stderr
     slow, fast = json.loads(flash2.stdout), json.loads(native.stdout)
     assert fast["question"]["language_model"]["attention_kernel"] == "native"

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
+
+from cli_runner import run_perdollar
 
 
 @pytest.mark.parametrize(
@@ -16,16 +15,13 @@ import pytest
     ],
 )
 def test_language_model_options_on_a_near_miss_name_say_which_model(args: tuple[str, ...]) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "perdollar", *args], capture_output=True, text=True, timeout=120
-    )
+    done = run_perdollar(*args)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-1000:]
     assert "did you mean 'llama-3.1-8b'?" in lines[0] and f"{args[1]!r} is not one" in lines[0]
 
 
 def test_a_vision_workload_with_language_model_options_gets_no_guess() -> None:
-    done = subprocess.run([sys.executable, "-m", "perdollar", "recommend", "vit-b16", "--tokens", "1e9"],
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = run_perdollar("recommend", "vit-b16", "--tokens", "1e9")
     assert done.returncode == 2 and "did you mean" not in done.stderr
     assert "give a language model" in done.stderr

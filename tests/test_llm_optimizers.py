@@ -4,12 +4,10 @@ optimizers' spill to host memory, and --optimizer through predict and recommend.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar import catalog
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm import TrainingPlan, parse_plan, predict_llm_training
@@ -171,21 +169,16 @@ def test_plan_tokens_name_an_optimizer_other_than_adamw() -> None:
         TrainingPlan("ddp", optimizer="adam8")
 
 
-def _recommend(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", "recommend", *args],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
-
-
 def test_recommend_names_the_optimizer_and_refuses_an_unknown_one() -> None:
-    done = _recommend(
-        "llama-3.1-8b", "--tokens", "1e8", "--finetune", "qlora", "--optimizer", "paged-adamw-8bit",
-        "--max-nodes", "1", "--no-store", "--json",
+    done = run_perdollar(
+        "recommend", "llama-3.1-8b", "--tokens", "1e8", "--finetune", "qlora", "--optimizer",
+        "paged-adamw-8bit", "--max-nodes", "1", "--no-store", "--json", columns=200,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     estimates = [e for e in json.loads(done.stdout)["estimates"] if e.get("plan")]
     assert estimates and all(e["plan"].endswith(",paged-adamw-8bit") for e in estimates)
-    wrong = _recommend("llama-3.1-8b", "--tokens", "1e8", "--optimizer", "adam8", "--no-store")
+    wrong = run_perdollar(
+        "recommend", "llama-3.1-8b", "--tokens", "1e8", "--optimizer", "adam8", "--no-store", columns=200
+    )
     lines = [line for line in wrong.stderr.splitlines() if line.strip()]
     assert wrong.returncode == 2 and len(lines) == 1 and "unknown optimizer 'adam8'" in lines[0]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.store.bench import perdollar_command
+from cli_runner import run_perdollar
 
 SMALL_LLAMA = {
     "model_type": "llama",
@@ -21,10 +21,6 @@ SMALL_LLAMA = {
     "vocab_size": 8000,
     "max_position_embeddings": 4096,
 }
-
-
-def perdollar(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*perdollar_command(), *args], capture_output=True, text=True, timeout=600)
 
 
 def one_line_error(done: subprocess.CompletedProcess[str], *expected: str) -> None:
@@ -44,7 +40,7 @@ def config(tmp_path: Path) -> Path:
 
 
 def test_contract_json(config: Path) -> None:
-    done = perdollar(
+    done = run_perdollar(
         "predict", str(config), "--instance", "p4d.24xlarge", "--nodes", "2", "--seq-len", "1024",
         "--micro-batch", "2", "--global-batch", "64", "--plan", "fsdp", "--activation-checkpointing",
         "--precision", "amp-bf16", "--json",
@@ -67,7 +63,7 @@ def test_contract_json(config: Path) -> None:
 
 
 def test_readable_output_names_the_searched_plan(config: Path) -> None:
-    done = perdollar(
+    done = run_perdollar(
         "predict", str(config), "--instance", "g5.12xlarge", "--seq-len", "512", "--global-batch", "32"
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -76,12 +72,14 @@ def test_readable_output_names_the_searched_plan(config: Path) -> None:
 
 
 def test_one_gpu_of_24_gb_cannot_hold_full_fine_tuning_of_8b_but_qlora_fits() -> None:
-    full = perdollar("predict", "llama-3.1-8b", "--instance", "g5.2xlarge", "--global-batch", "16", "--json")
+    full = run_perdollar(
+        "predict", "llama-3.1-8b", "--instance", "g5.2xlarge", "--global-batch", "16", "--json"
+    )
     assert full.returncode == 0, full.stderr[-2000:]
     result = json.loads(full.stdout)
     assert result["fits"] is False
     assert "has 21.6 GiB" in result["fit_reason"] and result["memory_per_gpu_gib"] > 16 * 8.03e9 / 2**30
-    qlora = perdollar(
+    qlora = run_perdollar(
         "predict",
         "llama-3.1-8b",
         "--instance",
@@ -98,27 +96,31 @@ def test_one_gpu_of_24_gb_cannot_hold_full_fine_tuning_of_8b_but_qlora_fits() ->
 
 
 def test_a_plan_that_cannot_run_is_a_one_line_error(config: Path) -> None:
-    done = perdollar(
+    done = run_perdollar(
         "predict", str(config), "--instance", "p4d.24xlarge", "--plan", "fsdp", "--tensor-parallel", "3"
     )
     one_line_error(done, "tensor parallel 3")
 
 
 def test_llm_options_on_another_workload_are_refused() -> None:
-    one_line_error(perdollar("predict", "mlp", "--instance", "g5.2xlarge", "--seq-len", "128"), "--seq-len")
+    one_line_error(
+        run_perdollar("predict", "mlp", "--instance", "g5.2xlarge", "--seq-len", "128"), "--seq-len"
+    )
 
 
 def test_a_missing_config_file_is_a_one_line_error() -> None:
-    one_line_error(perdollar("predict", "llama-3.1-8b.json", "--instance", "g5.2xlarge"), "does not exist")
+    one_line_error(
+        run_perdollar("predict", "llama-3.1-8b.json", "--instance", "g5.2xlarge"), "does not exist"
+    )
 
 
 def test_fp8_training_on_a_chip_without_fp8_is_a_one_line_error(config: Path) -> None:
-    done = perdollar("predict", str(config), "--instance", "p4d.24xlarge", "--precision", "fp8", "--json")
+    done = run_perdollar("predict", str(config), "--instance", "p4d.24xlarge", "--precision", "fp8", "--json")
     one_line_error(done, "p4d.24xlarge", "FP8")
 
 
 def test_fp8_training_on_hopper_reports_fp8(config: Path) -> None:
-    done = perdollar("predict", str(config), "--instance", "p5.48xlarge", "--precision", "fp8", "--json")
+    done = run_perdollar("predict", str(config), "--instance", "p5.48xlarge", "--precision", "fp8", "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     document = json.loads(done.stdout)
     assert document["precision"] == "fp8" and document["tokens_per_second"] > 0
@@ -126,7 +128,7 @@ def test_fp8_training_on_hopper_reports_fp8(config: Path) -> None:
 
 def _predicted(config: Path, *options: str) -> dict[str, Any]:
     """``predict CONFIG --json`` with these options, parsed; a failure shows its stderr."""
-    done = perdollar("predict", str(config), *options, "--json")
+    done = run_perdollar("predict", str(config), *options, "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
@@ -141,7 +143,9 @@ def test_rowwise_fp8_through_the_command_line(config: Path) -> None:
     }  # fmt: skip
     assert results["fp8-rowwise"]["precision"] == "fp8-rowwise"
     assert results["fp8-rowwise"]["tokens_per_second"] < results["fp8"]["tokens_per_second"]
-    refused = perdollar("predict", str(config), "--instance", "p4d.24xlarge", "--precision", "fp8-rowwise")
+    refused = run_perdollar(
+        "predict", str(config), "--instance", "p4d.24xlarge", "--precision", "fp8-rowwise"
+    )
     one_line_error(refused, "p4d.24xlarge", "FP8")
 
 
@@ -158,7 +162,7 @@ def test_blocking_gradient_reduction_through_the_command_line(config: Path) -> N
     assert overlapped["plan"]["data_parallel_comm"] == "overlapped"
     assert blocking["tokens_per_second"] < overlapped["tokens_per_second"]
     one_line_error(
-        perdollar("predict", str(config), "--instance", "p4d.24xlarge", "--plan", "fsdp+blocking"),
+        run_perdollar("predict", str(config), "--instance", "p4d.24xlarge", "--plan", "fsdp+blocking"),
         "+blocking",
         "ddp, zero1 or zero2",
     )
@@ -178,7 +182,7 @@ def test_blocking_tensor_parallelism_through_the_command_line(config: Path) -> N
     assert blocking["plan"]["token"].startswith("fsdp,tp4-blocking")
     assert blocking["tokens_per_second"] < overlapped["tokens_per_second"]
     one_line_error(
-        perdollar("predict", str(config), "--instance", "p4d.24xlarge", "--plan", "fsdp,pp2-blocking"),
+        run_perdollar("predict", str(config), "--instance", "p4d.24xlarge", "--plan", "fsdp,pp2-blocking"),
         "pp2-blocking",
         "tpN[-blocking]",
     )

@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar import catalog as catalog_mod
 from perdollar.predict.frame import usable_memory_bytes
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", "recommend", *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-
-
 def answer(*args: str) -> dict:
-    completed = run_cli(*args, "--no-store", "--json")
+    completed = run_perdollar("recommend", *args, "--no-store", "--json", timeout=600, columns=200)
     assert completed.returncode == 0, completed.stderr[-2000:]
     return json.loads(completed.stdout)
 
@@ -97,7 +85,7 @@ def test_a_fixed_plan_is_the_plan_of_every_estimate() -> None:
     ],
 )
 def test_language_model_options_misused_are_one_line_errors(args: tuple[str, ...], message: str) -> None:
-    completed = run_cli(*args, "--no-store")
+    completed = run_perdollar("recommend", *args, "--no-store", timeout=600, columns=200)
     assert completed.returncode == 2, completed.stderr[-1000:]
     assert message in completed.stderr and "Traceback" not in completed.stderr
 
@@ -106,11 +94,8 @@ def test_compare_and_export_accept_the_labels_recommend_prints_for_a_language_mo
     result = answer("gpt-125m", "--tokens", "1e9", "--max-nodes", "2", "--cloud", "aws")
     labels = [e["label"] for e in result["estimates"] if not e["excluded_reason"]][:2]
     assert all(" with " in label for label in labels)
-    completed = subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", "compare", "gpt-125m", *labels,
-         "--tokens", "1e9", "--no-store", "--json"],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    completed = run_perdollar("compare", "gpt-125m", *labels, "--tokens", "1e9", "--no-store", "--json",
+                              timeout=600, columns=200)  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-2000:]
     compared = json.loads(completed.stdout)["comparison"]
     assert "per token" in compared["summary"] and "per sample" not in compared["summary"]
@@ -121,36 +106,28 @@ def test_compare_and_export_accept_the_labels_recommend_prints_for_a_language_mo
             theirs["instance_type"], theirs["region"], theirs["nodes"], theirs["plan"],
         )  # fmt: skip
         assert mine["samples_per_second"] == pytest.approx(theirs["samples_per_second"], rel=1e-9)
-    exported = subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", "export", labels[0],
-         "--format", "ec2", "--json"],
-        capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+    exported = run_perdollar("export", labels[0], "--format", "ec2", "--json", columns=200)
     assert exported.returncode == 0, exported.stderr[-1000:]
     assert json.loads(exported.stdout)["configuration"] == labels[0]
 
 
-def run_compare(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", "compare", "llama-3.1-8b",
-         "1x p5.48xlarge", "2x p4d.24xlarge", "--tokens", "2e10", "--no-store", *args],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+COMPARE = ("compare", "llama-3.1-8b", "1x p5.48xlarge", "2x p4d.24xlarge", "--tokens", "2e10", "--no-store")
 
 
 def test_compare_takes_the_workload_and_plan_options_recommend_takes() -> None:
     rates = {}
     for seq_len in ("1024", "4096"):
-        completed = run_compare("--seq-len", seq_len, "--plan", "fsdp+ac", "--micro-batch", "2", "--json")
+        completed = run_perdollar(*COMPARE, "--seq-len", seq_len, "--plan", "fsdp+ac", "--micro-batch", "2",
+                                  "--json", timeout=600, columns=200)  # fmt: skip
         assert completed.returncode == 0, completed.stderr[-2000:]
         estimates = json.loads(completed.stdout)["comparison"]["estimates"]
         assert all(e["plan"].startswith("fsdp+ac,mb2") for e in estimates)
         rates[seq_len] = [e["samples_per_second"] for e in estimates]
     # Four times the tokens per sequence change every machine's rate: the option reached the model.
     assert all(abs(long / short - 1) > 0.01 for short, long in zip(rates["1024"], rates["4096"], strict=True))
-    table = run_compare("--finetune", "lora")
+    table = run_perdollar(*COMPARE, "--finetune", "lora", timeout=600, columns=200)
     assert table.returncode == 0, table.stderr[-2000:]
     shown = [line for line in table.stdout.splitlines() if "p5.48xlarge with " in line]
     assert shown and "lora" in shown[0]  # the table names the plan each row was predicted under
-    partial = run_compare("--tensor-parallel", "2")
+    partial = run_perdollar(*COMPARE, "--tensor-parallel", "2", timeout=600, columns=200)
     assert partial.returncode == 2 and "--plan fsdp --tensor-parallel 2" in partial.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -73,22 +72,18 @@ def test_a_host_bound_reading_moves_the_bandwidth_of_other_chips_by_its_share_on
     assert before / 1.3 < after < before / 1.02
 
 
-def _perdollar(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
-    return run_perdollar(*args, store=store, columns=200)
-
-
 def test_serve_bench_of_a_named_model_calibrates_recommend(tmp_path: Path) -> None:
     store = tmp_path / "s.db"
     with streaming_server(0.4, 0.15, max_seconds=120) as url:
-        measured = _perdollar("serve-bench", "--url", url, "--model", "meta-llama/Llama-3.1-8B-Instruct",
-                              "--accelerator", "L4", "--rates", "0.5", "--max-requests", "3",
-                              "--input-tokens", "64", "--output-tokens", "8", "--step-seconds", "10",
-                              "--json", store=store)  # fmt: skip
+        measured = run_perdollar("serve-bench", "--url", url, "--model", "meta-llama/Llama-3.1-8B-Instruct",
+                                 "--accelerator", "L4", "--rates", "0.5", "--max-requests", "3",
+                                 "--input-tokens", "64", "--output-tokens", "8", "--step-seconds", "10",
+                                 "--json", store=store, columns=200)  # fmt: skip
     assert measured.returncode == 0, measured.stderr[-1500:]
     question = ("recommend", "llama-3.1-8b", "--inference", "--rps", "1", "--input-tokens", "64",
                 "--output-tokens", "8", "--precision", "fp16", "--json")  # fmt: skip
-    calibrated = json.loads(_perdollar(*question, store=store).stdout)
-    shipped = json.loads(_perdollar(*question, "--no-store", store=store).stdout)
+    calibrated = json.loads(run_perdollar(*question, store=store, columns=200).stdout)
+    shipped = json.loads(run_perdollar(*question, "--no-store", store=store, columns=200).stdout)
     assert any("calibrated on 1 measured endpoint run(s) of llama-3.1-8b (1× L4 fp16)" in note
                for note in calibrated["notes"])  # fmt: skip
     assert not any("calibrated" in note for note in shipped["notes"])
@@ -126,16 +121,16 @@ def test_serve_bench_flags_an_impossible_endpoint_and_recommend_says_why_it_is_n
 ) -> None:
     store = tmp_path / "s.db"
     with streaming_server(0.4, 0.009, max_seconds=120) as url:  # 9 ms a token "on an L4"
-        measured = _perdollar("serve-bench", "--url", url, "--model", "meta-llama/Llama-3.1-8B-Instruct",
-                              "--accelerator", "L4", "--rates", "0.5", "--max-requests", "3",
-                              "--input-tokens", "64", "--output-tokens", "8", "--step-seconds", "10",
-                              "--json", store=store)  # fmt: skip
+        measured = run_perdollar("serve-bench", "--url", url, "--model", "meta-llama/Llama-3.1-8B-Instruct",
+                                 "--accelerator", "L4", "--rates", "0.5", "--max-requests", "3",
+                                 "--input-tokens", "64", "--output-tokens", "8", "--step-seconds", "10",
+                                 "--json", store=store, columns=200)  # fmt: skip
     assert measured.returncode == 0, measured.stderr[-1500:]
     warnings = json.loads(measured.stdout)["warnings"]
     assert any("beyond the physical limit" in w and "300 GB/s" in w for w in warnings)
     question = ("recommend", "llama-3.1-8b", "--inference", "--rps", "1", "--input-tokens", "64",
                 "--output-tokens", "8", "--precision", "fp16", "--json")  # fmt: skip
-    answer = json.loads(_perdollar(*question, store=store).stdout)
+    answer = json.loads(run_perdollar(*question, store=store, columns=200).stdout)
     assert not any("calibrated on" in note for note in answer["notes"])
     assert any("calibrates nothing" in note and "L4" in note for note in answer["notes"])
     assert {row["basis"] for row in answer["deployments"]} == {"spec"}
@@ -144,23 +139,23 @@ def test_serve_bench_flags_an_impossible_endpoint_and_recommend_says_why_it_is_n
 def test_serve_bench_records_the_engine_and_calibrates_only_its_predictions(tmp_path: Path) -> None:
     store = tmp_path / "s.db"
     with streaming_server(0.4, 0.15, max_seconds=120) as url:
-        measured = _perdollar("serve-bench", "llama-3.1-8b", "--url", url, "--model", "served-llama",
-                              "--accelerator", "L4", "--engine", "SGLang", "--rates", "0.5",
-                              "--max-requests", "3", "--input-tokens", "64", "--output-tokens", "8",
-                              "--step-seconds", "10", "--json", store=store)  # fmt: skip
+        measured = run_perdollar("serve-bench", "llama-3.1-8b", "--url", url, "--model", "served-llama",
+                                 "--accelerator", "L4", "--engine", "SGLang", "--rates", "0.5",
+                                 "--max-requests", "3", "--input-tokens", "64", "--output-tokens", "8",
+                                 "--step-seconds", "10", "--json", store=store, columns=200)  # fmt: skip
     assert measured.returncode == 0, measured.stderr[-1500:]
     question = ("recommend", "llama-3.1-8b", "--inference", "--rps", "1", "--input-tokens", "64",
                 "--output-tokens", "8", "--precision", "fp16", "--json")  # fmt: skip
-    same = json.loads(_perdollar(*question, "--engine", "sglang", store=store).stdout)
-    other = json.loads(_perdollar(*question, "--engine", "vllm", store=store).stdout)
+    same = json.loads(run_perdollar(*question, "--engine", "sglang", store=store, columns=200).stdout)
+    other = json.loads(run_perdollar(*question, "--engine", "vllm", store=store, columns=200).stdout)
     assert any("calibrated on 1 measured endpoint run(s)" in note for note in same["notes"])
     assert not any("calibrated on" in note for note in other["notes"])
     assert {row["engine"] for row in same["deployments"]} == {"sglang"}
 
 
 def test_serve_bench_refuses_an_unknown_engine_before_running(tmp_path: Path) -> None:
-    done = _perdollar("serve-bench", "llama-3.1-8b", "--url", "http://127.0.0.1:9/v1", "--model", "m",
-                      "--engine", "fastllm", store=tmp_path / "s.db")  # fmt: skip
+    done = run_perdollar("serve-bench", "llama-3.1-8b", "--url", "http://127.0.0.1:9/v1", "--model", "m",
+                         "--engine", "fastllm", store=tmp_path / "s.db", columns=200)  # fmt: skip
     assert done.returncode != 0
     assert "unknown serving engine 'fastllm'" in done.stderr
     assert not (tmp_path / "s.db").exists() or "fastllm" not in (tmp_path / "s.db").read_bytes().decode(

@@ -3,28 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from cli_runner import run_perdollar
 from perdollar.predict.llm_serving.engines import ENGINES
 
 CONFIGS = Path(__file__).resolve().parents[1] / "src" / "perdollar" / "workload" / "llm" / "configs"
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "perdollar", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-
-
 def _predict(*args: str) -> dict:
-    done = run_cli("predict", *args, "--json")
+    done = run_perdollar("predict", *args, "--json", columns=200)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -78,19 +66,19 @@ def test_70b_on_one_80gb_gpu_does_not_fit_and_says_why() -> None:
 
 
 def test_bad_input_is_one_line_and_exit_two(tmp_path: Path) -> None:
-    odd = run_cli(
+    odd = run_perdollar(
         "predict", "llama-3.1-8b", "--inference", "--accelerator", "a100", "--gpus", "3",
-        "--tensor-parallel", "2", "--input-tokens", "10", "--output-tokens", "10",
+        "--tensor-parallel", "2", "--input-tokens", "10", "--output-tokens", "10", columns=200,
     )  # fmt: skip
     assert odd.returncode == 2 and odd.stderr.count("\n") == 1 and "do not divide" in odd.stderr
-    unknown = run_cli(
+    unknown = run_perdollar(
         "predict", "llama-3.1-8b", "--inference", "--accelerator", "nosuchgpu", "--input-tokens", "10",
-        "--output-tokens", "10",
+        "--output-tokens", "10", columns=200,
     )  # fmt: skip
     assert unknown.returncode == 2 and "unknown accelerator" in unknown.stderr
     broken = tmp_path / "config.json"
     broken.write_text("{not json")
-    bad = run_cli(
+    bad = run_perdollar(
         "predict",
         str(broken),
         "--inference",
@@ -100,5 +88,6 @@ def test_bad_input_is_one_line_and_exit_two(tmp_path: Path) -> None:
         "1",
         "--output-tokens",
         "1",
+        columns=200,
     )
     assert bad.returncode == 2 and "is not JSON" in bad.stderr and "Traceback" not in bad.stderr

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar import catalog as catalog_mod
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
@@ -166,15 +164,11 @@ def test_features_through_the_command_line(tmp_path: Path) -> None:
     config = json.loads((CONFIGS / "qwen3-30b-a3b.json").read_text())
     path = tmp_path / "qwen3-moe.json"
     path.write_text(json.dumps(config))
+    question = ("predict", str(path), "--inference", "--accelerator", "H100", "--gpus", "2", "--precision",
+                "fp8", "--input-tokens", "1000", "--output-tokens", "300")  # fmt: skip
 
-    def run(*extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "perdollar", "predict", str(path), "--inference", "--accelerator", "H100",
-             "--gpus", "2", "--precision", "fp8", "--input-tokens", "1000", "--output-tokens", "300", *extra],
-            capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "200"},
-        )  # fmt: skip
-
-    done = run("--expert-parallel", "2", "--speculative", "draft-model", "--prefix-share", "0.5", "--json")
+    done = run_perdollar(*question, "--expert-parallel", "2", "--speculative", "draft-model",
+                         "--prefix-share", "0.5", "--json", columns=200)  # fmt: skip
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["expert_parallel"] == 2 and out["tensor_parallel"] == 1 and out["replicas"] == 1
@@ -184,9 +178,9 @@ def test_features_through_the_command_line(tmp_path: Path) -> None:
     prefix = out["features"]["prefix_caching"]
     assert prefix["cached_tokens"] == 500 and prefix["ttft_ms"] < prefix["ttft_ms_without"]
     assert out["features"]["expert_parallel"]["attention_data_parallel"] == 2
-    text = run("--prefix-share", "0.5")
+    text = run_perdollar(*question, "--prefix-share", "0.5", columns=200)
     assert text.returncode == 0 and "what prefix caching is worth" in text.stdout
-    wrong = run("--speculative", "medusa")
+    wrong = run_perdollar(*question, "--speculative", "medusa", columns=200)
     assert wrong.returncode != 0 and "unknown speculative decoding method" in wrong.stderr
     assert "Traceback" not in wrong.stderr
 

@@ -3,25 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
+from cli_runner import run_perdollar
 from perdollar import catalog as catalog_mod
 
 
-def recommend(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", "recommend", *args, "--no-store"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-
-
 def deployments(*args: str) -> dict:
-    completed = recommend(*args, "--json")
+    completed = run_perdollar("recommend", *args, "--json", "--no-store", columns=200)
     assert completed.returncode == 0, completed.stderr[-2000:]
     return json.loads(completed.stdout)
 
@@ -64,6 +52,8 @@ def test_a_70b_model_needs_tensor_parallel_on_80_gb_gpus_in_fp16_and_int4_is_off
 
 
 def test_a_serving_question_without_a_rate_is_a_one_line_error() -> None:
-    completed = recommend("llama-3.1-8b", "--inference", "--ttft-p99-ms", "500")
+    completed = run_perdollar(
+        "recommend", "llama-3.1-8b", "--inference", "--ttft-p99-ms", "500", "--no-store", columns=200
+    )
     assert completed.returncode == 2 and "needs one rate" in completed.stderr
     assert "Traceback" not in completed.stderr

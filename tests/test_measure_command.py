@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar.errors import PerdollarError
 from perdollar.measure.command import (
     command_name,
@@ -18,8 +18,6 @@ from perdollar.measure.command import (
     run_command,
     steady_readings,
 )
-
-PERDOLLAR = [sys.executable, "-c", "from perdollar.cli import main; main()"]
 
 
 @pytest.mark.parametrize(
@@ -129,10 +127,8 @@ def test_cli_runs_a_command_after_double_dash(tmp_path: Path) -> None:
         for i in range(12):
             print(f"{200 + i % 2} img/s", flush=True)
     """)
-    completed = subprocess.run(
-        [*PERDOLLAR, "bench", "--json", "--no-store", "--pattern", r"([0-9.]+) img/s", "--",
-         sys.executable, str(script)],
-        capture_output=True, text=True, timeout=120,
+    completed = run_perdollar(
+        "bench", "--json", "--no-store", "--pattern", r"([0-9.]+) img/s", "--", sys.executable, str(script)
     )
     assert completed.returncode == 0, completed.stderr
     document = json.loads(completed.stdout)

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar import catalog as catalog_mod
 from perdollar.predict.accelerator_stacks import (
     SERVING_STACKS,
@@ -25,7 +23,6 @@ from perdollar.predict.accelerator_stacks import (
 from perdollar.predict.nongpu_llm import nongpu_serving_rows
 from perdollar.workload.llm import load_llm_workload
 
-SRC = Path(__file__).resolve().parents[1] / "src"
 PUBLISHED = Path(__file__).resolve().parents[1] / "benchmarks" / "published_nongpu_llm.csv"
 # The held-out error benchmarks/nongpu_llm_accuracy.py reports for TPU-v5e decode (jetstream): max 80.4%.
 JETSTREAM_HELD_OUT_MAX = 0.805
@@ -100,12 +97,10 @@ def test_trainium2_training_rests_on_the_trn1_fit(catalog):
 
 
 def test_recommend_json_ranks_a_tpu_deployment_and_says_whose_fit_it_rests_on(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(SRC), "PERDOLLAR_HOME": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-m", "perdollar", "recommend", "llama-3.1-8b", "--inference", "--rps", "20",
-         "--input-tokens", "1000", "--output-tokens", "300", "--ttft-p99-ms", "500", "--tpot-p99-ms", "50",
-         "--cloud", "gcp", "--json", "--no-store"],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
+    done = run_perdollar(
+        "recommend", "llama-3.1-8b", "--inference", "--rps", "20", "--input-tokens", "1000",
+        "--output-tokens", "300", "--ttft-p99-ms", "500", "--tpot-p99-ms", "50", "--cloud", "gcp", "--json",
+        "--no-store", env={"PERDOLLAR_HOME": str(tmp_path)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     deployments = json.loads(done.stdout)["deployments"]

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar import catalog as catalog_mod
 from perdollar.catalog.price_outliers import PRICE_OUTLIER_FLAG
 from perdollar.predict.accelerator_stacks import SERVING_DEGREES, TRAINING_STACKS, slice_problem
 from perdollar.predict.llm.frame import llm_prediction_frame
 from perdollar.predict.nongpu_llm import best_training_plan, serving_stack_problem, training_stack_problem
 from perdollar.workload.llm import load_llm_workload
-
-SRC = Path(__file__).resolve().parents[1] / "src"
 
 
 @pytest.fixture(scope="module")
@@ -93,12 +88,9 @@ def test_placeholder_tpu_spot_prices_are_flagged(catalog):
 
 
 def test_recommend_ranks_trainium_beside_gpus_and_says_why_inferentia_cannot_train():
-    env = {**os.environ, "PYTHONPATH": str(SRC)}
-    done = subprocess.run(
-        [sys.executable, "-m", "perdollar", "recommend", "llama-3.1-8b", "--tokens", "2e10", "--cloud", "aws",
-         "--top", "60", "--show-excluded"],
-        capture_output=True, text=True, env=env, timeout=300, check=False,
-    )  # fmt: skip
+    done = run_perdollar(
+        "recommend", "llama-3.1-8b", "--tokens", "2e10", "--cloud", "aws", "--top", "60", "--show-excluded"
+    )
     assert done.returncode == 0, done.stderr
     ranked = done.stdout.split("Excluded")[0]
     assert "trn1.32xlarge" in ranked and "p5.48xlarge" in ranked

@@ -20,6 +20,7 @@ def recommendation():  # type: ignore[no-untyped-def]
 
 
 def test_the_documented_one_liner_prints_a_data_frame() -> None:
+    # A user's script, not the command line: what a fresh interpreter prints for the documented line.
     code = "import perdollar; print(perdollar.recommend('vit-b16', samples=1e9).to_frame().head())"
     completed = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=600,

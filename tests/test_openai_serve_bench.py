@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
+from cli_runner import run_perdollar
 from llm_stream_server import streaming_server
 from perdollar.fmt import mask_url, mask_urls_in
 from perdollar.measure.serving.openai_load import (
@@ -74,18 +72,14 @@ def test_poisson_schedule_is_bounded_by_count_and_time() -> None:
     assert max(brief) <= 2.0 and 5 < len(brief) < 40  # about 20 expected in 2 s at 10/s
 
 
-def _serve_bench(url: str, *extra: str, json_out: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "perdollar", "serve-bench", "--url", url, "--model", "Tiny-LM", "--rates", "4",
-         "--max-requests", "6", "--step-seconds", "2", "--output-tokens", str(TOKENS), "--stall-seconds", "1",
-         "--accelerator", "L4", *(["--json"] if json_out else []), *extra],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "250"},
-    )  # fmt: skip
+# serve-bench's options after --url, the same in every run here.
+BENCH = ("--model", "Tiny-LM", "--rates", "4", "--max-requests", "6", "--step-seconds", "2",
+         "--output-tokens", str(TOKENS), "--stall-seconds", "1", "--accelerator", "L4")  # fmt: skip
 
 
 def test_serve_bench_url_stores_a_measurement_of_the_model() -> None:
     with streaming_server(FIRST_S, TOKEN_S, max_seconds=90) as url:
-        done = _serve_bench(url)
+        done = run_perdollar("serve-bench", "--url", url, *BENCH, "--json", columns=250)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["status"] == "ok" and out["steps"][0]["ok"] == 6 and out["measurement_id"]
@@ -100,7 +94,7 @@ def test_serve_bench_url_stores_a_measurement_of_the_model() -> None:
 
 def test_serve_bench_url_against_a_failing_server_records_the_failure_and_exits_one() -> None:
     with streaming_server(FIRST_S, TOKEN_S, behaviour="drop", max_seconds=90) as url:
-        done = _serve_bench(url)
+        done = run_perdollar("serve-bench", "--url", url, *BENCH, "--json", columns=250)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     out = json.loads(done.stdout)
@@ -124,8 +118,8 @@ def test_secrets_in_a_url_are_masked(url: str, shown: str) -> None:
 def test_credentials_in_the_url_are_never_printed_or_stored() -> None:
     with streaming_server(FIRST_S, TOKEN_S, max_seconds=90) as url:
         secret_url = url.replace("http://", "http://user:hunter2@") + "?api_key=hunter3"
-        table = _serve_bench(secret_url, json_out=False)
-        document = _serve_bench(secret_url)
+        table = run_perdollar("serve-bench", "--url", secret_url, *BENCH, columns=250)
+        document = run_perdollar("serve-bench", "--url", secret_url, *BENCH, "--json", columns=250)
     assert table.returncode == 0 and document.returncode == 0, table.stderr[-1500:]
     for done in (table, document):
         assert "hunter" not in done.stdout + done.stderr
@@ -136,8 +130,7 @@ def test_credentials_in_the_url_are_never_printed_or_stored() -> None:
         stored = store.measurements_for(llm_endpoint_fingerprint("tiny-lm"))
     assert len(stored) == 2 and all(m.host.versions["endpoint"].endswith("/v1?api_key=***") for m in stored)
     assert all("hunter" not in json.dumps(m.host.versions) for m in stored)
-    history = subprocess.run([sys.executable, "-m", "perdollar", "history"], capture_output=True, text=True,
-                             timeout=120, env={**os.environ, "COLUMNS": "250"})  # fmt: skip
+    history = run_perdollar("history", columns=250)
     assert history.returncode == 0 and "hunter" not in history.stdout
     # an endpoint's rate is output tokens/s, and history says so
     assert "output tokens/s" in history.stdout and "samples/s" not in history.stdout
@@ -149,7 +142,7 @@ def test_credentials_in_the_url_are_never_printed_or_stored() -> None:
      ("http://user:hunter2@:8000/v1", "has no host"), ("ftp://127.0.0.1/v1", "not an http(s) URL")],
 )  # fmt: skip
 def test_a_url_no_request_can_reach_is_one_line(url: str, words: str) -> None:
-    done = _serve_bench(url)
+    done = run_perdollar("serve-bench", "--url", url, *BENCH, "--json", columns=250)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-1500:]
     assert words in lines[0] and "hunter2" not in lines[0]

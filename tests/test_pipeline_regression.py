@@ -10,26 +10,18 @@ purpose; a change to the wiring must not.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar.store import open_store
 
 FIXTURES = Path(__file__).parent / "fixtures" / "store"
 
 
 def run_cli(*args: str) -> dict:
-    completed = subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", *args, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    completed = run_perdollar(*args, "--json", columns=200)
     assert completed.returncode == 0, completed.stderr[-2000:]
     return json.loads(completed.stdout)
 

@@ -1,30 +1,17 @@
-"""`perdollar profile` as a user runs it: a real subprocess, JSON on stdout, one-line errors."""
+"""`perdollar profile` as a user runs it: its command line, JSON on stdout, one-line errors."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ENTRY = "from perdollar.cli import main; main()"
-
-
-def _run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", ENTRY, *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-        cwd=cwd,
-    )
+from cli_runner import run_perdollar
 
 
 def test_profile_json_has_the_documented_fields() -> None:
-    done = _run("profile", "resnet50", "--batch-size", "2", "--json")
+    done = run_perdollar("profile", "resnet50", "--batch-size", "2", "--json", timeout=240)
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["workload"] == "resnet50" and data["batch_size"] == 2 and data["precision"] == "amp-fp16"
@@ -48,7 +35,7 @@ def test_profile_user_file_with_readable_summary(tmp_path: Path) -> None:
         "                                                torch.randint(0, 8, (b,), device=d)),\n"
         "                    batch_size=4)\n"
     )
-    done = _run("profile", "my_model.py:build", "--precision", "amp-bf16", cwd=tmp_path)
+    done = run_perdollar("profile", "my_model.py:build", "--precision", "amp-bf16", cwd=tmp_path, timeout=240)
     assert done.returncode == 0, done.stderr
     for text in (
         "mine",
@@ -64,7 +51,7 @@ def test_profile_user_file_with_readable_summary(tmp_path: Path) -> None:
 
 
 def test_missing_file_is_one_line_with_exit_2(tmp_path: Path) -> None:
-    done = _run("profile", "no_such.py:build", cwd=tmp_path)
+    done = run_perdollar("profile", "no_such.py:build", cwd=tmp_path, timeout=240)
     assert done.returncode == 2
     assert "does not exist" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1

@@ -11,14 +11,12 @@ from __future__ import annotations
 import html
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar.jsonable import to_jsonable
 from perdollar.store import open_store
 
@@ -44,12 +42,8 @@ def shared_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def perdollar(home: Path, *arguments: str) -> dict[str, Any]:
-    env = {**os.environ, "PERDOLLAR_HOME": str(home), "COLUMNS": "200"}
-    env.pop("PERDOLLAR_STORE", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "perdollar", *arguments, "--json"],
-        capture_output=True, text=True, timeout=300, env=env,
-    )  # fmt: skip
+    # PERDOLLAR_STORE is unset for every test (conftest); each run names its store with --store.
+    done = run_perdollar(*arguments, "--json", env={"PERDOLLAR_HOME": str(home)}, columns=200)
     assert done.returncode == 0, f"perdollar {' '.join(arguments)}: {done.stderr[-2000:]}"
     document: dict[str, Any] = json.loads(done.stdout)
     return document

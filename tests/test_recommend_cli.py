@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
+from cli_runner import run_perdollar_process
 from perdollar.cli import main
 
 REQUIRED_ESTIMATE_FIELDS = {
@@ -36,18 +34,9 @@ REQUIRED_ESTIMATE_FIELDS = {
 }
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-
-
 def test_recommend_json_shape_from_a_real_subprocess() -> None:
-    result = run_cli(
+    # A whole process's stdout parsed as one JSON document, as a script piping it would read it.
+    result = run_perdollar_process(
         "recommend",
         "mlp",
         "--samples",
@@ -61,6 +50,8 @@ def test_recommend_json_shape_from_a_real_subprocess() -> None:
         "--json",
         "--no-store",
         "--show-excluded",
+        timeout=240,
+        columns=200,
     )
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cli_runner import run_perdollar
 from perdollar.launch.spec import RESULT_BEGIN, RESULT_END
 
 
@@ -37,11 +38,8 @@ def see_this_interpreters_packages(venv: Path) -> None:
 @pytest.mark.slow
 def test_a_dry_run_task_installs_perdollar_from_the_checkout_and_benchmarks(tmp_path: Path) -> None:
     out = tmp_path / "plan"
-    planned = subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", "sweep", "mlp", "--via", "skypilot",
-         "--top", "1", "--duration", "4", "--dry-run", "--out", str(out), "--json", "--no-store"],
-        capture_output=True, text=True, timeout=600, env={**os.environ},
-    )  # fmt: skip
+    planned = run_perdollar("sweep", "mlp", "--via", "skypilot", "--top", "1", "--duration", "4", "--dry-run",
+                            "--out", str(out), "--json", "--no-store", timeout=600)  # fmt: skip
     assert planned.returncode == 0, planned.stderr[-3000:]
     (task_file,) = out.glob("*.yaml")
     task = yaml.safe_load(task_file.read_text())
@@ -55,6 +53,7 @@ def test_a_dry_run_task_installs_perdollar_from_the_checkout_and_benchmarks(tmp_
     (home / ".perdollar" / "wheels").mkdir(parents=True)
     shutil.copy(local, home / remote.removeprefix("~/"))  # what SkyPilot's file mount does
     venv = tmp_path / "node-env"
+    # The node's setup and run scripts are the subject: a fresh environment, its pip, its own perdollar.
     # Without a pip of its own, the environment uses this interpreter's pip and setuptools.
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
                    check=True)  # fmt: skip

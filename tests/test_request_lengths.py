@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar.errors import PerdollarError
 from perdollar.workload.llm.request_lengths import parse_request_lengths
 
@@ -49,26 +47,26 @@ def test_a_bad_lengths_file_is_one_line(text: str, says: str) -> None:
     assert says in refused.value.one_line() and "\n" not in refused.value.one_line()
 
 
-def _recommend(*extra: str, folder: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", "recommend", "llama-3.1-8b",
-         "--inference", "--rps", "20", "--ttft-p99-ms", "500", "--tpot-p99-ms", "50", "--no-store",
-         "--json", *extra],
-        capture_output=True, text=True, timeout=300, cwd=folder, env={**os.environ, "COLUMNS": "200"},
-    )  # fmt: skip
+QUESTION = ("recommend", "llama-3.1-8b", "--inference", "--rps", "20", "--ttft-p99-ms", "500",
+            "--tpot-p99-ms", "50", "--no-store", "--json")  # fmt: skip
 
 
 def test_recommend_plans_on_the_files_mean_lengths(tmp_path: Path) -> None:
     (tmp_path / "lengths.csv").write_text("input_tokens,output_tokens\n" + "\n".join(
         f"{600 + 40 * (i % 11)},{100 + 20 * (i % 21)}" for i in range(462)) + "\n")  # fmt: skip
-    from_file = _recommend("--lengths-file", "lengths.csv", folder=tmp_path)
+    from_file = run_perdollar(*QUESTION, "--lengths-file", "lengths.csv", cwd=tmp_path, columns=200)
     assert from_file.returncode == 0, from_file.stderr[-1500:]
     answer = json.loads(from_file.stdout)
     settings = answer["question"]["language_model"]
     assert (settings["input_tokens"], settings["output_tokens"]) == (800, 300)
     assert "462 requests" in answer["request_lengths"]
     by_hand = json.loads(
-        _recommend("--input-tokens", "800", "--output-tokens", "300", folder=tmp_path).stdout)
+        run_perdollar(
+            *QUESTION, "--input-tokens", "800", "--output-tokens", "300", cwd=tmp_path, columns=200
+        ).stdout
+    )
     assert answer["deployments"][0] == by_hand["deployments"][0]
-    both = _recommend("--lengths-file", "lengths.csv", "--output-tokens", "300", folder=tmp_path)
+    both = run_perdollar(
+        *QUESTION, "--lengths-file", "lengths.csv", "--output-tokens", "300", cwd=tmp_path, columns=200
+    )
     assert both.returncode == 2 and "give one of them" in both.stderr

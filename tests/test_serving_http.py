@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import httpx
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar.errors import PerdollarError
 from perdollar.measure.serving.loadgen import check_loopback, closed_loop, open_loop
 from perdollar.measure.serving.server import running_server
@@ -85,23 +84,8 @@ def test_a_server_that_cannot_load_its_workload_is_a_clear_error() -> None:
 
 
 def test_serve_bench_cli_reports_each_rate() -> None:
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from perdollar.cli import main; main()",
-            "serve-bench",
-            "mlp",
-            "--rates",
-            "10,40",
-            "--step-seconds",
-            "0.5",
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
+    completed = run_perdollar(
+        "serve-bench", "mlp", "--rates", "10,40", "--step-seconds", "0.5", "--json", timeout=240
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     payload = json.loads(completed.stdout)
@@ -114,21 +98,7 @@ def test_serve_bench_cli_reports_each_rate() -> None:
 
 
 def test_serve_bench_rejects_bad_rates() -> None:
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from perdollar.cli import main; main()",
-            "serve-bench",
-            "mlp",
-            "--rates",
-            "ten",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    completed = run_perdollar("serve-bench", "mlp", "--rates", "ten", timeout=120)
     assert completed.returncode == 2
     assert "--rates 'ten' is not a list of numbers" in completed.stderr
     assert "Traceback" not in completed.stderr

@@ -3,28 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar.errors import PerdollarError
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "COLUMNS": "200"},
-        check=False,
-    )
-
-
 def test_recommend_inference_ranks_deployments_across_clouds() -> None:
-    completed = run_cli(
+    completed = run_perdollar(
         "recommend",
         "mlp",
         "--inference",
@@ -38,6 +25,7 @@ def test_recommend_inference_ranks_deployments_across_clouds() -> None:
         "40",
         "--batch-size",
         "8",
+        columns=200,
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
     payload = json.loads(completed.stdout)
@@ -59,7 +47,7 @@ def test_recommend_inference_ranks_deployments_across_clouds() -> None:
 
 
 def test_impossible_slo_exits_3_with_the_reason() -> None:
-    completed = run_cli(
+    completed = run_perdollar(
         "recommend",
         "mlp",
         "--inference",
@@ -72,6 +60,7 @@ def test_impossible_slo_exits_3_with_the_reason() -> None:
         "aws",
         "--batch-size",
         "1",
+        columns=200,
     )
     assert completed.returncode == 3, completed.stderr[-2000:]
     assert "no deployment serves 100 requests/s within P99 ≤ 0.0001 ms" in completed.stderr

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from cli_runner import run_perdollar
-
-
-def _perdollar(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
-    return run_perdollar(*args, store=store)
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +17,7 @@ def healthy_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("store") / "results.db"
     for args in (("bench", "mlp", "--duration", "1"), ("bench", "mlp", "--duration", "1"),
                  ("recommend", "mlp", "--samples", "1e6"), ("recommend", "mlp", "--samples", "1e6")):
-        done = _perdollar(*args, store=store)
+        done = run_perdollar(*args, store=store)
         assert done.returncode == 0, done.stderr[-1500:]
     return store
 
@@ -45,10 +40,10 @@ def _damaged_copy(healthy: Path, folder: Path) -> tuple[Path, dict[str, str]]:
 
 
 def test_history_check_lists_every_damaged_row_and_fails(healthy_store: Path, tmp_path: Path) -> None:
-    clean = _perdollar("history", "--check", store=healthy_store)
+    clean = run_perdollar("history", "--check", store=healthy_store)
     assert clean.returncode == 0 and "reads back" in clean.stdout
     store, ids = _damaged_copy(healthy_store, tmp_path)
-    done = _perdollar("history", "--check", "--json", store=store)
+    done = run_perdollar("history", "--check", "--json", store=store)
     assert done.returncode == 1
     damaged = {row["id"]: row for row in json.loads(done.stdout)["damaged"]}
     assert set(damaged) == {ids["payload"], ids["column"], ids["newest"]}
@@ -58,7 +53,7 @@ def test_history_check_lists_every_damaged_row_and_fails(healthy_store: Path, tm
 
 def test_history_skips_a_damaged_row_with_a_warning_naming_it(healthy_store: Path, tmp_path: Path) -> None:
     store, ids = _damaged_copy(healthy_store, tmp_path)
-    done = _perdollar("history", "--json", store=store)
+    done = run_perdollar("history", "--json", store=store)
     assert done.returncode == 0, done.stderr
     listed = {entry["id"] for entry in json.loads(done.stdout)["entries"]}
     assert ids["column"] not in listed and ids["payload"] in listed  # its columns still read
@@ -68,11 +63,11 @@ def test_history_skips_a_damaged_row_with_a_warning_naming_it(healthy_store: Pat
 
 def test_report_last_passes_over_a_damaged_newest_recommendation(healthy_store: Path, tmp_path: Path) -> None:
     store, ids = _damaged_copy(healthy_store, tmp_path)
-    done = _perdollar("report", "--last", "-o", str(tmp_path / "r.html"), "--json", store=store)
+    done = run_perdollar("report", "--last", "-o", str(tmp_path / "r.html"), "--json", store=store)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["id"] == ids["older"]
     assert f"skipped the stored recommendation {ids['newest']}" in done.stderr
-    asked = _perdollar("report", ids["newest"], "-o", str(tmp_path / "x.html"), store=store)
+    asked = run_perdollar("report", ids["newest"], "-o", str(tmp_path / "x.html"), store=store)
     assert asked.returncode == 2 and "Traceback" not in asked.stderr
     assert asked.stderr.strip().splitlines()[-1].startswith(
         f"perdollar: error: the stored recommendation {ids['newest']} cannot be read")
@@ -80,9 +75,9 @@ def test_report_last_passes_over_a_damaged_newest_recommendation(healthy_store: 
 
 def test_recommend_calibrates_from_the_readable_rows_only(healthy_store: Path, tmp_path: Path) -> None:
     store, ids = _damaged_copy(healthy_store, tmp_path)
-    done = _perdollar("recommend", "mlp", "--samples", "1e6", store=store)
+    done = run_perdollar("recommend", "mlp", "--samples", "1e6", store=store)
     assert done.returncode == 0, done.stderr[-1500:]
     assert f"skipped the stored measurement {ids['payload']}" in done.stderr
-    after = _perdollar("history", "--check", "--json", store=store)
+    after = run_perdollar("history", "--check", "--json", store=store)
     damaged = {row["id"] for row in json.loads(after.stdout)["damaged"]}
     assert damaged == {ids["payload"], ids["column"], ids["newest"]}  # skipped, never rewritten

@@ -14,17 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.store.bench import perdollar_command
-
-
-def perdollar(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*perdollar_command(), *args],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "COLUMNS": "200", **(env or {})},
-    )
+from cli_runner import run_perdollar
 
 
 def _one_line_error(done: subprocess.CompletedProcess[str]) -> str:
@@ -38,7 +28,9 @@ def _one_line_error(done: subprocess.CompletedProcess[str]) -> str:
 def read_only_store(tmp_path: Path) -> Iterator[Path]:
     """A perdollar store that this user cannot write, in a folder this user can write."""
     path = tmp_path / "results.sqlite"
-    made = perdollar("bench", "--store", f"sqlite:///{path}", "--", sys.executable, "-c", "print(1)")
+    made = run_perdollar(
+        "bench", "--store", f"sqlite:///{path}", "--", sys.executable, "-c", "print(1)", columns=200
+    )
     assert path.exists(), made.stderr
     path.chmod(0o444)
     immutable = False
@@ -58,14 +50,18 @@ def test_a_read_only_store_is_refused_before_bench_runs_anything(
 ) -> None:
     ran = tmp_path / "workload-ran"
     script = f"open({str(ran)!r}, 'w').close(); print('5 samples/second')"
-    done = perdollar("bench", "--store", f"sqlite:///{read_only_store}", "--", sys.executable, "-c", script)
+    done = run_perdollar(
+        "bench", "--store", f"sqlite:///{read_only_store}", "--", sys.executable, "-c", script, columns=200
+    )
     assert done.returncode == 2
     assert "cannot be written" in _one_line_error(done)
     assert not ran.exists()
 
 
 def test_a_read_only_store_is_refused_before_recommend_works(read_only_store: Path) -> None:
-    done = perdollar("recommend", "mlp", "--samples", "1e9", "--store", f"sqlite:///{read_only_store}")
+    done = run_perdollar(
+        "recommend", "mlp", "--samples", "1e9", "--store", f"sqlite:///{read_only_store}", columns=200
+    )
     assert done.returncode == 2
     assert "cannot be written" in _one_line_error(done)
     assert done.stdout == ""
@@ -75,7 +71,9 @@ def test_a_store_lost_during_the_work_still_prints_the_result(tmp_path: Path) ->
     store = tmp_path / "results.sqlite"
     # The workload itself spoils the store after the check: the result must still be shown.
     script = f"print('5 samples/second'); open({str(store)!r}, 'w').write('not a database' * 100)"
-    done = perdollar("bench", "--json", "--store", f"sqlite:///{store}", "--", sys.executable, "-c", script)
+    done = run_perdollar(
+        "bench", "--json", "--store", f"sqlite:///{store}", "--", sys.executable, "-c", script, columns=200
+    )
     assert done.returncode == 2
     assert "not stored" in _one_line_error(done)
     document = json.loads(done.stdout)
@@ -95,7 +93,7 @@ def test_another_applications_database_is_refused_and_left_unchanged(tmp_path: P
     _foreign_database(path)
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     args = ["--", sys.executable, "-c", "print('5 samples/second')"] if command == "bench" else []
-    done = perdollar(command, "--store", f"sqlite:///{path}", *args)
+    done = run_perdollar(command, "--store", f"sqlite:///{path}", *args, columns=200)
     assert done.returncode == 2
     assert "not a perdollar store" in _one_line_error(done)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
@@ -112,18 +110,18 @@ def test_another_applications_alembic_database_is_refused(tmp_path: Path) -> Non
         connection.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
         connection.execute("INSERT INTO alembic_version VALUES ('ae1027a6acf')")
     connection.close()
-    done = perdollar("history", "--store", f"sqlite:///{path}")
+    done = run_perdollar("history", "--store", f"sqlite:///{path}", columns=200)
     assert done.returncode == 2 and "not a perdollar store" in _one_line_error(done)
 
 
 def test_history_at_a_mistyped_path_creates_nothing(tmp_path: Path) -> None:
-    done = perdollar("history", "--store", f"sqlite:///{tmp_path / 'resluts.sqlite'}")
+    done = run_perdollar("history", "--store", f"sqlite:///{tmp_path / 'resluts.sqlite'}", columns=200)
     assert done.returncode == 2 and "no store at" in _one_line_error(done)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_history_of_the_default_store_before_any_result_creates_nothing(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    done = perdollar("history", env={"PERDOLLAR_HOME": str(home)})
+    done = run_perdollar("history", env={"PERDOLLAR_HOME": str(home)}, columns=200)
     assert done.returncode == 0 and "Nothing stored yet" in done.stdout
     assert not any(p.suffix == ".sqlite" for p in home.rglob("*"))

@@ -3,25 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-
-def _perdollar(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "import sys; from perdollar.cli import main; main(sys.argv[1:])", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, "PERDOLLAR_HOME": str(home)},
-    )
+from cli_runner import run_perdollar
 
 
 @pytest.mark.parametrize(
@@ -57,7 +45,7 @@ def test_bad_options_are_one_line_errors(
 
 @pytest.mark.skipif(importlib.util.find_spec("sky") is not None, reason="SkyPilot is installed here")
 def test_skypilot_missing_is_reported_with_the_install_command(tmp_path: Path) -> None:
-    done = _perdollar("sweep", "mlp", "--via", "skypilot", home=tmp_path)
+    done = run_perdollar("sweep", "mlp", "--via", "skypilot", env={"PERDOLLAR_HOME": str(tmp_path)})
     assert done.returncode == 2 and "pip install skypilot" in done.stderr and "Traceback" not in done.stderr
 
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar.launch.jobs import JobOptions, job_for_estimate
 from perdollar.launch.local import LocalExecutor
 from test_launch_jobs import make_estimate
@@ -82,32 +80,11 @@ def test_a_failing_setup_still_stops_the_job(failing: str) -> None:
 
 
 def test_a_sweep_whose_every_job_failed_exits_1(failing: str, tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from perdollar.cli import main; main(sys.argv[1:])",
-            "sweep",
-            failing,
-            "--via",
-            "local",
-            "--top",
-            "2",
-            "--duration",
-            "2",
-            "--strategy",
-            "top-k",
-            "--out",
-            str(tmp_path / "sweep"),
-            "--json",
-            "--no-store",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        env={**os.environ, "PERDOLLAR_HOME": str(tmp_path / "home")},
-    )
+    done = run_perdollar(
+        "sweep", failing, "--via", "local", "--top", "2", "--duration", "2", "--strategy", "top-k",
+        "--out", str(tmp_path / "sweep"), "--json", "--no-store",
+        env={"PERDOLLAR_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
     assert done.returncode == 1, done.stderr[-3000:]
     outcomes = json.loads(done.stdout)["outcomes"]
     assert outcomes and all(o["status"] == "workload-failed" for o in outcomes)

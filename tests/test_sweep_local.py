@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar.launch.jobs import JobOptions, job_for_estimate
 from perdollar.launch.local import LocalExecutor
 from perdollar.launch.plan import SweepContext, recorder
@@ -99,22 +97,10 @@ def test_a_hanging_job_is_killed_at_its_cap(tmp_path: Path) -> None:
     assert outcome.wall_seconds < 60
 
 
-def _perdollar(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PERDOLLAR_HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-c", "import sys; from perdollar.cli import main; main(sys.argv[1:])", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-
-
 def test_cli_sweep_via_local_runs_stores_and_reranks(tmp_path: Path) -> None:
     home = tmp_path / "home"
     out = tmp_path / "sweep"
-    done = _perdollar(
+    done = run_perdollar(
         "sweep",
         "mlp",
         "--via",
@@ -130,7 +116,8 @@ def test_cli_sweep_via_local_runs_stores_and_reranks(tmp_path: Path) -> None:
         "--out",
         str(out),
         "--json",
-        home=home,
+        env={"PERDOLLAR_HOME": str(home)},
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     document = json.loads(done.stdout)
@@ -143,7 +130,7 @@ def test_cli_sweep_via_local_runs_stores_and_reranks(tmp_path: Path) -> None:
     assert document["after_top"] and document["recommendation_id"]
     assert document["changes"], "the re-ranking says what changed"
     assert json.loads((out / "sweep.json").read_text())["recommendation_id"] == document["recommendation_id"]
-    history = _perdollar("history", "--json", home=home)
+    history = run_perdollar("history", "--json", env={"PERDOLLAR_HOME": str(home)}, timeout=600)
     assert history.returncode == 0, history.stderr[-2000:]
     listed = json.dumps(json.loads(history.stdout))
     for outcome in document["outcomes"]:

@@ -5,22 +5,12 @@ from __future__ import annotations
 import ast
 import itertools
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from cli_runner import run_perdollar
 from perdollar.report.fit import Column, fitted_table
-
-
-def _perdollar(*args: str, columns: int) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from perdollar.cli import main; main()", *args, "--no-store"],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": str(columns)},
-    )  # fmt: skip
 
 
 def _table_lines(text: str) -> list[str]:
@@ -36,10 +26,10 @@ def _table_lines(text: str) -> list[str]:
     ids=["vit-b16", "llama-3.1-8b"],
 )
 def test_every_configuration_prints_whole_at_100_and_80_columns(args: tuple[str, ...]) -> None:
-    document = json.loads(_perdollar(*args, "--json", columns=200).stdout)
+    document = json.loads(run_perdollar(*args, "--json", "--no-store", columns=200).stdout)
     labels = [e["label"] for e in document["estimates"] if not e["excluded_reason"]][:10]
     for columns in (100, 80):
-        completed = _perdollar(*args, columns=columns)
+        completed = run_perdollar(*args, "--no-store", columns=columns)
         assert completed.returncode == 0, completed.stderr[-2000:]
         rows = _table_lines(completed.stdout)
         assert rows and not any("…" in row for row in rows)
@@ -74,7 +64,7 @@ DROPPABLE = ("nodes", "images/s", "bound", "$/h")
 
 @pytest.mark.parametrize("columns", [100, 80, 60])
 def test_compare_keeps_the_expected_cost_and_names_every_column_it_leaves_out(columns: int) -> None:
-    completed = _perdollar(*COMPARE, columns=columns)
+    completed = run_perdollar(*COMPARE, "--no-store", columns=columns)
     assert completed.returncode == 0, completed.stderr[-2000:]
     lines = completed.stdout.splitlines()
     table = [line for line in lines if line[:1] in "┏┃┡│└"]
@@ -95,11 +85,11 @@ def _why_not_text(stdout: str) -> str:
 
 def test_show_excluded_prints_every_reason_whole_at_any_width() -> None:
     args = ("recommend", "vit-b16", "--samples", "1e9", "--show-excluded")
-    document = json.loads(_perdollar(*args, "--json", columns=300).stdout)
+    document = json.loads(run_perdollar(*args, "--json", "--no-store", columns=300).stdout)
     reasons = [e["excluded_reason"] for e in document["estimates"] if e["excluded_reason"]][:20]
     assert reasons and max(len(r) for r in reasons) > 60
     for columns in (200, 100):
-        completed = _perdollar(*args, columns=columns)
+        completed = run_perdollar(*args, "--no-store", columns=columns)
         assert completed.returncode == 0, completed.stderr[-2000:]
         assert all(len(line) <= columns for line in _table_lines(completed.stdout))
         shown = " ".join(_why_not_text(completed.stdout).split())

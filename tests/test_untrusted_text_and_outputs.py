@@ -13,16 +13,12 @@ from hostile_files import write_hostile
 MARKUP_NAME = "[/bold]evil[red]x"
 
 
-def _perdollar(*args: str, store: Path) -> subprocess.CompletedProcess[str]:
-    return run_perdollar(*args, store=store, columns=400)
-
-
 @pytest.fixture(scope="module")
 def markup_workload(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     folder = tmp_path_factory.mktemp("markup")
     spec, _ = write_hostile(folder, "never", "raise", name=MARKUP_NAME)
     store = folder / "s.db"
-    done = _perdollar("bench", spec, "--duration", "1", store=store)
+    done = run_perdollar("bench", spec, "--duration", "1", store=store, columns=400)
     assert done.returncode == 0, done.stderr[-1500:]
     return spec, store
 
@@ -36,19 +32,19 @@ def markup_workload(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path
 def test_a_name_made_of_markup_prints_literally(command: tuple[str, ...],
                                                 markup_workload: tuple[str, Path]) -> None:
     spec, store = markup_workload
-    done = _perdollar(*(part.format(spec=spec) for part in command), store=store)
+    done = run_perdollar(*(part.format(spec=spec) for part in command), store=store, columns=400)
     assert done.returncode == 0, done.stderr[-1500:]
     assert "Traceback" not in done.stderr
     assert MARKUP_NAME in done.stdout
 
 
 def _report(store: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return _perdollar("report", "--last", "-o", str(out), *extra, store=store)
+    return run_perdollar("report", "--last", "-o", str(out), *extra, store=store, columns=400)
 
 
 def test_a_report_replaces_only_an_earlier_report(tmp_path: Path) -> None:
     store = tmp_path / "s.db"
-    assert _perdollar("recommend", "mlp", "--samples", "1e6", store=store).returncode == 0
+    assert run_perdollar("recommend", "mlp", "--samples", "1e6", store=store, columns=400).returncode == 0
     nested = tmp_path / "new" / "folder" / "r.html"
     first = _report(store, nested)
     assert first.returncode == 0 and first.stdout.startswith("Wrote") and nested.is_file()
@@ -60,15 +56,17 @@ def test_a_report_replaces_only_an_earlier_report(tmp_path: Path) -> None:
     refused = _report(store, notes)
     assert refused.returncode == 2 and notes.read_text() == "my notes"
     assert "not a perdollar report" in refused.stderr and "--force" in refused.stderr
-    refused_early = _perdollar("recommend", "mlp", "--samples", "1e6", "--report", str(notes), store=store)
+    refused_early = run_perdollar(
+        "recommend", "mlp", "--samples", "1e6", "--report", str(notes), store=store, columns=400
+    )
     assert refused_early.returncode == 2 and notes.read_text() == "my notes"
     forced = _report(store, notes, "--force")
     assert forced.returncode == 0 and notes.read_text().startswith("<!DOCTYPE html>")
 
 
 def test_a_malformed_aws_region_is_one_line_before_any_client(tmp_path: Path) -> None:
-    done = _perdollar("catalog", "refresh", "--source", "aws-api", "--region", "bad region!",
-                      store=tmp_path / "s.db")  # fmt: skip
+    done = run_perdollar("catalog", "refresh", "--source", "aws-api", "--region", "bad region!",
+                         store=tmp_path / "s.db", columns=400)  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [
         line for line in done.stderr.strip().splitlines() if line.startswith("perdollar: error:")

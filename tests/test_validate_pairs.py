@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from cli_runner import run_perdollar
 from perdollar import catalog as catalog_mod
 from perdollar.errors import PerdollarError
 from perdollar.predict.lab.fit import pair_weights
@@ -38,7 +37,6 @@ HEADER = [
     "notes",
     "file",
 ]
-PERDOLLAR = [sys.executable, "-c", "from perdollar.cli import main; main()"]
 GLOBAL, TOTAL = "global (summed over GPUs)", "total over all GPUs in system"
 
 
@@ -178,7 +176,7 @@ def test_bad_file_is_a_one_line_error(tmp_path: Path):
     bad.write_text("a,b\n1,2\n")
     with pytest.raises(PerdollarError, match="lacks the column"):
         read_published_csv(bad)
-    done = subprocess.run([*PERDOLLAR, "validate", str(bad)], capture_output=True, text=True, timeout=120)
+    done = run_perdollar("validate", str(bad))
     assert done.returncode == 2 and "Traceback" not in done.stderr
 
 
@@ -190,12 +188,7 @@ def test_target_gpu_absent_from_the_file_is_a_one_line_error(hand_csv: Path):
 @pytest.mark.slow
 def test_validate_published_dev_beats_the_naive_baselines(shared_data: Path):
     csv_path = shared_data / "measurements" / "published_dev.csv"
-    done = subprocess.run(
-        [*PERDOLLAR, "validate", str(csv_path), "--target-gpus", "T4,V100-SXM2-16GB", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_perdollar("validate", str(csv_path), "--target-gpus", "T4,V100-SXM2-16GB", "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
     for block in (result["calibrated"], result["spec_only"], result["fallback"]["calibrated"]):
