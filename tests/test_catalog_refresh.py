@@ -287,3 +287,27 @@ def test_a_candidate_at_an_outlier_price_ranks_after_the_plausible_ones_and_is_n
     assert all(i > j for i in flagged for j, e in enumerate(feasible) if "price-outlier" not in e["flags"])
     named = "flagged price-outlier are ranked after the rest, e.g. g5.xlarge on-demand"
     assert named in answer["explanation"]
+
+
+def test_refreshes_in_the_same_second_each_get_a_snapshot_of_their_own(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from perdollar.catalog.snapshot import read_snapshot
+    from perdollar.catalog.snapshot_write import write_new_snapshot
+
+    base = catalog.load()
+
+    def refresh(price: float) -> Path:
+        offers = [dataclasses.replace(base.offers[0], price_per_hour=price), *base.offers[1:]]
+        return write_new_snapshot(base, dict(base.instance_types), offers, dict(base.manifest), tmp_path,
+                                  "20261202T000000Z-gpuhunt")  # fmt: skip
+
+    with ThreadPoolExecutor(3) as pool:
+        folders = list(pool.map(refresh, (1.25, 2.5, 5.0)))
+    assert len(set(folders)) == 3
+    assert sorted(f.name for f in folders) == [
+        "20261202T000000Z-gpuhunt", "20261202T000000Z-gpuhunt-2", "20261202T000000Z-gpuhunt-3"
+    ]
+    prices = sorted(read_snapshot(f).offers[0].price_per_hour for f in folders)
+    assert prices == [1.25, 2.5, 5.0]  # none overwrote another's
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing left aside

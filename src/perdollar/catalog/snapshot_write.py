@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -100,20 +101,38 @@ def write_new_snapshot(
     name: str,
 ) -> Path:
     """Write a refreshed snapshot as ``out_root/name``: aside first, then renamed, so that a failure
-    leaves no half-written folder to be taken for the newest snapshot and the previous one intact."""
+    leaves no half-written folder to be taken for the newest snapshot and the previous one intact.
+
+    Refreshes that start in the same second share a name: each writes aside in a folder of its own
+    and takes the first free name of ``name``, ``name-2``, ``name-3``… (sorted after ``name``, so
+    the last one written is still the newest)."""
     frames = catalog_frames(base, instance_types=instance_types, offers=offers)
-    final = out_root / name
-    partial = out_root / f".{name}.partial"
+    partial: Path | None = None
     try:
         out_root.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(partial, ignore_errors=True)
+        partial = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".partial", dir=out_root))
         write_snapshot(partial, *frames, manifest)
         check_loads(partial)
-        partial.rename(final)
+        final = _publish(partial, out_root, name)
     except OSError as error:
-        shutil.rmtree(partial, ignore_errors=True)
+        if partial is not None:
+            shutil.rmtree(partial, ignore_errors=True)
         raise PerdollarError(
             f"cannot write the new catalog snapshot in {out_root} ({error.strerror or error})",
             "make that folder writable, or set PERDOLLAR_HOME to a writable folder",
         ) from None
     return final
+
+
+def _publish(partial: Path, out_root: Path, name: str) -> Path:
+    """Rename ``partial`` to the first name no other snapshot has taken (renaming onto an existing
+    folder fails rather than replaces, so two processes never take the same one)."""
+    for number in range(1, 1000):
+        final = out_root / (name if number == 1 else f"{name}-{number}")
+        try:
+            partial.rename(final)
+            return final
+        except OSError:
+            if not final.exists():
+                raise
+    raise FileExistsError(f"{name} and 999 more snapshots of that name already exist")
