@@ -104,6 +104,11 @@ def test_a_built_in_is_answered_from_the_shipped_profile_without_a_trace(
 
     monkeypatch.setattr(profiler, "_traced", no_trace)
     monkeypatch.setattr(profiler, "_CACHE", {})
-    profile = profiler.profile_workload(load_workload("vit-b16"))
-    assert profile.workload_fingerprint == load_workload("vit-b16").fingerprint
-    assert not (private_cache / profile_store.KIND).exists()  # nothing traced, nothing kept
+    workload = load_workload("vit-b16")
+    profile = profiler.profile_workload(workload)
+    assert profile == shipped.shipped_profile(workload.fingerprint)
+    # Kept in the cache too: the next process reads that one file, not the whole shipped set.
+    assert profile_store.load(workload.fingerprint) == profile
+    monkeypatch.setattr(profiler, "_CACHE", {})
+    monkeypatch.setattr(shipped, "shipped_profile", lambda fingerprint: no_trace(workload))
+    assert profiler.profile_workload(workload) == profile

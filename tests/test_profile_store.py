@@ -57,7 +57,8 @@ def test_the_second_process_reads_the_kept_profile_and_never_imports_torch(tmp_p
 def test_a_shipped_shape_is_read_without_torch_even_the_first_time(tmp_path: Path) -> None:
     first = _profile_in_child(tmp_path, "mlp")
     assert not first["torch_imported"] and first["flops"] > 0
-    assert not (tmp_path / profile_store.KIND).exists()  # nothing traced, nothing kept
+    (kept,) = (tmp_path / profile_store.KIND).glob("*.json")  # kept for the next process
+    assert json.loads(kept.read_text())["workload_fingerprint"] == first["fingerprint"]
 
 
 def test_a_kept_profile_round_trips_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -61,14 +61,15 @@ def profile_workload(workload: Workload, *, timeout_s: float | None = None) -> P
 
 
 def _reference_profile(workload: Workload) -> Profile:
-    """A built-in's profile: shipped with the package, else kept in the cache, else traced (and kept)."""
-    from perdollar.profile.shipped import shipped_profiles
+    """A built-in's profile: kept in the cache, else shipped with the package, else traced. Both of
+    the latter are kept, so the next process reads one small file (not the whole shipped set)."""
+    from perdollar.profile.shipped import shipped_profile
 
     key = workload.fingerprint
-    found = shipped_profiles().get(key) or profile_store.load(key)
-    if found is not None:
-        return found
-    profile = _traced(workload)
+    kept = profile_store.load(key)
+    if kept is not None:
+        return kept
+    profile = shipped_profile(key) or _traced(workload)
     profile_store.save(profile)
     return profile
 

@@ -28,13 +28,25 @@ SERVING_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
 @lru_cache(maxsize=1)
-def shipped_profiles() -> dict[str, Profile]:
+def _shipped_documents() -> dict[str, dict[str, object]]:
     try:
         blob = resources.files("perdollar.profile").joinpath(SHIPPED_FILE).read_bytes()
         payload = json.loads(gzip.decompress(blob))
     except (OSError, ValueError):
         return {}
-    return {key: profile_from_dict(p) for key, p in payload.items()}
+    return payload if isinstance(payload, dict) else {}
+
+
+def shipped_profile(fingerprint: str) -> Profile | None:
+    """The shipped profile of ``fingerprint``, or None (only that one is built: the file holds
+    about a hundred and fifty)."""
+    document = _shipped_documents().get(fingerprint)
+    return profile_from_dict(document) if document is not None else None
+
+
+def shipped_profiles() -> dict[str, Profile]:
+    """Every shipped profile, by fingerprint."""
+    return {key: profile_from_dict(p) for key, p in _shipped_documents().items()}
 
 
 def shipped_path() -> Path:
