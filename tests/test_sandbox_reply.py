@@ -27,7 +27,7 @@ class _Calls:
 def _hostile_calls(marker: Path) -> list[Any]:
     import os
 
-    from perdollar import files
+    from perdollar import cache
 
     source = f"open({str(marker)!r}, 'w').write('ran')"
     return [
@@ -35,7 +35,7 @@ def _hostile_calls(marker: Path) -> list[Any]:
         _Calls(eval, source),
         _Calls(os.system, f"touch {marker}"),
         _Calls(Path.write_text, marker, "ran"),
-        _Calls(files.keep_json, marker, {"ran": True}),  # perdollar's own functions are not records
+        _Calls(cache.write_json, marker, {"ran": True}),  # perdollar's own functions are not records
     ]
 
 

@@ -15,10 +15,12 @@ process the work.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -70,6 +72,22 @@ def entry_key(inputs: Mapping[str, Any], code: Iterable[str] = ()) -> str:
 
 def entry_path(kind: str, key: str, suffix: str = ".json") -> Path:
     return kind_dir(kind) / f"{key}{suffix}"
+
+
+def write_json(path: Path, document: Any) -> None:
+    """Keep ``document`` at ``path`` atomically (a concurrent reader sees the whole file or none); a
+    read-only or full disk only costs the next process the work again. A process killed midway
+    leaves a ``.tmp`` file, which no reader takes for an entry."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump(document, out)
+            os.replace(temporary, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
 
 
 def read_json(path: Path) -> Any | None:

@@ -1,15 +1,13 @@
 """Writing the files a user names, and words for the operating system's refusals to write them,
-for one-line error messages; perdollar's own caches in the data directory."""
+for one-line error messages."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import tempfile
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from perdollar.errors import PerdollarError
 
@@ -87,14 +85,3 @@ def installed_version(package: str) -> str:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return "absent"
-
-
-def keep_json(path: Path, document: Any) -> None:
-    """Write one of perdollar's own cache files atomically (a concurrent reader sees the whole file
-    or none); a read-only or full disk only costs the next process the work again."""
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(document, out)
-        os.replace(temporary, path)

@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any
 
 from perdollar import cache
-from perdollar.files import installed_version, keep_json
+from perdollar.files import installed_version
 from perdollar.profile.model import OperatorRecord
 
 _SCHEMA = 5  # 2: saved fused and eager; 3: under selective checkpointing; 4: chain traffic; 5: half weights
@@ -108,4 +108,4 @@ def load(key: str) -> dict[str, Any] | None:
 
 
 def save(key: str, fields: dict[str, Any]) -> None:
-    keep_json(cache.entry_path(KIND, key), as_document(fields))
+    cache.write_json(cache.entry_path(KIND, key), as_document(fields))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from perdollar import cache
-from perdollar.files import installed_version, keep_json
+from perdollar.files import installed_version
 from perdollar.profile.model import MemoryBreakdown, OperatorRecord, Profile
 
 _SCHEMA = 1
@@ -64,4 +64,4 @@ def load(fingerprint: str) -> Profile | None:
 
 
 def save(profile: Profile) -> None:
-    keep_json(_path(profile.workload_fingerprint), profile_to_dict(profile))
+    cache.write_json(_path(profile.workload_fingerprint), profile_to_dict(profile))

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from perdollar import cache
-from perdollar.files import installed_version, keep_json
+from perdollar.files import installed_version
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.llm.planner import PlanSearch
 from perdollar.predict.llm.stage import LLMEfficiency
@@ -59,7 +59,7 @@ class KeptSearches:
 
     def save(self) -> None:
         if self._added and self._path is not None:
-            keep_json(self._path, self._outcomes)
+            cache.write_json(self._path, self._outcomes)
             self._added = False
 
 
@@ -79,10 +79,7 @@ def kept_searches(
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}  # not kept yet, or damaged: searched again
+    document = cache.read_json(path)  # not kept yet, or damaged: searched again
     return document if isinstance(document, dict) else {}
 
 

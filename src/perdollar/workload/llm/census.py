@@ -19,7 +19,7 @@ from typing import Any
 
 from perdollar import cache
 from perdollar.errors import PerdollarWarning
-from perdollar.files import installed_version, keep_json
+from perdollar.files import installed_version
 from perdollar.workload.llm.architecture import DecoderArchitecture, language_model_config
 from perdollar.workload.llm.config_values import unread_shape_keys
 
@@ -64,7 +64,7 @@ def _load(key: str) -> dict[str, Any] | None:
 
 
 def _save(key: str, document: dict[str, Any]) -> None:
-    keep_json(cache.entry_path(KIND, key), document)
+    cache.write_json(cache.entry_path(KIND, key), document)
 
 
 def census(config_json: str) -> dict[str, Any]:
