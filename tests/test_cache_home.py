@@ -68,7 +68,22 @@ def test_the_cache_folder_is_the_platforms_unless_named(
     monkeypatch.setattr(platformdirs, "user_cache_dir", lambda *a, **k: str(tmp_path / "platform-cache"))
     assert cache.cache_dir() == tmp_path / "platform-cache"
     monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "named"))
-    assert cache.cache_dir() == tmp_path / "named" and (tmp_path / "named").is_dir()
+    assert cache.cache_dir() == tmp_path / "named"
+
+
+def test_a_cache_folder_that_cannot_be_one_answers_all_the_same_with_a_warning(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    in_the_way = tmp_path / "a-file"
+    in_the_way.write_text("not a folder\n")
+    monkeypatch.setenv(cache.CACHE_ENV, str(in_the_way))
+    monkeypatch.setattr(catalog, "_cache", {})
+    done = run_perdollar("recommend", "vit-b16", "--samples", "1e9", "--no-store", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["estimates"]
+    warned = [line for line in done.stderr.splitlines() if "is not a folder" in line]
+    assert len(warned) == 1 and warned[0].startswith("perdollar: warning:") and "Traceback" not in done.stderr
+    assert in_the_way.read_text() == "not a folder\n"
 
 
 def test_an_entry_is_named_by_version_code_and_inputs(monkeypatch: pytest.MonkeyPatch) -> None:

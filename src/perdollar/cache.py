@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import tempfile
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,21 +29,30 @@ from typing import Any
 import platformdirs
 
 import perdollar
+from perdollar.errors import PerdollarWarning
 
 CACHE_ENV = "PERDOLLAR_CACHE"
 _PACKAGE = Path(__file__).resolve().parent
 
 
 def cache_dir() -> Path:
-    """The cache folder (made if missing)."""
+    """The cache folder. Made by the first entry written into it; where it cannot be (a file is in
+    the way, no permission), nothing is kept and every question is answered all the same."""
     override = os.environ.get(CACHE_ENV)
     base = Path(override) if override else Path(platformdirs.user_cache_dir("perdollar", appauthor=False))
-    base.mkdir(parents=True, exist_ok=True)
+    if base.exists() and not base.is_dir():
+        _warn_once(f"{CACHE_ENV if override else 'the cache folder'} {base} is not a folder: nothing is kept "
+                   "between runs, so each one traces and checks again — point it at a folder")  # fmt: skip
     return base
 
 
+@functools.cache
+def _warn_once(message: str) -> None:
+    warnings.warn(PerdollarWarning(message), stacklevel=3)
+
+
 def kind_dir(kind: str) -> Path:
-    """The folder of one kind of entry (not made: a reader of a missing folder finds nothing)."""
+    """The folder of one kind of entry (not made here: a reader of a missing folder finds nothing)."""
     return cache_dir() / kind
 
 
