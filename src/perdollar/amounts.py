@@ -139,4 +139,8 @@ def data_size_bytes(text: str | None) -> float | None:
         return None
     number, prefix, binary = match.groups()
     base = 1024.0 if binary else 1000.0
-    return float(number) * base ** _BYTE_POWERS[prefix.lower()]
+    size = float(number) * base ** _BYTE_POWERS[prefix.lower()]
+    if not math.isfinite(size):  # 1e400TB: a float reads it as infinity, and an infinite bill follows
+        raise PerdollarError(f"a data size of {text.strip()} is too large to be a number of bytes",
+                             "give a size such as 20TB or 500GB")  # fmt: skip
+    return size

@@ -128,6 +128,9 @@ def recommend(
             workload, family, serving, where, language_model, batch_size, precision, shown, store, bill,
             served=(goal, data),
         )  # fmt: skip
+    for flag, given in (("--load-curve", serving.load_curve), ("--trace", serving.trace)):
+        if given is not None:  # it shapes a serving fleet's traffic over a day: a training question has none
+            raise PerdollarError(f"{flag} is for serving questions", f"add --inference, or drop {flag}")
     token_target, settings = language_model_settings(
         workload, language_model, plan_flags, tokens=target.tokens, samples=target.samples
     )

@@ -1,0 +1,39 @@
+"""An option a question cannot use is refused in one line, never silently dropped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cli_runner import run_perdollar
+from perdollar.amounts import data_size_bytes
+from perdollar.errors import PerdollarError
+
+
+@pytest.mark.parametrize("flag", ["--load-curve", "--trace"])
+def test_a_serving_traffic_file_on_a_training_question_is_refused(flag: str, tmp_path: Path) -> None:
+    traffic = tmp_path / "traffic.csv"
+    traffic.write_text("hour,requests_per_second\n0,5\n")
+    done = run_perdollar("recommend", "llama-3.1-8b", "--tokens", "2e9", flag, str(traffic), "--no-store")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr[-1500:]
+    assert len(lines) == 1 and f"{flag} is for serving questions" in lines[0] and "--inference" in lines[0]
+
+
+@pytest.mark.parametrize("text", ["1e400TB", "1e309B", "9e300PiB"])
+def test_a_data_size_too_large_for_a_number_is_refused(text: str) -> None:
+    with pytest.raises(PerdollarError, match="too large to be a number of bytes"):
+        data_size_bytes(text)
+
+
+def test_a_data_size_on_the_command_line_too_large_for_a_number_is_one_line() -> None:
+    done = run_perdollar("recommend", "vit-b16", "--samples", "1e9", "--dataset-size", "1e400TB",
+                         "--data-region", "us-east-1", "--no-store")  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "1e400TB" in lines[0], done.stderr[-1500:]
+
+
+def test_sizes_that_are_numbers_still_read() -> None:
+    assert data_size_bytes("20TB") == 2e13 and data_size_bytes("1.5TiB") == 1.5 * 2**40
+    assert data_size_bytes("1.28M") is None  # samples, not bytes
