@@ -254,3 +254,15 @@ def test_a_temporary_file_a_killed_run_left_is_pruned(snapshot: Path, home: Path
     os.utime(left, (0, 1e9))  # long ago
     kept.kept_or_read(snapshot, home)
     assert not left.exists() and fresh.exists()  # another process may still be writing this one
+
+
+def test_the_kept_folder_is_private_whatever_the_umask(snapshot: Path, home: Path) -> None:
+    previous = os.umask(0o002)  # group-writable by default, as on many desktops
+    try:
+        kept.kept_or_read(snapshot, home)
+    finally:
+        os.umask(previous)
+    assert home.stat().st_mode & 0o077 == 0
+    kept.kept_or_read(snapshot, home)  # and so it is read back, not read from the snapshot again
+    [path] = _kept_files(home)
+    assert kept._owned_by_this_user(path)

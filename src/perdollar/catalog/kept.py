@@ -228,7 +228,8 @@ def _keep(path: Path, catalog: Catalog) -> None:
     # Atomic (a concurrent reader sees the whole file or none); a read-only or full disk only
     # costs the next process the reading again.
     with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # Private: a folder others may write (a umask of 002, say) would never be read from.
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
         try:
             with os.fdopen(handle, "wb") as out:
