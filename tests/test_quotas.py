@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from cli_runner import run_perdollar
+from perdollar.catalog.purchase import capacity_flags
 from perdollar.catalog.quotas import (
     Quota,
-    capacity_flags,
     instance_family,
     over_quota_reasons,
     quota_limit,

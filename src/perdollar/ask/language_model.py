@@ -14,7 +14,7 @@ from dataclasses import replace
 import pandas as pd
 
 from perdollar.ask.inputs import Progress, quiet, stored_measurements
-from perdollar.ask.offers import billed_offers, in_market, quota_excluded, training_bill_notes
+from perdollar.ask.offers import billed_offers, in_market, left_out_notes, quota_excluded, training_bill_notes
 from perdollar.ask.training import check_question
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
@@ -159,7 +159,8 @@ def answer_language_model(
         catalog_snapshot_id=str(catalog.snapshot_id),
         notes=(describe_assumptions(assumptions), describe_bill(placement), counts_note, planner_note)
         + ((calibration.note,) if calibration.note else ())
-        + training_bill_notes(question, every_market, selection.ranked),
+        + training_bill_notes(question, every_market, selection.ranked)
+        + left_out_notes(every_market, question),
     )
     alone = one_gpu_sentence(priced, workload)
     if not alone:

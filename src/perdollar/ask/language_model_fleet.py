@@ -18,6 +18,7 @@ from perdollar.ask.language_model_serving import FORMATS, _foreign_stacks_exclud
 from perdollar.catalog import Catalog
 from perdollar.catalog.filters import allowed_offers
 from perdollar.catalog.model import DEFAULT_INSTANCE_START_S
+from perdollar.catalog.purchase import unranked_reasons
 from perdollar.errors import NothingFeasibleError
 from perdollar.predict.llm_serving.engines import engine_note, serving_engine
 from perdollar.predict.llm_serving.fleet import (
@@ -98,6 +99,7 @@ def _options(
         catalog.offers_frame(), clouds=question.clouds, regions=question.regions, market=question.market,
         priced_only=True,
     )  # fmt: skip
+    offers = offers[unranked_reasons(offers) == ""]
 
     def scale_up(row: pd.Series) -> float:
         shape = GroupShape(tensor_parallel=int(row["tensor_parallel"]))

@@ -10,7 +10,14 @@ import numpy as np
 import pandas as pd
 
 from perdollar.ask.inputs import Progress, quiet
-from perdollar.ask.offers import bill_notes, billed_offers, in_market, quota_excluded, same_machine
+from perdollar.ask.offers import (
+    bill_notes,
+    billed_offers,
+    in_market,
+    left_out_notes,
+    quota_excluded,
+    same_machine,
+)
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
@@ -30,6 +37,7 @@ from perdollar.price.serving import ranked, spot_extra_instances
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select.llm_serving import explain_llm_serving, llm_deployment_estimates
 from perdollar.select.model import Recommendation
+from perdollar.select.ranking import with_price_sentences
 from perdollar.workload.llm import load_llm_workload
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
@@ -127,14 +135,16 @@ def answer_language_model_serving(
         frame = ranked(frame, *RANKED_BY.get(question.objective, RANKED_BY[""]))
     label = slo_label(settings)
     estimates = llm_deployment_estimates(frame, rps, label)
+    created_at = pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds")
+    explanation = explain_llm_serving(frame, rps, label, by_carbon=question.objective == "carbon")
     recommendation = Recommendation(
         question=question,
         estimates=estimates,
         pareto=tuple(range(min(sum(1 for e in estimates if e.feasible), 1))),
-        explanation=explain_llm_serving(frame, rps, label, by_carbon=question.objective == "carbon"),
+        explanation=with_price_sentences(explanation, estimates, created_at),
         catalog_captured_at=str(catalog.captured_at),
         catalog_snapshot_id=str(catalog.snapshot_id),
-        created_at=pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
+        created_at=created_at,
         notes=(
             f"{input_tokens} tokens in, {output_tokens} out per request; replicas loaded to at most 90% "
             "of their ceiling; continuous batching (prefill and decode in one iteration)",
@@ -143,6 +153,7 @@ def answer_language_model_serving(
             *([calibration.describe(workload.name)] if calibration and _moves(calibration, settings) else []),
             *refused,
             *_bill_notes(question, every_market, frame),
+            *left_out_notes(every_market, question),
             describe_serving_bill(placement),
         ),
         sample_unit="output tokens",

@@ -12,7 +12,8 @@ from perdollar.catalog import Catalog
 from perdollar.catalog.committed import with_committed
 from perdollar.catalog.filters import allowed_offers
 from perdollar.catalog.managed import managed_offers
-from perdollar.catalog.quotas import over_quota_reasons, read_quotas, with_capacity_flags
+from perdollar.catalog.purchase import unranked_reasons, with_capacity_flags
+from perdollar.catalog.quotas import over_quota_reasons, read_quotas
 from perdollar.errors import PerdollarError
 from perdollar.price.committed import bill_over_horizon, horizon_note, market_comparison
 from perdollar.question import Question
@@ -71,7 +72,25 @@ def billed_offers(
 
 
 def in_market(offers: pd.DataFrame, question: Question) -> pd.DataFrame:
-    return allowed_offers(offers, market=question.market)
+    """The offers the question's market may rank: in that market, sold in it, at a standard price."""
+    chosen = allowed_offers(offers, market=question.market)
+    return chosen[unranked_reasons(chosen) == ""]
+
+
+def left_out_notes(offers: pd.DataFrame, question: Question) -> tuple[str, ...]:
+    """One line per reason the question's market left offers out, naming a few machines of each."""
+    chosen = allowed_offers(offers, market=question.market)
+    if chosen.empty:
+        return ()
+    reasons = unranked_reasons(chosen)
+    notes = []
+    for reason in dict.fromkeys(r for r in reasons if r):
+        rows = chosen[reasons == reason]
+        keys = zip(rows["cloud"], rows["instance_type"], rows["market"], strict=True)
+        machines = list(dict.fromkeys(f"{c} {i} {m}" for c, i, m in keys))
+        named = ", ".join(machines[:3]) + (f" and {len(machines) - 3} more" if len(machines) > 3 else "")
+        notes.append(f"not ranked: {len(rows):,} offer(s) ({named}): {reason}")
+    return tuple(notes)
 
 
 def question_offers(

@@ -13,7 +13,14 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from perdollar.ask.inputs import Progress, quiet
-from perdollar.ask.offers import check_market, market_names, question_offers, quota_excluded
+from perdollar.ask.offers import (
+    billed_offers,
+    check_market,
+    in_market,
+    left_out_notes,
+    market_names,
+    quota_excluded,
+)
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
@@ -30,6 +37,7 @@ from perdollar.profile import profile_workload
 from perdollar.profile.profiler import profile_workloads
 from perdollar.question import Question
 from perdollar.select.model import Recommendation
+from perdollar.select.ranking import with_price_sentences
 from perdollar.select.serving import deployment_estimates, explain_serving, serving_mode_hint
 from perdollar.vocabulary import MARKETS
 from perdollar.workload import Workload
@@ -74,7 +82,8 @@ def answer_serving(
     question = replace(
         question, workload_fingerprint=workload.fingerprint, workload_label=workload.name, kind="inference"
     )
-    offers = question_offers(question, catalog, use="inference", priced_only=True)
+    every_market = billed_offers(question, catalog, use="inference", priced_only=True)
+    offers = in_market(every_market, question)
     keys = sorted({str(k) for k in offers["accelerator_key"].dropna().unique() if k})
     batches = list(target.batch_sizes())
     progress(f"profiling the forward pass at batch sizes {', '.join(map(str, batches))}")
@@ -96,17 +105,19 @@ def answer_serving(
     hint = serving_mode_hint(target.qps, min(target.slo_ms.values()), payload_bytes)
     estimates = deployment_estimates(frame, target)
     feasible_count = sum(1 for e in estimates if e.feasible)
+    created_at = pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds")
     recommendation = Recommendation(
         question=question,
         estimates=estimates,
         pareto=tuple(range(min(feasible_count, 1))),
-        explanation=explain_serving(frame, target, hint),
+        explanation=with_price_sentences(explain_serving(frame, target, hint), estimates, created_at),
         catalog_captured_at=str(catalog.captured_at),
         catalog_snapshot_id=str(catalog.snapshot_id),
-        created_at=pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds"),
+        created_at=created_at,
         notes=(
             f"queueing: closed-form M/D/1 with dynamic batching, sized for {target.headroom:g}× the rate",
             f"serving mode: {hint[0]}",
+            *left_out_notes(every_market, question),
         ),
         sample_unit="requests",
     )

@@ -17,6 +17,7 @@ from perdollar.ask.offers import (
     billed_offers,
     check_market,
     in_market,
+    left_out_notes,
     question_offers,
     quota_excluded,
     training_bill_notes,
@@ -135,6 +136,7 @@ def answer_training(question: Question, inputs: Inputs, progress: Progress = qui
             describe_bill(data_placement(question.data, inputs.catalog, _state_bytes(inputs))),
             counts,
             *training_bill_notes(question, every_market, selection.ranked),
+            *left_out_notes(every_market, question),
         ),
     )
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from perdollar.catalog.committed import bundled_terms
 from perdollar.catalog.managed import bundled_rates
 from perdollar.catalog.price_age import is_stale, price_age_days
-from perdollar.catalog.quotas import capacity_constraints
+from perdollar.catalog.purchase import capacity_constraints
 
 
 @dataclass(frozen=True, slots=True)

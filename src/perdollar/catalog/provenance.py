@@ -8,6 +8,7 @@ from __future__ import annotations
 from perdollar.catalog.committed import COMMITTED_FLAG, COMMITTED_FLAG_MEANING
 from perdollar.catalog.managed import MANAGED_FLAG, MANAGED_FLAG_MEANING
 from perdollar.catalog.price_outliers import PRICE_OUTLIER_FLAG, PRICE_OUTLIER_MEANING
+from perdollar.catalog.purchase import NONSTANDARD_SKU_FLAG
 
 # Data dates of the offline sources (from the data folder's README).
 AWS_GPU_PRICE_DATE = "2025-11-30"  # instances.vantage.sh dump (tsaol/aws-gpu)
@@ -37,7 +38,9 @@ FLAG_MEANINGS = {
         "The source row had no accelerator; count filled in from the Azure size documentation "
         "(SkyPilot fetch_azure.py AZURE_MISSING_GPU_COUNT)."
     ),
-    "gcp-host-vm-price-missing": "GCP host VM price missing (0) in the source; price is the GPUs only.",
+    "gcp-host-vm-price-missing": (
+        "GCP host VM price missing (0) in the source; price is the GPUs only. Not ranked."
+    ),
     "source-mislabels-trainium-as-inferentia": (
         "The source labels this GPU_model 'AWS Inferentia'; it is Trainium."
     ),
@@ -66,8 +69,20 @@ REFRESH_FLAG_MEANINGS = {
         "the on-demand price may not be obtainable (capacity_constraints.csv)."
     ),
     "reservation-needed": (
-        "GCP offers this machine through reservations or Dynamic Workload Scheduler rather than on demand "
+        "GCP offers this machine through reservations or Dynamic Workload Scheduler rather than on demand; "
+        "no on-demand or committed answer ranks it (capacity_constraints.csv)."
+    ),
+    "spot-or-flex-start-only": (
+        "GCP sells this machine only as Spot or Flex-start VMs; no on-demand or committed answer ranks it "
         "(capacity_constraints.csv)."
+    ),
+    "reservation-only": (
+        "GCP sells this machine only through future reservations; no answer ranks it "
+        "(capacity_constraints.csv)."
+    ),
+    NONSTANDARD_SKU_FLAG: (
+        "One of the machine's flagged GCP prices below the gap to its other regions' prices: the source "
+        "matched a discounted GPU SKU (Flex-start/DWS), not the standard rate. Not ranked."
     ),
 }
 

@@ -1,4 +1,4 @@
-"""GPU quotas per cloud, region and instance family, and the known capacity constraints.
+"""GPU quotas per cloud, region and instance family.
 
 A quotas file is a CSV ``cloud,region,family,gpus``: ``region`` ``*`` means every region and
 ``family`` is the cloud's own name for it (``p5``, ``a3``, ``NDv5``; shell patterns such as
@@ -10,12 +10,10 @@ smallest quota applies.
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import fnmatch
 import math
 import re
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 import pandas as pd
@@ -23,7 +21,6 @@ import pandas as pd
 from perdollar.errors import PerdollarError
 
 QUOTA_COLUMNS = ("cloud", "region", "family", "gpus")
-CAPACITY_FILE = Path(__file__).with_name("capacity_constraints.csv")
 _AZURE_SERIES = re.compile(r"^(?:standard_)?([a-z]+)\d*[a-z]*(?:_[a-z0-9]+)*?(?:_(v\d+))?$", re.IGNORECASE)
 
 
@@ -136,53 +133,3 @@ def over_quota_reasons(
         where = "every region" if quota.region == "*" else str(region)
         reasons.append(f"needs {gpus_text}; the {family} quota in {where} is {quota.gpus:g} (--quotas)")
     return reasons
-
-
-@dataclass(frozen=True, slots=True)
-class CapacityConstraint:
-    cloud: str
-    instance_pattern: str
-    flag: str
-    meaning: str
-    source: str
-    as_of: dt.date
-
-
-@cache
-def capacity_constraints(path: Path = CAPACITY_FILE) -> tuple[CapacityConstraint, ...]:
-    with path.open(newline="") as handle:
-        return tuple(
-            CapacityConstraint(
-                cloud=row["cloud"],
-                instance_pattern=row["instance_pattern"].lower(),
-                flag=row["flag"],
-                meaning=row["meaning"],
-                source=row["source"],
-                as_of=dt.date.fromisoformat(row["as_of"]),
-            )
-            for row in csv.DictReader(handle)
-        )
-
-
-def capacity_flags(cloud: str, instance_type: str) -> tuple[str, ...]:
-    """The known capacity constraints of a machine (offered only as blocks or reservations)."""
-    return tuple(
-        c.flag
-        for c in capacity_constraints()
-        if c.cloud == cloud.lower() and fnmatch.fnmatch(instance_type.lower(), c.instance_pattern)
-    )
-
-
-def with_capacity_flags(offers: pd.DataFrame) -> pd.DataFrame:
-    """``offers`` with each known capacity constraint added to its row's flags."""
-    machines = offers[["cloud", "instance_type"]].drop_duplicates().itertuples(index=False)
-    pairs = {(c, i): capacity_flags(str(c), str(i)) for c, i in machines}
-    if not any(pairs.values()):
-        return offers
-    out = offers.copy()
-    columns = (out[c].to_numpy(dtype=object) for c in ("flags", "cloud", "instance_type"))
-    out["flags"] = [
-        (*(f if isinstance(f, tuple | list) else ()), *pairs[(c, i)])
-        for f, c, i in zip(*columns, strict=True)
-    ]
-    return out

@@ -26,6 +26,7 @@ from perdollar.catalog.csv_rows import REBUILD_FIX, Rows, choice_cell, number_ce
 from perdollar.catalog.model import Accelerator, InstanceType, Offer
 from perdollar.catalog.names import parse_instance_name
 from perdollar.catalog.price_outliers import with_outlier_flags
+from perdollar.catalog.standard_prices import with_standard_price_flags
 from perdollar.errors import PerdollarError
 from perdollar.vocabulary import MARKETS
 
@@ -279,6 +280,7 @@ def read_snapshot(folder: Path) -> Catalog:
     aliases = _read_aliases(folder, accelerators)
     instance_types = _read_instance_types(folder, accelerators)
     offers = with_outlier_flags(_read_offers(folder, instance_types), instance_types)
+    offers = with_standard_price_flags(offers)
     captured_at = str(manifest.get("captured_at") or max((o.captured_at for o in offers), default="")).strip()
     return Catalog(
         accelerators=accelerators,

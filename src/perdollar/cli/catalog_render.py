@@ -104,6 +104,9 @@ FLAG_MARKS = {
     "priced-as-managed-service": "managed",
     "capacity-blocks-only": "blocks-only",
     "reservation-needed": "reservation",
+    "spot-or-flex-start-only": "spot/flex-only",
+    "reservation-only": "reservation-only",
+    "gcp-nonstandard-sku-price": "not-standard-price",
 }
 
 

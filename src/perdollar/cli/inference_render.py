@@ -3,12 +3,14 @@ steps and ranked deployments."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import datetime as dt
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
+from perdollar.catalog.price_age import is_stale, price_age_days
 from perdollar.fmt import format_money
 from perdollar.price.model import Estimate, ServingFigures
 
@@ -98,8 +100,10 @@ def deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[str, A
     return rows
 
 
-def where_it_runs(estimate: Estimate) -> dict[str, Any]:
-    """The columns that name a deployment's machine, shared by every serving table's rows."""
+def where_it_runs(estimate: Estimate, on: str | dt.date | None = None) -> dict[str, Any]:
+    """The columns that name a deployment's machine and date its price, shared by every serving
+    table's rows; ``on`` (default today) is the day the price's age is counted to."""
+    day = on or dt.date.today()
     return {
         "label": estimate.label,
         "cloud": estimate.cloud,
@@ -107,7 +111,17 @@ def where_it_runs(estimate: Estimate) -> dict[str, Any]:
         "region": estimate.region,
         "market": estimate.market,
         "accelerator_key": estimate.accelerator,
+        "price_captured_at": estimate.captured_at[:10] or None,
+        "price_age_days": price_age_days(estimate.captured_at, day),
+        "price_stale": is_stale(estimate.captured_at, day),
     }
+
+
+def price_cell(row: dict[str, Any], money: Callable[[float], str] = format_money) -> str:
+    """A deployment's $/h over its price's date (marked stale when it is)."""
+    date = row.get("price_captured_at")
+    dated = f"\n{date}{' stale' if row.get('price_stale') else ''}" if date else ""
+    return f"{money(row['deployment_price_per_hour'])}{dated}"
 
 
 def excluded_rows(estimates: Sequence[Estimate]) -> list[dict[str, Any]]:
@@ -136,7 +150,7 @@ def deployment_table(rows: list[dict[str, Any]], label: str, qps: float) -> Tabl
         "wait ms",
         "P ms (band)",
         "req/s per replica",
-        "$/h",
+        "$/h\nprice of",
         "$/M req (band)",
         "basis",
     ):
@@ -157,7 +171,7 @@ def deployment_table(rows: list[dict[str, Any]], label: str, qps: float) -> Tabl
             f"{row['max_wait_ms']:.2g}",
             f"{format_ms(row['latency_ms'])} ({format_ms(row['latency_high_ms'])})",
             f"{row['capacity_per_replica']:,.0f}",
-            format_money(row["deployment_price_per_hour"]),
+            price_cell(row),
             f"{row['usd_per_million_requests']:.3g} ({row['usd_per_million_requests_high']:.3g})",
             row["basis"],
         )

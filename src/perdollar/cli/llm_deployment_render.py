@@ -8,7 +8,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from perdollar.cli.inference_render import where_it_runs
+from perdollar.cli.inference_render import price_cell, where_it_runs
 from perdollar.price.model import Estimate, ServingFigures
 
 
@@ -80,7 +80,7 @@ def llm_deployment_table(
         ("TP × format (engine)", "left"),
         ("replicas (inst.)", "right"),
         ("TTFT / TPOT p99 ms", "right"),
-        ("$/h", "right"),
+        ("$/h\nprice of", "right"),
         ("$/M out tok", "right"),
         ("$/M tok", "right"),
         *bill_columns,
@@ -97,7 +97,7 @@ def llm_deployment_table(
             f"TP{row['tensor_parallel']} × {row['precision']} ({row['engine']}, KV {row['kv_precision']})",
             f"{row['replicas']} ({machines})",
             f"{row['ttft_p99_ms']:.0f} / {row['tpot_p99_ms']:.1f}",
-            f"${row['deployment_price_per_hour']:,.2f}",
+            price_cell(row, lambda usd: f"${usd:,.2f}"),
             f"${row['usd_per_million_output_tokens']:.3g}",
             f"${row['usd_per_million_tokens']:.3g}",
             *_bill_cells(row, pulled),

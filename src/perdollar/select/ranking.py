@@ -16,6 +16,7 @@ import pandas as pd
 from perdollar.catalog.price_age import age_sentence
 from perdollar.catalog.price_outliers import OUTLIER_SENTENCE, PRICE_OUTLIER_FLAG
 from perdollar.price.frame import target_of
+from perdollar.price.model import Estimate
 from perdollar.price.serving import plausibly_priced
 from perdollar.question import Question
 from perdollar.select import constraints as cand
@@ -240,12 +241,7 @@ def build_recommendation(
         selection.excluded, target, reasons=selection.excluded["excluded_text"].tolist()
     )
     created_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    explanation = selection.explanation
-    if feasible and feasible[0].captured_at:
-        # A snapshot mixes prices of different ages: say how old the top choice's is.
-        explanation = f"{explanation}\n{age_sentence(feasible[0].captured_at, created_at)}".strip()
-    if feasible and PRICE_OUTLIER_FLAG in feasible[0].flags:
-        explanation = f"{explanation}\n{OUTLIER_SENTENCE}"
+    explanation = with_price_sentences(selection.explanation, feasible, created_at)
     return Recommendation(
         question=question,
         estimates=tuple(feasible) + tuple(excluded),
@@ -258,3 +254,14 @@ def build_recommendation(
         notes=notes,
         sample_unit=selection.sample_unit,
     )
+
+
+def with_price_sentences(explanation: str, ranked: Sequence[Estimate], created_at: str) -> str:
+    """``explanation`` with how old the top choice's price is and, where it is, that it is an
+    outlier: a snapshot mixes prices of different ages, so every answer dates its top price."""
+    feasible = [e for e in ranked if e.feasible]
+    if feasible and feasible[0].captured_at:
+        explanation = f"{explanation}\n{age_sentence(feasible[0].captured_at, created_at)}".strip()
+    if feasible and PRICE_OUTLIER_FLAG in feasible[0].flags:
+        explanation = f"{explanation}\n{OUTLIER_SENTENCE}"
+    return explanation
