@@ -3,6 +3,7 @@ rate, and every serving answer dates the prices it ranks on."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -12,8 +13,11 @@ import pytest
 
 from cli_runner import run_perdollar
 from perdollar import catalog as catalog_module
+from perdollar.catalog.model import Offer
+from perdollar.catalog.price_outliers import SPOT_BELOW_PEERS_FLAG, spot_below_peers
 from perdollar.catalog.purchase import NONSTANDARD_SKU_FLAG, not_sold_reason, unranked_reasons
 from perdollar.catalog.standard_prices import SKU_GAP, _below_the_gap
+from perdollar.price.serving import plausibly_priced
 
 # Published on-demand list prices in us-central1, USD per machine-hour: GCP's "VM instance pricing"
 # page (accelerator-optimized: A2, A3, G2) and "Cloud TPU pricing" page (per chip-hour × chips).
@@ -83,13 +87,14 @@ def test_the_standard_rate_survives_in_the_regions_that_carry_it(offers: pd.Data
 def _serving_answer(*extra: str) -> dict:
     result = run_perdollar(
         "recommend", "llama-3.1-8b", "--inference", "--rps", "20", "--input-tokens", "1000",
-        "--output-tokens", "300", "--ttft-p99-ms", "500", "--tpot-p99-ms", "50", "--json", "--no-store", *extra,
+        "--output-tokens", "300", "--ttft-p99-ms", "500", "--tpot-p99-ms", "50", "--json", "--no-store",
+        *extra,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 
-def test_an_on_demand_serving_answer_ranks_only_what_is_sold_on_demand_and_dates_it(offers: pd.DataFrame) -> None:
+def test_an_on_demand_serving_answer_ranks_only_what_is_sold_so_and_dates_it(offers: pd.DataFrame) -> None:
     answer = _serving_answer("--market", "on-demand", "--cloud", "gcp")
     deployments = answer["deployments"]
     assert deployments
@@ -141,3 +146,26 @@ def test_a_training_answer_on_demand_leaves_out_what_gcp_sells_only_as_spot() ->
     names = np.array([row["instance_type"] for row in rows])
     assert not np.isin(names, ["a3-highgpu-1g", "a3-highgpu-2g", "a3-highgpu-4g", "a4-highgpu-8g"]).any()
     assert any(n.startswith("not ranked:") for n in answer["notes"])
+
+
+def _spot(region: str, price: float) -> Offer:
+    return Offer("aws", "p5.48xlarge", region, "spot", price, dt.date(2025, 11, 30))
+
+
+def test_a_spot_price_far_below_its_regions_is_marked_and_ranked_after_the_rest() -> None:
+    offers = [_spot("us-east-1", 16.0), _spot("us-west-2", 15.0), _spot("eu-west-1", 17.0),
+              _spot("eu-north-1", 7.3), _spot("ap-south-1", 16.5)]  # fmt: skip
+    assert spot_below_peers(offers) == {3}
+    # Fewer regions than a group needs say nothing about the market's usual price.
+    assert spot_below_peers(offers[2:]) == set()
+    flagged = pd.DataFrame({"flags": [(), (SPOT_BELOW_PEERS_FLAG,), ("price-outlier",)]})
+    assert plausibly_priced(flagged).tolist() == [True, False, False]
+
+
+def test_the_bundled_tpu_v6e_spot_capture_in_us_central1_is_marked(offers: pd.DataFrame) -> None:
+    tpu = offers[offers["instance_type"] == "tpu-v6e-8"]
+    row = tpu[(tpu["region"] == "us-central1") & (tpu["market"] == "spot")]
+    assert SPOT_BELOW_PEERS_FLAG in row["flags"].iloc[0]
+    spot = offers[(offers["market"] == "spot") & (offers["price_per_hour"] > 0)]
+    share = spot["flags"].map(lambda flags: SPOT_BELOW_PEERS_FLAG in flags).mean()
+    assert 0 < share < 0.1  # the exception, not the market

@@ -10,6 +10,11 @@ the catalog itself:
   across every region and size: more than ``FAMILY_FACTOR`` times (sizes differ in host CPUs and
   memory, so the family's range is wider than a machine's);
 * a spot price above the same machine's on-demand price in the same region (spot is a discount).
+
+A spot price less than half the same machine's median spot price across regions is marked
+:data:`SPOT_BELOW_PEERS_FLAG`: one zone's capture, at the cheapest zone, can sit far below what
+the market usually asks (p5.48xlarge spot in eu-north-1 at 0.45× its regions' median, TPU v6e in
+us-central1 at 0.40×), and ranking on it promises a price few runs will see.
 """
 
 from __future__ import annotations
@@ -28,9 +33,19 @@ PRICE_OUTLIER_MEANING = (
 )
 # Said under a recommendation whose top choice carries the flag, as a stale price's age is.
 OUTLIER_SENTENCE = (
-    "Its price is flagged price-outlier: far outside the same machine's or accelerator's prices elsewhere "
-    "(`perdollar catalog flags`); confirm it with the provider before relying on this choice."
+    "Its price is flagged price-outlier or spot-far-below-peers: far outside the same machine's or "
+    "accelerator's prices elsewhere (`perdollar catalog flags`); confirm it with the provider before "
+    "relying on this choice."
 )
+SPOT_BELOW_PEERS_FLAG = "spot-far-below-peers"
+SPOT_BELOW_PEERS_MEANING = (
+    "The spot price is less than half the same machine's median spot price across regions: one capture "
+    "at the cheapest zone, rarely what a run pays. Ranked after the other prices; confirm it before relying "
+    "on it."
+)
+# Flags whose prices every answer ranks after the plausible ones.
+IMPLAUSIBLE_PRICE_FLAGS = (PRICE_OUTLIER_FLAG, SPOT_BELOW_PEERS_FLAG)
+SPOT_PEER_FACTOR = 2.0
 OUTLIER_FACTOR = 3.0
 FAMILY_FACTOR = 10.0
 MIN_GROUP = 4  # fewer prices than this say nothing about a family's range
@@ -81,19 +96,43 @@ def price_outliers(
     return flagged
 
 
+def spot_below_peers(offers: Iterable[Offer]) -> set[int]:
+    """Positions (in ``offers``) of the spot prices far below the same machine's other regions'."""
+    listed = list(offers)
+    medians = _medians(((o.cloud, o.instance_type), o.price_per_hour) for o in listed
+                       if o.market == "spot" and o.price_per_hour > 0)  # fmt: skip
+    return {
+        index
+        for index, offer in enumerate(listed)
+        if offer.market == "spot"
+        and 0 < offer.price_per_hour * SPOT_PEER_FACTOR < medians.get((offer.cloud, offer.instance_type), 0.0)
+    }
+
+
 def with_outlier_flags(
     offers: Iterable[Offer], instance_types: Mapping[tuple[str, str], InstanceType]
 ) -> list[Offer]:
-    """``offers`` with :data:`PRICE_OUTLIER_FLAG` on exactly those :func:`price_outliers` finds
-    (recomputed on every load: a flag written into an older snapshot is not kept blindly)."""
+    """``offers`` with :data:`PRICE_OUTLIER_FLAG` on exactly those :func:`price_outliers` finds and
+    :data:`SPOT_BELOW_PEERS_FLAG` on those :func:`spot_below_peers` finds (recomputed on every
+    load: a flag written into an older snapshot is not kept blindly)."""
     cleaned = [
-        dataclasses.replace(o, flags=tuple(f for f in o.flags if f != PRICE_OUTLIER_FLAG))
-        if PRICE_OUTLIER_FLAG in o.flags
+        dataclasses.replace(o, flags=tuple(f for f in o.flags if f not in IMPLAUSIBLE_PRICE_FLAGS))
+        if any(f in IMPLAUSIBLE_PRICE_FLAGS for f in o.flags)
         else o
         for o in offers
     ]
-    flagged = price_outliers(cleaned, instance_types)
+    outliers = price_outliers(cleaned, instance_types)
+    below = spot_below_peers(cleaned)
     return [
-        dataclasses.replace(o, flags=(*o.flags, PRICE_OUTLIER_FLAG)) if i in flagged else o
+        dataclasses.replace(
+            o,
+            flags=(
+                *o.flags,
+                *((PRICE_OUTLIER_FLAG,) if i in outliers else ()),
+                *((SPOT_BELOW_PEERS_FLAG,) if i in below else ()),
+            ),
+        )
+        if i in outliers or i in below
+        else o
         for i, o in enumerate(cleaned)
     ]

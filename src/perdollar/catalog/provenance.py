@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from perdollar.catalog.committed import COMMITTED_FLAG, COMMITTED_FLAG_MEANING
 from perdollar.catalog.managed import MANAGED_FLAG, MANAGED_FLAG_MEANING
-from perdollar.catalog.price_outliers import PRICE_OUTLIER_FLAG, PRICE_OUTLIER_MEANING
+from perdollar.catalog.price_outliers import (
+    PRICE_OUTLIER_FLAG,
+    PRICE_OUTLIER_MEANING,
+    SPOT_BELOW_PEERS_FLAG,
+    SPOT_BELOW_PEERS_MEANING,
+)
 from perdollar.catalog.purchase import NONSTANDARD_SKU_FLAG
 
 # Data dates of the offline sources (from the data folder's README).
@@ -61,6 +66,7 @@ REFRESH_FLAG_MEANINGS = {
         "Spot Advisor bucket carried over from the previous snapshot (no API for it)."
     ),
     PRICE_OUTLIER_FLAG: PRICE_OUTLIER_MEANING,
+    SPOT_BELOW_PEERS_FLAG: SPOT_BELOW_PEERS_MEANING,
     # Derived when a question asks for them (see `perdollar catalog terms` for every dated row).
     COMMITTED_FLAG: COMMITTED_FLAG_MEANING,
     MANAGED_FLAG: MANAGED_FLAG_MEANING,

@@ -107,6 +107,7 @@ FLAG_MARKS = {
     "spot-or-flex-start-only": "spot/flex-only",
     "reservation-only": "reservation-only",
     "gcp-nonstandard-sku-price": "not-standard-price",
+    "spot-far-below-peers": "spot≪peers",
 }
 
 

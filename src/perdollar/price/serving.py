@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perdollar.catalog.price_outliers import PRICE_OUTLIER_FLAG
+from perdollar.catalog.price_outliers import IMPLAUSIBLE_PRICE_FLAGS
 from perdollar.frames import map_distinct
 from perdollar.predict.serving.plans import CPU_KEY, AcceleratorPlan, ServingTarget
 from perdollar.price.spot import bucket_fractions
@@ -120,13 +120,15 @@ def billed(
 
 
 def plausibly_priced(frame: pd.DataFrame) -> pd.Series:
-    """True for each row whose price is not flagged implausible (``price-outlier``)."""
+    """True for each row whose price is not flagged implausible (``price-outlier``,
+    ``spot-far-below-peers``)."""
     if "flags" not in frame:
         return pd.Series(True, index=frame.index)
     # Flags are a tuple or a ";"-joined string.
+    implausible = set(IMPLAUSIBLE_PRICE_FLAGS)
     plausible = map_distinct(
         frame["flags"],
-        lambda key: PRICE_OUTLIER_FLAG not in (key if isinstance(key, tuple) else str(key or "").split(";")),
+        lambda key: not implausible & set(key if isinstance(key, tuple) else str(key or "").split(";")),
     )
     return pd.Series(plausible, index=frame.index, dtype=bool)
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.catalog.price_age import age_sentence
-from perdollar.catalog.price_outliers import OUTLIER_SENTENCE, PRICE_OUTLIER_FLAG
+from perdollar.catalog.price_outliers import IMPLAUSIBLE_PRICE_FLAGS, OUTLIER_SENTENCE
 from perdollar.price.frame import target_of
 from perdollar.price.model import Estimate
 from perdollar.price.serving import plausibly_priced
@@ -125,8 +125,9 @@ def _outliers_sentence(explanation: str, ranked_all: pd.DataFrame) -> str:
     first = ranked_all.iloc[int(np.flatnonzero(flagged)[0])]
     where = f"{first['cloud']} {first['region']}" if "region" in ranked_all else str(first["cloud"])
     return (
-        f"{explanation}\n{int(flagged.sum())} candidate(s) at prices flagged {PRICE_OUTLIER_FLAG} are ranked "
-        f"after the rest, e.g. {first['instance_type']} {first['market']} ({where}) "
+        f"{explanation}\n{int(flagged.sum())} candidate(s) at prices flagged "
+        f"{' or '.join(IMPLAUSIBLE_PRICE_FLAGS)} are ranked after the rest, "
+        f"e.g. {first['instance_type']} {first['market']} ({where}) "
         "(`perdollar catalog flags`); confirm such a price with the provider before choosing it."
     ).strip()
 
@@ -262,6 +263,6 @@ def with_price_sentences(explanation: str, ranked: Sequence[Estimate], created_a
     feasible = [e for e in ranked if e.feasible]
     if feasible and feasible[0].captured_at:
         explanation = f"{explanation}\n{age_sentence(feasible[0].captured_at, created_at)}".strip()
-    if feasible and PRICE_OUTLIER_FLAG in feasible[0].flags:
+    if feasible and set(IMPLAUSIBLE_PRICE_FLAGS) & set(feasible[0].flags):
         explanation = f"{explanation}\n{OUTLIER_SENTENCE}"
     return explanation
