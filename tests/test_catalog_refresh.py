@@ -285,7 +285,9 @@ def test_a_candidate_at_an_outlier_price_ranks_after_the_plausible_ones_and_is_n
     assert "g5.xlarge " not in feasible[0]["label"] and "price-outlier" not in feasible[0]["flags"]
     flagged = [i for i, e in enumerate(feasible) if "price-outlier" in e["flags"]]
     assert all(i > j for i in flagged for j, e in enumerate(feasible) if "price-outlier" not in e["flags"])
-    named = "flagged price-outlier or spot-far-below-peers are ranked after the rest, e.g. g5.xlarge on-demand"
+    named = (
+        "flagged price-outlier or spot-far-below-peers are ranked after the rest, e.g. g5.xlarge on-demand"
+    )
     assert named in answer["explanation"]
 
 

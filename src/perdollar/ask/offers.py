@@ -11,7 +11,7 @@ import pandas as pd
 from perdollar.catalog import Catalog
 from perdollar.catalog.committed import with_committed
 from perdollar.catalog.filters import allowed_offers
-from perdollar.catalog.managed import managed_offers
+from perdollar.catalog.managed import has_managed_spot, managed_offers
 from perdollar.catalog.purchase import unranked_reasons, with_capacity_flags
 from perdollar.catalog.quotas import over_quota_reasons, read_quotas
 from perdollar.errors import PerdollarError
@@ -59,10 +59,13 @@ def billed_offers(
             f"--horizon {bill.horizon_months:g} is not a length of time", "give months, e.g. 12"
         )
     if bill.service:
-        if set(market_names(question.market)) - {"any", "on-demand"}:
+        sold = {"any", "on-demand", *(("spot",) if has_managed_spot(bill.service, use) else ())}
+        if set(market_names(question.market)) - sold:
+            markets = " and ".join(sorted(sold - {"any"}))
             raise PerdollarError(
-                f"--service {bill.service} bills on demand only; --market {question.market} does not apply",
-                "leave --market out (or give --market on-demand) with --service",
+                f"--service {bill.service} bills {markets} only for {use}; --market {question.market} "
+                "does not apply",
+                f"leave --market out (or give --market {' or '.join(sorted(sold - {'any'}))}) with --service",
             )
         offers = managed_offers(offers, bill.service, use)
     elif wants_committed(question.market, bill.horizon_months):

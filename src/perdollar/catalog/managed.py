@@ -4,7 +4,13 @@ A service bills its own rate for the machines it offers: the bundled ``managed_s
 gives, per service, instance pattern and use (training or inference), the published surcharge
 over the cloud's own VM rate with the reference rates it was read from, dated and sourced. A
 service's market is the on-demand offers of the instances it offers, each at VM rate × (1 +
-surcharge); spot and committed terms of the VM do not apply to it.
+surcharge); committed terms of the VM do not apply to it.
+
+SageMaker's managed spot training is the one managed spot market: it bills the ``ml.`` rate for
+billable seconds, which the spot discount of the underlying capacity shortens ("Managed Spot
+Training", SageMaker developer guide: savings = 1 − billable ÷ training seconds). Its price per
+hour of training is therefore estimated as the ``ml.`` rate × (the VM's spot ÷ on-demand price in
+the same region), flagged as an estimate.
 """
 
 from __future__ import annotations
@@ -28,6 +34,14 @@ MANAGED_FLAG_MEANING = (
     "Priced at the managed service's rate (VM rate × (1 + the published surcharge)); rates, "
     "references, sources and dates: managed_services.csv."
 )
+MANAGED_SPOT_FLAG = "managed-spot-estimated-from-vm-spot"
+MANAGED_SPOT_FLAG_MEANING = (
+    "SageMaker managed spot training: the ml. rate × the VM's spot discount in that region (SageMaker bills "
+    "billable seconds, shortened by the spot discount); an estimate, not a published rate."
+)
+MANAGED_SPOT_SOURCE = "https://docs.aws.amazon.com/sagemaker/latest/dg/model-managed-spot-training.html"
+# Services with a spot market of their own, and for which use.
+MANAGED_SPOT = {("sagemaker", "training")}
 # The service's own name for a machine, from the VM's: SageMaker prefixes "ml.".
 _NAME_PREFIX = {"sagemaker": "ml."}
 
@@ -103,11 +117,53 @@ def service_instance_name(service: str, instance_type: str) -> str:
     return _NAME_PREFIX.get(service, "") + instance_type
 
 
+def has_managed_spot(service: str, use: str) -> bool:
+    return (check_service(service), use) in MANAGED_SPOT
+
+
 def managed_offers(
     offers: pd.DataFrame, service: str, use: str, rates: tuple[ServiceRate, ...] | None = None
 ) -> pd.DataFrame:
-    """The service's market: the on-demand offers of the machines it offers, at its rate."""
-    service = check_service(service)
+    """The service's markets: the on-demand offers of the machines it offers, at its rate, and
+    where the service has one (SageMaker training), its managed spot market."""
+    on_demand = _on_demand_managed(offers, check_service(service), use, rates)
+    if not has_managed_spot(service, use) or on_demand.empty:
+        return on_demand
+    return pd.concat([on_demand, _managed_spot(offers, on_demand)], ignore_index=True)
+
+
+def _managed_spot(offers: pd.DataFrame, on_demand: pd.DataFrame) -> pd.DataFrame:
+    """The managed on-demand rows again as spot: each at its rate × the VM's spot discount."""
+    keys = ["cloud", "instance_type", "region"]
+    spot = offers[(offers["market"] == "spot") & (offers["price_per_hour"] > 0)]
+    spot = spot[[*keys, "price_per_hour", "captured_at", "interruption_bucket", "flags"]].rename(
+        columns={"price_per_hour": "spot_vm", "captured_at": "spot_captured_at", "flags": "spot_flags",
+                 "interruption_bucket": "spot_bucket"}
+    )  # fmt: skip
+    rows = on_demand.merge(spot.drop_duplicates(keys), on=keys, how="inner")
+    if rows.empty:
+        return rows.drop(columns=["spot_vm", "spot_captured_at", "spot_flags", "spot_bucket"])
+    discount = rows["spot_vm"].to_numpy(dtype=float) / rows["vm_price_per_hour"].to_numpy(dtype=float)
+    rows["price_per_hour"] = rows["price_per_hour"].to_numpy(dtype=float) * discount
+    rows["vm_price_per_hour"] = rows["spot_vm"]
+    rows["market"] = "spot"
+    rows["interruption_bucket"] = rows["spot_bucket"]
+    dates = zip(rows["captured_at"], rows["spot_captured_at"], strict=True)
+    rows["captured_at"] = [min(_date(a), _date(b)) for a, b in dates]
+    rows["price_basis"] = [
+        f"{basis}; managed spot: × the VM's spot discount {1 - d:.0%} ({MANAGED_SPOT_SOURCE})"
+        for basis, d in zip(rows["price_basis"], discount, strict=True)
+    ]
+    rows["flags"] = [
+        (*_flags(f), *(g for g in _flags(spot_flags) if g not in _flags(f)), MANAGED_SPOT_FLAG)
+        for f, spot_flags in zip(rows["flags"], rows["spot_flags"], strict=True)
+    ]
+    return rows.drop(columns=["spot_vm", "spot_captured_at", "spot_flags", "spot_bucket"])
+
+
+def _on_demand_managed(
+    offers: pd.DataFrame, service: str, use: str, rates: tuple[ServiceRate, ...] | None
+) -> pd.DataFrame:
     on_demand = offers[offers["market"] == "on-demand"]
     pairs = on_demand[["cloud", "instance_type"]].drop_duplicates().itertuples(index=False)
     found = {(c, i): rate_for(service, str(c), str(i), use, rates) for c, i in pairs}
@@ -132,3 +188,7 @@ def _date(value: object) -> dt.date:
     if isinstance(value, dt.date):
         return value
     return dt.date.fromisoformat(str(value)[:10])
+
+
+def _flags(value: object) -> tuple[str, ...]:
+    return tuple(value) if isinstance(value, tuple | list) else ()

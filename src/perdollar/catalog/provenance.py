@@ -6,7 +6,12 @@ Kept apart from the build code so the manifest text can be read (and reviewed) o
 from __future__ import annotations
 
 from perdollar.catalog.committed import COMMITTED_FLAG, COMMITTED_FLAG_MEANING
-from perdollar.catalog.managed import MANAGED_FLAG, MANAGED_FLAG_MEANING
+from perdollar.catalog.managed import (
+    MANAGED_FLAG,
+    MANAGED_FLAG_MEANING,
+    MANAGED_SPOT_FLAG,
+    MANAGED_SPOT_FLAG_MEANING,
+)
 from perdollar.catalog.price_outliers import (
     PRICE_OUTLIER_FLAG,
     PRICE_OUTLIER_MEANING,
@@ -70,6 +75,7 @@ REFRESH_FLAG_MEANINGS = {
     # Derived when a question asks for them (see `perdollar catalog terms` for every dated row).
     COMMITTED_FLAG: COMMITTED_FLAG_MEANING,
     MANAGED_FLAG: MANAGED_FLAG_MEANING,
+    MANAGED_SPOT_FLAG: MANAGED_SPOT_FLAG_MEANING,
     "capacity-blocks-only": (
         "AWS offers this machine through EC2 Capacity Blocks for ML (booked ahead) rather than on demand; "
         "the on-demand price may not be obtainable (capacity_constraints.csv)."

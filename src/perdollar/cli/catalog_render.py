@@ -108,6 +108,7 @@ FLAG_MARKS = {
     "reservation-only": "reservation-only",
     "gcp-nonstandard-sku-price": "not-standard-price",
     "spot-far-below-peers": "spot≪peers",
+    "managed-spot-estimated-from-vm-spot": "managed-spot",
 }
 
 

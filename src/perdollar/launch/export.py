@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from perdollar.catalog.managed import rate_for, service_instance_name
+from perdollar.catalog.managed import MANAGED_SPOT_SOURCE, rate_for, service_instance_name
 from perdollar.configuration import Configuration, parse_configuration
 from perdollar.errors import PerdollarError
 
@@ -243,21 +243,28 @@ def describe_from_catalog(
     description["configuration"] = described.label
     description["price_per_hour_usd"] = round(price.price_per_hour * candidate.count, 4) if price else None
     description["price_captured_at"] = str(price.captured_at) if price else None
-    if fmt == "sagemaker" and price is not None and market == "on-demand":
-        billed = sagemaker_price(instance.cloud, instance.name, price.price_per_hour, candidate.count)
+    if fmt == "sagemaker" and price is not None:
+        billed = sagemaker_price(instance.cloud, instance.name, price.price_per_hour, candidate.count,
+                                 spot=market == "spot")  # fmt: skip
         description.update(billed)
     return description
 
 
-def sagemaker_price(cloud: str, instance_type: str, vm_price_per_hour: float, count: int) -> dict[str, Any]:
-    """SageMaker bills its own rate for ``ml.`` instances: the EC2 rate × (1 + its published surcharge)."""
+def sagemaker_price(
+    cloud: str, instance_type: str, vm_price_per_hour: float, count: int, *, spot: bool = False
+) -> dict[str, Any]:
+    """SageMaker bills its own rate for ``ml.`` instances: the EC2 rate × (1 + its published
+    surcharge); managed spot training bills that rate for seconds the spot discount shortens,
+    which comes to the EC2 spot rate × the same factor (an estimate: no per-type rate is published)."""
     rate = rate_for("sagemaker", cloud, instance_type, "training")
     if rate is None:
         return {"price_note": f"no SageMaker rate for {instance_type} is bundled: the EC2 price is shown"}
+    spot_basis = f"; managed spot: × the EC2 spot discount ({MANAGED_SPOT_SOURCE}), an estimate"
+    spot_basis = spot_basis if spot else ""
     return {
         "price_per_hour_usd": round(vm_price_per_hour * (1 + rate.surcharge_vs_vm) * count, 4),
         "ec2_price_per_hour_usd": round(vm_price_per_hour * count, 4),
         "price_basis": f"SageMaker training {service_instance_name('sagemaker', instance_type)}: EC2 rate × "
-        f"{1 + rate.surcharge_vs_vm:.3g} ({rate.reference}; {rate.source}, {rate.as_of})",
+        f"{1 + rate.surcharge_vs_vm:.3g} ({rate.reference}; {rate.source}, {rate.as_of}){spot_basis}",
         "price_rate_as_of": str(rate.as_of),
     }
