@@ -169,3 +169,12 @@ def test_the_bundled_tpu_v6e_spot_capture_in_us_central1_is_marked(offers: pd.Da
     spot = offers[(offers["market"] == "spot") & (offers["price_per_hour"] > 0)]
     share = spot["flags"].map(lambda flags: SPOT_BELOW_PEERS_FLAG in flags).mean()
     assert 0 < share < 0.1  # the exception, not the market
+
+
+def test_a_training_answer_names_the_dates_of_the_prices_it_ranks_on(offers: pd.DataFrame) -> None:
+    result = run_perdollar("recommend", "vit-b16", "--samples", "1e8", "--cloud", "aws", "--no-store")
+    assert result.returncode == 0, result.stderr
+    aws_dates = sorted({str(d)[:10] for d in offers[offers["cloud"] == "aws"]["captured_at"]})
+    footer = next(line for line in result.stdout.splitlines() if "ranked on prices captured" in line)
+    assert any(date in footer for date in aws_dates)
+    assert "catalog captured" not in footer  # the snapshot's own date says nothing of its AWS prices

@@ -119,7 +119,7 @@ def test_recommend_table_and_store(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert code == 0, err
     assert "Best 3 by samples-per-dollar" in out and "Top choice by samples per dollar" in out
-    assert "catalog captured" in out and "stored as" in out
+    assert "ranked on prices captured" in out and "stored as" in out
     from perdollar.store import open_store
 
     with open_store(None) as store:

@@ -188,7 +188,7 @@ def print_recommendation(
     for note in recommendation.notes:
         console.print(f"[dim]{note}[/]", highlight=False)
     console.print(
-        f"[dim]catalog captured {recommendation.catalog_captured_at} "
+        f"[dim]ranked on prices captured {recommendation.price_dates} "
         f"(snapshot {recommendation.catalog_snapshot_id}); prices change — "
         f"refresh with `perdollar catalog refresh`.[/]",
         highlight=False,
