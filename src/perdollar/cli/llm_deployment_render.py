@@ -47,6 +47,8 @@ def llm_deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[st
                 "weights_gb": figures.weights_gb,
                 "weights_egress_usd": figures.weights_egress_usd,
                 "weights_load_s": figures.weights_load_s,
+                "price_captured_at": estimate.captured_at or None,
+                "price_basis": figures.price_basis,
             }
         )
     return rows
