@@ -266,7 +266,7 @@ def test_recommend_with_a_load_curve_prints_the_fleet_per_interval(tmp_path: Pat
     assert 0 <= out["fleet"]["spot_share"] <= 1 and out["fleet"]["usd_per_million_output_tokens"] > 0
     assert out["replay_slo_met_share"] >= 2 / 3
     page = report.read_text()
-    assert "<svg" in page and "Replicas over the day" in page
+    assert 'Plotly.newPlot("replicas-over-the-day"' in page and "Replicas over the day" in page
     shown = run_perdollar(*FLEET_QUESTION, "--load-curve", str(curve), columns=250)
     assert shown.returncode == 0 and "Static peak" in shown.stdout and "08:00" in shown.stdout
 

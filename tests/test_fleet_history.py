@@ -51,3 +51,11 @@ def test_a_fleet_is_stored_with_its_curve_and_asked_again_after_the_file_is_gone
     page = tmp_path / "last.html"
     _perdollar(store, "report", "--last", "-o", str(page))
     assert "Replicas over the day" in page.read_text()
+    # A file that is not a report is replaced only on purpose, as with any other report.
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    refused = run_perdollar("report", "--last", "-o", str(notes), env={"PERDOLLAR_STORE": store})
+    assert refused.returncode == 2 and "is not a perdollar report" in refused.stderr
+    assert notes.read_text() == "mine"
+    _perdollar(store, "report", "--last", "--force", "-o", str(notes))
+    assert "Hour by hour" in notes.read_text()

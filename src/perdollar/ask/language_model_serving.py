@@ -134,7 +134,7 @@ def answer_language_model_serving(
     if question.bill.quotas or question.objective == "carbon":
         frame = ranked(frame, *RANKED_BY.get(question.objective, RANKED_BY[""]))
     label = slo_label(settings)
-    estimates = llm_deployment_estimates(frame, rps, label)
+    estimates = llm_deployment_estimates(frame, rps, label, by_carbon=question.objective == "carbon")
     created_at = pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds")
     explanation = explain_llm_serving(frame, rps, label, by_carbon=question.objective == "carbon")
     recommendation = Recommendation(

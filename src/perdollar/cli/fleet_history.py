@@ -2,19 +2,18 @@
 
 The stored question carries the traffic's text (:class:`perdollar.question.FleetTraffic`), so a
 fleet can be asked again after its load curve or trace file is gone; the stored answer carries
-the fleet's figures as plain data, which ``history reevaluate`` compares and ``report`` draws.
+the fleet's figures as plain data, which ``history reevaluate`` compares and ``report`` draws
+(:mod:`perdollar.report.fleet_html`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
 from perdollar.cli import common
-from perdollar.errors import PerdollarError
 from perdollar.fmt import format_money
 from perdollar.report.changes import Reevaluation
 
@@ -143,15 +142,3 @@ def compared(old: Recommendation, new: Recommendation) -> Reevaluation:
 
 def _parts(figures: dict[str, Any]) -> str:
     return " + ".join(figures["fleet"]["parts"])
-
-
-def write_stored_fleet_report(stored: StoredRecommendation, output: Path, *, force: bool) -> Path:
-    """The stored fleet drawn as its HTML report (the figures stored, nothing asked again)."""
-    from perdollar.report.fleet_html import write_fleet_report
-    from perdollar.report.html import check_report_target
-
-    recommendation = stored.recommendation
-    if recommendation.fleet is None:
-        raise PerdollarError(f"recommendation {stored.id} is not a fleet", "ask for a fleet's id")
-    check_report_target(output, force=force)
-    return write_fleet_report({**recommendation.fleet, "question": recommendation.question}, output)

@@ -47,6 +47,7 @@ def llm_deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[st
                 "weights_gb": figures.weights_gb,
                 "weights_egress_usd": figures.weights_egress_usd,
                 "weights_load_s": figures.weights_load_s,
+                "price_basis": figures.price_basis,  # its date is where_it_runs' price_captured_at
             }
         )
     return rows

@@ -194,11 +194,12 @@ def recommend_llm_fleet(
         lambda: save_recommendation(recommendation, store_url=store_url, enabled=store, catalog=catalog)
     )
     if report_path is not None:
-        from perdollar.report.fleet_html import write_fleet_report
+        from perdollar.report.html import write_report
 
-        write_fleet_report(document, report_path)
+        write_report(recommendation, report_path, option="--report")
     if json_output:
-        common.emit_json({**document, "recommendation_id": stored_id}, table="intervals")
+        common.emit_json({**document, "catalog_captured_at": recommendation.catalog_captured_at,
+                          "recommendation_id": stored_id}, table="intervals")  # fmt: skip
     else:
         _print(document)
         if stored_id:

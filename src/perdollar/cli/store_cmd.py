@@ -226,9 +226,12 @@ def report(
 ) -> None:
     """Write a stored recommendation as one self-contained HTML report (works offline).
 
-    The page holds the question and assumptions, the ranked table, an interactive time-vs-cost
-    scatter with the Pareto front and prediction bands, samples per dollar per accelerator, the
-    spot view (expected cost, P(deadline)), the explanation and the performance checklist.
+    A training answer's page holds the question and assumptions, the ranked table, an interactive
+    time-vs-cost scatter with the Pareto front and prediction bands, samples per dollar per
+    accelerator, the spot view (expected cost, P(deadline)), the explanation and the performance
+    checklist. A language model's serving answer shows $ per million tokens, TTFT and TPOT against
+    the SLO, the fronts of cost vs latency, engines and formats compared, carbon and where each
+    price comes from; a fleet over the day, its replicas and cost hour by hour against the static peak.
 
     perdollar report --last -o report.html
     perdollar report 3f9a2c -o vit.html
@@ -237,7 +240,7 @@ def report(
     alone unless --force. Missing folders in the path are created.
     """
     from perdollar.errors import PerdollarError
-    from perdollar.report.html import check_report_target, write_report
+    from perdollar.report.html import check_report_target, report_kind, write_report
     from perdollar.report.stored_checklist import checklist_for
     from perdollar.store import open_store
 
@@ -247,16 +250,12 @@ def report(
     replacing = output.exists()
     with open_store(store_url, create=store_url is None) as store:  # never a new file at a typo
         stored = store.get_stored_recommendation(recommendation_id, workload=workload)
-        measurements = store.measurements_for(stored.recommendation.question.workload_fingerprint)
-    if stored.recommendation.fleet is not None:
-        from perdollar.cli.fleet_history import write_stored_fleet_report
-
-        path = write_stored_fleet_report(stored, output, force=force)
-    else:
-        path = write_report(
-            stored.recommendation, output, checklist=checklist_for(stored.recommendation, measurements),
-            force=force,
-        )
+        # The performance checklist judges a training workload; a serving or fleet report has none.
+        training = report_kind(stored.recommendation) == "training"
+        fingerprint = stored.recommendation.question.workload_fingerprint
+        measurements = store.measurements_for(fingerprint) if training else []
+    checklist = checklist_for(stored.recommendation, measurements) if training else None
+    path = write_report(stored.recommendation, output, checklist=checklist, force=force)
     if json_output:
         emit_json({"id": stored.id, "path": str(path.resolve())})
     else:

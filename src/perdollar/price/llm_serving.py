@@ -22,7 +22,9 @@ def price_llm_deployments(
     output tokens served (what users pay for) and, separately, by all tokens processed.
     """
     offer_columns = ["cloud", "instance_type", "region", "market", "price_per_hour", "interruption_bucket"]
-    offer_columns += [c for c in ("captured_at", "flags", "vcpus", "network_gbps") if c in offers.columns]
+    offer_columns += [
+        c for c in ("captured_at", "price_basis", "flags", "vcpus", "network_gbps") if c in offers.columns
+    ]
     frame = deployments.merge(offers[offer_columns], on=["cloud", "instance_type"], how="inner")
     frame = billed(
         frame,

@@ -56,6 +56,8 @@ class ServingFigures:
     weights_gb: float | None = None
     weights_egress_usd: float | None = None
     weights_load_s: float | None = None
+    # How the catalog got the price (a cloud's list price, a spot price history, an estimate).
+    price_basis: str | None = None
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> ServingFigures:

@@ -90,3 +90,22 @@ def cost_carbon_scatter(front: CarbonFront) -> dict[str, Any]:
             "legend": {"orientation": "h", "y": -0.2},
         },
     }  # fmt: skip
+
+
+def carbon_section(recommendation: Recommendation, *, cost_heading: str = "cost", lead: str = "") -> str:
+    """The cost-vs-carbon front and its points, where the candidates carry emissions ('' where not);
+    ``lead``: markup shown first, under the heading."""
+    from perdollar.report.page import escape, figure, table
+
+    front = cost_carbon_front(recommendation)
+    if front is None:
+        return ""
+    rows = [[escape(p.label), f"{p.carbon:.4g}", f"{p.cost:.4g}"] for p in front.front]
+    return (
+        "<h2>Cost vs carbon</h2>"
+        + lead
+        + figure("cost-carbon", cost_carbon_scatter(front), "")
+        + f"<p class='note'>On the front, lowest emissions first ({escape(front.carbon_unit)}; "
+        f"{escape(front.cost_unit)}):</p>"
+        + table(["candidate", "CO2e", cost_heading], rows, numeric={1, 2}, table_id="cost-carbon-front")
+    )

@@ -1,105 +1,311 @@
-"""A fleet over the day as a self-contained HTML page: replicas and cost per interval, drawn inline."""
+"""The report of a fleet over the day: replicas and cost per hour drawn across the day, the day
+interval by interval, and what the chosen fleet saves against the static peak.
+
+It is drawn from the stored answer alone (:attr:`Recommendation.fleet`, the figures as plain data),
+so a fleet reported from the store shows what was answered, nothing asked again.
+"""
 
 from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from perdollar.errors import PerdollarError
-from perdollar.files import why_not_writable, write_file_safely
-from perdollar.report.html import GENERATOR_MARK, check_report_target
+from perdollar.catalog.price_age import is_stale
+from perdollar.fmt import format_hours, format_money
+from perdollar.report.page import document, escape, fields, figure, table
+from perdollar.report.plots import FONT, TITLE_PLACE
+from perdollar.select.model import Recommendation
 
-_WIDTH, _HEIGHT, _PAD = 640, 200, 40
+CHOSEN_COLOUR = "#1f77b4"
+STATIC_COLOUR = "#d62728"
+LOAD_COLOUR = "#7f7f7f"
+FLEETS = (
+    ("fleet", "chosen fleet"),
+    ("autoscaled_single_type", "one type, autoscaled"),
+    ("static_peak", "static peak"),
+)
 
 
-def _steps(values: Sequence[float], top: float) -> str:
-    """An SVG path drawing ``values`` as steps across the plot."""
-    width = (_WIDTH - 2 * _PAD) / max(len(values), 1)
-    points = []
-    for index, value in enumerate(values):
-        y = _HEIGHT - _PAD - (value / top if top > 0 else 0) * (_HEIGHT - 2 * _PAD)
-        points += [f"{_PAD + index * width:.1f},{y:.1f}", f"{_PAD + (index + 1) * width:.1f},{y:.1f}"]
-    return "M" + " L".join(points)
+def _edges(intervals: Sequence[dict[str, Any]]) -> list[float]:
+    """Each interval's start in hours from the first, and the day's end: where the steps change."""
+    edges = [0.0]
+    for row in intervals:
+        edges.append(edges[-1] + float(row["duration_s"]) / 3600)
+    return edges
 
 
-def step_plot(title: str, series: dict[str, Sequence[float]], labels: Sequence[str], unit: str) -> str:
-    """Inline SVG of one or more step series sharing an axis (the first solid, the rest dashed)."""
-    top = max((max(v) for v in series.values() if len(v)), default=1.0) * 1.1
-    colours = ("#1f77b4", "#d62728", "#2ca02c")
-    paths = []
-    for index, (name, values) in enumerate(series.items()):
-        dash = "" if index == 0 else ' stroke-dasharray="6 4"'
-        paths.append(
-            f'<path d="{_steps(values, top)}" fill="none" stroke="{colours[index % 3]}" '
-            f'stroke-width="2"{dash}>'
-            f"<title>{html.escape(name)}</title></path>"
-        )
-        paths.append(
-            f'<text x="{_WIDTH - _PAD}" y="{16 + 14 * index}" text-anchor="end" font-size="11" '
-            f'fill="{colours[index % 3]}">{html.escape(name)}</text>'
-        )
-    step = max(1, len(labels) // 8)
-    width = (_WIDTH - 2 * _PAD) / max(len(labels), 1)
-    ticks = [
-        f'<text x="{_PAD + (i + 0.5) * width:.1f}" y="{_HEIGHT - _PAD + 14}" text-anchor="middle" '
-        f'font-size="10">{html.escape(label)}</text>'
-        for i, label in enumerate(labels)
-        if i % step == 0
+def _steps(
+    name: str, values: Sequence[float], edges: Sequence[float], colour: str, **style: Any
+) -> dict[str, Any]:
+    """One series as steps across the day: each value held over its interval."""
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "name": name,
+        "x": list(edges),
+        "y": [*values, values[-1]],
+        "line": {"color": colour, "width": 2.5, "shape": "hv", **style.pop("line", {})},
+        "hovertemplate": f"{html.escape(name)}: %{{y:.4g}}<extra></extra>",
+        **style,
+    }
+
+
+def _axis(intervals: Sequence[dict[str, Any]], edges: Sequence[float]) -> dict[str, Any]:
+    return {
+        "title": {"text": "the day, interval by interval (start of each)"},
+        "tickmode": "array",
+        "tickvals": list(edges[:-1]),
+        "ticktext": [html.escape(r["start"]) for r in intervals],
+        "range": [0, edges[-1]],
+        "automargin": True,
+    }
+
+
+def replicas_over_the_day(intervals: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Replicas of the chosen fleet and of the static peak, with the load on a second axis."""
+    edges = _edges(intervals)
+    data = [
+        _steps("chosen fleet (replicas)", [r["replicas"] for r in intervals], edges, CHOSEN_COLOUR),
+        _steps(
+            "static peak (replicas)",
+            [r["static_peak_replicas"] for r in intervals],
+            edges,
+            STATIC_COLOUR,
+            line={"dash": "dash"},
+        ),
+        _steps(
+            "load (requests/s)",
+            [r["requests_per_second"] for r in intervals],
+            edges,
+            LOAD_COLOUR,
+            yaxis="y2",
+            line={"dash": "dot", "width": 1.5},
+        ),
     ]
-    axis = (
-        f'<line x1="{_PAD}" y1="{_HEIGHT - _PAD}" x2="{_WIDTH - _PAD}" y2="{_HEIGHT - _PAD}" stroke="#444"/>'
-        f'<text x="{_PAD}" y="{_PAD - 8}" font-size="11">{top / 1.1:.3g} {html.escape(unit)} (top)</text>'
+    return {
+        "data": data,
+        "layout": {
+            "title": {"text": "Replicas over the day (the load on the right axis)", **TITLE_PLACE},
+            "xaxis": _axis(intervals, edges),
+            "yaxis": {"title": {"text": "replicas"}, "rangemode": "tozero"},
+            "yaxis2": {
+                "title": {"text": "requests per second"},
+                "overlaying": "y",
+                "side": "right",
+                "rangemode": "tozero",
+                "showgrid": False,
+                "tickmode": "auto",
+            },
+            "height": 400,
+            "autosize": True,
+            "font": FONT,
+            "legend": {"orientation": "h", "y": -0.3},
+            "margin": {"l": 70, "r": 70, "t": 50, "b": 90},
+            "hovermode": "x unified",
+        },
+    }
+
+
+def cost_over_the_day(intervals: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """US dollars an hour of the chosen fleet and of the static peak."""
+    edges = _edges(intervals)
+    data = [
+        _steps(
+            "chosen fleet ($/h)",
+            [r["usd_per_hour"] for r in intervals],
+            edges,
+            CHOSEN_COLOUR,
+            fill="tozeroy",
+            fillcolor="rgba(31,119,180,0.12)",
+        ),
+        _steps(
+            "static peak ($/h)",
+            [r["static_peak_usd_per_hour"] for r in intervals],
+            edges,
+            STATIC_COLOUR,
+            line={"dash": "dash"},
+        ),
+    ]
+    return {
+        "data": data,
+        "layout": {
+            "title": {"text": "Cost per hour over the day", **TITLE_PLACE},
+            "xaxis": _axis(intervals, edges),
+            "yaxis": {"title": {"text": "US dollars per hour"}, "tickprefix": "$", "rangemode": "tozero"},
+            "height": 400,
+            "autosize": True,
+            "font": FONT,
+            "legend": {"orientation": "h", "y": -0.3},
+            "margin": {"l": 70, "r": 20, "t": 50, "b": 90},
+            "hovermode": "x unified",
+        },
+    }
+
+
+def _per_hour(usd: float) -> str:
+    return f"${usd:,.2f}"
+
+
+def _banner(recommendation: Recommendation, figures: dict[str, Any]) -> str:
+    chosen, static = figures["fleet"], figures["static_peak"]
+    saving = figures["saving_vs_static_peak"]
+    monthly_saving = static["usd_per_month"] - chosen["usd_per_month"]
+    date = recommendation.catalog_captured_at[:10]
+    stale = " stale" if is_stale(date, recommendation.created_at) else ""
+    return fields(
+        [
+            ("fleet", "chosen fleet", escape(" + ".join(chosen["parts"])), "wide"),
+            ("slo", "within", escape(figures["slo"]), "wide"),
+            ("usd-per-month", "a month", escape(format_money(chosen["usd_per_month"])), ""),
+            (
+                "usd-per-million-output-tokens",
+                "per million output tokens",
+                escape(f"${chosen['usd_per_million_output_tokens']:.3g}"),
+                "",
+            ),
+            ("static-peak", "static peak, a month", escape(format_money(static["usd_per_month"])), ""),
+            ("saving", "saving", escape(f"{saving:.0%} ({format_money(monthly_saving)} a month)"), ""),
+            (
+                "replay",
+                "replay: SLO met in",
+                escape(f"{figures['replay_slo_met_share']:.0%} of intervals"),
+                "",
+            ),
+            ("price-date", "prices of", escape(f"{date}{stale}"), ""),
+        ],
+        "the answer",
     )
+
+
+def _question_section(recommendation: Recommendation, figures: dict[str, Any]) -> str:
+    question = recommendation.question
+    traffic, settings = question.traffic, question.language_model
+    rows: list[tuple[str, object]] = [
+        ("model", question.workload_name),
+        ("traffic", None if traffic is None else f"{traffic.source} ({traffic.kind})"),
+        ("SLO", figures["slo"]),
+        (
+            "request",
+            None
+            if settings is None or traffic is None or traffic.kind != "load-curve"
+            else f"{settings.input_tokens or 'default'} tokens in, {settings.output_tokens or 'default'} out",
+        ),
+        ("market", question.market),
+        ("clouds", ", ".join(question.clouds) or "all"),
+        ("regions", ", ".join(question.regions) or "all"),
+        (
+            "autoscaling",
+            None
+            if traffic is None
+            else f"to {traffic.target_utilisation:.0%} of the SLO capacity, "
+            f"at least {traffic.min_replicas} replica(s)",
+        ),
+        ("availability", None if traffic is None else f"{traffic.availability:.2%}"),
+        ("instance start", None if traffic is None else f"{traffic.instance_start_s:g} s"),
+    ]
+    shown = [[escape(name), escape(value)] for name, value in rows if value is not None]
+    return "<h2>Question and assumptions</h2>" + table(["", ""], shown)
+
+
+def _hours_section(intervals: Sequence[dict[str, Any]]) -> str:
+    rows = []
+    for row in intervals:
+        met = "<span class='pass'>✔</span>" if row["meets_slo"] else "<span class='fail'>✖ missed</span>"
+        added = (
+            f" <span class='note'>+{row['added_by_replay']} by replay</span>"
+            if row["added_by_replay"]
+            else ""
+        )
+        rows.append(
+            [
+                escape(row["start"]),
+                escape(format_hours(float(row["duration_s"]) / 3600)),
+                escape(f"{row['requests_per_second']:.3g}"),
+                escape(str(row["replicas"])),
+                escape(row["fleet"]) + added,
+                escape(f"{row['spot_instances']} / {row['on_demand_instances']}"),
+                escape(_per_hour(row["usd_per_hour"])),
+                escape(f"{row['static_peak_replicas']} · {_per_hour(row['static_peak_usd_per_hour'])}"),
+                escape(f"{row['replay_ttft_p99_ms']:.0f} / {row['replay_tpot_p99_ms']:.1f}") + f" {met}",
+            ]
+        )
+    headers = [
+        "start",
+        "for",
+        "load (requests/s)",
+        "replicas",
+        "instances by machine and market",
+        "spot / on-demand",
+        "$/h",
+        "static peak (replicas · $/h)",
+        "replay p99 TTFT / TPOT ms",
+    ]
     return (
-        f'<figure><figcaption>{html.escape(title)}</figcaption><svg xmlns="http://www.w3.org/2000/svg" '
-        f'width="{_WIDTH}" height="{_HEIGHT}" role="img">{axis}{"".join(paths)}{"".join(ticks)}</svg>'
-        "</figure>"
+        "<h2>Hour by hour</h2>"
+        + table(headers, rows, numeric={1, 2, 3, 5, 6, 7, 8}, table_id="per-hour")
+        + "<p class='note'>Each interval's replicas sized to its load; the replay serves the interval's "
+        "requests against them and checks the SLO's p99 latencies.</p>"
     )
 
 
-def render_fleet_report(document: dict[str, Any]) -> str:
-    rows = document["intervals"]
-    labels = [r["start"] for r in rows]
-    replicas = step_plot(
-        "Replicas over the day",
-        {"chosen fleet": [r["replicas"] for r in rows],
-         "static peak": [r["static_peak_replicas"] for r in rows]},
-        labels, "replicas",
-    )  # fmt: skip
-    cost = step_plot(
-        "Cost over the day",
-        {"chosen fleet": [r["usd_per_hour"] for r in rows],
-         "static peak": [r["static_peak_usd_per_hour"] for r in rows]},
-        labels, "USD/h",
-    )  # fmt: skip
-    summary = "".join(
-        f"<li>{html.escape(name)}: ${document[key]['usd_per_month']:,.0f} a month, "
-        f"${document[key]['usd_per_million_output_tokens']:.3g} per million output tokens, spot share "
-        f"{document[key]['spot_share']:.0%}: {html.escape('; '.join(document[key]['parts']))}</li>"
-        for key, name in (("fleet", "Chosen fleet"), ("autoscaled_single_type", "One type, autoscaled"),
-                          ("static_peak", "Static peak"))
-    )  # fmt: skip
-    notes = "".join(f"<li>{html.escape(str(note))}</li>" for note in document["notes"])
+def _static_peak_section(figures: dict[str, Any]) -> str:
+    rows = [
+        [
+            escape(name),
+            escape("; ".join(figures[key]["parts"])),
+            escape(format_money(figures[key]["usd_per_month"])),
+            escape(f"${figures[key]['usd_per_million_output_tokens']:.3g}"),
+            escape(f"${figures[key]['usd_per_million_tokens']:.3g}"),
+            escape(f"{figures[key]['spot_share']:.0%}"),
+        ]
+        for key, name in FLEETS
+        if key in figures
+    ]
+    chosen, static = figures["fleet"]["usd_per_month"], figures["static_peak"]["usd_per_month"]
     return (
-        f'<!DOCTYPE html><html><head><meta charset="utf-8"><meta name="generator" content="{GENERATOR_MARK}">'
-        f"<title>perdollar report: fleet over the day</title></head><body>"
-        f"<h1>Fleet over the day within {html.escape(document['slo'])}</h1><ul>{summary}</ul>"
-        f"<p>Replay: the SLO met in {document['replay_slo_met_share']:.0%} of intervals.</p>"
-        f"{replicas}{cost}<h2>Assumptions</h2><ul>{notes}</ul></body></html>"
+        "<h2>Against the static peak</h2>"
+        f"<p data-field='saving-sentence'>Sized for the busiest interval all day, the static peak costs "
+        f"<b>{escape(format_money(static))}</b> a month; the chosen fleet, "
+        f"<b>{escape(format_money(chosen))}</b>: <b>{figures['saving_vs_static_peak']:.0%}</b> less, "
+        f"{escape(format_money(static - chosen))} a month saved.</p>"
+        + table(
+            ["fleet", "machines", "a month", "$/M output tokens", "$/M tokens (in and out)", "spot share"],
+            rows,
+            numeric={2, 3, 4, 5},
+            table_id="fleets",
+        )
     )
 
 
-def write_fleet_report(document: dict[str, Any], path: str | Path) -> Path:
-    target = Path(path)
-    check_report_target(target)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        write_file_safely(target, render_fleet_report(document), overwrite=True, option="--report")
-    except OSError as error:
-        raise PerdollarError(
-            f"cannot write the report to {target} ({why_not_writable(error)})",
-            "give a path in a folder you can write to",
-        ) from None
-    return target
+def render_fleet_report(recommendation: Recommendation, plotly_js: str, generated_at: str) -> str:
+    """The whole page of a fleet over the day, as a string."""
+    figures = recommendation.fleet or {}
+    intervals = figures.get("intervals") or []
+    question = recommendation.question
+    notes = "".join(f"<li>{escape(note)}</li>" for note in figures.get("notes", recommendation.notes))
+    charts = (
+        "<h2>Replicas and cost over the day</h2><div class='pair'>"
+        + figure("replicas-over-the-day", replicas_over_the_day(intervals), "")
+        + figure("cost-over-the-day", cost_over_the_day(intervals), "")
+        + "</div>"
+        if intervals
+        else "<h2>Replicas and cost over the day</h2>"
+        "<p class='note'>The answer holds no interval to draw.</p>"
+    )
+    body = [
+        f"<h1>perdollar: a fleet for {escape(question.workload_name)} over the day</h1>",
+        f"<p class='meta'>Answered {escape(recommendation.created_at)}; prices from the catalog captured "
+        f"<b>{escape(recommendation.catalog_captured_at)}</b> "
+        f"(snapshot {escape(recommendation.catalog_snapshot_id)}).</p>",
+        _banner(recommendation, figures),
+        f"<h2>Why</h2><p>{escape(recommendation.explanation)}</p>",
+        _question_section(recommendation, figures),
+        charts,
+        _hours_section(intervals) if intervals else "",
+        _static_peak_section(figures),
+        f"<h2>Assumptions</h2><ul>{notes}</ul>" if notes else "",
+        f"<p class='note'>Prices from the catalog captured {escape(recommendation.catalog_captured_at)}. "
+        f"Report generated {escape(generated_at)} by perdollar.</p>",
+    ]
+    return document(f"fleet for {question.workload_name}", body, plotly_js)

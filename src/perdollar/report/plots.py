@@ -19,6 +19,8 @@ MARKET_COLOURS = {"on-demand": "#1f77b4", "spot": "#ff7f0e"}
 BAND_COLOURS = {"on-demand": "rgba(31,119,180,0.3)", "spot": "rgba(255,127,14,0.3)"}
 LABELLED_POINTS = 5  # the best few by rank get their name on the chart; the rest on hover
 FONT = {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 13}
+# A chart's title on the left: the toolbar Plotly shows on the right would cover a centred one.
+TITLE_PLACE = {"x": 0.01, "xanchor": "left"}
 
 
 def _finite(value: float | None) -> bool:
@@ -171,9 +173,9 @@ def time_cost_scatter(recommendation: Recommendation) -> dict[str, Any]:
         "layout": {
             "title": {"text": f"Time vs cost to {html.escape(target_text)} — bars: prediction band"},
             "xaxis": {"title": {"text": "time to target (hours, log scale)"}, "type": "log",
-                      **_log_ticks(_spread(traces, "x"), "{:g} h"), "automargin": True},
+                      **log_ticks(_spread(traces, "x"), "{:g} h"), "automargin": True},
             "yaxis": {"title": {"text": "cost to target (US dollars, log scale)"}, "type": "log",
-                      **_log_ticks(_spread(traces, "y"), "${:,g}"), "automargin": True},
+                      **log_ticks(_spread(traces, "y"), "${:,g}"), "automargin": True},
             "hovermode": "closest",
             "height": 520,
             "autosize": True,
@@ -192,7 +194,7 @@ def _spread(traces: list[dict[str, Any]], axis: str) -> tuple[float, float] | No
     return (min(values), max(values)) if values else None
 
 
-def _log_ticks(spread: tuple[float, float] | None, label: str) -> dict[str, Any]:
+def log_ticks(spread: tuple[float, float] | None, label: str) -> dict[str, Any]:
     """Ticks at 1, 2 and 5 of each decade over the data, every one with its unit ("20 h", "$500")."""
     if spread is None:
         return {}

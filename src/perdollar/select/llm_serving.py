@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from typing import Any
 
 import pandas as pd
@@ -54,13 +55,19 @@ def llm_deployment_label(row: pd.Series | dict[str, Any]) -> str:
 
 
 def llm_deployment_estimates(
-    frame: pd.DataFrame, requests_per_second: float, slo_label: str
+    frame: pd.DataFrame, requests_per_second: float, slo_label: str, *, by_carbon: bool = False
 ) -> tuple[Estimate, ...]:
-    """The feasible deployments (best region per machine, degree and format), then one row per reason."""
-    feasible = frame[frame["feasible"]].drop_duplicates(DEPLOYMENT_SHAPE)
+    """The feasible deployments (best region per machine, degree and format, and every deployment
+    the explanation names), in rank order, then one row per reason."""
+    every_feasible = frame[frame["feasible"]]
+    shapes = every_feasible.drop_duplicates(DEPLOYMENT_SHAPE).head(MAX_FEASIBLE_ESTIMATES)
+    # A deployment the explanation names may be a shape's dearer region (the lowest-emission one
+    # often is): kept too, so that a report drawn from the stored answer names the same one.
+    named = explained_deployments(every_feasible, by_carbon=by_carbon)
+    feasible = every_feasible[every_feasible.index.isin(shapes.index.union(pd.Index(named)))]
     excluded = frame[~frame["feasible"]].drop_duplicates(["accelerator_key", "excluded_reason"])
     estimates = []
-    for row in pd.concat([feasible.head(MAX_FEASIBLE_ESTIMATES), excluded]).to_dict("records"):
+    for row in pd.concat([feasible, excluded]).to_dict("records"):
         ok = bool(row["feasible"])
         instances = max(int(row["instances"]), 1)
         # Every estimate's price is that of all its instances, so that its price per instance
@@ -87,6 +94,7 @@ def llm_deployment_estimates(
             kv_precision=str(row["kv_precision"]) if row.get("kv_precision") else None,
             usd_per_million_output_tokens=_number(row["usd_per_million_output_tokens"]),
             usd_per_million_tokens=_number(row["usd_per_million_tokens"]),
+            price_basis=_text(row.get("price_basis")),
             **_bill_figures(row),
         )
         estimates.append(
@@ -98,6 +106,11 @@ def llm_deployment_estimates(
             )
         )
     return tuple(estimates)
+
+
+def _text(value: Any) -> str | None:
+    """A text cell, None where the table has none (an empty or missing cell)."""
+    return value if isinstance(value, str) and value else None
 
 
 def _fit_note(row: pd.Series) -> str:
@@ -115,15 +128,46 @@ def _bill_figures(row: dict[str, Any]) -> dict[str, float | None]:
     return figures
 
 
-def _carbon_trade(feasible: pd.DataFrame, top: pd.Series, by_carbon: bool) -> list[str]:
-    """The other end of the cost-vs-carbon trade: the cheapest deployment when ranked by carbon,
-    the lowest-emission one when ranked by cost, with what it saves and what it costs."""
+def _other_end(feasible: pd.DataFrame, by_carbon: bool) -> Hashable | None:
+    """The index of the other end of the cost-vs-carbon trade: the cheapest deployment when ranked
+    by carbon, the lowest-emission one when ranked by cost (None when no row has both figures)."""
     column = "usd_per_million_output_tokens" if by_carbon else "co2e_g_per_million_output_tokens"
     both = ["usd_per_million_output_tokens", "co2e_g_per_million_output_tokens"]
+    if not set(both) <= set(feasible.columns):
+        return None
     known = feasible[feasible[both].apply(pd.to_numeric, errors="coerce").notna().all(axis=1)]
-    if known.empty:
+    return None if known.empty else pd.to_numeric(known[column]).idxmin()
+
+
+def _comparable(feasible: pd.DataFrame) -> pd.DataFrame:
+    """The rows a format or an engine is judged by: those priced plausibly, when any is."""
+    plausible = plausibly_priced(feasible)
+    return feasible[plausible] if plausible.any() else feasible
+
+
+def explained_deployments(feasible: pd.DataFrame, *, by_carbon: bool = False) -> list[Hashable]:
+    """The indices of the feasible rows the explanation names beyond the top: the other end of the
+    cost-vs-carbon trade and the cheapest of each format and each engine."""
+    named: list[Hashable] = []
+    if feasible.empty:
+        return named
+    other = _other_end(feasible, by_carbon)
+    if other is not None:
+        named.append(other)
+    priced = _comparable(feasible)
+    cost = pd.to_numeric(priced["usd_per_million_output_tokens"], errors="coerce")
+    for key in ("precision", "engine"):
+        if key in priced.columns and cost.notna().any():
+            named.extend(cost.groupby(priced[key]).idxmin().dropna().tolist())
+    return named
+
+
+def _carbon_trade(feasible: pd.DataFrame, top: pd.Series, by_carbon: bool) -> list[str]:
+    """The other end of the cost-vs-carbon trade, with what it saves and what it costs."""
+    index = _other_end(feasible, by_carbon)
+    if index is None:
         return []
-    other = known.loc[pd.to_numeric(known[column]).idxmin()]
+    other = feasible.loc[index]
     grams = "co2e_g_per_million_output_tokens"
     dollars = "usd_per_million_output_tokens"
     if other[dollars] == top[dollars] and other[grams] == top[grams]:
@@ -172,8 +216,7 @@ def explain_llm_serving(frame: pd.DataFrame, rps: float, slo_label: str, *, by_c
         )
     # What a format or an engine is worth is read from prices a user can get: a row whose price is
     # flagged implausible would make a format or an engine look cheaper than it is.
-    plausible = plausibly_priced(feasible)
-    priced = feasible[plausible] if plausible.any() else feasible
+    priced = _comparable(feasible)
     best_format = priced.groupby("precision")["usd_per_million_output_tokens"].min().sort_values()
     if len(best_format) > 1:
         lines.append(
