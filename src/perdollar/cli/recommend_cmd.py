@@ -248,7 +248,7 @@ def _recommend_fleet(
     traffic = FleetTraffic(kind, curve.source, text, fleet.target_utilisation, fleet.min_replicas,
                            fleet.instance_start_s, fleet.availability)  # fmt: skip
     return recommend_llm_fleet(
-        replace(question, traffic=traffic), curve, fleet, json_output=shown.json_output,
+        replace(question, traffic=traffic), curve, json_output=shown.json_output,
         report_path=shown.report, store_url=store.store_url, store=store.enabled,
     )  # fmt: skip
 
