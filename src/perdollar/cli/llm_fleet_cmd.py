@@ -97,6 +97,7 @@ def fleet_document(answer: Any, question: Question) -> dict[str, Any]:
             "usd_per_million_output_tokens": fleet.cost / out_tokens * 1e6,
             "usd_per_million_tokens": fleet.cost / all_tokens * 1e6,
             "spot_share": fleet.spot_share(answer.durations),
+            "co2e_kg_per_month": answer.month_co2e_kg(fleet),
         }
 
     return {
@@ -141,11 +142,13 @@ def _print(document: dict[str, Any]) -> None:
     for key, name in (("fleet", "Chosen fleet"), ("autoscaled_single_type", "One type, autoscaled"),
                       ("static_peak", "Static peak")):  # fmt: skip
         part = document[key]
+        emitted = part.get("co2e_kg_per_month")
         lines.append(
             f"{name}: ${part['usd_per_month']:,.0f} a month, "
             f"${part['usd_per_million_output_tokens']:.3g} per million output tokens "
-            f"(${part['usd_per_million_tokens']:.3g} in and out), spot share "
-            f"{part['spot_share']:.0%} — {'; '.join(part['parts'])}"
+            f"(${part['usd_per_million_tokens']:.3g} in and out), "
+            + (f"{emitted:,.0f} kg CO₂e a month, " if emitted is not None else "")
+            + f"spot share {part['spot_share']:.0%} — {'; '.join(part['parts'])}"
         )
     lines.append(
         f"Saving against the static peak: {document['saving_vs_static_peak']:.0%}. Replay: the SLO met in "
