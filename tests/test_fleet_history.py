@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from cli_runner import run_perdollar
 from perdollar.store import open_store
@@ -59,3 +63,81 @@ def test_a_fleet_is_stored_with_its_curve_and_asked_again_after_the_file_is_gone
     assert notes.read_text() == "mine"
     _perdollar(store, "report", "--last", "--force", "-o", str(notes))
     assert "Hour by hour" in notes.read_text()
+
+
+@pytest.fixture(scope="module")
+def fleet_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A store holding one fleet over a day, made by the real command."""
+    folder = tmp_path_factory.mktemp("fleet")
+    curve = folder / "day.csv"
+    curve.write_text(CURVE)
+    store = folder / "results.db"
+    done = _perdollar(
+        f"sqlite:///{store}", "recommend", "llama-3.1-8b", "--inference", "--load-curve", str(curve),
+        "--ttft-p99-ms", "800", "--tpot-p99-ms", "50", "--cloud", "aws", "--json",
+    )  # fmt: skip
+    return store, json.loads(done.stdout)["recommendation_id"]
+
+
+def _damaged(payload: dict[str, Any], how: str) -> None:
+    question, fleet = payload["question"], payload["fleet"]
+    if how == "utilisation 0":
+        question["traffic"]["target_utilisation"] = 0
+    elif how == "text for a number":
+        question["traffic"]["target_utilisation"] = "high"
+    elif how == "missing figure":
+        del fleet["fleet"]["usd_per_month"]
+    elif how == "text figure":
+        fleet["static_peak"]["usd_per_month"] = "lots"
+    elif how == "no intervals":
+        del fleet["intervals"]
+    elif how == "unknown objective":
+        question["objective"] = "carbn"
+    elif how == "unknown market":
+        question["market"] = "ondemand"
+    elif how == "empty curve":
+        question["traffic"]["text"] = "hour,requests_per_second\n"
+
+
+@pytest.mark.parametrize(
+    ("how", "words"),
+    [
+        ("utilisation 0", "--target-utilisation must be in [0.05, 1], got 0"),
+        ("text for a number", "question.traffic.target_utilisation is 'high', not a number"),
+        ("missing figure", "the fleet's fleet.usd_per_month is missing"),
+        ("text figure", "the fleet's static_peak.usd_per_month is 'lots', not a number"),
+        ("no intervals", "the fleet's intervals are missing"),
+        ("unknown objective", "unknown objective 'carbn'"),
+        ("unknown market", "--market 'ondemand' is not a market"),
+        ("empty curve", "the file has a header and no rows"),
+    ],
+)
+def test_a_damaged_stored_fleet_is_named_by_the_check_and_refused_in_one_line(
+    fleet_store: tuple[Path, str], tmp_path: Path, how: str, words: str
+) -> None:
+    healthy, stored = fleet_store
+    assert run_perdollar("history", "--check", store=healthy).returncode == 0
+    store = tmp_path / "damaged.db"
+    store.write_bytes(healthy.read_bytes())
+    with sqlite3.connect(store) as connection:
+        (text,) = connection.execute("select payload from recommendations where id = ?", (stored,)).fetchone()
+        payload = json.loads(text)
+        _damaged(payload, how)
+        connection.execute(
+            "update recommendations set payload = ? where id = ?", (json.dumps(payload), stored)
+        )
+    before = store.read_bytes()
+
+    checked = run_perdollar("history", "--check", "--json", store=store)
+    assert checked.returncode == 1, checked.stderr
+    (row,) = json.loads(checked.stdout)["damaged"]
+    assert row["id"] == stored and words in row["reason"]
+    for command in (("history", "reevaluate"), ("history", "reevaluate", stored),
+                    ("report", "--last", "-o", str(tmp_path / "r.html"))):  # fmt: skip
+        done = run_perdollar(*command, store=store)
+        assert done.returncode == 2, done.stderr[-2000:]
+        assert "Traceback" not in done.stderr
+        line = done.stderr.strip().splitlines()[-1]
+        assert line.startswith(f"perdollar: error: stored row {stored} is damaged: ") and words in line
+    assert store.read_bytes() == before  # nothing stored, nothing rewritten
+    assert not (tmp_path / "r.html").exists()

@@ -37,3 +37,14 @@ def test_a_data_size_on_the_command_line_too_large_for_a_number_is_one_line() ->
 def test_sizes_that_are_numbers_still_read() -> None:
     assert data_size_bytes("20TB") == 2e13 and data_size_bytes("1.5TiB") == 1.5 * 2**40
     assert data_size_bytes("1.28M") is None  # samples, not bytes
+
+
+@pytest.mark.parametrize(
+    ("objective", "words"),
+    [("carbn", "unknown objective 'carbn'"), ("time", "--objective time ranks training runs")],
+)
+def test_a_serving_objective_that_cannot_rank_a_deployment_is_refused(objective: str, words: str) -> None:
+    done = run_perdollar("recommend", "llama-3.1-8b", "--inference", "--rps", "5", "--objective", objective,
+                         "--no-store")  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and words in lines[0], done.stderr[-1500:]

@@ -81,3 +81,35 @@ def test_recommend_calibrates_from_the_readable_rows_only(healthy_store: Path, t
     after = run_perdollar("history", "--check", "--json", store=store)
     damaged = {row["id"] for row in json.loads(after.stdout)["damaged"]}
     assert damaged == {ids["payload"], ids["column"], ids["newest"]}  # skipped, never rewritten
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("objective", "carbn", "unknown objective 'carbn'"),
+        ("market", "ondemand", "--market 'ondemand' is not a market"),
+        ("max_nodes", "two", "question.max_nodes is 'two', not a whole number"),
+    ],
+)
+def test_a_stored_question_the_command_line_would_refuse_is_damaged(
+    healthy_store: Path, tmp_path: Path, field: str, value: str, words: str
+) -> None:
+    store = tmp_path / "policy.db"
+    store.write_bytes(healthy_store.read_bytes())
+    with sqlite3.connect(store) as connection:
+        row_id, text = connection.execute(
+            "select id, payload from recommendations order by created_at desc"
+        ).fetchone()
+        payload = json.loads(text)
+        payload["question"][field] = value
+        connection.execute(
+            "update recommendations set payload = ? where id = ?", (json.dumps(payload), row_id)
+        )
+    checked = run_perdollar("history", "--check", "--json", store=store)
+    assert checked.returncode == 1
+    damaged = json.loads(checked.stdout)["damaged"]
+    assert [(row["id"], words in row["reason"]) for row in damaged] == [(row_id, True)]
+    again = run_perdollar("history", "reevaluate", row_id, store=store)
+    assert again.returncode == 2 and "Traceback" not in again.stderr
+    line = again.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"perdollar: error: stored row {row_id} is damaged: {words}")

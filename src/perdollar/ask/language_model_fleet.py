@@ -7,19 +7,22 @@ Each request class of the load curve is sized on every instance type by the one 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from perdollar.ask.inputs import Progress, quiet
 from perdollar.ask.language_model_serving import FORMATS, _foreign_stacks_excluded, slo_label
-from perdollar.catalog import Catalog
-from perdollar.catalog.filters import allowed_offers
+from perdollar.ask.offers import bill_notes, billed_offers, in_market, wants_committed
+from perdollar.ask.policy import CARBON, check_policy
+from perdollar.catalog import Catalog, bill_data
 from perdollar.catalog.model import DEFAULT_INSTANCE_START_S
-from perdollar.catalog.purchase import unranked_reasons
-from perdollar.errors import NothingFeasibleError
+from perdollar.catalog.quotas import read_quotas
+from perdollar.errors import NothingFeasibleError, PerdollarError
 from perdollar.predict.llm_serving.engines import engine_note, serving_engine
 from perdollar.predict.llm_serving.fleet import (
     IntervalReplay,
@@ -34,13 +37,15 @@ from perdollar.predict.llm_serving.formats import serving_format
 from perdollar.predict.llm_serving.frame import llm_serving_frame
 from perdollar.predict.llm_serving.load import Workload
 from perdollar.predict.llm_serving.timing import GroupShape, weight_bytes_per_gpu
-from perdollar.price.fleet import Fleet, FleetOption, FleetPolicy, month_cost
-from perdollar.price.fleet_options import class_capacities, fleet_options
+from perdollar.price.fleet import DAYS_PER_MONTH, Fleet, FleetOption, FleetPolicy, month_cost
+from perdollar.price.fleet_limits import co2e_g
+from perdollar.price.fleet_options import POWER, class_capacities, fleet_options
+from perdollar.price.llm_energy import deployment_kw
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select.fleet import FleetChoice, RepairedFleet, choose_fleet, repaired_by_replay
 from perdollar.workload.llm import load_llm_workload
 from perdollar.workload.llm.architecture import DecoderArchitecture
-from perdollar.workload.llm.load_curve import LoadCurve
+from perdollar.workload.llm.load_curve import SECONDS_PER_DAY, LoadCurve, RequestClass
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,11 @@ class FleetAnswer:
     def month_usd(self, fleet: Fleet) -> float:
         return month_cost(fleet, self.curve.span_s)
 
+    def month_co2e_kg(self, fleet: Fleet) -> float | None:
+        """Kilograms CO₂e a month (None where an option's emissions are unknown)."""
+        grams = co2e_g(fleet, self.durations) * DAYS_PER_MONTH * SECONDS_PER_DAY / self.curve.span_s
+        return grams / 1000 if math.isfinite(grams) else None
+
     def slo_met_share(self) -> float:
         return sum(r.meets_slo for r in self.replay) / len(self.replay) if self.replay else 0.0
 
@@ -85,6 +95,14 @@ def _options(
     arch: DecoderArchitecture, catalog: Catalog, question: Question, settings: LanguageModelSettings,
     curve: LoadCurve, instance_start_s: float,
 ) -> list[FleetOption]:  # fmt: skip
+    if question.bill.horizon_months is not None or wants_committed(question.market, None):
+        raise PerdollarError(
+            "a fleet over a day scales by the hour, and a committed term bills every hour of its term",
+            "leave out --horizon and committed markets (or ask for a steady deployment with --rps)",
+        )
+    # As the single deployment is billed: in its market, at the managed service's prices (first: a
+    # quotas file that binds nothing is said before any work).
+    offers = in_market(billed_offers(question, catalog, use="inference", priced_only=True), question)
     frames = []
     formats = (question.precision,) if question.precision else FORMATS
     for request_class in curve.classes:
@@ -93,13 +111,11 @@ def _options(
             rps=curve.peak_rps, ttft_p99_ms=settings.ttft_p99_ms, tpot_p99_ms=settings.tpot_p99_ms,
             precisions=formats, engine=settings.engine, kv_precision=settings.kv_precision,
         )  # fmt: skip
-        frames.append(_foreign_stacks_excluded(frame, catalog))
+        frame = _with_power(_foreign_stacks_excluded(frame, catalog), arch, catalog, request_class)
+        frames.append(frame)
     capacities = class_capacities(frames)
-    offers = allowed_offers(
-        catalog.offers_frame(), clouds=question.clouds, regions=question.regions, market=question.market,
-        priced_only=True,
-    )  # fmt: skip
-    offers = offers[unranked_reasons(offers) == ""]
+    shares = _day_shares(curve)
+    capacities[POWER] = sum(capacities[f"{POWER}_{c}"] * share for c, share in enumerate(shares))
 
     def scale_up(row: pd.Series) -> float:
         shape = GroupShape(tensor_parallel=int(row["tensor_parallel"]))
@@ -111,6 +127,27 @@ def _options(
         )
 
     return fleet_options(capacities, offers, len(curve.classes), scale_up)
+
+
+def _with_power(
+    frame: pd.DataFrame, arch: DecoderArchitecture, catalog: Catalog, request_class: RequestClass
+) -> pd.DataFrame:
+    """``frame`` with the kW one instance of each deployment draws at the day's peak rate, as the
+    single deployment's energy is priced (:func:`perdollar.price.llm_energy.deployment_kw`)."""
+    hosts = catalog.instances_frame()[["cloud", "instance_type", "vcpus"]].drop_duplicates(
+        ["cloud", "instance_type"]
+    )
+    rows = frame.drop(columns=[c for c in ("vcpus",) if c in frame]).merge(
+        hosts, on=["cloud", "instance_type"], how="left"
+    )
+    kw, _ = deployment_kw(
+        rows, arch, input_tokens=request_class.input_tokens, output_tokens=request_class.output_tokens,
+        accelerators=catalog.accelerators, factors=bill_data.energy_factors(),
+    )  # fmt: skip
+    instances = pd.to_numeric(rows["instances"], errors="coerce").to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_instance = np.where(instances > 0, kw / instances, np.nan)
+    return frame.assign(**{POWER: per_instance})
 
 
 def _replay(
@@ -154,21 +191,22 @@ def answer_language_model_fleet(
     instance_start_s: float = DEFAULT_INSTANCE_START_S, requests_per_interval: int = 3000,
     progress: Progress = quiet,
 ) -> FleetAnswer:  # fmt: skip
-    """The fleets that serve ``curve`` within the question's SLOs, cheapest mixed fleet replayed."""
+    """The fleets that serve ``curve`` within the question's SLOs, cheapest mixed fleet replayed
+    (by the question's objective: the one that emits least; within its quotas, every interval)."""
+    check_policy(question)
     settings = question.language_model or LanguageModelSettings()
     arch = load_llm_workload(question.workload_name, kind="inference").architecture
     progress(f"sizing replicas for {len(curve.classes)} request class(es) on every instance type")
     options = _options(arch, catalog, question, settings, curve, instance_start_s)
+    quotas = read_quotas(Path(question.bill.quotas)) if question.bill.quotas else ()
+    policy = replace(policy, by_carbon=question.objective == CARBON, quotas=quotas)
     rates = [i.class_rates() for i in curve.intervals]
     durations = [i.duration_s for i in curve.intervals]
     progress(f"choosing a fleet for {len(durations)} intervals from {len(options)} candidates")
     choice = choose_fleet(options, rates, durations, policy)
     label = slo_label(settings)
     if choice is None:
-        raise NothingFeasibleError(
-            f"no instance type serves every request class within {label}",
-            "relax the SLOs, shorten the requests, or allow more clouds and markets",
-        )
+        raise _nothing_feasible(options, rates, durations, policy, label, question)
     progress("replaying the day against the chosen fleet")
 
     def replay_again(fleet: Fleet, intervals: Sequence[int]) -> dict[int, IntervalReplay]:
@@ -192,8 +230,52 @@ def answer_language_model_fleet(
         f"the mixed fleet: an integer program over {choice.short_list} of {choice.candidates} candidates",
         engine_note(settings.engine, settings.kv_precision),
         *_repair_note(repaired),
+        *_bill_notes(question, policy),
     )
     return FleetAnswer(curve, choice, repaired.replay, label, policy, notes, repaired.added_instances)
+
+
+def _nothing_feasible(
+    options: Sequence[FleetOption], rates: Sequence[Sequence[float]], durations: Sequence[float],
+    policy: FleetPolicy, label: str, question: Question,
+) -> NothingFeasibleError:  # fmt: skip
+    """Why no fleet was found: the quotas, when a fleet serves the day without them."""
+    if policy.quotas:
+        unbound = choose_fleet(options, rates, durations, replace(policy, quotas=()))
+        if unbound is not None:
+            fleet = unbound.mixed
+            peak = max(range(len(rates)), key=fleet.replicas)
+            gpus = sum(
+                n * o.gpus_per_instance for n, o in zip(fleet.instances[peak], fleet.options, strict=True)
+            )
+            return NothingFeasibleError(
+                f"the quotas of {question.bill.quotas} are too small for the day: no fleet within them "
+                f"serves every interval within {label} (without them the busiest interval takes "
+                f"{fleet.composition(peak)}, {gpus} GPUs)",
+                "raise the quotas in the file, or allow more clouds, regions and markets",
+            )
+    what = " with known emissions" if policy.by_carbon else ""
+    return NothingFeasibleError(
+        f"no instance type{what} serves every request class within {label}",
+        "relax the SLOs, shorten the requests, or allow more clouds and markets",
+    )
+
+
+def _bill_notes(question: Question, policy: FleetPolicy) -> tuple[str, ...]:
+    """How the quotas, the objective and the managed service shaped the fleet."""
+    notes = list(bill_notes(question, None, ""))
+    if policy.quotas:
+        notes.append(
+            f"quotas: in every interval each family's instances × their GPUs within {question.bill.quotas}, "
+            "spot and on-demand together (and the replay adds no instance beyond them)"
+        )
+    if policy.by_carbon:
+        notes.append(
+            "ranked by emissions (ties within the program's gap by cost): each instance-hour at the power "
+            "the serving energy model gives one instance of its deployment at the day's peak rate, times the "
+            "location-based grid intensity of its region; scale-ups emit from their start"
+        )
+    return tuple(notes)
 
 
 def _repair_note(repaired: RepairedFleet) -> tuple[str, ...]:

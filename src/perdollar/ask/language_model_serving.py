@@ -18,6 +18,7 @@ from perdollar.ask.offers import (
     quota_excluded,
     same_machine,
 )
+from perdollar.ask.policy import check_policy
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
@@ -75,6 +76,7 @@ def answer_language_model_serving(
     measurements: Sequence[Measurement] = (),
 ) -> LanguageModelServingAnswer:
     """``measurements``: stored ``serve-bench WORKLOAD --url`` runs of this model; they calibrate."""
+    check_policy(question)
     settings = question.language_model or LanguageModelSettings()
     if question.serving is None or not question.serving.qps > 0:
         raise PerdollarError(

@@ -13,7 +13,7 @@ from perdollar.catalog.committed import with_committed
 from perdollar.catalog.filters import allowed_offers
 from perdollar.catalog.managed import has_managed_spot, managed_offers
 from perdollar.catalog.purchase import unranked_reasons, with_capacity_flags
-from perdollar.catalog.quotas import over_quota_reasons, read_quotas
+from perdollar.catalog.quotas import check_known, over_quota_reasons, read_quotas
 from perdollar.errors import PerdollarError
 from perdollar.price.committed import bill_over_horizon, horizon_note, market_comparison
 from perdollar.question import Question
@@ -52,8 +52,8 @@ def billed_offers(
     check_market(question.market)
     offers = catalog.offers_frame()
     bill = question.bill
-    if bill.quotas:
-        read_quotas(Path(bill.quotas))  # a bad file is said before any work
+    if bill.quotas:  # a bad file, or a row that binds nothing, is said before any work
+        check_known(Path(bill.quotas), read_quotas(Path(bill.quotas)), catalog.instances_frame())
     if bill.horizon_months is not None and not bill.horizon_months > 0:
         raise PerdollarError(
             f"--horizon {bill.horizon_months:g} is not a length of time", "give months, e.g. 12"

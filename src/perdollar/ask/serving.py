@@ -21,6 +21,7 @@ from perdollar.ask.offers import (
     market_names,
     quota_excluded,
 )
+from perdollar.ask.policy import check_policy
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
@@ -78,6 +79,7 @@ def answer_serving(
     progress: Progress = quiet,
 ) -> ServingAnswer:
     """The whole inference question; a measured CPU host's curve makes CPU-only instances candidates."""
+    check_policy(question)
     target = serving_target(question)
     question = replace(
         question, workload_fingerprint=workload.fingerprint, workload_label=workload.name, kind="inference"

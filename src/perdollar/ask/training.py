@@ -15,13 +15,13 @@ import pandas as pd
 from perdollar.ask.inputs import Inputs, Progress, quiet
 from perdollar.ask.offers import (
     billed_offers,
-    check_market,
     in_market,
     left_out_notes,
     question_offers,
     quota_excluded,
     training_bill_notes,
 )
+from perdollar.ask.policy import check_policy
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
 from perdollar.predict import Calibration, predict_frame
@@ -38,18 +38,11 @@ from perdollar.select import (
     mark_constraints,
     select_candidates,
 )
-from perdollar.vocabulary import TRAINING_OBJECTIVES
 
 
 def check_question(question: Question, catalog: Catalog) -> None:
     """One-line errors for a question no answer can fit, before any work is done."""
-    if question.objective not in TRAINING_OBJECTIVES:
-        raise PerdollarError(
-            f"unknown objective {question.objective!r}", f"choose one of {', '.join(TRAINING_OBJECTIVES)}"
-        )
-    check_market(question.market)
-    if question.max_nodes < 1:
-        raise PerdollarError(f"--max-nodes must be at least 1, got {question.max_nodes}", "give 1, 2, 4, 8 …")
+    check_policy(question)
     if (question.deadline_hours or question.budget_usd) and not question.target_samples:
         raise PerdollarError(
             "--deadline and --budget need a target", "add --samples N, or --epochs E --dataset-size N"
@@ -58,10 +51,6 @@ def check_question(question: Question, catalog: Catalog) -> None:
     unknown = [c for c in question.clouds if c.lower() not in known]
     if unknown:
         raise PerdollarError(f"unknown cloud {unknown[0]!r}", f"choose from {', '.join(known)}")
-    if not 0.0 < question.confidence < 1.0:
-        raise PerdollarError(
-            f"--confidence {question.confidence} is not a probability", "give a value like 0.9"
-        )
 
 
 def priced_candidates(

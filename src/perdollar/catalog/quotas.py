@@ -10,10 +10,11 @@ smallest quota applies.
 from __future__ import annotations
 
 import csv
+import difflib
 import fnmatch
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -30,6 +31,7 @@ class Quota:
     region: str  # "*": every region
     family: str  # lower case; may be a shell pattern
     gpus: float
+    row: int = field(default=0, compare=False)  # its row in the quotas file (1: the header)
 
     def applies(self, cloud: str, region: str, family: str) -> bool:
         return (
@@ -91,9 +93,48 @@ def read_quotas(path: Path) -> tuple[Quota, ...]:
             )
         quotas.append(Quota(
             cloud=row["cloud"].strip().lower(), region=row["region"].strip().lower() or "*",
-            family=row["family"].strip().lower(), gpus=gpus,
+            family=row["family"].strip().lower(), gpus=gpus, row=number,
         ))  # fmt: skip
     return tuple(quotas)
+
+
+# Names a cloud goes by that are not the catalog's: said as what was meant.
+_CLOUD_ALIASES = {"ec2": "aws", "amazon": "aws", "sagemaker": "aws", "gce": "gcp", "google": "gcp"}
+
+
+def check_known(path: Path, quotas: tuple[Quota, ...], machines: pd.DataFrame) -> None:
+    """A one-line error for the first row that names no cloud, or no instance family, of the
+    catalog's ``machines`` (cloud, instance_type): such a row would bind nothing, and the machine
+    it was meant for would be recommended as if it had no quota."""
+    names: dict[str, dict[str, str]] = {}  # cloud → lower-case instance name → its family
+    for cloud, instance_type in zip(machines["cloud"], machines["instance_type"], strict=True):
+        names.setdefault(str(cloud).lower(), {})[str(instance_type).lower()] = instance_family(
+            str(cloud), str(instance_type)
+        )
+    for quota in quotas:
+        where = f"quotas file {path}, row {quota.row}"
+        if quota.cloud not in names:
+            close = _CLOUD_ALIASES.get(quota.cloud) or next(
+                iter(difflib.get_close_matches(quota.cloud, list(names), n=1)), None
+            )
+            fix = f"did you mean {close}?" if close else f"use one of {', '.join(names)}"
+            raise PerdollarError(f"{where}: cloud {quota.cloud!r} is not a cloud of the catalog", fix)
+        families = {family.lower(): family for family in sorted(set(names[quota.cloud].values()))}
+        if any(fnmatch.fnmatch(family, quota.family) for family in families):
+            continue
+        meant = names[quota.cloud].get(quota.family)  # an instance type given for its family
+        close = [meant] if meant else [
+            families[f] for f in difflib.get_close_matches(quota.family, list(families), n=3)
+        ]  # fmt: skip
+        shown = list(families.values())
+        fix = f"did you mean {' or '.join(close)}?" if close else (
+            f"write one of its families: {', '.join(shown[:12])}{' …' if len(shown) > 12 else ''}"
+        )  # fmt: skip
+        raise PerdollarError(
+            f"{where}: {quota.family!r} is not an instance family of {quota.cloud} (the name before the size,"
+            " as p5 for p5.48xlarge)",
+            fix,
+        )
 
 
 def write_quotas(path: Path, quotas: tuple[Quota, ...]) -> None:

@@ -82,18 +82,18 @@ def stored_curve(question: Question) -> LoadCurve:
 def reevaluate_fleet(stored: StoredRecommendation, *, store_url: str | None, store_new: bool,
                      json_output: bool) -> None:  # fmt: skip
     """Ask a stored fleet question again with today's catalog; say what moved."""
+    from perdollar.ask.policy import fleet_policy
     from perdollar.catalog import load
     from perdollar.cli.llm_fleet_cmd import fleet_document
     from perdollar.cli.persist import save_recommendation
-    from perdollar.price.fleet import FleetPolicy
 
-    old = stored.recommendation
+    old = stored.recommendation  # read back by the caller (perdollar.cli.stored_rows.read_back)
     question, traffic = old.question, old.question.traffic
     assert traffic is not None and old.fleet is not None
-    policy = FleetPolicy(traffic.target_utilisation, traffic.min_replicas, traffic.availability)
+    policy, curve = fleet_policy(traffic), stored_curve(question)
     with common.progress(f"re-asking the fleet for {question.workload_name}", quiet=json_output) as bar:
         catalog = load()
-        answer = answer_fleet(question, stored_curve(question), catalog, policy, traffic.instance_start_s,
+        answer = answer_fleet(question, curve, catalog, policy, traffic.instance_start_s,
                               progress=lambda message: bar.update(description=message))  # fmt: skip
     new = fleet_recommendation(question, fleet_document(answer, question), catalog)
     result = compared(old, new)
@@ -122,7 +122,10 @@ def reevaluate_fleet(stored: StoredRecommendation, *, store_url: str | None, sto
 
 def compared(old: Recommendation, new: Recommendation) -> Reevaluation:
     """Whether the chosen fleet changed its parts, and which monthly figures moved."""
+    from perdollar.report.fleet_html import check_fleet_figures
+
     assert old.fleet is not None and new.fleet is not None
+    check_fleet_figures(old.fleet)
     old_parts, new_parts = _parts(old.fleet), _parts(new.fleet)
     reasons = []
     for key, name in (("fleet", "the chosen fleet"), ("static_peak", "the static peak")):

@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perdollar.catalog.model import DEFAULT_INSTANCE_START_S
-from perdollar.price.fleet import DEFAULT_AVAILABILITY, DEFAULT_MIN_REPLICAS, DEFAULT_TARGET_UTILISATION
+from perdollar.price.fleet import (
+    DEFAULT_AVAILABILITY,
+    DEFAULT_MIN_REPLICAS,
+    DEFAULT_TARGET_UTILISATION,
+    MIN_TARGET_UTILISATION,
+)
 from perdollar.question import declared
 
 
@@ -13,7 +18,8 @@ from perdollar.question import declared
 class FleetFlags:
     target_utilisation: float = declared(
         DEFAULT_TARGET_UTILISATION, "--target-utilisation",
-        "--load-curve/--trace: share of a replica's SLO capacity the autoscaler fills.", minimum=0.05,
+        "--load-curve/--trace: share of a replica's SLO capacity the autoscaler fills.",
+        minimum=MIN_TARGET_UTILISATION,
     )  # fmt: skip
     min_replicas: int = declared(
         DEFAULT_MIN_REPLICAS, "--min-replicas", "--load-curve/--trace: replicas kept at the quietest hour.",

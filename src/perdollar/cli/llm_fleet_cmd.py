@@ -6,10 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from perdollar.cli import common
-from perdollar.cli.fleet_options import FleetFlags
 from perdollar.errors import EXIT_OK, PerdollarError
 from perdollar.files import readable_file
-from perdollar.price.fleet import FleetPolicy
 from perdollar.question import Question
 from perdollar.workload.llm.load_curve import LoadCurve, RequestClass, parse_load_curve, parse_trace
 
@@ -99,6 +97,7 @@ def fleet_document(answer: Any, question: Question) -> dict[str, Any]:
             "usd_per_million_output_tokens": fleet.cost / out_tokens * 1e6,
             "usd_per_million_tokens": fleet.cost / all_tokens * 1e6,
             "spot_share": fleet.spot_share(answer.durations),
+            "co2e_kg_per_month": answer.month_co2e_kg(fleet),
         }
 
     return {
@@ -143,11 +142,13 @@ def _print(document: dict[str, Any]) -> None:
     for key, name in (("fleet", "Chosen fleet"), ("autoscaled_single_type", "One type, autoscaled"),
                       ("static_peak", "Static peak")):  # fmt: skip
         part = document[key]
+        emitted = part.get("co2e_kg_per_month")
         lines.append(
             f"{name}: ${part['usd_per_month']:,.0f} a month, "
             f"${part['usd_per_million_output_tokens']:.3g} per million output tokens "
-            f"(${part['usd_per_million_tokens']:.3g} in and out), spot share "
-            f"{part['spot_share']:.0%} — {'; '.join(part['parts'])}"
+            f"(${part['usd_per_million_tokens']:.3g} in and out), "
+            + (f"{emitted:,.0f} kg CO₂e a month, " if emitted is not None else "")
+            + f"spot share {part['spot_share']:.0%} — {'; '.join(part['parts'])}"
         )
     lines.append(
         f"Saving against the static peak: {document['saving_vs_static_peak']:.0%}. Replay: the SLO met in "
@@ -157,35 +158,23 @@ def _print(document: dict[str, Any]) -> None:
         common.console.print(line, highlight=False, markup=False)
 
 
-def fleet_policy(flags: FleetFlags) -> FleetPolicy:
-    """How the fleet autoscales, the flags checked."""
-    if not 0 < flags.target_utilisation <= 1:
-        raise PerdollarError(
-            f"--target-utilisation must be in (0, 1], got {flags.target_utilisation:g}",
-            "give e.g. --target-utilisation 0.8",
-        )
-    if not 0 < flags.availability < 1:
-        raise PerdollarError(
-            f"--availability must be between 0 and 1, got {flags.availability:g}",
-            "give e.g. --availability 0.999",
-        )
-    return FleetPolicy(flags.target_utilisation, flags.min_replicas, flags.availability)
-
-
 def recommend_llm_fleet(
-    question: Question, curve: LoadCurve, flags: FleetFlags, *, json_output: bool, report_path: Path | None,
+    question: Question, curve: LoadCurve, *, json_output: bool, report_path: Path | None,
     store_url: str | None = None, store: bool = False,
 ) -> int:  # fmt: skip
-    """The fleet for ``question`` (whose ``traffic`` holds the curve's text), shown and stored."""
+    """The fleet for ``question`` (whose ``traffic`` holds the curve's text and how the fleet
+    autoscales), shown and stored."""
+    from perdollar.ask.policy import fleet_policy
     from perdollar.catalog import load as load_catalog
     from perdollar.cli.fleet_history import answer_fleet, fleet_recommendation
     from perdollar.cli.persist import attempt_store, save_recommendation
 
-    policy = fleet_policy(flags)
+    assert question.traffic is not None
+    policy = fleet_policy(question.traffic)
     catalog = load_catalog()
     with common.progress("recommend --inference --load-curve", quiet=json_output) as bar:
         answer = answer_fleet(
-            question, curve, catalog, policy, flags.instance_start_s,
+            question, curve, catalog, policy, question.traffic.instance_start_s,
             progress=lambda message: bar.update(description=message),
         )  # fmt: skip
     document = fleet_document(answer, question)

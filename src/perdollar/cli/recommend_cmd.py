@@ -122,8 +122,9 @@ def recommend(
     if serving.inference:
         if serving.load_curve is not None or serving.trace is not None:
             return _recommend_fleet(
-                workload, family, serving, where, language_model, precision, shown, fleet, store
-            )
+                workload, family, serving, where, language_model, precision, shown, fleet, store,
+                billed=(bill, goal),
+            )  # fmt: skip
         return _recommend_serving(
             workload, family, serving, where, language_model, batch_size, precision, shown, store, bill,
             served=(goal, data),
@@ -204,9 +205,10 @@ def _recommend_serving(
         note = lengths.note if lengths else None
         question = replace(question, bill=bill)
         if served is not None:
+            from perdollar.ask.policy import with_serving_objective
+
             goal, data = served
-            objective = "carbon" if goal.objective == "carbon" else question.objective
-            question = replace(question, data=data, objective=objective)
+            question = with_serving_objective(replace(question, data=data), goal.objective)
         return recommend_llm_inference(question, lengths_note=note, **common_args)
     from perdollar.cli.inference_cmd import recommend_inference
 
@@ -221,8 +223,11 @@ def _recommend_serving(
 def _recommend_fleet(
     workload: str, family: Family, serving: Serving, where: Where, language_model: LanguageModelSettings,
     precision: str | None, shown: Shown, fleet: FleetFlags, store: StoreChoice,
+    billed: tuple[BillSettings, Goal],
 ) -> int:  # fmt: skip
-    """``recommend --inference --load-curve/--trace``: a language model's fleet over the day."""
+    """``recommend --inference --load-curve/--trace``: a language model's fleet over the day, within
+    its quotas, in its managed service's market, ranked by its objective (cost, or carbon)."""
+    from perdollar.ask.policy import with_serving_objective
     from perdollar.cli.llm_fleet_cmd import read_traffic, recommend_llm_fleet
     from perdollar.cli.llm_inference_cmd import llm_serving_question
 
@@ -247,8 +252,10 @@ def _recommend_fleet(
     )  # fmt: skip
     traffic = FleetTraffic(kind, curve.source, text, fleet.target_utilisation, fleet.min_replicas,
                            fleet.instance_start_s, fleet.availability)  # fmt: skip
+    bill, goal = billed
+    question = with_serving_objective(replace(question, traffic=traffic, bill=bill), goal.objective)
     return recommend_llm_fleet(
-        replace(question, traffic=traffic), curve, fleet, json_output=shown.json_output,
+        question, curve, json_output=shown.json_output,
         report_path=shown.report, store_url=store.store_url, store=store.enabled,
     )  # fmt: skip
 

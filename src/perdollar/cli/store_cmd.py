@@ -90,11 +90,21 @@ def history(
 
 
 def _check_rows(store_url: str | None, json_output: bool) -> None:
-    """Read every stored row back; name those that cannot be (they are skipped everywhere else)."""
+    """Read every stored row back as the commands that use it do; name those that cannot be (a row
+    whose payload does not decode is skipped everywhere else, one that decodes but cannot be
+    reported or asked again is refused)."""
+    from perdollar.cli.stored_rows import damage
     from perdollar.store import open_store
+    from perdollar.store.damage import DamagedRow
 
     with open_store(store_url, create=False) as store:
         damaged, where = store.damaged_rows(), store.display_url
+        decoded = store.readable_recommendations()
+    listed = {row.id for row in damaged}
+    for stored in decoded:
+        problem = None if stored.id in listed else damage(stored)
+        if problem is not None:
+            damaged.append(DamagedRow("recommendation", stored.id, problem))
     if json_output:
         emit_json({"store": where, "damaged": damaged}, table="damaged")
     elif not damaged:
@@ -107,8 +117,10 @@ def _check_rows(store_url: str | None, json_output: bool) -> None:
             table.add_row(row.kind, escape(row.id), escape(row.reason))
         print_table(table)
         err_console.print(
-            f"{len(damaged)} damaged row(s): other commands skip them with a warning; delete them "
-            "with an SQL client if they are of no use", highlight=False)
+            f"{len(damaged)} damaged row(s): other commands skip them with a warning or refuse them; "
+            "delete them with an SQL client if they are of no use",
+            highlight=False,
+        )
     if damaged:
         raise typer.Exit(EXIT_FAILURE)
 
@@ -142,12 +154,13 @@ def reevaluate(
     from perdollar.ask import answer
     from perdollar.catalog import load
     from perdollar.cli.persist import save_recommendation
+    from perdollar.cli.stored_rows import read_back
     from perdollar.report.changes import compare
     from perdollar.store import open_store
     from perdollar.store.snapshots import price_index
 
     with open_store(store_url, create=store_url is None) as store:  # never a new file at a typo
-        stored = store.get_stored_recommendation(recommendation_id)
+        stored = read_back(store.get_stored_recommendation(recommendation_id))
         old = stored.recommendation
         if old.question.traffic is not None:  # a fleet over a day: asked again from its stored traffic
             from perdollar.cli.fleet_history import reevaluate_fleet
@@ -239,6 +252,7 @@ def report(
     An earlier report at --output is replaced (and the command says so); any other file is left
     alone unless --force. Missing folders in the path are created.
     """
+    from perdollar.cli.stored_rows import read_back
     from perdollar.errors import PerdollarError
     from perdollar.report.html import check_report_target, report_kind, write_report
     from perdollar.report.stored_checklist import checklist_for
@@ -249,7 +263,7 @@ def report(
     check_report_target(output, force=force)
     replacing = output.exists()
     with open_store(store_url, create=store_url is None) as store:  # never a new file at a typo
-        stored = store.get_stored_recommendation(recommendation_id, workload=workload)
+        stored = read_back(store.get_stored_recommendation(recommendation_id, workload=workload))
         # The performance checklist judges a training workload; a serving or fleet report has none.
         training = report_kind(stored.recommendation) == "training"
         fingerprint = stored.recommendation.question.workload_fingerprint

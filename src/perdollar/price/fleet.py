@@ -28,14 +28,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
+from perdollar.catalog.quotas import Quota
+from perdollar.price.fleet_limits import quota_groups, within_quotas
 from perdollar.price.spot import BUCKET_MONTHLY_FRACTION, UNKNOWN_MONTHLY_FRACTION, monthly_fraction_to_hazard
 
 SECONDS_PER_HOUR = 3600.0
 DAYS_PER_MONTH = 30.0
 DEFAULT_TARGET_UTILISATION = 0.8
+MIN_TARGET_UTILISATION = 0.05  # below it the autoscaler keeps twenty replicas for one's load
 DEFAULT_MIN_REPLICAS = 1
 DEFAULT_AVAILABILITY = 0.999
 _MILP_GAP = 0.005
@@ -47,6 +51,8 @@ class FleetPolicy:
     target_utilisation: float = DEFAULT_TARGET_UTILISATION
     min_replicas: int = DEFAULT_MIN_REPLICAS
     availability: float = DEFAULT_AVAILABILITY  # share of intervals that must keep their capacity
+    by_carbon: bool = False  # choose the fleet that emits least (ties by cost), not the cheapest
+    quotas: tuple[Quota, ...] = ()  # GPU quotas every interval's instances stay within
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +74,11 @@ class FleetOption:
     precision: str = ""
     engine: str = ""
     kv_precision: str = ""
+    # Where it runs and what it draws on: the quota of its family there, and what an hour emits.
+    cloud: str = ""
+    region: str = ""
+    gpus_per_instance: int = 0
+    co2e_g_per_hour: float = math.nan
 
     @property
     def is_spot(self) -> bool:
@@ -171,6 +182,9 @@ def single_type_fleet(
     counts = [max(floor, math.ceil(load / usable - 1e-9)) for load in loads]
     if static:
         counts = [max(counts)] * len(loads)
+    groups = quota_groups([option], policy.quotas)
+    if not all(within_quotas([option], [n], groups) for n in counts):
+        return None  # its family's quota cannot hold it at the busiest interval
     costs = [
         n * terms.price_per_hour * d / SECONDS_PER_HOUR + _lead_cost(option, counts[i - 1], n)
         for i, (n, d) in enumerate(zip(counts, durations, strict=True))
@@ -191,8 +205,10 @@ def mixed_fleet(
     Variables per interval h and option k: instances x (integer), scale-ups z ≥ x_h − x_{h−1}
     (the day wraps round), and the requests/s y of each class routed to k. Every class is served
     (Σ_k y = rate), no option beyond its usable capacity (Σ_c y_c / capacity_c ≤ x · replicas per
-    instance · target utilisation · spot capacity share), at least the minimum replicas, and the
-    cost is the instance-hours plus the scale-ups' lead time. None when nothing is feasible.
+    instance · target utilisation · spot capacity share), at least the minimum replicas, every
+    quota's family within its GPUs (Σ_k∈family x · GPUs ≤ quota), and the cost is the
+    instance-hours plus the scale-ups' lead time. By carbon, the program first finds the least
+    emissions, then the cheapest fleet within its gap of them. None when nothing is feasible.
     """
     hours, kinds = len(rates), len(options)
     classes = len(rates[0]) if rates else 0
@@ -218,7 +234,8 @@ def mixed_fleet(
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import lil_matrix
 
-    rows = hours * (classes + kinds * 2 + 1)
+    groups = quota_groups(options, policy.quotas)
+    rows = hours * (classes + kinds * 2 + 1 + len(groups)) + (1 if policy.by_carbon else 0)
     matrix = lil_matrix((rows, size))
     low, high = np.zeros(rows), np.zeros(rows)
     row = 0
@@ -246,13 +263,34 @@ def mixed_fleet(
             matrix[row, x_at(h, k)] = option.replicas_per_instance
         low[row], high[row] = policy.min_replicas, np.inf
         row += 1
+        for group in groups:  # quotas
+            for k in group.members:
+                matrix[row, x_at(h, k)] = options[k].gpus_per_instance
+            low[row], high[row] = -np.inf, group.gpus
+            row += 1
     integrality = np.zeros(size)
     integrality[: hours * kinds] = 1
-    result = milp(
-        cost, constraints=LinearConstraint(matrix.tocsr(), low, high), integrality=integrality,
-        bounds=Bounds(np.zeros(size), upper),
-        options={"time_limit": time_limit_s, "mip_rel_gap": _MILP_GAP, "disp": False},
-    )  # fmt: skip
+
+    def solve(objective: np.ndarray) -> Any:
+        return milp(
+            objective, constraints=LinearConstraint(matrix.tocsr(), low, high), integrality=integrality,
+            bounds=Bounds(np.zeros(size), upper),
+            options={"time_limit": time_limit_s, "mip_rel_gap": _MILP_GAP, "disp": False},
+        )  # fmt: skip
+
+    if policy.by_carbon:
+        emitted = np.zeros(size)
+        for h in range(hours):
+            for k, option in enumerate(options):
+                emitted[x_at(h, k)] = option.co2e_g_per_hour * durations[h] / SECONDS_PER_HOUR
+                emitted[z_at(h, k)] = option.co2e_g_per_hour * option.scale_up_s / SECONDS_PER_HOUR
+        least = solve(emitted)
+        if least.x is None:
+            return None
+        for column in np.flatnonzero(emitted):  # then the cheapest within the program's gap of it
+            matrix[row, column] = emitted[column]
+        low[row], high[row] = -np.inf, float(least.fun) * (1 + _MILP_GAP)
+    result = solve(cost)
     if result.x is None:
         return None
     solution = result.x

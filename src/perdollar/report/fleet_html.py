@@ -8,10 +8,12 @@ so a fleet reported from the store shows what was answered, nothing asked again.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from perdollar.catalog.price_age import is_stale
+from perdollar.errors import PerdollarError
 from perdollar.fmt import format_hours, format_money
 from perdollar.report.page import document, escape, fields, figure, table
 from perdollar.report.plots import FONT, TITLE_PLACE
@@ -249,6 +251,52 @@ def _hours_section(intervals: Sequence[dict[str, Any]]) -> str:
     )
 
 
+# The figures of a fleet's answer that its page draws and that asking it again compares, by part:
+# the whole answer, each interval, and each of the three fleets. True: a number; False: a text.
+ANSWER_FIGURES = {"slo": False, "saving_vs_static_peak": True, "replay_slo_met_share": True}
+INTERVAL_FIGURES = {"start": False, "replicas": True, "static_peak_replicas": True, "usd_per_hour": True,
+                    "static_peak_usd_per_hour": True}  # fmt: skip
+FLEET_FIGURES = {"usd_per_month": True, "usd_per_million_output_tokens": True, "spot_share": True}
+FLEET_KEYS = ("fleet", "autoscaled_single_type", "static_peak")
+
+
+def check_fleet_figures(document: Mapping[str, Any]) -> None:
+    """A one-line error naming the first figure the page or a comparison needs that is missing or
+    is not what it should be (a stored fleet can be damaged by hand)."""
+    _check_figures(document, ANSWER_FIGURES, "")
+    intervals = document.get("intervals")
+    if not isinstance(intervals, list) or not intervals:
+        raise PerdollarError("the fleet's intervals are missing", _DAMAGED_FIX)
+    for index, interval in enumerate(intervals):
+        _check_figures(interval, INTERVAL_FIGURES, f"intervals[{index}].")
+    for key in FLEET_KEYS:
+        _check_figures(document.get(key), FLEET_FIGURES, f"{key}.")
+        parts = document[key].get("parts")
+        if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
+            raise PerdollarError(f"the fleet's {key}.parts is not a list of machines", _DAMAGED_FIX)
+    if not isinstance(document.get("notes"), list | tuple):
+        raise PerdollarError("the fleet's notes are missing", _DAMAGED_FIX)
+
+
+_DAMAGED_FIX = "ask the question afresh with perdollar recommend --load-curve/--trace"
+
+
+def _check_figures(part: object, figures: Mapping[str, bool], where: str) -> None:
+    if not isinstance(part, Mapping):
+        raise PerdollarError(f"the fleet's {where.rstrip('.') or 'answer'} is missing", _DAMAGED_FIX)
+    for name, numeric in figures.items():
+        value = part.get(name)
+        if value is None:
+            raise PerdollarError(f"the fleet's {where}{name} is missing", _DAMAGED_FIX)
+        number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        if numeric != number if numeric else not isinstance(value, str):
+            shown = str(value)[:40]
+            raise PerdollarError(
+                f"the fleet's {where}{name} is {shown!r}, not {'a number' if numeric else 'a text'}",
+                _DAMAGED_FIX,
+            )
+
+
 def _static_peak_section(figures: dict[str, Any]) -> str:
     rows = [
         [
@@ -279,8 +327,9 @@ def _static_peak_section(figures: dict[str, Any]) -> str:
 
 
 def render_fleet_report(recommendation: Recommendation, plotly_js: str, generated_at: str) -> str:
-    """The whole page of a fleet over the day, as a string."""
+    """The whole page of a fleet over the day, as a string (a damaged stored fleet: a one-line error)."""
     figures = recommendation.fleet or {}
+    check_fleet_figures(figures)
     intervals = figures.get("intervals") or []
     question = recommendation.question
     notes = "".join(f"<li>{escape(note)}</li>" for note in figures.get("notes", recommendation.notes))

@@ -23,6 +23,7 @@ from perdollar.price.fleet import (
     spot_terms,
     with_added_instances,
 )
+from perdollar.price.fleet_limits import QuotaGroup, co2e_g, quota_groups, within_quotas
 
 SHORT_LIST_BY_MIX = 12
 SHORT_LIST_BY_CLASS = 6
@@ -40,10 +41,12 @@ class FleetChoice:
 def _cost_per_request(
     option: FleetOption, shares: Sequence[float], interval_s: float, policy: FleetPolicy
 ) -> float:
+    """Dollars (by carbon: grams) per request/s of the mix an hour."""
     terms = spot_terms(option, interval_s, policy.availability)
     load = class_load(option, shares)  # replicas per request/s of the mix
     usable = option.replicas_per_instance * terms.capacity_share
-    return terms.price_per_hour * load / usable if math.isfinite(load) else math.inf
+    rate = option.co2e_g_per_hour if policy.by_carbon else terms.price_per_hour
+    return rate * load / usable if math.isfinite(load) else math.inf
 
 
 def short_list(
@@ -69,20 +72,27 @@ def choose_fleet(
     options: Sequence[FleetOption], rates: Sequence[Sequence[float]], durations: Sequence[float],
     policy: FleetPolicy,
 ) -> FleetChoice | None:  # fmt: skip
-    """The three fleets, or None when no candidate serves every class."""
+    """The three fleets, or None when no candidate serves every class (within the quotas; by
+    carbon, among the candidates whose emissions are known)."""
+    if policy.by_carbon:
+        options = [o for o in options if math.isfinite(o.co2e_g_per_hour)]
     statics = [f for o in options if (f := single_type_fleet(o, rates, durations, policy, static=True))]
     scaled = [f for o in options if (f := single_type_fleet(o, rates, durations, policy, static=False))]
     if not statics or not scaled:
         return None
-    static_peak = min(statics, key=lambda f: f.cost)
-    autoscaled = min(scaled, key=lambda f: f.cost)
+
+    def ranked(fleet: Fleet) -> tuple[float, float]:
+        return (co2e_g(fleet, durations), fleet.cost) if policy.by_carbon else (fleet.cost, 0.0)
+
+    static_peak = min(statics, key=ranked)
+    autoscaled = min(scaled, key=ranked)
     totals = [sum(r[c] * d for r, d in zip(rates, durations, strict=True)) for c in range(len(rates[0]))]
     mix = [t / sum(totals) for t in totals]
     listed = short_list(options, mix, max(durations), policy)
     if autoscaled.options[0] not in listed:
         listed.append(autoscaled.options[0])
     mixed = mixed_fleet(listed, rates, durations, policy)
-    if mixed is None or mixed.cost > autoscaled.cost:
+    if mixed is None or ranked(mixed) > ranked(autoscaled):
         mixed = autoscaled
     return FleetChoice(static_peak, autoscaled, mixed, len(options), len(listed))
 
@@ -101,14 +111,19 @@ class RepairedFleet:
     added_instances: tuple[int, ...]  # per interval, by the replay
 
 
-def _busiest(fleet: Fleet, interval: int) -> int | None:
-    """The option whose replicas the routed requests load most in ``interval`` (None: nothing routed)."""
+def _busiest(fleet: Fleet, interval: int, groups: Sequence[QuotaGroup] = ()) -> int | None:
+    """The option whose replicas the routed requests load most in ``interval`` and that one more
+    instance keeps within its quotas (None: nothing routed, or no room)."""
     best, busiest = -1.0, None
+    counts = fleet.instances[interval]
     for k, option in enumerate(fleet.options):
         load = class_load(option, fleet.routed[interval][k])
         if load <= 0:
             continue
-        replicas = fleet.instances[interval][k] * option.replicas_per_instance
+        more = [n + (1 if i == k else 0) for i, n in enumerate(counts)]
+        if not within_quotas(fleet.options, more, groups):
+            continue
+        replicas = counts[k] * option.replicas_per_instance
         busy = load / replicas if replicas else math.inf
         if busy > best:
             best, busiest = busy, k
@@ -125,10 +140,11 @@ def repaired_by_replay(
     one by one, with their queueing, and may find an interval a replica short."""
     replays = list(replay)
     added = [[0] * len(fleet.options) for _ in replays]
+    groups = quota_groups(fleet.options, policy.quotas)
     for _ in range(rounds):
         step = [[0] * len(fleet.options) for _ in replays]
         for h, outcome in enumerate(replays):
-            busiest = None if outcome.meets_slo else _busiest(fleet, h)
+            busiest = None if outcome.meets_slo else _busiest(fleet, h, groups)
             if busiest is not None:
                 step[h][busiest] = 1
                 added[h][busiest] += 1

@@ -68,6 +68,60 @@ def _decode(hint: Any, value: Any) -> Any:
     return value
 
 
+def mistyped(value: Any, where: str = "") -> str | None:
+    """The first field of a rebuilt dataclass (``value``, nested ones included) whose value is not
+    of the type its field declares, said in a few words; None when every one is.
+
+    :func:`build` keeps what a payload holds, so that old payloads stay readable; what reads a row
+    back for use asks this before trusting it (a text where a number belongs). A missing value
+    (``None``) is left to the checks of the setting it belongs to.
+    """
+    hints = _hints(type(value))
+    for item in dataclasses.fields(value):
+        problem = _wrong_type(hints.get(item.name, Any), getattr(value, item.name), f"{where}{item.name}")
+        if problem:
+            return problem
+    return None
+
+
+def _wrong_type(hint: Any, value: Any, name: str) -> str | None:
+    if value is None or hint is Any:
+        return None
+    shown = repr(value)[:40]
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _wrong_type(options[0], value, name) if len(options) == 1 else None
+    if origin is typing.Literal:
+        allowed = typing.get_args(hint)
+        return None if value in allowed else f"{name} is {shown}, not one of {', '.join(map(str, allowed))}"
+    if dataclasses.is_dataclass(hint):
+        return mistyped(value, f"{name}.") if dataclasses.is_dataclass(value) else f"{name} is {shown}"
+    if origin is tuple:
+        if not isinstance(value, tuple | list):
+            return f"{name} is {shown}, not a list"
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            elements = [args[0]] * len(value)
+        elif len(args) != len(value):
+            return f"{name} is {shown}, not {len(args)} values"
+        else:
+            elements = list(args)
+        pairs = enumerate(zip(elements, value, strict=True))
+        found = (_wrong_type(h, v, f"{name}[{i}]") for i, (h, v) in pairs)
+        return next((problem for problem in found if problem), None)
+    if hint is bool:
+        return None if isinstance(value, bool) else f"{name} is {shown}, not true or false"
+    if hint is float or hint is int:
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not number or (hint is int and not isinstance(value, int)):
+            return f"{name} is {shown}, not {'a number' if hint is float else 'a whole number'}"
+        return None
+    if hint is str:
+        return None if isinstance(value, str) else f"{name} is {shown}, not a text"
+    return None
+
+
 # --- measurements -------------------------------------------------------------------------
 
 

@@ -215,6 +215,23 @@ class Store:
             return None
         return CatalogSnapshot(snapshot_id, row.captured_at, offers)
 
+    def readable_recommendations(self) -> list[StoredRecommendation]:
+        """Every recommendation whose payload decodes, oldest first; the others are
+        :meth:`damaged_rows`, so they are passed over here without a warning."""
+        table = schema.recommendations
+        query = sa.select(table.c.id, table.c.payload).order_by(table.c.created_at)
+        with self.engine.connect() as connection:
+            rows = connection.execute(query).all()
+        found = []
+        for row in rows:
+            try:
+                found.append(
+                    StoredRecommendation(row.id, codec.recommendation_from_payload(json.loads(row.payload)))
+                )
+            except Exception:  # every way a row can be damaged is listed by damaged_rows
+                continue
+        return found
+
     def damaged_rows(self) -> list[DamagedRow]:
         """Every stored row that cannot be read back (see ``perdollar history --check``)."""
         return damaged_rows(self.engine)

@@ -97,6 +97,8 @@ def _rows(text: str, fix: str) -> list[dict[str, str]]:
         raise PerdollarError("the file is empty", fix)
     if lines[0].lstrip().startswith("{"):
         return [{str(k).strip().lower(): str(v) for k, v in row.items()} for row in json_lines(lines, fix)]
+    if len(lines) == 1:
+        raise PerdollarError("the file has a header and no rows", fix)
     header = [cell.strip().lower() for cell in next(csv.reader([lines[0]]))]
     body = csv.reader(io.StringIO("\n".join(lines[1:])))
     return [dict(zip(header, (c.strip() for c in cells), strict=False)) for cells in body]
