@@ -178,3 +178,18 @@ def test_a_training_answer_names_the_dates_of_the_prices_it_ranks_on(offers: pd.
     footer = next(line for line in result.stdout.splitlines() if "ranked on prices captured" in line)
     assert any(date in footer for date in aws_dates)
     assert "catalog captured" not in footer  # the snapshot's own date says nothing of its AWS prices
+
+
+def test_a_fleet_answer_dates_the_prices_of_its_machines(tmp_path: Path, offers: pd.DataFrame) -> None:
+    curve = tmp_path / "day.csv"
+    curve.write_text("hour,requests_per_second\n0,2\n8,20\n20,5\n")
+    result = run_perdollar(
+        "recommend", "llama-3.1-8b", "--inference", "--load-curve", str(curve), "--ttft-p99-ms", "800",
+        "--tpot-p99-ms", "50", "--cloud", "aws", "--json", "--no-store",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    aws_dates = {str(d)[:10] for d in offers[offers["cloud"] == "aws"]["captured_at"]}
+    for key in ("fleet", "autoscaled_single_type", "static_peak"):
+        dates = answer[key]["price_captured_at"]
+        assert len(dates) == len(answer[key]["parts"]) and set(dates) <= aws_dates, key

@@ -93,6 +93,7 @@ def fleet_document(answer: Any, question: Question) -> dict[str, Any]:
         return {
             "fleet": fleet.name,
             "parts": [o.label for o in fleet.options],
+            "price_captured_at": [o.captured_at or None for o in fleet.options],
             "usd_per_month": answer.month_usd(fleet),
             "usd_per_million_output_tokens": fleet.cost / out_tokens * 1e6,
             "usd_per_million_tokens": fleet.cost / all_tokens * 1e6,
@@ -149,6 +150,7 @@ def _print(document: dict[str, Any]) -> None:
             f"(${part['usd_per_million_tokens']:.3g} in and out), "
             + (f"{emitted:,.0f} kg CO₂e a month, " if emitted is not None else "")
             + f"spot share {part['spot_share']:.0%} — {'; '.join(part['parts'])}"
+            + _price_dates(part)
         )
     lines.append(
         f"Saving against the static peak: {document['saving_vs_static_peak']:.0%}. Replay: the SLO met in "
@@ -156,6 +158,12 @@ def _print(document: dict[str, Any]) -> None:
     )
     for line in (*lines, *document["notes"]):
         common.console.print(line, highlight=False, markup=False)
+
+
+def _price_dates(part: dict[str, Any]) -> str:
+    """ "(prices of 2025-11-30)": the dates of the prices the fleet's machines are billed at."""
+    dates = sorted({d for d in part.get("price_captured_at") or () if d})
+    return f" (prices of {' … '.join(dict.fromkeys((dates[0], dates[-1])))})" if dates else ""
 
 
 def recommend_llm_fleet(

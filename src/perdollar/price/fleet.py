@@ -79,6 +79,7 @@ class FleetOption:
     region: str = ""
     gpus_per_instance: int = 0
     co2e_g_per_hour: float = math.nan
+    captured_at: str = ""  # the date of the price it is billed at
 
     @property
     def is_spot(self) -> bool:

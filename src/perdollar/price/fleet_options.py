@@ -57,7 +57,7 @@ def fleet_options(
     (:data:`POWER`), an hour's emissions are that times the grid intensity of the offer's region.
     """
     columns = ["cloud", "instance_type", "region", "market", "price_per_hour", "interruption_bucket"]
-    columns += [c for c in ("network_gbps", "accelerator_count") if c in offers.columns]
+    columns += [c for c in ("network_gbps", "accelerator_count", "captured_at") if c in offers.columns]
     priced = offers[columns].dropna(subset=["price_per_hour"])
     on_demand = priced[priced["market"] == "on-demand"]
     fallback_by_region = on_demand.groupby(["cloud", "instance_type", "region"])["price_per_hour"].min()
@@ -91,6 +91,7 @@ def fleet_options(
             region=str(row["region"]),
             gpus_per_instance=_count(row.get("accelerator_count")),
             co2e_g_per_hour=float(row["co2e_g_per_hour"]),
+            captured_at=str(row.get("captured_at") or "")[:10],
         ))  # fmt: skip
     return options
 
