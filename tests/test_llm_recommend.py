@@ -127,7 +127,9 @@ def test_compare_takes_the_workload_and_plan_options_recommend_takes() -> None:
     assert all(abs(long / short - 1) > 0.01 for short, long in zip(rates["1024"], rates["4096"], strict=True))
     table = run_perdollar(*COMPARE, "--finetune", "lora", timeout=600, columns=200)
     assert table.returncode == 0, table.stderr[-2000:]
-    shown = [line for line in table.stdout.splitlines() if "p5.48xlarge with " in line]
-    assert shown and "lora" in shown[0]  # the table names the plan each row was predicted under
+    lines = table.stdout.splitlines()
+    # Each row names the offer priced over the plan it was predicted under: "(aws …) with lora,…".
+    first = next(i for i, line in enumerate(lines) if line.startswith("│ 1x p5.48xlarge"))
+    assert " with " in lines[first + 1] and "lora" in lines[first + 1]
     partial = run_perdollar(*COMPARE, "--tensor-parallel", "2", timeout=600, columns=200)
     assert partial.returncode == 2 and "--plan fsdp --tensor-parallel 2" in partial.stderr
