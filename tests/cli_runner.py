@@ -16,6 +16,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -58,6 +59,21 @@ def run_perdollar(*args: str, store: Path | None = None, cwd: Path | None = None
                 sys.stderr.flush()
         out, err = captured.texts()
     return subprocess.CompletedProcess(["perdollar", *args], code, out, err)
+
+
+# The escape sequences a terminal reads as styles and cursor moves (what it shows is the text between).
+_ESCAPES = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def run_perdollar_in_terminal(*args: str, columns: int = 80, env: Mapping[str, str] | None = None,
+                              **kwargs: Any) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """``perdollar ARGS`` as a terminal ``columns`` wide shows it: Rich takes descriptor 1 for a
+    terminal (TTY_COMPATIBLE=1) and reads its width from COLUMNS; the escape sequences that style
+    the text are taken out of what is returned."""
+    done = run_perdollar(*args, columns=columns, env={**(env or {}), "TTY_COMPATIBLE": "1"}, **kwargs)
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, _ESCAPES.sub("", done.stdout), _ESCAPES.sub("", done.stderr)
+    )
 
 
 def run_perdollar_process(*args: str, store: Path | None = None, cwd: Path | None = None,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cli_runner import run_perdollar
-from perdollar.report.fit import Column, fitted_table
+from cli_runner import run_perdollar, run_perdollar_in_terminal
+from perdollar.terminal_tables import Column, fitted_table
 
 
 def _table_lines(text: str) -> list[str]:
@@ -29,7 +29,7 @@ def test_every_configuration_prints_whole_at_100_and_80_columns(args: tuple[str,
     document = json.loads(run_perdollar(*args, "--json", "--no-store", columns=200).stdout)
     labels = [e["label"] for e in document["estimates"] if not e["excluded_reason"]][:10]
     for columns in (100, 80):
-        completed = run_perdollar(*args, "--no-store", columns=columns)
+        completed = run_perdollar_in_terminal(*args, "--no-store", columns=columns)
         assert completed.returncode == 0, completed.stderr[-2000:]
         rows = _table_lines(completed.stdout)
         assert rows and not any("…" in row for row in rows)
@@ -64,7 +64,7 @@ DROPPABLE = ("nodes", "images/s", "bound", "$/h")
 
 @pytest.mark.parametrize("columns", [100, 80, 60])
 def test_compare_keeps_the_expected_cost_and_names_every_column_it_leaves_out(columns: int) -> None:
-    completed = run_perdollar(*COMPARE, "--no-store", columns=columns)
+    completed = run_perdollar_in_terminal(*COMPARE, "--no-store", columns=columns)
     assert completed.returncode == 0, completed.stderr[-2000:]
     lines = completed.stdout.splitlines()
     table = [line for line in lines if line[:1] in "┏┃┡│└"]
@@ -89,7 +89,7 @@ def test_show_excluded_prints_every_reason_whole_at_any_width() -> None:
     reasons = [e["excluded_reason"] for e in document["estimates"] if e["excluded_reason"]][:20]
     assert reasons and max(len(r) for r in reasons) > 60
     for columns in (200, 100):
-        completed = run_perdollar(*args, "--no-store", columns=columns)
+        completed = run_perdollar_in_terminal(*args, "--no-store", columns=columns)
         assert completed.returncode == 0, completed.stderr[-2000:]
         assert all(len(line) <= columns for line in _table_lines(completed.stdout))
         shown = " ".join(_why_not_text(completed.stdout).split())
@@ -107,12 +107,18 @@ def test_show_excluded_prints_every_reason_whole_at_any_width() -> None:
     ids=["predict-llm-breakdown", "catalog-gpus", "catalog-accelerators"],
 )
 def test_a_table_too_wide_for_the_terminal_says_so_and_a_wide_one_does_not(args: tuple[str, ...]) -> None:
-    narrow = run_perdollar(*args, columns=30)
+    narrow = run_perdollar_in_terminal(*args, columns=30)
     assert narrow.returncode == 0, narrow.stderr[-2000:]
     said = " ".join(narrow.stdout.split())
-    assert "cells cut for the terminal's width (the table needs" in said and "use --json" in said
-    wide = run_perdollar(*args, columns=300)
-    assert wide.returncode == 0 and "cut for the terminal's width" not in wide.stdout
+    assert "left out for the terminal's width" in said or "the table needs" in said
+    assert "--json/--csv" in said
+    assert not any("…" in line for line in narrow.stdout.splitlines() if line[:1] in "┃│")
+    wide = run_perdollar_in_terminal(*args, columns=300)
+    assert wide.returncode == 0 and "for the terminal's width" not in wide.stdout
+    assert "the table needs" not in wide.stdout
+    # Not a terminal (a file here): no width to fit, whatever COLUMNS says.
+    piped = run_perdollar(*args, columns=30)
+    assert piped.returncode == 0 and "terminal" not in piped.stdout
 
 
 def test_fitted_tables_say_when_even_the_essential_columns_do_not_fit() -> None:

@@ -106,18 +106,6 @@ def least_table_width(table: object) -> int:
     return Measurement.get(console, console.options, table).minimum  # type: ignore[arg-type]
 
 
-def cut_note(table: object, width: int, *, fuller: str = "use --json") -> str:
-    """One line when ``width`` is too narrow to print ``table`` whole ('' when it is wide enough).
-
-    Rich fits a table that is too wide by shortening cells with an ellipsis and cropping the
-    right edge; the line says so, with the width that shows everything.
-    """
-    needed = least_table_width(table)
-    if needed <= width:
-        return ""
-    return f"cells cut for the terminal's width (the table needs {needed} columns): widen it, or {fuller}"
-
-
 # Query parameters that carry secrets (?api_key=…, &access_token=…, &sig=…) and a URL inside free text.
 _SECRET_WORDS = r"key|token|secret|passw|pwd|auth|sig|credential|session"
 _SECRET_QUERY_NAME = re.compile(_SECRET_WORDS, re.IGNORECASE)

@@ -25,6 +25,7 @@ from perdollar.measure.result import Measurement
 from perdollar.predict import Calibration, predict_frame
 from perdollar.predict.measured import apply_measured
 from perdollar.price.frame import SpotAssumptions, assumptions_for, describe_assumptions, target_of
+from perdollar.price.serving import plausibly_priced
 from perdollar.price.table import price_table
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select import mark_constraints
@@ -191,7 +192,10 @@ def _offer_for(offers: pd.DataFrame, spec: Configuration, instance: InstanceType
             f"{spec.label!r}: the catalog has no {spec.market} price for {name}",
             "try the other market, or another instance",
         )
-    return rows.sort_values("price_per_hour").head(1)  # the cheapest region unless one is named
+    # The cheapest region unless one is named, at a plausible price where there is one: a price
+    # flagged implausible is compared only when it is the machine's only one (or named).
+    plausible = rows.loc[plausibly_priced(rows)]
+    return (plausible if not plausible.empty else rows).sort_values("price_per_hour").head(1)
 
 
 def _prediction_row(predictions: pd.DataFrame, instance: InstanceType, nodes: int) -> pd.DataFrame:

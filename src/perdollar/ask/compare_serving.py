@@ -167,6 +167,8 @@ def _deployment_of(frame: pd.DataFrame, spec: Configuration, text: str) -> dict[
     shown["plausible_price"] = bool(plausibly_priced(rows.head(1)).iloc[0])
     shown["deployment"] = llm_deployment_label(top) if shown["feasible"] else ""
     shown["region"] = str(top["region"])
+    flags = top.get("flags")
+    shown["flags"] = [str(flag) for flag in flags] if isinstance(flags, tuple | list) else []
     return shown
 
 

@@ -22,6 +22,7 @@ import click
 import typer
 
 from perdollar.cli import common
+from perdollar.cli.help_layout import keep_option_names_whole
 from perdollar.cli.option_values import harden
 from perdollar.cli.plain_values import skip_needless_conversion
 from perdollar.cli.usage import USAGE_ERRORS, report_usage_error
@@ -36,6 +37,8 @@ your utility: samples per dollar, time under a budget, cost under a deadline, or
 inference cost under a latency SLO.
 
   perdollar recommend vit-b16 --samples 1e9 --deadline 72h
+  perdollar recommend llama-3.1-8b --tokens 1e10
+  perdollar recommend llama-3.1-8b --inference --rps 5 --tpot-p99-ms 50
   perdollar catalog --accelerator a10g --cloud aws
   perdollar profile resnet50
   perdollar bench mlp
@@ -165,6 +168,8 @@ def _format_help(command: click.Command, verbose: click.Parameter | None = None)
         csv_option.opts, csv_option.secondary_opts = ["--csv"], []
         csv_option.name, csv_option.help, csv_option.expose_value = "csv", CSV_HELP, False
         command.params.append(csv_option)
+    _without_flag_metavars(command)
+    keep_option_names_whole(command)
     subcommands = getattr(command, "commands", {})
     verbose = verbose or next((p for p in command.params if "--verbose" in getattr(p, "opts", [])), None)
     if verbose is not None and not any("--verbose" in getattr(p, "opts", []) for p in command.params):
@@ -175,6 +180,24 @@ def _format_help(command: click.Command, verbose: click.Parameter | None = None)
         command.params.append(own)
     for sub in subcommands.values():
         _format_help(sub, verbose)
+
+
+def _without_flag_metavars(command: click.Command) -> None:
+    """A flag takes no value, so its help shows none (typer would show ``<bool>``, which reads as if
+    ``--json true`` were how to give it). The help option is made when help is asked for: it gets
+    the same on its way out."""
+    for param in command.params:
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+    make_help_option = command.get_help_option
+
+    def help_option(context: click.Context) -> Any:
+        option = make_help_option(context)
+        if option is not None:
+            option.metavar = ""
+        return option
+
+    command.get_help_option = help_option  # type: ignore[method-assign]
 
 
 def _chain(error: BaseException) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from perdollar.cli import common
-from perdollar.cli.declared import StoreChoice, takes
+from perdollar.cli.declared import Group, StoreChoice, takes
 from perdollar.cli.persist import check_store
 from perdollar.errors import EXIT_FAILURE, EXIT_OK, PerdollarError
 from perdollar.question import declared
@@ -282,7 +282,11 @@ class LatencyCurve:
     )
 
 
-@takes(reading=CommandReading, curve=LatencyCurve, store=StoreChoice)
+@takes(
+    reading=Group(CommandReading, panel="Reading a command's output"),
+    curve=Group(LatencyCurve, panel="Serving latency curve"),
+    store=StoreChoice,
+)
 def bench(
     target: list[str] = typer.Argument(
         None,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import typer
-from rich.table import Table
 
 from perdollar.cli.catalog_render import (
     age_line,
@@ -14,6 +13,7 @@ from perdollar.cli.catalog_render import (
     records,
 )
 from perdollar.cli.common import console, emit_json
+from perdollar.terminal_tables import FittingTable
 
 catalog_app = typer.Typer(
     name="catalog",
@@ -186,10 +186,12 @@ def catalog_accelerators(
     if json_output:
         emit_json(chips)
         return
-    table = Table(title=f"{len(chips)} accelerators (per device; dense peaks)", title_justify="left")
-    for header in ("key", "vendor", "architecture", "memory GiB", "GB/s", "fp32", "tf32", "bf16", "fp16",
-                   "fp8", "stack", "confidence"):  # fmt: skip
-        table.add_column(header)
+    table = FittingTable(title=f"{len(chips)} accelerators (per device; dense peaks)", title_justify="left")
+    # (header, drop order): a narrow terminal leaves out the highest first; 0 stays.
+    for header, drop_order in (("key", 0), ("vendor", 6), ("architecture", 7), ("memory GiB", 0), ("GB/s", 1),
+                               ("fp32", 4), ("tf32", 5), ("bf16", 0), ("fp16", 3), ("fp8", 2), ("stack", 8),
+                               ("confidence", 9)):  # fmt: skip
+        table.add_column(header, no_wrap=header == "key", drop_order=drop_order)
     for chip in chips:
         table.add_row(
             chip.key, chip.vendor, chip.architecture,

@@ -7,11 +7,11 @@ import sys
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from perdollar.cli.catalog_cmd import catalog_app
 from perdollar.cli.catalog_render import FLAG_MARKS, format_price, print_table, quantity
 from perdollar.cli.common import console, emit_json
+from perdollar.terminal_tables import FittingTable
 
 
 def _where(row: dict[str, Any], prefix: str) -> str:
@@ -56,10 +56,13 @@ def catalog_gpus(
     if json_output:
         emit_json(rows)
         return
-    table = Table(title=f"{len(rows)} accelerators: cheapest USD per GPU-hour", title_justify="left")
-    for header in ("accelerator", "GiB", "on-demand $/GPU-h", "where", "captured", "spot $/GPU-h", "where",
-                   "captured"):  # fmt: skip
-        table.add_column(header, no_wrap=True)
+    table = FittingTable(title=f"{len(rows)} accelerators: cheapest USD per GPU-hour", title_justify="left")
+    # (header, drop order): a narrow terminal leaves out the highest first; 0 stays.
+    columns = (("accelerator", 0), ("GiB", 5), ("on-demand $/GPU-h", 0), ("where", 4), ("captured", 6),
+               ("spot $/GPU-h", 0), ("where", 0), ("captured", 7))  # fmt: skip
+    for header, drop_order in columns:
+        # "where" (instance, cloud, region) may wrap between its words; the rest stays on one line.
+        table.add_column(header, no_wrap=header != "where", drop_order=drop_order)
     for row in rows:
         table.add_row(
             row["accelerator_key"], quantity(row["memory_gib"]),
@@ -105,9 +108,9 @@ def catalog_flags(
     if json_output:
         emit_json(rows)
         return
-    table = Table(title=f"{len(rows)} data-quality flags", title_justify="left")
-    for header in ("flag", "table mark", "offers", "meaning"):
-        table.add_column(header, no_wrap=header != "meaning")
+    table = FittingTable(title=f"{len(rows)} data-quality flags", title_justify="left")
+    for header, drop_order in (("flag", 0), ("table mark", 2), ("offers", 1), ("meaning", 0)):
+        table.add_column(header, no_wrap=header != "meaning", drop_order=drop_order)
     for row in rows:
         table.add_row(row["flag"], row["mark"], f"{row['offers']:,}", row["meaning"])
     print_table(table)

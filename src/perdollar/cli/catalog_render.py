@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import math
-import os
-import sys
 from typing import Any
 
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from perdollar.catalog.provenance import NOT_FOR_TRAINING
-from perdollar.cli.common import console
-from perdollar.cli.common import print_table as common_print_table
+from perdollar.cli.common import console, print_table
+from perdollar.terminal_tables import FittingTable
 
 
 def format_price(value: Any) -> str:
@@ -53,23 +50,22 @@ def age_line(catalog: Any) -> str:
     )
 
 
-def print_table(table: Table) -> None:
-    # Piped output has no terminal width; rich's default of 80 columns would truncate every cell.
-    wide = console.is_terminal or os.environ.get("COLUMNS")
-    target = console if wide else Console(file=sys.stdout, width=200, highlight=False)
-    common_print_table(table, target=target)
-
-
 def listing_table(rows: list[dict[str, Any]], title: str, *, with_instance: bool = True) -> Table:
-    table = Table(title=title, title_justify="left", header_style="bold", pad_edge=False)
-    headers = [("instance type", "left"), ("cloud", "left")] if with_instance else []
+    table = FittingTable(title=title, title_justify="left", header_style="bold", pad_edge=False)
+    # (header, justify, drop order): a narrow terminal leaves out the highest first; 0 stays.
+    headers = [("instance type", "left", 0), ("cloud", "left", 1)] if with_instance else []
     headers += [
-        ("region", "left"), ("vCPU", "right"), ("RAM GiB", "right"), ("accelerators", "left"),
-        ("net Gb/s", "right"), ("on-demand $/h", "right"), ("spot $/h", "right"), ("interrupt", "left"),
-        ("flags", "left"),
+        ("region", "left", 0), ("vCPU", "right", 4), ("RAM GiB", "right", 5), ("accelerators", "left", 0),
+        ("net Gb/s", "right", 6), ("on-demand $/h", "right", 0), ("spot $/h", "right", 0),
+        ("interrupt", "left", 3), ("flags", "left", 2),
     ]  # fmt: skip
-    for header, justify in headers:
-        table.add_column(header, justify=justify, no_wrap=header != "flags")  # type: ignore[arg-type]
+    for header, justify, drop_order in headers:
+        table.add_column(
+            header,
+            justify=justify,
+            no_wrap=header != "flags",
+            drop_order=drop_order,
+        )
     for row in rows:
         spot = format_price(row["spot_price_per_hour"])
         high = row["spot_price_max_per_hour"]

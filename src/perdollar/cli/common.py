@@ -29,36 +29,45 @@ class _State:
 STATE = _State()
 
 
-def _width() -> int | None:
-    # Piped output (a file, `less`, CI logs) has no terminal width; Rich would fall back to 80
-    # columns and fold every wide table into unreadable slivers.
-    if os.environ.get("COLUMNS") or sys.stdout.isatty():
-        return None
-    return 160
-
+# Output that is not a terminal (a file, a pipe into grep or less, CI logs) has no width to fit:
+# every table row and every line is written whole, however wide, instead of folded to a guessed
+# 80 or 160 columns that would cut figures and names. Rich's own rules say what is a terminal
+# (a TTY, or TTY_COMPATIBLE=1 / FORCE_COLOR set); a terminal's width is COLUMNS or its size.
+UNLIMITED_WIDTH = 100_000
 
 # Tables and progress go to stderr when --json is requested, so stdout stays machine-readable.
-console = Console(width=_width())
+console = Console()
 err_console = Console(stderr=True)
+
+
+def _fit_to_stdout(out: Console) -> None:
+    out.__init__()  # type: ignore[misc]
+    if not out.is_terminal:
+        out.__init__(width=UNLIMITED_WIDTH)  # type: ignore[misc]
+
+
+_fit_to_stdout(console)
 
 
 def fresh_consoles() -> None:
     """Both consoles as a new process would make them now: Rich reads the width (COLUMNS) and the
     colour system once, when a console is made, and an embedding process may call main() again
     with another environment. The objects stay the same, so modules that imported them keep them."""
-    console.__init__(width=_width())  # type: ignore[misc]
+    _fit_to_stdout(console)
     err_console.__init__(stderr=True)  # type: ignore[misc]
 
 
-def print_table(table: Any, *, target: Console | None = None, fuller: str = "use --json") -> None:
-    """``table``, and a dim line under it when the terminal is too narrow to show all of it."""
-    from perdollar.fmt import cut_note
+def print_table(table: Any, *, target: Console | None = None, see_every_column: str | None = None) -> Any:
+    """``table`` (a rich table, or one already fitted) fitted to the terminal: whole columns left
+    out rather than a figure or a name cut, and a dim line under it naming what was left out.
+    Returns the table as fitted (its ``left_out`` names the columns not shown)."""
+    from perdollar.terminal_tables import SEE_EVERY_COLUMN, FittedTable, fit, print_fitted
 
     out = target or console
-    out.print(table)
-    note = cut_note(table, out.width, fuller=fuller)
-    if note:
-        out.print(f"[dim]{note}[/]", highlight=False)
+    if not isinstance(table, FittedTable):
+        table = fit(table, out.width, see_every_column=see_every_column or SEE_EVERY_COLUMN)
+    print_fitted(out, table)
+    return table
 
 
 def print_error(message: str) -> None:

@@ -40,10 +40,23 @@ class StoreChoice:
 
 @dataclass(frozen=True, slots=True)
 class Group:
-    """One settings dataclass a command takes, limited to the scopes that mean something to it."""
+    """One settings dataclass a command takes, limited to the scopes that mean something to it.
+
+    Its options are listed together in ``--help`` under ``panel`` (default: the keyword the
+    command takes the group by, "plan_flags" → "Plan flags"); ``scope_panels`` lists a scope's
+    options under a panel of their own instead (a language model's training and serving settings).
+    """
 
     settings: type
     scopes: tuple[str, ...] | None = None  # None: every declared field
+    panel: str = ""
+    scope_panels: tuple[tuple[str, str], ...] = ()
+
+    def panel_of(self, keyword: str, option: Declared) -> str:
+        by_scope = dict(self.scope_panels)
+        if option.scope in by_scope:
+            return by_scope[option.scope]
+        return self.panel or keyword.replace("_", " ").capitalize()
 
     def declarations(self) -> list[tuple[str, Any, Declared, Any]]:
         """(field name, default, declaration, annotation) of each field the command takes."""
@@ -87,7 +100,15 @@ def _count(text: str, flag: str) -> float:
 PARSERS: dict[str, Callable[[str, str], Any]] = {"share": _share, "count": _count}
 
 
-def _parameter(name: str, default: Any, option: Declared, annotation: Any) -> inspect.Parameter:
+# A language model's settings, split in --help between what trains it and what serves it.
+LANGUAGE_MODEL_PANELS = (
+    ("training", "Language model: training"),
+    ("serving", "Language model: serving"),
+    ("serving-slo", "Language model: serving"),
+)
+
+
+def _parameter(name: str, default: Any, option: Declared, annotation: Any, panel: str) -> inspect.Parameter:
     extra: dict[str, Any] = {}
     if option.minimum is not None and annotation in (int, int | None, float, float | None):
         extra["min"] = option.minimum
@@ -97,7 +118,7 @@ def _parameter(name: str, default: Any, option: Declared, annotation: Any) -> in
     return inspect.Parameter(
         name,
         inspect.Parameter.KEYWORD_ONLY,
-        default=typer.Option(default, *flags, help=option.full_help, **extra),
+        default=typer.Option(default, *flags, help=option.full_help, rich_help_panel=panel, **extra),
         annotation=annotation,
     )
 
@@ -114,12 +135,13 @@ def takes(**groups: type | Group) -> Callable[[F], F]:
         added: list[inspect.Parameter] = []
         # Read once here, not on every call: type hints are resolved by evaluating the annotations.
         declarations = {keyword: group.declarations() for keyword, group in resolved.items()}
-        for fields_taken in declarations.values():
+        for keyword, fields_taken in declarations.items():
             for name, default, option, annotation in fields_taken:
                 if name in taken:
                     raise TypeError(f"{command.__name__}: option {name} is declared twice")
                 taken.add(name)
-                added.append(_parameter(name, default, option, annotation))
+                panel = resolved[keyword].panel_of(keyword, option)
+                added.append(_parameter(name, default, option, annotation, panel))
 
         @functools.wraps(command)
         def run(*args: Any, **values: Any) -> Any:

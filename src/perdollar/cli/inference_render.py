@@ -13,6 +13,7 @@ from rich.table import Table
 from perdollar.catalog.price_age import is_stale, price_age_days
 from perdollar.fmt import format_money
 from perdollar.price.model import Estimate, ServingFigures
+from perdollar.terminal_tables import FittingTable
 
 
 def format_ms(value: float) -> str:
@@ -137,24 +138,31 @@ def excluded_rows(estimates: Sequence[Estimate]) -> list[dict[str, Any]]:
 
 
 def deployment_table(rows: list[dict[str, Any]], label: str, qps: float) -> Table:
-    table = Table(title=f"Cheapest deployments for {qps:g} requests/s ({label})", title_justify="left")
-    for header in (
-        "#",
-        "instance",
-        "cloud / region",
-        "market",
-        "accel.",
-        "inst.",
-        "replicas",
-        "batch",
-        "wait ms",
-        "P ms (band)",
-        "req/s per replica",
-        "$/h\nprice of",
-        "$/M req (band)",
-        "basis",
+    table = FittingTable(title=f"Cheapest deployments for {qps:g} requests/s ({label})", title_justify="left")
+    # (header, drop order): a narrow terminal leaves out the highest first; 0 stays.
+    for header, drop_order in (
+        ("#", 0),
+        ("instance", 0),
+        ("cloud / region", 0),
+        ("market", 3),
+        ("accel.", 5),
+        ("inst.", 4),
+        ("replicas", 2),
+        ("batch", 6),
+        ("wait ms", 7),
+        ("P ms (band)", 0),
+        ("req/s per replica", 8),
+        ("$/h\nprice of", 1),
+        ("$/M req (band)", 0),
+        ("basis", 9),
     ):
-        table.add_column(header, justify="right" if header not in ("instance", "cloud / region") else "left")
+        table.add_column(
+            header,
+            justify="right" if header not in ("instance", "cloud / region") else "left",
+            # A name, and the cost with its band, stay on their lines.
+            no_wrap=header in ("instance", "$/M req (band)"),
+            drop_order=drop_order,
+        )
     for rank, row in enumerate(rows, 1):
         count = row["accelerator_count"] or 0
         accel = f"{count:g}× {row['accelerator_key']}" if row["accelerator_key"] else "CPU"

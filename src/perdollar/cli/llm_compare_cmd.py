@@ -13,6 +13,7 @@ from perdollar.cli.declared import StoreChoice
 from perdollar.cli.recommend_options import Serving
 from perdollar.errors import EXIT_OK, PerdollarError
 from perdollar.question import LanguageModelSettings
+from perdollar.terminal_tables import FittingTable
 from perdollar.vocabulary import Family
 
 
@@ -69,7 +70,12 @@ def compare_llm_serving(
             table="candidates",
         )
         return EXIT_OK
+    from perdollar.report.tables import flags_note
+
     common.print_table(_table(comparison.rows, comparison.slo_label, rps))
+    flagged = flags_note(row["flags"] for row in comparison.rows)
+    if flagged:
+        common.console.print(f"[dim]{flagged}[/]", highlight=False)
     common.console.print(comparison.summary, highlight=False, markup=False)
     for note in comparison.notes:
         common.console.print(note, highlight=False, markup=False)
@@ -77,16 +83,23 @@ def compare_llm_serving(
 
 
 def _table(rows: tuple[dict[str, Any], ...], slo: str, rps: float) -> Table:
-    table = Table(title=f"Each configuration for {rps:g} requests/s within {slo}", title_justify="left")
-    for name, justify in (
-        ("configuration", "left"),
-        ("engine", "left"),
-        ("deployment", "left"),
-        ("TTFT / TPOT p99 ms", "right"),
-        ("$/M out tok", "right"),
-        ("vs cheapest", "right"),
+    title = f"Each configuration for {rps:g} requests/s within {slo}"
+    table = FittingTable(title=title, title_justify="left")
+    # (header, justify, drop order): a narrow terminal leaves out the highest first; 0 stays.
+    for name, justify, drop_order in (
+        ("configuration", "left", 0),
+        ("engine", "left", 2),
+        ("deployment", "left", 0),  # a reason when it is out: wraps between words
+        ("TTFT / TPOT p99 ms", "right", 3),
+        ("$/M out tok", "right", 0),
+        ("vs cheapest", "right", 1),
     ):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        table.add_column(
+            name,
+            justify=justify,
+            no_wrap=name in ("configuration", "TTFT / TPOT p99 ms"),  # a pair of figures read together
+            drop_order=drop_order,
+        )
     for row in rows:
         if row["feasible"]:
             cost = f"${row['usd_per_million_output_tokens']:.3g}"
@@ -95,7 +108,8 @@ def _table(rows: tuple[dict[str, Any], ...], slo: str, rps: float) -> Table:
             if not row["plausible_price"]:
                 versus += " (price-outlier)"
             latency = f"{row['ttft_p99_ms']:.0f} / {row['tpot_p99_ms']:.1f}"
-            deployment = f"{row['deployment']}, {row['replicas']:.0f} replica(s)"
+            flagged = " ⚠" if row["flags"] else ""
+            deployment = f"{row['deployment']}{flagged}, {row['replicas']:.0f} replica(s)"
         else:
             cost, versus, latency = "—", "—", "—"
             deployment = f"out: {row['excluded_reason']}"

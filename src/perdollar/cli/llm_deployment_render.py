@@ -10,6 +10,7 @@ from rich.table import Table
 
 from perdollar.cli.inference_render import price_cell, where_it_runs
 from perdollar.price.model import Estimate, ServingFigures
+from perdollar.terminal_tables import FittingTable
 
 
 def llm_deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[str, Any]]:
@@ -67,27 +68,57 @@ def _bill_cells(row: dict[str, Any], pulled: bool) -> list[str]:
     return cells
 
 
+ENERGY_HEADER = "kWh / g CO2e\nper M out tok"
+
+
+def missing_energy_line(rows: list[dict[str, Any]], left_out: Sequence[str]) -> str:
+    """Why the energy column shows "—" for a row ('' when it shows every figure, or is left out)."""
+    from perdollar.report.tables import BillFigures, missing_energy_note
+
+    if " ".join(ENERGY_HEADER.split()) in left_out:
+        return ""
+    return missing_energy_note(
+        BillFigures(
+            row["accelerator_key"],
+            row["cloud"],
+            row["region"],
+            row.get("energy_kwh_per_million_output_tokens") is not None,
+            row.get("co2e_g_per_million_output_tokens") is not None,
+        )
+        for row in rows
+    )
+
+
 def llm_deployment_table(
     rows: list[dict[str, Any]], slo: str, rps: float, *, by_carbon: bool = False
 ) -> Table:
     ranked_by = "Lowest-emission" if by_carbon else "Cheapest"
-    table = Table(title=f"{ranked_by} deployments for {rps:g} requests/s within {slo}", title_justify="left")
+    table = FittingTable(
+        title=f"{ranked_by} deployments for {rps:g} requests/s within {slo}", title_justify="left"
+    )
     pulled = any((row.get("weights_load_s") or 0.0) > 0 for row in rows)
-    bill_columns = [("kWh / g CO2e\nper M out tok", "right")]
-    bill_columns += [("weights pull\n$ / load", "right")] if pulled else []
-    for name, justify in (
-        ("#", "right"),
-        ("configuration", "left"),
-        ("TP × format (engine)", "left"),
-        ("replicas (inst.)", "right"),
-        ("TTFT / TPOT p99 ms", "right"),
-        ("$/h\nprice of", "right"),
-        ("$/M out tok", "right"),
-        ("$/M tok", "right"),
+    # (header, justify, drop order): a narrow terminal leaves out the highest first; 0 stays.
+    bill_columns = [(ENERGY_HEADER, "right", 7)]
+    bill_columns += [("weights pull\n$ / load", "right", 8)] if pulled else []
+    for name, justify, drop_order in (
+        ("#", "right", 0),
+        ("configuration", "left", 0),
+        ("TP × format (engine)", "left", 3),
+        ("replicas (inst.)", "right", 5),
+        ("TTFT / TPOT p99 ms", "right", 2),
+        ("$/h\nprice of", "right", 4),
+        ("$/M out tok", "right", 0),
+        ("$/M tok", "right", 6),
         *bill_columns,
-        ("bound by", "left"),
+        ("bound by", "left", 9),
     ):
-        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        table.add_column(
+            name,
+            justify=justify,
+            # A name, and a pair of figures read together, stay on their lines.
+            no_wrap=name in ("configuration", "replicas (inst.)", "TTFT / TPOT p99 ms"),
+            drop_order=drop_order,
+        )
     for rank, row in enumerate(rows, start=1):
         base = row["instances"] - row["spot_extra_instances"]
         machines = f"{base}+{row['spot_extra_instances']}" if row["spot_extra_instances"] else f"{base}"

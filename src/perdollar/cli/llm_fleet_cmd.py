@@ -115,19 +115,25 @@ def fleet_document(answer: Any, question: Question) -> dict[str, Any]:
 
 
 def _print(document: dict[str, Any]) -> None:
-    from rich.table import Table
+    from perdollar.terminal_tables import FittingTable
 
-    table = Table(title=f"Fleet over the day within {document['slo']}")
-    for column in (
-        "start",
-        "rps",
-        "replicas",
-        "fleet (spot / on-demand)",
-        "$/h",
-        "static peak",
-        "replay p99 ms",
+    table = FittingTable(title=f"Fleet over the day within {document['slo']}")
+    # (header, drop order): a narrow terminal leaves out the highest first; 0 stays.
+    for column, drop_order in (
+        ("start", 0),
+        ("rps", 2),
+        ("replicas", 1),
+        ("fleet (spot / on-demand)", 0),
+        ("$/h", 0),
+        ("static peak", 4),
+        ("replay p99 ms", 3),
     ):
-        table.add_column(column, justify="left" if column.startswith("fleet") else "right")
+        table.add_column(
+            column,
+            justify="left" if column.startswith("fleet") else "right",
+            no_wrap=not column.startswith("fleet"),  # figures read together stay on their line
+            drop_order=drop_order,
+        )
     for row in document["intervals"]:
         table.add_row(
             row["start"], f"{row['requests_per_second']:.3g}", str(row["replicas"]),

@@ -143,6 +143,7 @@ def recommend_llm_inference(
         llm_deployment_rows,
         llm_deployment_table,
         llm_excluded_rows,
+        missing_energy_line,
     )
     from perdollar.cli.persist import attempt_store, save_recommendation
 
@@ -179,7 +180,11 @@ def recommend_llm_inference(
     else:
         if rows:
             by_carbon = question.objective == "carbon"
-            common.print_table(llm_deployment_table(rows, answer.slo_label, rps, by_carbon=by_carbon))
+            table = llm_deployment_table(rows, answer.slo_label, rps, by_carbon=by_carbon)
+            fitted = common.print_table(table)
+            missing = missing_energy_line(rows, fitted.left_out)
+            if missing:
+                common.console.print(f"[dim]{missing}[/]", highlight=False)
         common.console.print(recommendation.explanation, highlight=False, markup=False)
         for note in (*recommendation.notes, *([lengths_note] if lengths_note else [])):
             common.console.print(note, highlight=False, markup=False)

@@ -11,7 +11,7 @@ from rich.table import Table
 from perdollar.ask.questions import PlanFlags
 from perdollar.catalog.model import InstanceType
 from perdollar.cli.common import console, emit_json, err_console, print_table, progress
-from perdollar.cli.declared import Group, StoreChoice, takes
+from perdollar.cli.declared import LANGUAGE_MODEL_PANELS, Group, StoreChoice, takes
 from perdollar.fmt import format_band, format_number
 from perdollar.predict.model import Prediction
 from perdollar.profile.model import Profile
@@ -75,8 +75,8 @@ def _bar(value: float | None) -> str:
 
 
 @takes(
-    language_model=Group(LanguageModelSettings, ("training", "serving")),
-    plan_flags=PlanFlags,
+    language_model=Group(LanguageModelSettings, ("training", "serving"), scope_panels=LANGUAGE_MODEL_PANELS),
+    plan_flags=Group(PlanFlags, panel="Language model: plan"),
     store=StoreChoice,
 )
 def predict_command(

@@ -11,7 +11,7 @@ from perdollar.ask import answer
 from perdollar.ask.compare import compare_question
 from perdollar.ask.questions import PlanFlags, family_of, language_model_settings
 from perdollar.cli import common, recommend_inputs
-from perdollar.cli.declared import Group, StoreChoice, takes
+from perdollar.cli.declared import LANGUAGE_MODEL_PANELS, Group, StoreChoice, takes
 from perdollar.cli.fleet_options import FleetFlags
 from perdollar.cli.inference_cmd import serving_question
 from perdollar.cli.persist import check_store
@@ -44,7 +44,10 @@ RECOMMEND_HELP = (
     "  perdollar recommend resnet50 --epochs 90 --dataset-size 1.28M --objective cost --deadline 48h\n"
     "  perdollar recommend bert-base --samples 5e8 --objective time --budget 500 --cloud aws\n"
     "  perdollar recommend vit-b16 --measurements published.csv --json\n"
-    "  perdollar recommend resnet50 --inference --qps 200 --p99-ms 50\n\n"
+    "  perdollar recommend llama-3.1-8b --tokens 1e10\n"
+    "  perdollar recommend llama-3.1-8b --tokens 1e9 --finetune lora --deadline 7d\n"
+    "  perdollar recommend resnet50 --inference --qps 200 --p99-ms 50\n"
+    "  perdollar recommend llama-3.1-8b --inference --rps 5 --tpot-p99-ms 50\n\n"
     "Exit codes: 0 ok; 2 bad input; 3 nothing satisfies the constraints (the message says which "
     "one binds and by how much)."
 )
@@ -77,11 +80,11 @@ COMPARE_HELP = (
 @takes(
     target=Target,
     goal=Goal,
-    where=Where,
+    where=Group(Where, panel="Where to look"),
     serving=Serving,
-    shown=Shown,
-    language_model=LanguageModelSettings,
-    plan_flags=Group(PlanFlags, ("training",)),
+    shown=Group(Shown, panel="Output"),
+    language_model=Group(LanguageModelSettings, scope_panels=LANGUAGE_MODEL_PANELS),
+    plan_flags=Group(PlanFlags, ("training",), panel="Language model: plan"),
     spot=SpotSettings,
     data=Group(DataSettings, ("training",)),
     store=StoreChoice,
@@ -263,8 +266,10 @@ def _recommend_fleet(
 @takes(
     target=Group(Target, ("tokens",)),
     serving=Group(Serving, ()),
-    language_model=Group(LanguageModelSettings, ("training", "serving", "serving-slo")),
-    plan_flags=Group(PlanFlags, ("training",)),
+    language_model=Group(
+        LanguageModelSettings, ("training", "serving", "serving-slo"), scope_panels=LANGUAGE_MODEL_PANELS
+    ),
+    plan_flags=Group(PlanFlags, ("training",), panel="Language model: plan"),
     spot=SpotSettings,
     store=StoreChoice,
 )

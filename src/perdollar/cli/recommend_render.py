@@ -68,19 +68,19 @@ def show_comparison(
         )
         return
     from perdollar.price.frame import describe_assumptions
-    from perdollar.report.tables import comparison_table
+    from perdollar.report.tables import comparison_table, flags_note
 
     table = comparison_table(
         comparison.estimates,
-        comparison.labels,
         unit=unit,
         has_target=has_target,
         deadline_hours=deadline_hours,
         width=common.console.width,
     )
-    common.console.print(table.table)
-    if table.footnote:
-        common.console.print(f"[dim]{table.footnote}[/]", highlight=False)
+    common.print_table(table)
+    flagged = flags_note(e.flags for e in comparison.estimates)
+    if flagged:
+        common.console.print(f"[dim]{flagged}[/]", highlight=False)
     common.console.print(comparison.summary, highlight=False, markup=False)
     common.console.print(
         f"[dim]{describe_assumptions(assumptions)}; ± from the prediction bands "

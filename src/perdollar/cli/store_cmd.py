@@ -78,9 +78,12 @@ def history(
             highlight=False,
         )
         return
-    table = Table(title=f"Stored results ({escape(where)})", title_justify="left")
-    for column in ("when (UTC)", "kind", "id", "workload", "result"):
-        table.add_column(column, overflow="fold")
+    from perdollar.terminal_tables import FittingTable
+
+    table = FittingTable(title=f"Stored results ({escape(where)})", title_justify="left")
+    # (header, drop order): a narrow terminal leaves out the highest first; 0 stays.
+    for column, drop_order in (("when (UTC)", 2), ("kind", 3), ("id", 0), ("workload", 1), ("result", 0)):
+        table.add_column(column, no_wrap=column == "id", drop_order=drop_order)
     for entry in entries:
         table.add_row(
             escape(entry.at[:19].replace("T", " ")), entry.kind, escape(entry.id),

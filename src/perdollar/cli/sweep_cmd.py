@@ -133,11 +133,11 @@ def _dry_run(
 
 
 @takes(
-    flags=SweepFlags,
+    flags=Group(SweepFlags, panel="Sweep"),
     target=Group(Target, ("epochs",)),
     job=JobGoal,
-    where=Where,
-    node=NodeSetup,
+    where=Group(Where, panel="Where to look"),
+    node=Group(NodeSetup, panel="Node setup"),
     store=StoreChoice,
 )
 def sweep(

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markup import escape
 
 from perdollar.fmt import format_band, format_hours, format_money, format_number, format_si
 from perdollar.price.model import Estimate
-from perdollar.report.fit import Column, FittedTable, fitted_table
 from perdollar.select.model import Recommendation
+from perdollar.terminal_tables import Column, FittedTable, fitted_table, print_fitted
 
 BASIS_MARK = {"measured": "measured", "calibrated": "calibrated", "spec": "spec"}
 
@@ -139,6 +140,43 @@ def bill_columns(estimates: Sequence[Estimate], *, moved: bool, has_target: bool
     return columns
 
 
+@dataclass(frozen=True)
+class BillFigures:
+    """Where a row's energy and carbon figures came from, to say why one is missing."""
+
+    accelerator: str | None
+    cloud: str
+    region: str
+    energy_known: bool
+    carbon_known: bool
+
+
+def missing_energy_note(rows: Iterable[BillFigures]) -> str:
+    """Why a kWh or CO2e cell shows "—" (a figure the bill data lacks), or '' when none does."""
+    from perdollar.catalog.bill_data import energy_factors
+
+    rows = list(rows)
+    pue = energy_factors().pue
+    unpowered = {r.accelerator for r in rows if not r.energy_known and r.accelerator and r.cloud in pue}
+    no_pue = {r.cloud for r in rows if not r.energy_known and r.cloud not in pue}
+    no_grid = {f"{r.cloud} {r.region}" for r in rows if r.energy_known and not r.carbon_known}
+    reasons = []
+    if unpowered:
+        reasons.append(f"the accelerator specs give no power figure (TDP) for {', '.join(sorted(unpowered))}")
+    if no_pue:
+        reasons.append(f"no data-centre PUE is known for {', '.join(sorted(no_pue))}")
+    if no_grid:
+        reasons.append(f"no grid carbon intensity is known for {', '.join(sorted(no_grid))}")
+    return f"— under kWh/CO2e: {'; '.join(reasons)}." if reasons else ""
+
+
+def training_bill_figures(estimates: Iterable[Estimate]) -> list[BillFigures]:
+    return [
+        BillFigures(e.accelerator, e.cloud, e.region, e.energy_kwh is not None, e.carbon_kg is not None)
+        for e in estimates
+    ]
+
+
 def excluded_table(recommendation: Recommendation, *, limit: int, width: int | None = None) -> FittedTable:
     label = Column("configuration")
     nodes = Column("nodes × accel", drop_order=1)
@@ -161,9 +199,12 @@ def print_recommendation(
     from perdollar.catalog.price_age import stale_after_days
 
     ranked = recommendation_table(recommendation, top=top, unit=unit, width=console.width)
-    console.print(ranked.table)
-    if ranked.footnote:
-        console.print(f"[dim]{ranked.footnote}[/]", highlight=False)
+    print_fitted(console, ranked)
+    if any(str(column.header).startswith("kWh") for column in ranked.table.columns):
+        shown = [e for e in recommendation.estimates if e.feasible][:top]
+        missing = missing_energy_note(training_bill_figures(shown))
+        if missing:
+            console.print(f"[dim]{missing}[/]", highlight=False)
     console.print(
         f"[dim]{unit}/$ and E (expected) time/cost include spot losses (checkpoints, lost work, "
         f"restarts); ≈ ties with #1 within the prediction bands; * on the time/cost Pareto front; "
@@ -171,17 +212,11 @@ def print_recommendation(
         f"the catalog shows its date, 'stale' past {stale_after_days()} days.[/]",
         highlight=False,
     )
-    flags = sorted({flag for e in recommendation.estimates[:top] if e.feasible for flag in e.flags})
-    if flags:
-        console.print(
-            f"[dim]⚠ flags shown: {', '.join(flags)} (`perdollar catalog flags` explains them).[/]",
-            highlight=False,
-        )
+    flagged = flags_note(e.flags for e in recommendation.estimates[:top] if e.feasible)
+    if flagged:
+        console.print(f"[dim]{flagged}[/]", highlight=False)
     if show_excluded:
-        excluded = excluded_table(recommendation, limit=max(top, 20), width=console.width)
-        console.print(excluded.table)
-        if excluded.footnote:
-            console.print(f"[dim]{excluded.footnote}[/]", highlight=False)
+        print_fitted(console, excluded_table(recommendation, limit=max(top, 20), width=console.width))
     console.print()
     console.print(recommendation.explanation, highlight=False)
     console.print()
@@ -195,9 +230,14 @@ def print_recommendation(
     )
 
 
+def flags_note(flag_sets: Iterable[Iterable[str]]) -> str:
+    """The line that names the data-quality flags (⚠) of the prices shown ('' when none is flagged)."""
+    flags = sorted({flag for flag_set in flag_sets for flag in flag_set})
+    return f"⚠ flags shown: {', '.join(flags)} (`perdollar catalog flags` explains them)." if flags else ""
+
+
 def comparison_table(
     estimates: Sequence[Estimate],
-    labels: Sequence[str],
     *,
     unit: str = "samples",
     has_target: bool = False,
@@ -213,11 +253,11 @@ def comparison_table(
     time = Column(escape("E[time]"), "right")
     cost = Column(escape("E[cost]"), "right")
     deadline = Column(f"P(≤{format_hours(deadline_hours)})", "right", drop_order=1)
-    for text, estimate in zip(labels, estimates, strict=True):
-        # A language model's row is half-described without the whole plan the prediction assumed
-        # (the user's "with fsdp" comes back with its micro-batch and accumulation).
-        base = text.split(" with ")[0]
-        label.cells.append(f"{base} with {estimate.plan}" if estimate.plan else text)
+    for estimate in estimates:
+        # The offer as priced, not as typed: its market and region (the cheapest, when none was
+        # given), ⚠ where the catalog flags its price, and a language model's whole plan (the
+        # user's "with fsdp" comes back with its micro-batch and accumulation).
+        label.cells.append(configuration(estimate))
         nodes.cells.append(shape(estimate))
         rate.cells.append(_rate_with_basis(estimate))
         bound.cells.append(estimate.bottleneck)
