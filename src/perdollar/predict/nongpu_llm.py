@@ -19,7 +19,6 @@ from perdollar.predict.accelerator_stacks import (
     SERVING_STACKS,
     TRAINING_STACKS,
     USABLE_MEMORY_SHARE,
-    ServingStack,
     TrainingStack,
     chip_problem,
     fit_note,
@@ -27,11 +26,13 @@ from perdollar.predict.accelerator_stacks import (
     model_problem,
     serving_degrees,
     serving_format_problem,
+    serving_kv_problem,
     slice_problem,
 )
 from perdollar.predict.llm.plan import TrainingPlan
-from perdollar.predict.llm_serving.efficiency import ServingEfficiency
-from perdollar.predict.llm_serving.engines import ServingEngine
+from perdollar.predict.llm_serving.engines import serving_engine_for
+from perdollar.predict.llm_serving.features import Speculation
+from perdollar.predict.llm_serving.formats import kv_precision_name, serving_format
 from perdollar.predict.llm_serving.frame import ReplicaRate
 from perdollar.workload.llm.architecture import DecoderArchitecture
 from perdollar.workload.llm.workload import LLMWorkload
@@ -164,17 +165,6 @@ def training_row(
     }  # fmt: skip
 
 
-def serving_engine_for(stack: ServingStack) -> ServingEngine:
-    """The stack as a serving-engine record, so the serving model sizes its replicas."""
-    efficiency = ServingEfficiency(bandwidth=stack.bandwidth, weight_only_bandwidth=stack.bandwidth,
-                                   compute=stack.compute, kv_bandwidth=stack.bandwidth,
-                                   step_overhead_s_per_layer=0.0, step_overhead_s=stack.step_s)  # fmt: skip
-    return ServingEngine(name=stack.name, efficiency=efficiency, host_step_s=stack.step_s,
-                         eager_launch_s_per_layer=0.0, cuda_graphs=True, chunked_prefill=True, max_running=64,
-                         memory_utilisation=USABLE_MEMORY_SHARE, kv_precision="auto", version=stack.version,
-                         sources=dict(stack.sources), formats=stack.formats)  # fmt: skip
-
-
 def serving_stack_problem(accelerator: Accelerator, arch: DecoderArchitecture, precision: str) -> str:
     """Why the chip's serving stack cannot serve ``arch`` in ``precision`` ('' when it can)."""
     stack = SERVING_STACKS.get(accelerator.software_stack)
@@ -201,14 +191,17 @@ __all__ = [
 def nongpu_serving_rows(
     arch: DecoderArchitecture, catalog: Any, *, input_tokens: int, output_tokens: int, rps: float,
     ttft_p99_ms: float | None, tpot_p99_ms: float | None, precisions: tuple[str, ...],
+    prefix_share: float = 0.0, speculation: Speculation | None = None, kv_precision: str | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """The serving frame's rows for every instance whose chip runs a non-GPU stack: each replica
-    shape the stack allows, sized by the serving model with the stack's fitted fractions."""
+    shape the stack allows, sized by the serving model with the stack's fitted fractions (the
+    prefix cache and speculative decoding as on a GPU; a KV cache the record does not hold is a
+    row excluded with that reason)."""
     from perdollar.predict.llm_serving.frame import _row, replica_rate
     from perdollar.predict.llm_serving.load import Workload
     from perdollar.predict.llm_serving.timing import GroupShape
 
-    work = Workload(input_tokens, output_tokens)
+    work = Workload(input_tokens, output_tokens, prefix_share, speculation)
     instances = catalog.instances_frame()
     instances = instances[instances["accelerator_key"].notna() & (instances["accelerator_count"] >= 1)]
     rows = []
@@ -225,6 +218,8 @@ def nongpu_serving_rows(
                 key = (accelerator.key, degree, precision)
                 if key not in cache:
                     problem = serving_stack_problem(accelerator, arch, precision)
+                    if not problem and stack is not None:
+                        problem = serving_kv_problem(stack, kv_precision)
                     if not problem and stack is not None and not stack.fitted:
                         # Round starting fractions would rank a chip on a guess; say so instead.
                         problem = f"{stack.label}: no published serving table fitted yet, so no prediction"
@@ -234,10 +229,12 @@ def nongpu_serving_rows(
                         cache[key] = replica_rate(
                             arch, accelerator, precision, work, GroupShape(tensor_parallel=degree),
                             ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms,
-                            efficiency=engine.step_efficiency(), engine=engine,
+                            efficiency=engine.step_efficiency(), engine=engine, kv_precision=kv_precision,
                         )  # fmt: skip
                 row = _row(record, count, degree, precision, cache[key], rps, work)
                 name = stack.name if stack else accelerator.software_stack
                 note = fit_note(accelerator, stack) if stack and not row["excluded_reason"] else ""
-                rows.append({**row, "engine": name, "kv_precision": "bf16", "fit_note": note})
+                held = engine.serving_format(serving_format(precision), kv_precision) if engine else None
+                kv = kv_precision_name(held) if held else "bf16"
+                rows.append({**row, "engine": name, "kv_precision": kv, "fit_note": note})
     return pd.DataFrame(rows)
