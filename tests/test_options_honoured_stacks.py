@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 
 import pytest
 
 from cli_runner import run_perdollar
 from perdollar import catalog as catalog_mod
+from perdollar.ask.language_model_prediction import predict_llm
 from perdollar.ask.language_model_serving_prediction import predict_language_model_serving
+from perdollar.ask.questions import PlanFlags
 from perdollar.errors import PerdollarError
 from perdollar.predict.accelerator_stacks import SERVING_STACKS
+from perdollar.predict.llm import parse_plan
+from perdollar.predict.llm.frame import llm_prediction_frame
+from perdollar.predict.llm.frameworks import FRAMEWORKS, MODEL_PARALLEL
+from perdollar.predict.llm.planner import plan_shapes
 from perdollar.predict.llm_serving.engines import ENGINES
 from perdollar.predict.llm_serving.features import speculation
 from perdollar.predict.nongpu_llm import nongpu_serving_rows
+from perdollar.question import LanguageModelSettings
 from perdollar.workload.llm import load_llm_workload
 
 # One chip of each software stack the catalog holds, at the smallest replica its stack takes.
@@ -110,3 +119,76 @@ def test_the_ranked_rows_of_a_chips_own_stack_take_speculative_decoding(catalog:
     assert chips.any()
     faster = guessed.loc[chips, "tpot_p99_ms"] < plain.loc[chips, "tpot_p99_ms"]
     assert faster.all()
+
+
+# ---- training: the chip's own stack, and each framework's declared limits ----
+
+
+def _trained(instance: str, *, settings: LanguageModelSettings | None = None, flags: PlanFlags | None = None,
+             workload: str = "llama-3.1-8b") -> dict:  # type: ignore[type-arg]  # fmt: skip
+    asked = settings or LanguageModelSettings()
+    return predict_llm(workload, instance, None, 1, None, asked, flags or PlanFlags())
+
+
+@pytest.mark.parametrize("instance", ["trn1.32xlarge", "tpu-v5litepod-8"])
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_a_gpu_framework_on_a_chip_with_its_own_stack_is_refused(framework: str, instance: str) -> None:
+    expected = r"does not run on (Trainium|TPU-v5e): it trains under"
+    with pytest.raises(PerdollarError, match=expected) as refused:
+        _trained(instance, settings=LanguageModelSettings(framework=framework))
+    assert "\n" not in str(refused.value)
+
+
+def test_a_trainium_prediction_is_its_stacks_as_the_ranking_has_it(catalog: catalog_mod.Catalog) -> None:
+    predicted = _trained("trn1.32xlarge")
+    only = replace(catalog, instance_types={k: v for k, v in catalog.instance_types.items()
+                                            if v.name == "trn1.32xlarge"})  # fmt: skip
+    ranked = llm_prediction_frame(load_llm_workload("llama-3.1-8b"), only, (1,), keep=False).iloc[0]
+    text = predicted["plan_text"]
+    assert text.startswith("NxD Training (Neuron)") and "Megatron" not in text
+    assert predicted["tokens_per_second"] == pytest.approx(ranked["tokens_per_second"])
+    narrower = _trained("trn1.32xlarge", flags=PlanFlags(tensor_parallel=8),
+                        settings=LanguageModelSettings(micro_batch=2))  # fmt: skip
+    assert (narrower["plan"]["tensor_parallel"], narrower["plan"]["micro_batch"]) == (8, 2)
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (PlanFlags(expert_parallel=8), "tensor parallel 1, 2, 4, 8, 16 only on Trainium: --expert-parallel"),
+        (PlanFlags(tensor_parallel=3), "takes tensor parallel 1, 2, 4, 8, 16, not 3"),
+        (PlanFlags(context_parallel=2), "--context-parallel cannot apply there"),
+    ],
+)  # fmt: skip
+def test_what_trainiums_stack_cannot_train_is_refused(flags: PlanFlags, expected: str) -> None:
+    with pytest.raises(PerdollarError, match=re.escape(expected)):
+        _trained("trn1.32xlarge", flags=flags, workload="mixtral-8x7b")
+
+
+def test_a_fixed_plan_the_stack_cannot_run_excludes_its_chips(catalog: catalog_mod.Catalog) -> None:
+    only = replace(catalog, instance_types={k: v for k, v in catalog.instance_types.items()
+                                            if v.name == "trn1.32xlarge"})  # fmt: skip
+    workload = load_llm_workload("llama-3.1-8b")
+    refused = llm_prediction_frame(workload, only, (1,), plan=parse_plan("fsdp"), keep=False).iloc[0]
+    assert "NxD Training (Neuron) runs zero1+ac" in refused["excluded_reason"] and not refused["fits"]
+    kept = llm_prediction_frame(workload, only, (1,), plan=parse_plan("zero1+ac,tp4"), keep=False).iloc[0]
+    assert kept["fits"] and kept["plan"].tensor_parallel == 4
+
+
+@pytest.mark.parametrize("flag", ["--tensor-parallel", "--pipeline-parallel"])
+def test_unsloth_splits_no_model_over_gpus(flag: str) -> None:
+    done = run_perdollar("predict", "llama-3.1-8b", "--instance", "p5.48xlarge", "--framework", "unsloth",
+                         "--finetune", "lora", "--plan", "fsdp", flag, "2", "--no-store")  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "Unsloth runs no" in lines[0], done.stderr[-1500:]
+    assert "frameworks that do: hf" in lines[0]
+
+
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_every_searched_plan_stays_within_its_frameworks_parallelism(framework: str) -> None:
+    arch = load_llm_workload("mixtral-8x7b").architecture
+    shapes = plan_shapes(arch, 8, 2, finetune="full", lora_rank=16, framework=framework, seq_len=32768,
+                         global_batch=256)  # fmt: skip
+    runs = FRAMEWORKS[framework].model_parallel
+    used = {kind for shape in shapes for kind, name in MODEL_PARALLEL.items() if getattr(shape, name) > 1}
+    assert shapes and used == set(runs)  # every kind it runs is searched, and no other
