@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from cli_runner import run_perdollar
 from perdollar import catalog as catalog_mod
 from perdollar.ask.language_model_prediction import predict_llm
-from perdollar.ask.language_model_serving_prediction import predict_language_model_serving
+from perdollar.ask.language_model_serving_prediction import BUNDLED_CONFIGS, predict_language_model_serving
 from perdollar.ask.questions import PlanFlags
 from perdollar.errors import PerdollarError
 from perdollar.predict.accelerator_stacks import SERVING_STACKS
@@ -192,3 +193,30 @@ def test_every_searched_plan_stays_within_its_frameworks_parallelism(framework: 
     runs = FRAMEWORKS[framework].model_parallel
     used = {kind for shape in shapes for kind, name in MODEL_PARALLEL.items() if getattr(shape, name) > 1}
     assert shapes and used == set(runs)  # every kind it runs is searched, and no other
+
+
+# ---- speculative decoding: MTP needs the model's own multi-token-prediction modules ----
+
+
+@pytest.mark.parametrize("command", ["predict", "recommend"])
+def test_mtp_on_a_model_without_an_mtp_head_is_refused_naming_what_applies(command: str) -> None:
+    where = ("--accelerator", "H100") if command == "predict" else ("--rps", "2")
+    done = run_perdollar(command, "llama-3.1-8b", *SERVING, *where, "--speculative", "mtp")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-1500:]
+    assert "no multi-token-prediction head" in lines[0]
+    assert "speculative methods for it: draft-model" in lines[0]
+
+
+def test_mtp_reads_the_head_from_the_models_config(tmp_path: Path) -> None:
+    config = json.loads((BUNDLED_CONFIGS / "deepseek-v2-lite.json").read_text())
+    without, with_head = tmp_path / "without.json", tmp_path / "with.json"
+    without.write_text(json.dumps(config))
+    with_head.write_text(json.dumps({**config, "num_nextn_predict_layers": 1}))
+    asked = {"accelerator": "H100", "gpus": 1, "tensor_parallel": None, "pipeline_parallel": 1,
+             "input_tokens": 1000, "output_tokens": 300, "precision": "bf16", "batch": None,
+             "features": LanguageModelSettings(speculative="mtp")}  # fmt: skip
+    with pytest.raises(PerdollarError, match="no multi-token-prediction head"):
+        predict_language_model_serving(str(without), **asked)  # type: ignore[arg-type]
+    served = predict_language_model_serving(str(with_head), **asked)  # type: ignore[arg-type]
+    assert served.work.speculation is not None and served.work.speculation.method == "mtp"

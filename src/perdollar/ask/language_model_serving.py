@@ -24,7 +24,12 @@ from perdollar.predict.llm_serving.engines import (
     engine_note,
     serving_engine,
 )
-from perdollar.predict.llm_serving.features import checked_prefix_share, feature_notes, speculation
+from perdollar.predict.llm_serving.features import (
+    checked_prefix_share,
+    checked_speculation,
+    feature_notes,
+    speculation,
+)
 from perdollar.predict.llm_serving.formats import serving_format
 from perdollar.predict.llm_serving.frame import llm_serving_frame
 from perdollar.predict.llm_serving.load import Workload
@@ -88,7 +93,10 @@ def answer_language_model_serving(
     every_market = billed_offers(question, catalog, use="inference", priced_only=True)
     offers = in_market(every_market, question)
     formats = (question.precision,) if question.precision else FORMATS
-    spec = speculation(settings.speculative, settings.acceptance, settings.speculative_tokens)
+    spec = checked_speculation(
+        speculation(settings.speculative, settings.acceptance, settings.speculative_tokens),
+        workload.architecture,
+    )
     prefix = checked_prefix_share(settings.prefix_share)
     if settings.disaggregate is not None:
         raise PerdollarError(

@@ -74,7 +74,7 @@ def predict_language_model_serving(
     from perdollar import catalog as catalog_mod
     from perdollar.predict.llm_serving import GroupShape, Workload, serving_format
     from perdollar.predict.llm_serving.disaggregate import disaggregation
-    from perdollar.predict.llm_serving.features import checked_prefix_share, speculation
+    from perdollar.predict.llm_serving.features import checked_prefix_share, checked_speculation, speculation
     from perdollar.predict.llm_serving.load import serving_shape_problem
     from perdollar.predict.parallel_limits import context_problem
 
@@ -111,6 +111,7 @@ def predict_language_model_serving(
         )
     fmt = serving_format(_TRAINING_PRECISIONS.get((precision or "fp16").lower(), precision or "fp16"))
     arch = load_architecture(workload)
+    spec = checked_speculation(spec, arch)
     too_long = context_problem(arch, input_tokens, output_tokens)
     if too_long:
         raise PerdollarError(
