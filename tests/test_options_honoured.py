@@ -37,3 +37,35 @@ def test_a_data_size_on_the_command_line_too_large_for_a_number_is_one_line() ->
 def test_sizes_that_are_numbers_still_read() -> None:
     assert data_size_bytes("20TB") == 2e13 and data_size_bytes("1.5TiB") == 1.5 * 2**40
     assert data_size_bytes("1.28M") is None  # samples, not bytes
+
+
+# A data size prices moving the data from --data-region; an epoch's size only --epochs multiplies.
+DATA_SIZE_DROPS = [
+    (("vit-b16", "--samples", "1e9", "--dataset-size", "20TB"), "no --data-region says where"),
+    (("vit-b16", "--samples", "1e9", "--dataset-size", "1.28M"), "counts an epoch's samples"),
+    (("llama-3.1-8b", "--tokens", "1e9", "--dataset-size", "500GB"), "no --data-region says where"),
+    (("llama-3.1-8b", "--tokens", "1e9", "--epochs", "2", "--dataset-size", "1.28M"),
+     "--tokens already sets it"),
+    (("resnet50", "--inference", "--qps", "200", "--p99-ms", "50", "--dataset-size", "20TB"),
+     "--dataset-size is for training questions"),
+    (("llama-3.1-8b", "--inference", "--rps", "2", "--dataset-size", "20TB", "--data-region", "us-east-1"),
+     "--dataset-size is for training questions"),
+    (("resnet50", "--inference", "--qps", "200", "--p99-ms", "50", "--data-region", "us-east-1"),
+     "serving a network moves neither"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "expected"), DATA_SIZE_DROPS)
+def test_a_data_size_that_would_price_nothing_is_refused(args: tuple[str, ...], expected: str) -> None:
+    done = run_perdollar("recommend", *args, "--no-store", "--top", "1")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and expected in lines[0], done.stderr[-1500:]
+
+
+def test_a_data_size_without_a_region_is_refused_by_the_python_api_too() -> None:
+    from perdollar.ask import answer
+    from perdollar.question import DataSettings, Question
+
+    question = Question(workload_name="vit-b16", target_samples=1e9, data=DataSettings(dataset_bytes=2e13))
+    with pytest.raises(PerdollarError, match="add --data-region REGION"):
+        answer(question)

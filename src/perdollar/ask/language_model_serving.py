@@ -170,10 +170,15 @@ def _with_bill(frame: pd.DataFrame, question: Question, catalog: Catalog, arch: 
                requests: ServedRequests) -> tuple[pd.DataFrame, DataPlacement]:  # fmt: skip
     """The deployments with their energy, carbon and weights pull, and where the weights are stored
     (``--data-region``: what every instance pulls them from)."""
+    if question.data.dataset_bytes:
+        raise PerdollarError(
+            "--dataset-size is a training dataset's size; a served model's weights are sized from the model",
+            "drop --dataset-size (--data-region alone says where the weights are stored)",
+        )
     weights = {str(name): weight_bytes_per_gpu(arch, serving_format(str(name)), GroupShape())
                for name in frame["precision"].dropna().unique()}  # fmt: skip
     placement = DataPlacement()
-    if weights:
+    if weights and question.data.data_region:
         stored = replace(question.data, dataset_bytes=max(weights.values()))
         placement = data_placement(stored, catalog, 0.0)
     billed = with_serving_bill(frame, arch, requests, accelerators=catalog.accelerators,
