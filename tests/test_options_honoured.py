@@ -69,3 +69,16 @@ def test_a_data_size_without_a_region_is_refused_by_the_python_api_too() -> None
     question = Question(workload_name="vit-b16", target_samples=1e9, data=DataSettings(dataset_bytes=2e13))
     with pytest.raises(PerdollarError, match="add --data-region REGION"):
         answer(question)
+
+
+@pytest.mark.parametrize(
+    "feature", [("--speculative", "draft-model"), ("--prefix-share", "0.5"), ("--disaggregate", "1P1D")]
+)
+def test_a_steady_rate_feature_on_a_daily_fleet_is_refused(feature: tuple[str, str], tmp_path: Path) -> None:
+    curve = tmp_path / "curve.csv"
+    curve.write_text("hour,requests_per_second\n0,1\n1,2\n")
+    done = run_perdollar("recommend", "llama-3.1-8b", "--inference", "--load-curve", str(curve), *feature,
+                         "--no-store")  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-1500:]
+    assert f"{feature[0]} is predicted for a steady rate" in lines[0]

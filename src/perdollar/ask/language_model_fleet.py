@@ -18,7 +18,7 @@ from perdollar.ask.language_model_serving import FORMATS, _foreign_stacks_exclud
 from perdollar.catalog import Catalog
 from perdollar.catalog.filters import allowed_offers
 from perdollar.catalog.model import DEFAULT_INSTANCE_START_S
-from perdollar.errors import NothingFeasibleError
+from perdollar.errors import NothingFeasibleError, PerdollarError
 from perdollar.predict.llm_serving.engines import engine_note, serving_engine
 from perdollar.predict.llm_serving.fleet import (
     IntervalReplay,
@@ -154,6 +154,15 @@ def answer_language_model_fleet(
 ) -> FleetAnswer:  # fmt: skip
     """The fleets that serve ``curve`` within the question's SLOs, cheapest mixed fleet replayed."""
     settings = question.language_model or LanguageModelSettings()
+    features = (("--prefix-share", settings.prefix_share), ("--speculative", settings.speculative),
+                ("--disaggregate", settings.disaggregate))  # fmt: skip
+    for flag, value in features:
+        if value is not None:  # the replay serves each request as the engine does without them
+            raise PerdollarError(
+                f"{flag} is predicted for a steady rate; a fleet over a day is replayed request by request"
+                " without it",
+                f"drop {flag} with --load-curve/--trace, or ask for its worth with --rps",
+            )
     arch = load_llm_workload(question.workload_name, kind="inference").architecture
     progress(f"sizing replicas for {len(curve.classes)} request class(es) on every instance type")
     options = _options(arch, catalog, question, settings, curve, instance_start_s)

@@ -263,7 +263,7 @@ def _recommend_fleet(
         output_tokens=curve.classes[0].output_tokens, ttft_p99_ms=language_model.ttft_p99_ms,
         tpot_p99_ms=language_model.tpot_p99_ms, precision=precision, market=where.market,
         clouds=where.clouds, regions=where.regions, engine=language_model.engine,
-        kv_precision=language_model.kv_precision,
+        kv_precision=language_model.kv_precision, features=language_model,
     )  # fmt: skip
     traffic = FleetTraffic(kind, curve.source, text, fleet.target_utilisation, fleet.min_replicas,
                            fleet.instance_start_s, fleet.availability)  # fmt: skip
