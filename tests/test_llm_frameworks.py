@@ -104,10 +104,10 @@ def test_defaults_and_unknown_frameworks() -> None:
 
 
 def test_plan_token_carries_the_framework_and_virtual_stages() -> None:
-    plan = parse_plan("ddp,pp4,vp2,qlora16,mb2,unsloth")
-    assert (plan.framework, plan.virtual_stages, plan.finetune) == ("unsloth", 2, "qlora")
+    plan = parse_plan("ddp,pp4,vp2,qlora16,mb2,nemo")
+    assert (plan.framework, plan.virtual_stages, plan.finetune) == ("nemo", 2, "qlora")
     assert parse_plan(plan.token()) == plan
-    assert plan.to_dict()["framework"] == "unsloth"
+    assert plan.to_dict()["framework"] == "nemo"
     assert parse_plan("ddp,lora16").to_dict()["framework"] == "hf"
     with pytest.raises(PerdollarError, match="virtual pipeline stages"):
         TrainingPlan("ddp", virtual_stages=2)

@@ -48,3 +48,48 @@ def test_a_serving_objective_that_cannot_rank_a_deployment_is_refused(objective:
                          "--no-store")  # fmt: skip
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and words in lines[0], done.stderr[-1500:]
+
+
+# A data size prices moving the data from --data-region; an epoch's size only --epochs multiplies.
+DATA_SIZE_DROPS = [
+    (("vit-b16", "--samples", "1e9", "--dataset-size", "20TB"), "no --data-region says where"),
+    (("vit-b16", "--samples", "1e9", "--dataset-size", "1.28M"), "counts an epoch's samples"),
+    (("llama-3.1-8b", "--tokens", "1e9", "--dataset-size", "500GB"), "no --data-region says where"),
+    (("llama-3.1-8b", "--tokens", "1e9", "--epochs", "2", "--dataset-size", "1.28M"),
+     "--tokens already sets it"),
+    (("resnet50", "--inference", "--qps", "200", "--p99-ms", "50", "--dataset-size", "20TB"),
+     "--dataset-size is for training questions"),
+    (("llama-3.1-8b", "--inference", "--rps", "2", "--dataset-size", "20TB", "--data-region", "us-east-1"),
+     "--dataset-size is for training questions"),
+    (("resnet50", "--inference", "--qps", "200", "--p99-ms", "50", "--data-region", "us-east-1"),
+     "serving a network moves neither"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "expected"), DATA_SIZE_DROPS)
+def test_a_data_size_that_would_price_nothing_is_refused(args: tuple[str, ...], expected: str) -> None:
+    done = run_perdollar("recommend", *args, "--no-store", "--top", "1")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and expected in lines[0], done.stderr[-1500:]
+
+
+def test_a_data_size_without_a_region_is_refused_by_the_python_api_too() -> None:
+    from perdollar.ask import answer
+    from perdollar.question import DataSettings, Question
+
+    question = Question(workload_name="vit-b16", target_samples=1e9, data=DataSettings(dataset_bytes=2e13))
+    with pytest.raises(PerdollarError, match="add --data-region REGION"):
+        answer(question)
+
+
+@pytest.mark.parametrize(
+    "feature", [("--speculative", "draft-model"), ("--prefix-share", "0.5"), ("--disaggregate", "1P1D")]
+)
+def test_a_steady_rate_feature_on_a_daily_fleet_is_refused(feature: tuple[str, str], tmp_path: Path) -> None:
+    curve = tmp_path / "curve.csv"
+    curve.write_text("hour,requests_per_second\n0,1\n1,2\n")
+    done = run_perdollar("recommend", "llama-3.1-8b", "--inference", "--load-curve", str(curve), *feature,
+                         "--no-store")  # fmt: skip
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-1500:]
+    assert f"{feature[0]} is predicted for a steady rate" in lines[0]

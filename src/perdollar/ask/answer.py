@@ -20,6 +20,7 @@ from perdollar.ask.training import answer_training
 from perdollar.catalog import Catalog
 from perdollar.catalog import load as load_catalog
 from perdollar.measure.result import Measurement
+from perdollar.price.placement import checked_data
 from perdollar.question import Question, SpotSettings
 from perdollar.select.model import Recommendation
 from perdollar.vocabulary import Family, Kind
@@ -102,6 +103,7 @@ def answer(
     With ``use_store`` the measurements stored for this workload calibrate the answer too.
     """
     question = decided(question)
+    checked_data(question.data)  # before any work: a size with nowhere to move it from prices nothing
     asking = Asking(
         catalog if catalog is not None else load_catalog(), workload, measurements, store_url, use_store,
         progress,

@@ -195,6 +195,15 @@ def answer_language_model_fleet(
     (by the question's objective: the one that emits least; within its quotas, every interval)."""
     check_policy(question)
     settings = question.language_model or LanguageModelSettings()
+    features = (("--prefix-share", settings.prefix_share), ("--speculative", settings.speculative),
+                ("--disaggregate", settings.disaggregate))  # fmt: skip
+    for flag, value in features:
+        if value is not None:  # the replay serves each request as the engine does without them
+            raise PerdollarError(
+                f"{flag} is predicted for a steady rate; a fleet over a day is replayed request by request"
+                " without it",
+                f"drop {flag} with --load-curve/--trace, or ask for its worth with --rps",
+            )
     arch = load_llm_workload(question.workload_name, kind="inference").architecture
     progress(f"sizing replicas for {len(curve.classes)} request class(es) on every instance type")
     options = _options(arch, catalog, question, settings, curve, instance_start_s)

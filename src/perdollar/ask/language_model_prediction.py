@@ -11,6 +11,8 @@ from typing import Any
 
 from perdollar.ask.questions import PlanFlags
 from perdollar.errors import PerdollarError
+from perdollar.predict.accelerator_stacks import USABLE_MEMORY_SHARE
+from perdollar.predict.frame import SUPPORTED_STACKS
 from perdollar.predict.llm.frameworks import framework_choice
 from perdollar.question import LanguageModelSettings
 
@@ -92,8 +94,10 @@ def predict_llm(
     if excluded:
         raise PerdollarError(
             f"{instance.name} cannot train {workload.name} at {workload.precision}: {excluded}",
-            "choose another instance or --precision",
+            "choose another instance, or drop or change the setting the reason names",
         )
+    if accelerator.software_stack not in SUPPORTED_STACKS:  # its own stack, as a ranking predicts it
+        return _on_own_stack(workload, instance, accelerator, nodes, settings, flags)
     calibration = _calibration(workload, cat, store_url, note) if read_store else None
     gpus = int(instance.accelerator_count)
     efficiency = calibration.efficiency if calibration else None
@@ -104,6 +108,7 @@ def predict_llm(
         fixed = _fixed_plan(settings, flags, workload)
         prediction = predict_llm_training(arch, accelerator, plan=fixed, **common)
     else:
+        _refuse_parallelism_the_framework_lacks(workload, flags)
         shapes = [
             s
             for s in plan_shapes(
@@ -117,7 +122,7 @@ def predict_llm(
             and (not flags.activation_checkpointing or s.activation_checkpointing)
             # a context-parallel size asked for is set on every shape below, in place of the searched ones
             and (flags.context_parallel is None or s.context_parallel == 1)
-        ]
+        ]  # fmt: skip
         shapes = [replace(s, cpu_offload=True) for s in shapes] if flags.cpu_offload else shapes
         fixed = {n: getattr(flags, n) for n in ("context_parallel", "expert_parallel") if getattr(flags, n)}
         shapes = [replace(s, **fixed) for s in shapes] if fixed else shapes
@@ -177,6 +182,73 @@ def predict_llm(
         "calibration": calibration.note if calibration else "",
         "breakdown_s": p.breakdown_s,
     }
+
+
+def _refuse_parallelism_the_framework_lacks(workload: Any, flags: PlanFlags) -> None:
+    """A degree asked for beside a searched plan that the framework cannot split the model by is
+    refused naming the frameworks that can, before a search that would find no plan and not say why."""
+    from perdollar.predict.llm.frameworks import MODEL_PARALLEL, framework_for, parallelism_problem
+
+    degrees = {name: getattr(flags, name) or 1 for name in MODEL_PARALLEL.values()}
+    problem = parallelism_problem(framework_for(workload.framework, workload.finetune), degrees)
+    if problem:
+        raise PerdollarError(problem, "drop that --…-parallel flag, or choose one of those with --framework")
+
+
+def _on_own_stack(workload: Any, instance: Any, accelerator: Any, nodes: int, settings: LanguageModelSettings,
+                  flags: PlanFlags) -> dict[str, Any]:  # fmt: skip
+    """The prediction on a chip that trains under its own stack (Trainium, TPU): the stack's plan,
+    with the tensor-parallel degree or fixed plan asked for; what its record cannot run is refused."""
+    from perdollar.predict.accelerator_stacks import TRAINING_STACKS
+    from perdollar.predict.llm import MFU_CONVENTION
+    from perdollar.predict.nongpu_llm import stack_plan_problem, training_row
+
+    stack = TRAINING_STACKS[accelerator.software_stack]
+    degrees = ", ".join(map(str, stack.tensor_parallel))
+    given = (("--pipeline-parallel", flags.pipeline_parallel), ("--virtual-stages", flags.virtual_stages),
+             ("--context-parallel", flags.context_parallel),
+             ("--expert-parallel", flags.expert_parallel))  # fmt: skip
+    beyond = [flag for flag, value in given if value and value > 1]
+    beyond += ["--cpu-offload"] if flags.cpu_offload else []
+    if beyond:
+        raise PerdollarError(
+            f"{stack.label} is modelled with tensor parallel {degrees} only on {accelerator.key}: "
+            f"{', '.join(beyond)} cannot apply there",
+            f"drop {', '.join(beyond)} (--tensor-parallel takes {degrees}), or choose a GPU instance",
+        )
+    fixed = _fixed_plan(settings, flags, workload) if settings.plan else None
+    problem = stack_plan_problem(stack, fixed) if fixed is not None else ""
+    if problem:
+        raise PerdollarError(problem, f"fix {stack.strategy}+ac,tpN (N one of {degrees}), or drop --plan")
+    row = training_row(
+        instance, accelerator, workload, nodes, fixed=fixed, tensor_parallel=flags.tensor_parallel
+    )
+    plan = row["plan"]
+    if plan is None:
+        raise PerdollarError(
+            f"{instance.name} cannot train {workload.name} under {stack.label}: "
+            f"{row['excluded_reason'] or row['fit_reason']}",
+            f"give --tensor-parallel one of {degrees} that fits, change --global-batch, or add nodes",
+        )
+    chips = int(instance.accelerator_count) * nodes
+    low, high = row["samples_per_second_low"], row["samples_per_second_high"]
+    return {
+        "workload": workload.name, "fingerprint": workload.fingerprint, "cloud": instance.cloud,
+        "instance_type": instance.name, "accelerator": accelerator.key, "nodes": nodes, "gpus": chips,
+        "seq_len": workload.seq_len, "global_batch": workload.global_batch, "precision": workload.precision,
+        "finetune": workload.finetune, "attention_kernel": workload.attention_kernel, "sample_unit": "tokens",
+        "tokens_per_second": row["tokens_per_second"], "tokens_per_second_low": low,
+        "tokens_per_second_high": high, "band": {"low": low, "high": high, "coverage": 0.8},
+        "samples_per_second": row["sequences_per_second"], "step_time_s": row["step_time_s"],
+        "mfu": row["mfu"], "mfu_convention": MFU_CONVENTION,
+        "plan": plan.to_dict() | {"framework": stack.name, "compiled": False},
+        "framework": stack.name, "compiled": False, "optimizer": "adamw", "plan_text": row["plan_text"],
+        "plan_source": "given" if fixed is not None else "the stack's smallest degree that fits",
+        "memory_per_gpu_gib": row["memory_per_gpu_gib"],
+        "memory_gib": {"capacity": accelerator.memory_gib * USABLE_MEMORY_SHARE},
+        "largest_micro_batch": None, "fits": True, "fit_reason": "", "bottleneck": row["bottleneck"],
+        "basis": row["basis"], "calibration": "", "breakdown_s": {},
+    }  # fmt: skip
 
 
 def _calibration(workload: Any, catalog: Any, store_url: str | None, note: Callable[[str], None]) -> Any:

@@ -24,10 +24,23 @@ from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict.frame import SUPPORTED_STACKS
 from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of, refused_readings
-from perdollar.predict.llm_serving.engines import ANY_ENGINE, DEFAULT_ENGINE, engine_note, serving_engine
-from perdollar.predict.llm_serving.features import checked_prefix_share, feature_notes, speculation
+from perdollar.predict.llm_serving.engines import (
+    ANY_ENGINE,
+    DEFAULT_ENGINE,
+    STACK_ENGINES,
+    engine_key,
+    engine_note,
+    serving_engine,
+)
+from perdollar.predict.llm_serving.features import (
+    checked_prefix_share,
+    checked_speculation,
+    feature_notes,
+    speculation,
+)
 from perdollar.predict.llm_serving.formats import serving_format
 from perdollar.predict.llm_serving.frame import llm_serving_frame
+from perdollar.predict.llm_serving.load import Workload
 from perdollar.predict.llm_serving.timing import GroupShape, weight_bytes_per_gpu
 from perdollar.predict.nongpu_llm import nongpu_serving_rows
 from perdollar.price.bill import DataPlacement
@@ -90,7 +103,10 @@ def answer_language_model_serving(
     every_market = billed_offers(question, catalog, use="inference", priced_only=True)
     offers = in_market(every_market, question)
     formats = (question.precision,) if question.precision else FORMATS
-    spec = speculation(settings.speculative, settings.acceptance, settings.speculative_tokens)
+    spec = checked_speculation(
+        speculation(settings.speculative, settings.acceptance, settings.speculative_tokens),
+        workload.architecture,
+    )
     prefix = checked_prefix_share(settings.prefix_share)
     if settings.disaggregate is not None:
         raise PerdollarError(
@@ -120,8 +136,8 @@ def answer_language_model_serving(
         measured_engine = deployments["engine"].astype(str).str.lower() == calibration.engine.lower()
         deployments = deployments.assign(basis=deployments["basis"].where(~measured_engine, "calibrated"))
     deployments = _foreign_stacks_excluded(deployments, catalog)
-    deployments = _with_own_stacks(deployments, workload.architecture, catalog, input_tokens, output_tokens,
-                                   rps, settings, formats)  # fmt: skip
+    deployments = _with_own_stacks(deployments, workload.architecture, catalog, Workload(
+        input_tokens, output_tokens, prefix, spec), rps, settings, formats)  # fmt: skip
     frame = price_llm_deployments(
         deployments,
         offers,
@@ -167,10 +183,15 @@ def _with_bill(frame: pd.DataFrame, question: Question, catalog: Catalog, arch: 
                requests: ServedRequests) -> tuple[pd.DataFrame, DataPlacement]:  # fmt: skip
     """The deployments with their energy, carbon and weights pull, and where the weights are stored
     (``--data-region``: what every instance pulls them from)."""
+    if question.data.dataset_bytes:
+        raise PerdollarError(
+            "--dataset-size is a training dataset's size; a served model's weights are sized from the model",
+            "drop --dataset-size (--data-region alone says where the weights are stored)",
+        )
     weights = {str(name): weight_bytes_per_gpu(arch, serving_format(str(name)), GroupShape())
                for name in frame["precision"].dropna().unique()}  # fmt: skip
     placement = DataPlacement()
-    if weights:
+    if weights and question.data.data_region:
         stored = replace(question.data, dataset_bytes=max(weights.values()))
         placement = data_placement(stored, catalog, 0.0)
     billed = with_serving_bill(frame, arch, requests, accelerators=catalog.accelerators,
@@ -236,17 +257,21 @@ def _foreign_stacks_excluded(deployments: pd.DataFrame, catalog: Catalog) -> pd.
     return out
 
 
-def _with_own_stacks(deployments: pd.DataFrame, arch: DecoderArchitecture, catalog: Catalog,
-                     input_tokens: int,
-                     output_tokens: int, rps: float, settings: LanguageModelSettings,
+def _with_own_stacks(deployments: pd.DataFrame, arch: DecoderArchitecture, catalog: Catalog, work: Workload,
+                     rps: float, settings: LanguageModelSettings,
                      formats: tuple[str, ...]) -> pd.DataFrame:  # fmt: skip
     """Non-GPU chips' rows from their own serving stacks (Neuron, JetStream …), replacing the GPU
-    engines' rows for them; an engine the user named keeps them out, since it runs on GPUs only."""
-    if settings.engine and settings.engine.lower() != ANY_ENGINE:
+    engines' rows for them; a GPU engine the user named keeps them out (the frame says why), and a
+    stack's engine named (nxd-inference …) keeps only that stack's chips."""
+    named = engine_key(settings.engine) if settings.engine and settings.engine.lower() != ANY_ENGINE else None
+    if named is not None and named not in STACK_ENGINES:
         return deployments
-    own = nongpu_serving_rows(arch, catalog, input_tokens=input_tokens, output_tokens=output_tokens, rps=rps,
-                              ttft_p99_ms=settings.ttft_p99_ms, tpot_p99_ms=settings.tpot_p99_ms,
-                              precisions=formats)  # fmt: skip
+    own = nongpu_serving_rows(arch, catalog, input_tokens=work.input_tokens, output_tokens=work.output_tokens,
+                              rps=rps, ttft_p99_ms=settings.ttft_p99_ms, tpot_p99_ms=settings.tpot_p99_ms,
+                              precisions=formats, prefix_share=work.prefix_share,
+                              speculation=work.speculation, kv_precision=settings.kv_precision)  # fmt: skip
+    if named is not None and not own.empty:
+        own = own[own["engine"] == named]
     if own.empty:
         return deployments
     gpu = deployments[~deployments["accelerator_key"].isin(set(own["accelerator_key"]))]

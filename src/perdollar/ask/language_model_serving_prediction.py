@@ -74,7 +74,7 @@ def predict_language_model_serving(
     from perdollar import catalog as catalog_mod
     from perdollar.predict.llm_serving import GroupShape, Workload, serving_format
     from perdollar.predict.llm_serving.disaggregate import disaggregation
-    from perdollar.predict.llm_serving.features import checked_prefix_share, speculation
+    from perdollar.predict.llm_serving.features import checked_prefix_share, checked_speculation, speculation
     from perdollar.predict.llm_serving.load import serving_shape_problem
     from perdollar.predict.parallel_limits import context_problem
 
@@ -111,6 +111,7 @@ def predict_language_model_serving(
         )
     fmt = serving_format(_TRAINING_PRECISIONS.get((precision or "fp16").lower(), precision or "fp16"))
     arch = load_architecture(workload)
+    spec = checked_speculation(spec, arch)
     too_long = context_problem(arch, input_tokens, output_tokens)
     if too_long:
         raise PerdollarError(
@@ -124,8 +125,9 @@ def predict_language_model_serving(
     chip = catalog_mod.load().accelerator(accelerator)
     work = Workload(input_tokens, output_tokens, prefix, spec)
     if chip.software_stack not in SUPPORTED_STACKS:
+        _refuse_what_the_stack_cannot_honour(chip, engine, kv_precision, expert_parallel, split)
         return _on_own_stack(arch, chip, fmt, work, degree, pipeline_parallel,
-                             batch, gpus, group)  # fmt: skip
+                             batch, gpus, group, kv_precision)  # fmt: skip
     return _predicted(arch, chip, fmt, work, shape, gpus, unit, split, batch, engine, kv_precision)
 
 
@@ -157,13 +159,44 @@ def _predicted(
     return LanguageModelServingPrediction(arch, chip.key, gpus, gpus // unit, work, result, worth)
 
 
+def _refuse_what_the_stack_cannot_honour(chip: Accelerator, engine: str | None, kv_precision: str | None,
+                                         expert_parallel: int | None, split: Any) -> None:  # fmt: skip
+    """A non-GPU chip serves through its own stack's record: an engine, KV cache or layout that record
+    does not model is refused in one line rather than replaced by the record's own."""
+    from perdollar.predict.accelerator_stacks import SERVING_STACKS, serving_degrees, serving_kv_problem
+    from perdollar.predict.llm_serving.engines import engine_chip_problem
+
+    problem = engine_chip_problem(engine, chip)
+    if problem:
+        raise PerdollarError(problem, "give --engine one of those, or drop --engine")
+    stack = SERVING_STACKS.get(chip.software_stack)
+    if stack is None:
+        return  # no record at all: the stack's own check below says so
+    kv_problem = serving_kv_problem(stack, kv_precision)
+    if kv_problem:
+        raise PerdollarError(kv_problem, "drop --kv-precision, or choose a GPU (--accelerator H100)")
+    if expert_parallel and expert_parallel > 1:
+        degrees = ", ".join(map(str, serving_degrees(chip, 1 << 20)))
+        raise PerdollarError(
+            f"{stack.label} is modelled tensor parallel only on {chip.key} (a replica of {degrees} chips), "
+            f"not expert parallel {expert_parallel}",
+            "drop --expert-parallel (give --tensor-parallel instead), or choose a GPU (--accelerator H100)",
+        )
+    if split is not None:
+        raise PerdollarError(
+            f"{stack.label} is modelled with prefill and decode on the same replicas, not {split.label}",
+            "drop --disaggregate, or choose a GPU (--accelerator H100)",
+        )
+
+
 def _on_own_stack(arch: DecoderArchitecture, chip: Accelerator, fmt: ServingFormat, work: Workload,
                   degree: int,
                   pipeline_parallel: int, batch: int | None, gpus: int,
-                  group: int) -> LanguageModelServingPrediction:  # fmt: skip
+                  group: int, kv_precision: str | None = None) -> LanguageModelServingPrediction:  # fmt: skip
     """A non-GPU chip served through its own stack's record, or refused with the stack's reason."""
     from perdollar.predict.accelerator_stacks import SERVING_STACKS, serving_degrees
     from perdollar.predict.llm_serving import GroupShape
+    from perdollar.predict.llm_serving.formats import kv_precision_name
     from perdollar.predict.llm_serving.load import predict_llm_serving
     from perdollar.predict.nongpu_llm import serving_engine_for, serving_stack_problem
 
@@ -181,7 +214,8 @@ def _on_own_stack(arch: DecoderArchitecture, chip: Accelerator, fmt: ServingForm
         )
     engine = serving_engine_for(SERVING_STACKS[chip.software_stack])
     shape = GroupShape(tensor_parallel=degree, pipeline_parallel=pipeline_parallel)
-    result = predict_llm_serving(arch, chip, engine.serving_format(fmt), work, shape=shape, batch=batch,
+    held = engine.serving_format(fmt, kv_precision)
+    result = predict_llm_serving(arch, chip, held, work, shape=shape, batch=batch,
                                  efficiency=engine.step_efficiency())  # fmt: skip
-    result = replace(result, engine=engine.name, kv_precision="bf16")
+    result = replace(result, engine=engine.name, kv_precision=kv_precision_name(held))
     return LanguageModelServingPrediction(arch, chip.key, gpus, gpus // group, work, result)

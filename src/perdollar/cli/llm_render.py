@@ -43,7 +43,7 @@ def print_llm_prediction(result: dict[str, Any]) -> None:
     fit = "fits" if result["fits"] else f"does NOT fit: {result['fit_reason']}"
     console.print(
         f"memory per GPU: {result['memory_per_gpu_gib']:.1f} GiB of {memory.get('capacity', 0):.1f} usable "
-        f"({parts}) — {fit}"
+        f"{f'({parts}) ' if parts else ''}— {fit}"
     )
     if result["largest_micro_batch"]:
         console.print(f"largest micro-batch that fits with this plan: {result['largest_micro_batch']}")

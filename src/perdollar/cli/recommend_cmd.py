@@ -123,6 +123,7 @@ def recommend(
         raise PerdollarError(f"--top must be at least 1, got {shown.top}", "give e.g. --top 10")
     family = family_of(workload)
     if serving.inference:
+        _refuse_training_targets(target, data, family)
         if serving.load_curve is not None or serving.trace is not None:
             return _recommend_fleet(
                 workload, family, serving, where, language_model, precision, shown, fleet, store,
@@ -155,6 +156,25 @@ def recommend(
             progress=lambda message: handle.update(description=message),
         )  # fmt: skip
     return _stored_and_shown(recommendation, shown, store)
+
+
+def _refuse_training_targets(target: Target, data: DataSettings, family: Family) -> None:
+    """A serving question is sized by its rate: a training target given with it would be dropped."""
+    given = (("--samples", target.samples), ("--epochs", target.epochs),
+             ("--dataset-size", target.dataset_size), ("--tokens", target.tokens),
+             ("--deadline", target.deadline))  # fmt: skip
+    for flag, value in given:
+        if value is not None:
+            raise PerdollarError(
+                f"{flag} is for training questions; a serving question is sized by its request rate",
+                f"drop {flag} (--inference takes --rps or --qps), or drop --inference",
+            )
+    if family != "language-model" and data.data_region is not None:
+        raise PerdollarError(
+            "--data-region says where training data or a language model's weights are stored; serving a"
+            " network moves neither",
+            "drop --data-region",
+        )
 
 
 def _stored_and_shown(recommendation: Recommendation, shown: Shown, store: StoreChoice) -> int:
@@ -251,7 +271,7 @@ def _recommend_fleet(
         output_tokens=curve.classes[0].output_tokens, ttft_p99_ms=language_model.ttft_p99_ms,
         tpot_p99_ms=language_model.tpot_p99_ms, precision=precision, market=where.market,
         clouds=where.clouds, regions=where.regions, engine=language_model.engine,
-        kv_precision=language_model.kv_precision,
+        kv_precision=language_model.kv_precision, features=language_model,
     )  # fmt: skip
     traffic = FleetTraffic(kind, curve.source, text, fleet.target_utilisation, fleet.min_replicas,
                            fleet.instance_start_s, fleet.availability)  # fmt: skip

@@ -28,6 +28,12 @@ def target_samples(samples: str | None, epochs: float | None, dataset_size: str 
     if samples and epochs is not None:
         raise PerdollarError("give --samples or --epochs, not both", "drop one of them")
     if samples:
+        if dataset_size:  # a count of samples: an epoch's size, which only --epochs multiplies
+            raise PerdollarError(
+                f"--dataset-size {dataset_size} counts an epoch's samples, which only --epochs uses",
+                "give --epochs E instead of --samples, or the data's size in bytes (--dataset-size 20TB"
+                " --data-region REGION) to price moving it",
+            )
         return common.parse_count(samples, "--samples")
     if epochs is not None:
         if not dataset_size:
@@ -76,9 +82,17 @@ def training_question(
     family: Family | None = None,
 ) -> Question:
     """The training question ``recommend`` and ``sweep`` both ask, from their shared options."""
+    from perdollar.amounts import data_size_bytes
     from perdollar.workload.loader import canonical_spec
 
     deadline = target.deadline
+    counted = target.dataset_size is not None and data_size_bytes(target.dataset_size) is None
+    if token_target is not None and (target.epochs is not None or counted):
+        given = "--epochs" if target.epochs is not None else f"--dataset-size {target.dataset_size}"
+        raise PerdollarError(
+            f"{given} would count the target in epochs, and --tokens already sets it",
+            "drop --epochs (and a --dataset-size in samples); a size in bytes with --data-region stays",
+        )
     return Question(
         workload_name=canonical_spec(workload),
         objective=goal.objective,

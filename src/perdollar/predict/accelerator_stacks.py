@@ -246,6 +246,14 @@ def serving_degrees(accelerator: Accelerator, chips_per_instance: int) -> tuple[
     return tuple(d for d in degrees if d <= chips_per_instance)
 
 
+def serving_kv_problem(stack: ServingStack, kv_precision: str | None) -> str:
+    """Why the stack's record cannot hold the KV cache in ``kv_precision`` ('' when it can): its
+    fitted rows hold a 16-bit cache, and an 8-bit one is not modelled on it."""
+    if kv_precision is None or kv_precision.strip().lower() in ("fp16", "bf16"):
+        return ""
+    return f"{stack.label}: a KV cache in {kv_precision} is not modelled (its record holds a 16-bit cache)"
+
+
 def serving_format_problem(stack: ServingStack, accelerator: Accelerator, fmt: str) -> str:
     if fmt not in stack.formats:
         return f"{stack.label} serves no {fmt} weights (it serves {', '.join(sorted(stack.formats))})"

@@ -19,7 +19,6 @@ from perdollar.predict.accelerator_stacks import (
     SERVING_STACKS,
     TRAINING_STACKS,
     USABLE_MEMORY_SHARE,
-    ServingStack,
     TrainingStack,
     chip_problem,
     fit_note,
@@ -27,14 +26,18 @@ from perdollar.predict.accelerator_stacks import (
     model_problem,
     serving_degrees,
     serving_format_problem,
+    serving_kv_problem,
     slice_problem,
 )
+from perdollar.predict.llm.frameworks import framework_for
+from perdollar.predict.llm.optimizers import DEFAULT_OPTIMIZER
 from perdollar.predict.llm.plan import TrainingPlan
-from perdollar.predict.llm_serving.efficiency import ServingEfficiency
-from perdollar.predict.llm_serving.engines import ServingEngine
+from perdollar.predict.llm_serving.engines import serving_engine_for
+from perdollar.predict.llm_serving.features import Speculation
+from perdollar.predict.llm_serving.formats import kv_precision_name, serving_format
 from perdollar.predict.llm_serving.frame import ReplicaRate
 from perdollar.workload.llm.architecture import DecoderArchitecture
-from perdollar.workload.llm.workload import LLMWorkload
+from perdollar.workload.llm.workload import ATTENTION_KERNELS, LLMWorkload
 
 GIB = 1024**3
 # Mixed-precision Adam: bf16 weights and gradients, fp32 master weights and two moments.
@@ -54,7 +57,9 @@ def training_stack_problem(accelerator: Accelerator, workload: LLMWorkload) -> s
         return f"no language-model training stack for {accelerator.software_stack} is modelled"
     if stack.model_flops_fraction is None:
         return f"{stack.label}: no published training table fitted yet, so no prediction"
-    problem = chip_problem(accelerator, stack.label, stack.chips)
+    problem = chip_problem(accelerator, stack.label, stack.chips) or _gpu_settings_problem(
+        accelerator, stack, workload
+    )
     if problem:
         return problem
     if workload.finetune != "full":
@@ -62,6 +67,22 @@ def training_stack_problem(accelerator: Accelerator, workload: LLMWorkload) -> s
     if workload.precision not in stack.precisions:
         return f"{stack.label} does not train in {workload.precision} (it trains in bf16)"
     return model_problem(workload.architecture.model_type, stack.label, stack.model_types)
+
+
+def _gpu_settings_problem(accelerator: Accelerator, stack: TrainingStack, workload: LLMWorkload) -> str:
+    """Why a setting of the GPU planner asked for cannot apply under the chip's own stack ('' when
+    none was asked): the stack's record knows no framework, optimizer or attention kernel but its own."""
+    if workload.framework:
+        if workload.framework.startswith("+"):
+            return f"torch.compile does not apply on {accelerator.key}: it trains under {stack.label}"
+        framework = framework_for(workload.framework, workload.finetune)
+        if accelerator.software_stack not in framework.stacks:
+            return f"{framework.title} does not run on {accelerator.key}: it trains under {stack.label}"
+    if workload.optimizer and workload.optimizer != DEFAULT_OPTIMIZER:
+        return f"{stack.label} is modelled with {DEFAULT_OPTIMIZER} only, not {workload.optimizer}"
+    if workload.attention_kernel != ATTENTION_KERNELS[0]:  # the default: the GPU planner's
+        return f"{stack.label} runs its own attention kernels, not {workload.attention_kernel}"
+    return ""
 
 
 def _memory_per_chip_gib(arch: DecoderArchitecture, stack: TrainingStack, tp: int, chips: int,
@@ -77,38 +98,56 @@ def _memory_per_chip_gib(arch: DecoderArchitecture, stack: TrainingStack, tp: in
     return (states + activations) / GIB
 
 
+def stack_plan_problem(stack: TrainingStack, plan: TrainingPlan) -> str:
+    """Why a fixed ``plan`` is not one the stack's record runs ('' when it is): its strategy with full
+    activation checkpointing, one of its tensor-parallel degrees and no other model parallelism (the
+    micro-batch is the plan's)."""
+    runs = TrainingPlan(strategy=stack.strategy, tensor_parallel=plan.tensor_parallel,
+                        activation_checkpointing=True, micro_batch=plan.micro_batch,
+                        gradient_accumulation=plan.gradient_accumulation)  # fmt: skip
+    if plan == runs and plan.tensor_parallel in stack.tensor_parallel:
+        return ""
+    degrees = ", ".join(map(str, stack.tensor_parallel))
+    return (
+        f"{stack.label} runs {stack.strategy}+ac with tensor parallel {degrees} and no other model "
+        f"parallelism, not {plan.token()}"
+    )
+
+
 def best_training_plan(
     arch: DecoderArchitecture, accelerator: Accelerator, stack: TrainingStack, *, chips_per_node: int,
-    nodes: int, seq_len: int, global_batch: int,
+    nodes: int, seq_len: int, global_batch: int, degrees: tuple[int, ...] | None = None, micro_batch: int = 1,
 ) -> tuple[TrainingPlan | None, float, str]:  # fmt: skip
-    """(plan, memory per chip GiB, problem): the smallest tensor-parallel degree that fits."""
+    """(plan, memory per chip GiB, problem): the smallest tensor-parallel degree that fits (of
+    ``degrees`` where given, else of the stack's)."""
     chips = chips_per_node * nodes
     problem = slice_problem(accelerator, chips_per_node)
     if problem:
         return None, math.nan, problem
     usable = accelerator.memory_gib * USABLE_MEMORY_SHARE
     nearest = math.inf
-    for tp in stack.tensor_parallel:
+    tried = degrees or stack.tensor_parallel
+    for tp in tried:
         if tp > chips_per_node or chips_per_node % tp or arch.num_attention_heads % tp:
             continue
         data_parallel = chips // tp
-        if global_batch < data_parallel:
+        if global_batch < data_parallel * micro_batch:
             continue
-        memory = _memory_per_chip_gib(arch, stack, tp, chips, 1, seq_len)
+        memory = _memory_per_chip_gib(arch, stack, tp, chips, micro_batch, seq_len)
         nearest = min(nearest, memory)
         if memory <= usable:
-            accumulation = max(global_batch // data_parallel, 1)
+            accumulation = max(global_batch // (data_parallel * micro_batch), 1)
             plan = TrainingPlan(strategy=stack.strategy, tensor_parallel=tp, activation_checkpointing=True,
-                                micro_batch=1, gradient_accumulation=accumulation)  # fmt: skip
+                                micro_batch=micro_batch, gradient_accumulation=accumulation)  # fmt: skip
             return plan, memory, ""
     if math.isinf(nearest):
         return (
             None,
             math.nan,
             (
-                f"{stack.label}: no tensor-parallel degree in {stack.tensor_parallel} fits {chips_per_node} "
+                f"{stack.label}: no tensor-parallel degree in {tried} fits {chips_per_node} "
                 f"chips per node, the model's {arch.num_attention_heads} heads and a global batch of "
-                f"{global_batch}"
+                f"{global_batch}" + (f" at micro-batch {micro_batch}" if micro_batch > 1 else "")
             ),
         )
     return (
@@ -122,19 +161,28 @@ def best_training_plan(
 
 
 def training_row(
-    instance: Any, accelerator: Accelerator, workload: LLMWorkload, nodes: int
-) -> dict[str, Any]:
-    """One LLM_COLUMNS row for ``nodes`` × ``instance`` under the chip's own training stack."""
+    instance: Any, accelerator: Accelerator, workload: LLMWorkload, nodes: int, *,
+    fixed: TrainingPlan | None = None, tensor_parallel: int | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """One LLM_COLUMNS row for ``nodes`` × ``instance`` under the chip's own training stack: with the
+    ``fixed`` plan or ``tensor_parallel`` degree asked for, or excluded saying why the stack cannot."""
     stack = TRAINING_STACKS[accelerator.software_stack]
     arch = workload.architecture
     chips_per_node = int(instance.accelerator_count)
-    plan, memory, problem = best_training_plan(
+    excluded = stack_plan_problem(stack, fixed) if fixed is not None else ""
+    degree = fixed.tensor_parallel if fixed is not None else tensor_parallel
+    if degree is not None and degree not in stack.tensor_parallel:
+        excluded = excluded or (
+            f"{stack.label} takes tensor parallel {', '.join(map(str, stack.tensor_parallel))}, not {degree}"
+        )
+    micro_batch = fixed.micro_batch if fixed is not None else workload.micro_batch or 1
+    plan, memory, problem = (None, math.nan, "") if excluded else best_training_plan(
         arch, accelerator, stack, chips_per_node=chips_per_node, nodes=nodes, seq_len=workload.seq_len,
-        global_batch=workload.global_batch,
+        global_batch=workload.global_batch, degrees=(degree,) if degree else None, micro_batch=micro_batch,
     )  # fmt: skip
     row: dict[str, Any] = {"cloud": instance.cloud, "instance_type": instance.name,
                            "accelerator_key": instance.accelerator_key, "nodes": nodes,
-                           "accelerators_per_node": float(chips_per_node), "excluded_reason": "",
+                           "accelerators_per_node": float(chips_per_node), "excluded_reason": excluded,
                            "max_batch_that_fits": None, "breakdown_s": {},
                            "memory_per_gpu_gib": memory}  # fmt: skip
     if plan is None:
@@ -152,7 +200,7 @@ def training_row(
     )
     tokens = fraction * (accelerator.peak_bf16_tflops or 0.0) * 1e12 * chips / per_token
     step = workload.global_batch * workload.seq_len / tokens
-    text = f"{stack.label}: {plan.text(chips)}".replace(" GPU", " chip")
+    text = f"{stack.label}: {plan.text(chips, framework=False)}".replace(" GPU", " chip")
     note = fit_note(accelerator, stack)
     text = f"{text} ({note})" if note else text
     return row | {
@@ -162,17 +210,6 @@ def training_row(
         "fit_reason": "", "tokens_per_second": tokens, "sequences_per_second": tokens / workload.seq_len,
         "mfu": fraction, "plan": plan, "plan_text": text,
     }  # fmt: skip
-
-
-def serving_engine_for(stack: ServingStack) -> ServingEngine:
-    """The stack as a serving-engine record, so the serving model sizes its replicas."""
-    efficiency = ServingEfficiency(bandwidth=stack.bandwidth, weight_only_bandwidth=stack.bandwidth,
-                                   compute=stack.compute, kv_bandwidth=stack.bandwidth,
-                                   step_overhead_s_per_layer=0.0, step_overhead_s=stack.step_s)  # fmt: skip
-    return ServingEngine(name=stack.name, efficiency=efficiency, host_step_s=stack.step_s,
-                         eager_launch_s_per_layer=0.0, cuda_graphs=True, chunked_prefill=True, max_running=64,
-                         memory_utilisation=USABLE_MEMORY_SHARE, kv_precision="auto", version=stack.version,
-                         sources=dict(stack.sources), formats=stack.formats)  # fmt: skip
 
 
 def serving_stack_problem(accelerator: Accelerator, arch: DecoderArchitecture, precision: str) -> str:
@@ -193,6 +230,7 @@ __all__ = [
     "serving_degrees",
     "serving_engine_for",
     "serving_stack_problem",
+    "stack_plan_problem",
     "training_row",
     "training_stack_problem",
 ]
@@ -201,14 +239,17 @@ __all__ = [
 def nongpu_serving_rows(
     arch: DecoderArchitecture, catalog: Any, *, input_tokens: int, output_tokens: int, rps: float,
     ttft_p99_ms: float | None, tpot_p99_ms: float | None, precisions: tuple[str, ...],
+    prefix_share: float = 0.0, speculation: Speculation | None = None, kv_precision: str | None = None,
 ) -> pd.DataFrame:  # fmt: skip
     """The serving frame's rows for every instance whose chip runs a non-GPU stack: each replica
-    shape the stack allows, sized by the serving model with the stack's fitted fractions."""
+    shape the stack allows, sized by the serving model with the stack's fitted fractions (the
+    prefix cache and speculative decoding as on a GPU; a KV cache the record does not hold is a
+    row excluded with that reason)."""
     from perdollar.predict.llm_serving.frame import _row, replica_rate
     from perdollar.predict.llm_serving.load import Workload
     from perdollar.predict.llm_serving.timing import GroupShape
 
-    work = Workload(input_tokens, output_tokens)
+    work = Workload(input_tokens, output_tokens, prefix_share, speculation)
     instances = catalog.instances_frame()
     instances = instances[instances["accelerator_key"].notna() & (instances["accelerator_count"] >= 1)]
     rows = []
@@ -225,6 +266,8 @@ def nongpu_serving_rows(
                 key = (accelerator.key, degree, precision)
                 if key not in cache:
                     problem = serving_stack_problem(accelerator, arch, precision)
+                    if not problem and stack is not None:
+                        problem = serving_kv_problem(stack, kv_precision)
                     if not problem and stack is not None and not stack.fitted:
                         # Round starting fractions would rank a chip on a guess; say so instead.
                         problem = f"{stack.label}: no published serving table fitted yet, so no prediction"
@@ -234,10 +277,12 @@ def nongpu_serving_rows(
                         cache[key] = replica_rate(
                             arch, accelerator, precision, work, GroupShape(tensor_parallel=degree),
                             ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms,
-                            efficiency=engine.step_efficiency(), engine=engine,
+                            efficiency=engine.step_efficiency(), engine=engine, kv_precision=kv_precision,
                         )  # fmt: skip
                 row = _row(record, count, degree, precision, cache[key], rps, work)
                 name = stack.name if stack else accelerator.software_stack
                 note = fit_note(accelerator, stack) if stack and not row["excluded_reason"] else ""
-                rows.append({**row, "engine": name, "kv_precision": "bf16", "fit_note": note})
+                held = engine.serving_format(serving_format(precision), kv_precision) if engine else None
+                kv = kv_precision_name(held) if held else "bf16"
+                rows.append({**row, "engine": name, "kv_precision": kv, "fit_note": note})
     return pd.DataFrame(rows)

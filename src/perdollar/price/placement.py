@@ -9,9 +9,22 @@ from perdollar.price.bill import DataPlacement
 from perdollar.question import DataSettings
 
 
+def checked_data(settings: DataSettings) -> DataSettings:
+    """``settings`` when each part means something: a dataset's size prices moving the data from
+    where it is stored, so a size without a region would price nothing and is refused."""
+    size = settings.dataset_bytes or 0.0
+    if size > 0 and not settings.data_region:
+        raise PerdollarError(
+            f"a dataset size ({size / 1e12:.3g} TB) prices moving the data from where it is stored,"
+            " and no --data-region says where",
+            "add --data-region REGION (where the data is stored, e.g. us-east-1), or drop --dataset-size",
+        )
+    return settings
+
+
 def data_placement(settings: DataSettings, catalog: Catalog, state_bytes: float) -> DataPlacement:
     """The dataset's cloud, region and size (``aws:us-east-1`` or a region only one cloud has)."""
-    size = settings.dataset_bytes or 0.0
+    size = checked_data(settings).dataset_bytes or 0.0
     if not settings.data_region:
         return DataPlacement(state_bytes=state_bytes)
     if size <= 0:

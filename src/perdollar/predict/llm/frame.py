@@ -184,7 +184,7 @@ def llm_prediction_frame(
                 rows.append(_row(instance, nodes, None, excluded, ""))
                 continue
             if accelerator.software_stack not in SUPPORTED_STACKS:  # its own stack, not the GPU planner
-                rows.append(training_row(instance, accelerator, workload, nodes))
+                rows.append(training_row(instance, accelerator, workload, nodes, fixed=plan))
                 continue
             gpus = int(instance.accelerator_count)
             # One host never uses its network: instances differing only there share a search.

@@ -53,6 +53,13 @@ LORA_KERNELS = ("modules", "fused", "none")
 # attention's query-key-value projection (NeMo 1.x's default).
 LORA_TARGETS = ("all", "attention-qkv")
 LOSS_KERNELS = ("upcast", "chunked", "kernel", "fused", "compiled")
+# The ways a plan splits one model over GPUs beside data parallelism (DDP, ZeRO, FSDP), by the plan's
+# degree each is written in.
+MODEL_PARALLEL = {"tensor": "tensor_parallel", "pipeline": "pipeline_parallel",
+                  "context": "context_parallel", "expert": "expert_parallel"}  # fmt: skip
+# The accelerator stacks the frameworks run on: PyTorch on CUDA and ROCm. Trainium, TPU and Gaudi
+# train under their own stacks (perdollar.predict.accelerator_stacks), none of these.
+FRAMEWORK_STACKS = frozenset({"cuda", "rocm"})
 # Bytes per token and vocabulary entry the loss holds at the backward's start beyond the float32
 # log-probabilities the traced model keeps (what the fit assumes, and Megatron's fused loss keeps):
 # ``upcast`` also holds the bf16 logits the model returns (2) and the float32 gradients of the
@@ -90,6 +97,9 @@ class Framework:
     # The step runs under torch.compile (torchtitan by default; any eager framework with --compile).
     compiled: bool = False
     lora_targets: str = "all"  # one of LORA_TARGETS: the matrices its LoRA adapts by default
+    # The kinds of MODEL_PARALLEL it runs (every one unless its source says fewer).
+    model_parallel: frozenset[str] = frozenset(MODEL_PARALLEL)
+    stacks: frozenset[str] = FRAMEWORK_STACKS  # the accelerator software stacks it runs on
 
     @property
     def compiles_eager_code(self) -> bool:
@@ -98,11 +108,14 @@ class Framework:
         return self.compiled and not self.fused_chains
 
     def __post_init__(self) -> None:
-        known = self.lora in LORA_KERNELS and self.loss in LOSS_KERNELS and self.lora_targets in LORA_TARGETS
+        known = (self.lora in LORA_KERNELS and self.loss in LOSS_KERNELS and self.lora_targets in LORA_TARGETS
+                 and self.model_parallel <= set(MODEL_PARALLEL))  # fmt: skip
         if not known:
             raise PerdollarError(f"framework {self.name!r} has an unknown trait", "fix the table")
 
 
+# One record a line of traits, as each source groups them.
+# fmt: off
 FRAMEWORKS: dict[str, Framework] = {
     framework.name: framework
     for framework in (
@@ -131,7 +144,10 @@ FRAMEWORKS: dict[str, Framework] = {
             "unsloth", "Unsloth", fused_chains=True, lora="fused", adapter_bytes=2.0, adapter_dropout=False,
             loss="kernel", eager_host=False,
             source="unslothai/unsloth kernels/fast_lora.py (LoRA_MLP, LoRA_QKV, LoRA_W with dropout 0), "
-            "kernels/cross_entropy_loss.py, rms_layernorm.py, rope_embedding.py, swiglu.py (Triton)",
+            "kernels/cross_entropy_loss.py, rms_layernorm.py, rope_embedding.py, swiglu.py (Triton); "
+            "several GPUs only through Accelerate or DeepSpeed's data parallelism (DDP, FSDP, ZeRO), "
+            "no tensor, pipeline, context or expert parallelism (Unsloth's multi-GPU documentation)",
+            model_parallel=frozenset(),
         ),
         Framework(
             "torchtitan", "torchtitan", fused_chains=True, lora="none", adapter_bytes=4.0,
@@ -160,6 +176,7 @@ FRAMEWORKS: dict[str, Framework] = {
         ),
     )
 }
+# fmt: on
 # Who runs each mode by default: PEFT is what LoRA and QLoRA most often run under; full training
 # defaults to the fused-kernel stacks the published multi-GPU tables (and the fit) come from.
 DEFAULT_FRAMEWORK = {"full": "megatron", "lora": "hf", "qlora": "hf"}
@@ -168,6 +185,20 @@ DEFAULT_FRAMEWORK = {"full": "megatron", "lora": "hf", "qlora": "hf"}
 COMPILE_SUFFIXES = {"+compile": True, "+eager": False}
 # The loss a compiled step runs: Inductor fuses the upcast cross-entropy; the others are kernels already.
 FUSED_BY_COMPILE = {"upcast": "compiled"}
+
+
+def parallelism_problem(framework: Framework, degrees: dict[str, int]) -> str:
+    """Why ``framework`` cannot run a plan of these degrees ('' when it can): the first kind of
+    model parallelism at a degree above 1 that it does not run, and who does."""
+    for kind, field_name in MODEL_PARALLEL.items():
+        degree = degrees.get(field_name, 1)
+        if degree > 1 and kind not in framework.model_parallel:
+            runs = ", ".join(n for n, f in FRAMEWORKS.items() if kind in f.model_parallel)
+            return (
+                f"{framework.title} runs no {kind} parallelism (not {kind} parallel {degree}); "
+                f"frameworks that do: {runs}"
+            )
+    return ""
 
 
 def framework_choice(name: str | None, compile: bool | None) -> str | None:

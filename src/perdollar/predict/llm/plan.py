@@ -32,7 +32,13 @@ import re
 from dataclasses import dataclass
 
 from perdollar.errors import PerdollarError
-from perdollar.predict.llm.frameworks import FRAMEWORKS, Framework, framework_for
+from perdollar.predict.llm.frameworks import (
+    FRAMEWORKS,
+    MODEL_PARALLEL,
+    Framework,
+    framework_for,
+    parallelism_problem,
+)
 from perdollar.predict.llm.optimizers import DEFAULT_OPTIMIZER, OPTIMIZERS, Optimizer, optimizer_for
 
 STRATEGIES = ("ddp", "zero1", "zero2", "fsdp", "hsdp")
@@ -121,6 +127,12 @@ class TrainingPlan:
                 f"{framework.title} trains no LoRA adapters of its own",
                 "choose --framework nemo, hf, torchtune or unsloth for LoRA and QLoRA",
             )
+        degrees = {name: getattr(self, name) for name in MODEL_PARALLEL.values()}
+        split = parallelism_problem(framework, degrees)
+        if split:
+            raise PerdollarError(
+                split, "drop that parallelism (its --…-parallel flag or plan token), or choose one of those"
+            )
         if self.optimizer_in_backward and self.gradient_accumulation > 1:
             raise PerdollarError(
                 "an optimizer stepped inside the backward cannot accumulate gradients over micro-batches",
@@ -185,8 +197,9 @@ class TrainingPlan:
         data parallel × context parallel."""
         return self.data_parallel_size(gpus) * self.context_parallel
 
-    def text(self, gpus: int | None = None) -> str:
-        """Readable: "FSDP full-shard over 16 GPUs, activation checkpointing, micro-batch 4, …"."""
+    def text(self, gpus: int | None = None, *, framework: bool = True) -> str:
+        """Readable: "FSDP full-shard over 16 GPUs, activation checkpointing, micro-batch 4, …"
+        (``framework``: ending with the framework it runs under)."""
         head = _STRATEGY_TEXT[self.strategy]
         if gpus is not None:
             head += f" over {gpus} GPU{'s' if gpus != 1 else ''}"
@@ -221,7 +234,8 @@ class TrainingPlan:
             parts.append("gradients reduced after the backward (blocking)")
         parts.append(f"micro-batch {self.micro_batch}")
         parts.append(f"accumulation {self.gradient_accumulation}")
-        parts.append(f"under {self.resolved_framework.title}")
+        if framework:
+            parts.append(f"under {self.resolved_framework.title}")
         return ", ".join(parts)
 
     def token(self) -> str:

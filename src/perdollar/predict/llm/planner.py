@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm.context_search import context_shapes
+from perdollar.predict.llm.frameworks import MODEL_PARALLEL, framework_for
 from perdollar.predict.llm.plan import STRATEGIES, TrainingPlan
 from perdollar.predict.llm.stage import LLMEfficiency, throughput_ceiling
 from perdollar.predict.llm.step import LLMTrainingPrediction, plan_memory, plan_problem, predict_llm_training
@@ -70,9 +71,11 @@ def plan_shapes(
     """Every (strategy, TP, PP, checkpointing) of the bounded space, at micro-batch 1, and the
     pipeline, expert- and context-parallel shapes beyond it (context parallel only for a long
     ``seq_len``; none when it is not given)."""
+    # Only the kinds of model parallelism the framework runs are searched (Unsloth: none).
+    runs = framework_for(framework, finetune).model_parallel
     shapes = []
-    for tp in _divisors(gpus_per_node, MAX_TENSOR_PARALLEL):
-        for pp in _divisors(nodes, arch.num_layers):
+    for tp in _divisors(gpus_per_node, MAX_TENSOR_PARALLEL) if "tensor" in runs else [1]:
+        for pp in _divisors(nodes, arch.num_layers) if "pipeline" in runs else [1]:
             data_parallel = gpus_per_node * nodes // (tp * pp)
             for strategy in STRATEGIES:
                 if data_parallel == 1 and strategy != "ddp":
@@ -85,9 +88,13 @@ def plan_shapes(
                             strategy, tp, pp, checkpointing, finetune=finetune, lora_rank=lora_rank,
                             framework=framework, optimizer=optimizer,
                         )
-                    )
-    contexts = context_shapes(gpus_per_node, nodes, shapes, seq_len=seq_len, global_batch=global_batch)
-    return shapes + pipeline_shapes(arch, gpus_per_node, nodes, shapes) + contexts
+                    )  # fmt: skip
+    contexts = (
+        context_shapes(gpus_per_node, nodes, shapes, seq_len=seq_len, global_batch=global_batch)
+        if "context" in runs
+        else []
+    )
+    return shapes + pipeline_shapes(arch, gpus_per_node, nodes, shapes, runs) + contexts
 
 
 # Beyond the bounded space: pipelines inside one host (when the hosts cannot take a stage each) and
@@ -99,14 +106,16 @@ EXPERT_PARALLEL = (2, 4, 8)
 
 
 def pipeline_shapes(
-    arch: DecoderArchitecture, gpus_per_node: int, nodes: int, base: list[TrainingPlan]
-) -> list[TrainingPlan]:
-    """Pipelines inside one host and interleaved variants of the pipelines of ``base``."""
+    arch: DecoderArchitecture, gpus_per_node: int, nodes: int, base: list[TrainingPlan],
+    runs: frozenset[str] = frozenset(MODEL_PARALLEL),
+) -> list[TrainingPlan]:  # fmt: skip
+    """Pipelines inside one host and interleaved variants of the pipelines of ``base``, and expert
+    parallel variants of ``base``: those of the kinds of model parallelism in ``runs``."""
     if not base:
         return []
     template = base[0]
     shapes = []
-    for pp in IN_HOST_PIPELINES:
+    for pp in IN_HOST_PIPELINES if "pipeline" in runs else ():
         if nodes % pp == 0 or pp > arch.num_layers:
             continue  # the hosts take a stage each (the bounded space has it), or too few layers
         for tp in _divisors(gpus_per_node, MAX_TENSOR_PARALLEL):
@@ -121,9 +130,9 @@ def pipeline_shapes(
                             template, strategy=strategy, tensor_parallel=tp, pipeline_parallel=pp,
                             activation_checkpointing=checkpointing,
                         )
-                    )
+                    )  # fmt: skip
     pipelines = [s for s in base + shapes if s.pipeline_parallel > 1]
-    if arch.is_moe:  # experts spread over the data-parallel ranks of a host
+    if arch.is_moe and "expert" in runs:  # experts spread over the data-parallel ranks of a host
         shapes += [
             replace(s, expert_parallel=ep)
             for s in base
@@ -188,7 +197,7 @@ def search_plans(
     candidates = shapes or plan_shapes(
         arch, gpus_per_node, nodes, finetune=finetune, lora_rank=lora_rank, framework=framework,
         optimizer=optimizer, seq_len=seq_len, global_batch=global_batch,
-    )
+    )  # fmt: skip
     feasible: list[LLMTrainingPrediction] = []
     misses: list[tuple[float, TrainingPlan]] = []
     evaluated = 0
@@ -207,7 +216,7 @@ def search_plans(
         memory, _, _ = plan_memory(
             arch, accelerator, first, precision=precision, **context, efficiency=eff,
             attention_kernel=attention_kernel,
-        )
+        )  # fmt: skip
         if not memory.fits:
             misses.append((memory.total - memory.capacity, first))
             continue

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
+from perdollar.predict.accelerator_stacks import SERVING_STACKS, USABLE_MEMORY_SHARE, ServingStack
 from perdollar.predict.llm_serving.efficiency import ENGINE_EFFICIENCY, ServingEfficiency
 from perdollar.predict.llm_serving.formats import FORMATS, ServingFormat, kv_precision_name, with_kv_precision
 from perdollar.predict.llm_serving.load import LLMServingPrediction, Workload, predict_llm_serving
@@ -27,6 +28,8 @@ from perdollar.workload.llm.architecture import DecoderArchitecture
 DEFAULT_ENGINE = "vllm"
 # Every engine, for the deployment search to choose the best one per candidate.
 ANY_ENGINE = "any"
+# The accelerator software stacks a GPU engine runs on unless its record says fewer.
+GPU_STACKS = frozenset({"cuda", "rocm"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,7 @@ class ServingEngine:
     version: str
     sources: Mapping[str, str] = field(default_factory=dict)
     formats: frozenset[str] | None = None  # the weight formats it has kernels for (None: every one)
+    stacks: frozenset[str] = GPU_STACKS  # the accelerator software stacks it runs on
 
     def step_efficiency(self, cuda_graphs: bool | None = None) -> ServingEfficiency:
         """The serving model's parameters for this engine as deployed (defaults unless overridden)."""
@@ -165,7 +169,9 @@ ENGINES: dict[str, ServingEngine] = {
                 "cuda_graphs": "TensorRT-LLM engines run a compiled runtime; CUDA graphs in the PyTorch flow",
                 "chunked_prefill": "trtllm-bench enables chunked context by default",
                 "kv_precision": "TensorRT-LLM fp8 quantisation recipes quantise the KV cache too",
+                "stacks": "TensorRT-LLM builds its engines with CUDA and TensorRT: NVIDIA GPUs only",
             },
+            stacks=frozenset({"cuda"}),
         ),
         ServingEngine(
             "tgi",
@@ -234,16 +240,66 @@ ENGINES: dict[str, ServingEngine] = {
 }
 
 
-def serving_engine(name: str | None) -> ServingEngine:
-    """The engine called ``name`` (None: the default engine)."""
+def serving_engine_for(stack: ServingStack) -> ServingEngine:
+    """A non-GPU stack as a serving-engine record, so the serving model sizes its replicas."""
+    efficiency = ServingEfficiency(bandwidth=stack.bandwidth, weight_only_bandwidth=stack.bandwidth,
+                                   compute=stack.compute, kv_bandwidth=stack.bandwidth,
+                                   step_overhead_s_per_layer=0.0, step_overhead_s=stack.step_s)  # fmt: skip
+    return ServingEngine(name=stack.name, efficiency=efficiency, host_step_s=stack.step_s,
+                         eager_launch_s_per_layer=0.0, cuda_graphs=True, chunked_prefill=True, max_running=64,
+                         memory_utilisation=USABLE_MEMORY_SHARE, kv_precision="auto", version=stack.version,
+                         sources=dict(stack.sources), formats=stack.formats,
+                         stacks=frozenset({stack.software_stack}))  # fmt: skip
+
+
+# The engines of the non-GPU stacks (nxd-inference, jetstream, vllm-gaudi), by name.
+STACK_ENGINES: dict[str, ServingStack] = {stack.name: stack for stack in SERVING_STACKS.values()}
+
+
+def engine_key(name: str | None) -> str:
+    """``name`` as the engine records spell it (None: the default engine)."""
     key = (name or DEFAULT_ENGINE).strip().lower()
-    key = {"trtllm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm", "llamacpp": "llama.cpp",
-           "transformers": "hf", "text-generation-inference": "tgi"}.get(key, key)  # fmt: skip
+    return {"trtllm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm", "llamacpp": "llama.cpp",
+            "transformers": "hf", "text-generation-inference": "tgi"}.get(key, key)  # fmt: skip
+
+
+def serving_engine(name: str | None) -> ServingEngine:
+    """The engine called ``name`` (None: the default engine); a non-GPU stack's engine by its name."""
+    key = engine_key(name)
+    if key in STACK_ENGINES:
+        return serving_engine_for(STACK_ENGINES[key])
     if key not in ENGINES:
         raise PerdollarError(
-            f"unknown serving engine {name!r}", f"use one of {', '.join(ENGINES)} (or {ANY_ENGINE})"
+            f"unknown serving engine {name!r}",
+            f"use one of {', '.join([*ENGINES, *STACK_ENGINES])} (or {ANY_ENGINE})",
         )
     return ENGINES[key]
+
+
+def engines_on(accelerator: Accelerator) -> tuple[str, ...]:
+    """The engines that serve on ``accelerator``: its own stack's where it has one (Neuron, XLA,
+    Gaudi: none of the GPU engines' fitted records describes those runtimes), else every GPU engine
+    whose record runs on the chip's stack."""
+    own = SERVING_STACKS.get(accelerator.software_stack)
+    if own is not None:
+        return (own.name,) if accelerator.key in own.chips else ()
+    return tuple(name for name, engine in ENGINES.items() if accelerator.software_stack in engine.stacks)
+
+
+def engine_chip_problem(name: str | None, accelerator: Accelerator) -> str:
+    """Why the engine called ``name`` cannot serve on ``accelerator`` ('' when it can; None and
+    ``any`` stand for the chip's own choice and never fail)."""
+    if name is None or name.strip().lower() == ANY_ENGINE:
+        return ""
+    key = serving_engine(name).name
+    allowed = engines_on(accelerator)
+    if key in allowed:
+        return ""
+    own = SERVING_STACKS.get(accelerator.software_stack)
+    listed = ", ".join(allowed) if allowed else "none is modelled"
+    if own is not None and allowed:
+        listed += f" ({own.label})"
+    return f"{key} does not run on {accelerator.key}; engines for {accelerator.key}: {listed}"
 
 
 def engine_note(name: str | None, kv_precision: str | None) -> str:
@@ -265,10 +321,14 @@ def checked_engine_options(engine: str | None, kv_precision: str | None) -> None
     with_kv_precision(FORMATS["fp16"], kv_precision)
 
 
-def engine_choices(name: str | None) -> tuple[ServingEngine, ...]:
-    """The engines a deployment search tries: every engine for ``any``, else the one named."""
+def engine_choices(name: str | None, accelerator: Accelerator | None = None) -> tuple[ServingEngine, ...]:
+    """The engines a deployment search tries: every GPU engine for ``any`` (on ``accelerator``,
+    those that run there), else the one named."""
     if name is not None and name.strip().lower() == ANY_ENGINE:
-        return tuple(ENGINES.values())
+        every = tuple(ENGINES.values())
+        if accelerator is None:
+            return every
+        return tuple(e for e in every if accelerator.software_stack in e.stacks)
     return (serving_engine(name),)
 
 
@@ -283,9 +343,17 @@ def predict_with_engine(
     engine: str | None = None,
     kv_precision: str | None = None,
 ) -> LLMServingPrediction:
-    """The prediction under ``engine``'s defaults (``any``: the engine that serves the most tokens/s)."""
+    """The prediction under ``engine``'s defaults (``any``: the engine that serves the most tokens/s
+    of those that run on the chip); an engine that does not run on the chip is refused."""
+    problem = engine_chip_problem(engine, accelerator)
+    if problem:
+        raise PerdollarError(problem, "give --engine one of those, or drop --engine")
+    choices = engine_choices(engine, accelerator)
+    if not choices:
+        raise PerdollarError(f"no serving engine perdollar models runs on {accelerator.key}",
+                             "choose a GPU (--accelerator H100)")  # fmt: skip
     best: LLMServingPrediction | None = None
-    for choice in engine_choices(engine):
+    for choice in choices:
         held = choice.serving_format(fmt, kv_precision)
         result = predict_llm_serving(
             arch, accelerator, held, work, shape=shape, batch=batch, efficiency=choice.step_efficiency()

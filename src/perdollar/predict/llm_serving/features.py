@@ -93,6 +93,19 @@ def speculation(method: str | None, acceptance: float | None, tokens: int | None
     return Speculation(key, rate, count)
 
 
+def checked_speculation(spec: Speculation | None, arch: DecoderArchitecture) -> Speculation | None:
+    """``spec`` when the model can run it; MTP proposes with the model's own multi-token-prediction
+    modules, so a model whose config ships none (Llama, Qwen 2.5 …) is refused naming what applies."""
+    if spec is None or spec.method != "mtp" or arch.mtp_layers:
+        return spec
+    applies = ", ".join(method for method in SPECULATIVE_METHODS if method != "mtp")
+    raise PerdollarError(
+        f"{arch.name} has no multi-token-prediction head (its config states no num_nextn_predict_layers "
+        f"or mtp_num_hidden_layers); speculative methods for it: {applies}",
+        f"use --speculative {applies.split(', ')[0]}, or a model with MTP modules (deepseek-v3)",
+    )
+
+
 def checked_prefix_share(share: float | None) -> float:
     """The share of every prompt served from the prefix cache (0 when not given), checked."""
     if share is None:

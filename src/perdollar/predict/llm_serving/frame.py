@@ -17,7 +17,13 @@ import pandas as pd
 from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
-from perdollar.predict.llm_serving.engines import ServingEngine, engine_choices
+from perdollar.predict.llm_serving.engines import (
+    ANY_ENGINE,
+    ServingEngine,
+    engine_chip_problem,
+    engine_choices,
+    engines_on,
+)
 from perdollar.predict.llm_serving.expert_parallel import expert_parallel_problem
 from perdollar.predict.llm_serving.features import Speculation
 from perdollar.predict.llm_serving.formats import kv_precision_name, serving_format, with_kv_precision
@@ -157,11 +163,13 @@ def llm_serving_frame(
             for precision in precisions:
                 key = (accelerator.key, degree, precision)
                 if key not in cache:
+                    here = [(e, eff) for e, eff in setups if accelerator.software_stack in e.stacks]
                     cache[key] = _best_engine([(e, shape, replica_rate(
                         arch, accelerator, precision, work, shape,
                         ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, efficiency=eff, engine=e,
-                        kv_precision=kv_precision)) for e, eff in setups
-                        for shape in serving_layouts(arch, degree)])  # fmt: skip
+                        kv_precision=kv_precision)) for e, eff in here
+                        for shape in serving_layouts(arch, degree)]) if here else _not_served(
+                        setups[0][0], accelerator, engine)  # fmt: skip
                 chosen, shape, rate = cache[key]
                 row = _row(record, count, degree, precision, rate, rps, work)
                 kv = chosen.serving_format(serving_format(precision), kv_precision)
@@ -190,6 +198,16 @@ def serving_layouts(arch: DecoderArchitecture, gpus: int) -> tuple[GroupShape, .
 
 
 Rated = tuple[ServingEngine, GroupShape, ReplicaRate]
+
+
+def _not_served(first: ServingEngine, accelerator: Accelerator, engine: str | None) -> Rated:
+    """A row that no engine asked for serves on this chip, with the reason naming the chip's engines."""
+    if engine is not None and engine.strip().lower() == ANY_ENGINE:
+        reason = (f"none of the GPU engines runs on {accelerator.key}; engines for {accelerator.key}: "
+                  f"{', '.join(engines_on(accelerator)) or 'none is modelled'}")  # fmt: skip
+    else:
+        reason = engine_chip_problem(first.name, accelerator)
+    return first, GroupShape(), ReplicaRate(0.0, None, 0.0, 0.0, 0, 0.0, "unsupported-engine", reason)
 
 
 def _best_engine(rated: list[Rated]) -> Rated:

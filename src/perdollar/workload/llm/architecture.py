@@ -243,6 +243,8 @@ def from_hf_config(config: Mapping[str, Any], *, name: str | None = None) -> Dec
         sliding_window=window if sliding else 0,
         sliding_layers=sliding,
         attention_sinks=model_type == "gpt_oss",
+        mtp_layers=optional_whole(config, "num_nextn_predict_layers", limit="num_layers")
+        or optional_whole(config, "mtp_num_hidden_layers", limit="num_layers"),
         **experts,
         **latent,
     )

@@ -93,6 +93,8 @@ READ_KEYS = frozenset(
         "expansion_ratio",
         "n_kv_heads",
         "use_qk_norm",
+        "num_nextn_predict_layers",
+        "mtp_num_hidden_layers",
     }
 )
 # Keys known not to change any parameter's shape (numerics, initialisation, routing rules, tokens).

@@ -46,6 +46,10 @@ class DecoderArchitecture:
     sliding_window: int = 0
     sliding_layers: int = 0
     attention_sinks: bool = False  # a learned sink logit per head (gpt-oss): parameters, no KV
+    # Multi-token-prediction modules the checkpoint ships beside its layers (DeepSeek-V3's
+    # num_nextn_predict_layers, Qwen3-Next's mtp_num_hidden_layers): what MTP speculative decoding
+    # proposes with. Neither trained nor traced here, so no parameter count includes them.
+    mtp_layers: int = 0
     # Parameters by role as transformers' model holds them, where perdollar's own reading of the
     # family is not known to match it (:mod:`perdollar.workload.llm.meta_model`); empty otherwise.
     role_params: tuple[tuple[str, int], ...] = ()
@@ -216,11 +220,13 @@ class DecoderArchitecture:
 
     def trace_identity(self) -> dict[str, Any]:
         """The fields that shape a trace, as stored trace keys name them (new fields only when set)."""
-        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "role_params"}
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _UNTRACED_FIELDS}
         defaults = {f.name: f.default for f in fields(self)}
         return {k: v for k, v in values.items() if k in _TRACE_FIELDS or v != defaults[k]}
 
 
+# Fields that shape no traced layer: the counts by role, and the MTP modules, which are not traced.
+_UNTRACED_FIELDS = frozenset({"role_params", "mtp_layers"})
 _TRACE_FIELDS = frozenset(
     {
         "name",
