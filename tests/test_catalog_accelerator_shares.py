@@ -19,6 +19,9 @@ EXPLAINED_MEMORY_DIFFERENCES = {
     # AWS reports 2,100 GiB of GPU memory for 8 B300s (262.5 GiB usable each); the chip table has
     # NVIDIA's 288 GB per device.
     ("aws", "p6-b300.48xlarge"),
+    # Hyperstack's price page lists 192 GB per B200 (the HBM3e stacks' raw size); the chip table has
+    # NVIDIA's 180 GB.
+    ("hyperstack", "b200-x1"),
 }
 
 

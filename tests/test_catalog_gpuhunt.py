@@ -14,7 +14,7 @@ import pytest
 from cli_runner import run_perdollar
 from perdollar import catalog
 from perdollar.catalog.gpuhunt_rows import fetch_gpuhunt, read_catalog_files
-from perdollar.catalog.refresh_gpuhunt import build_refresh
+from perdollar.catalog.refresh_gpuhunt import accelerator_key, build_refresh
 from perdollar.errors import PerdollarError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "gpuhunt"
@@ -72,6 +72,13 @@ def test_gpu_clouds_get_instance_types_from_the_rows() -> None:
     assert fresh.instance("NVIDIA GeForce RTX 4090", "runpod").accelerator_key == "RTX-4090"
     with pytest.raises(PerdollarError):  # an accelerator the catalog does not know is left out
         fresh.instance("NVIDIA RTX PRO 6000 Blackwell Server Edition", "runpod")
+
+
+def test_an_hgx_machine_carries_sxm_boards() -> None:
+    base = catalog.load()
+    # gpuhunt names the family only, and an A100 with 80 GB is both a PCIe card and an SXM module
+    assert accelerator_key(base, "A100", 80, "8x NVIDIA HGX A100") == "A100-SXM4-80GB"
+    assert accelerator_key(base, "A100", 80, "gpu_8x_a100_pcie") == "A100-PCIe-80GB"
 
 
 def test_curated_facts_survive_a_refresh() -> None:

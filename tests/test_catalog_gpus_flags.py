@@ -49,7 +49,7 @@ def test_gpus_cli_answers_where_the_cheapest_h100_hour_is_as_csv() -> None:
     result = run_perdollar("catalog", "gpus", "--accelerator", "H100", "--csv")
     assert result.returncode == 0, result.stderr
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
-    assert {r["accelerator_key"] for r in rows} == {"H100-SXM5-80GB", "H100-NVL-94GB"}
+    assert {r["accelerator_key"] for r in rows} == {"H100-SXM5-80GB", "H100-NVL-94GB", "H100-PCIe-80GB"}
     assert all(r["on_demand_cloud"] and r["on_demand_captured_at"] for r in rows)
     table = run_perdollar("catalog", "gpus", "--accelerator", "H100")
     assert "cheapest USD per GPU-hour" in table.stdout and "H100-SXM5-80GB" in table.stdout

@@ -10,6 +10,7 @@ from perdollar import catalog
 from perdollar.catalog.model import NameParts
 from perdollar.catalog.names import format_instance_name, guess_cloud, parse_instance_name
 from perdollar.errors import PerdollarError
+from perdollar.vocabulary import CLOUDS
 
 CASES = [
     # name, cloud, (prefix, family, generation, attributes, size)
@@ -51,6 +52,9 @@ def test_unreadable_names_raise_one_line_errors(bad: str) -> None:
 def test_every_catalog_name_round_trips() -> None:
     cat = catalog.load(catalog.BUNDLED_SNAPSHOT)
     for (cloud, name), instance in cat.instance_types.items():
+        if cloud not in CLOUDS:  # a GPU cloud's machine is named as its price page names it: no grammar
+            assert instance.name_parts is None, name
+            continue
         assert instance.name_parts is not None, name
         assert format_instance_name(instance.name_parts, cloud) == name
 

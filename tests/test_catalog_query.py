@@ -18,7 +18,7 @@ def bundled() -> catalog.Catalog:
 def test_family_filter_spans_variants_and_clouds(bundled: catalog.Catalog) -> None:
     frame = catalog.find(bundled, accelerator="a100")
     assert set(frame["accelerator_key"]) == {"A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIe-80GB"}
-    assert set(frame["cloud"]) == {"aws", "gcp", "azure"}
+    assert set(frame["cloud"]) == {"aws", "gcp", "azure", "lambda", "vultr"}
     tpus = catalog.find(bundled, accelerator="tpu")
     assert set(tpus["cloud"]) == {"gcp"} and len(tpus) > 100
 

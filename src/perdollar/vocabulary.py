@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-# The clouds of the bundled catalog; a refreshed catalog may hold more, so a question's clouds are
-# checked against the catalog it is asked of, not only against this list.
+# The hyperscalers: any two of a region's machines share the cloud's network, so several may train
+# together. A question's clouds are checked against the catalog it is asked of, not these lists.
 CLOUDS = ("aws", "gcp", "azure")
+# The GPU clouds of the bundled catalog (gpu_cloud_offers.csv); a refresh may bring others.
+GPU_CLOUDS = ("coreweave", "hyperstack", "lambda", "nebius", "runpod", "vultr")
+BUNDLED_CLOUDS_TEXT = ", ".join((*CLOUDS, *GPU_CLOUDS))
 
 Market = Literal["on-demand", "spot", "committed-1y", "committed-3y"]
 # The markets a catalog snapshot holds; committed terms are derived from on-demand prices.

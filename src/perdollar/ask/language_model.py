@@ -14,7 +14,14 @@ from dataclasses import replace
 import pandas as pd
 
 from perdollar.ask.inputs import Progress, quiet, stored_measurements
-from perdollar.ask.offers import billed_offers, in_market, left_out_notes, quota_excluded, training_bill_notes
+from perdollar.ask.offers import (
+    billed_offers,
+    in_market,
+    left_out_notes,
+    quota_excluded,
+    training_bill_notes,
+    without_lone_clusters,
+)
 from perdollar.ask.training import check_question
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
@@ -135,11 +142,11 @@ def answer_language_model(
         offers, predictions, target, assumptions, placement=placement,
         tdp_by_key={key: chip.tdp_w for key, chip in catalog.accelerators.items()},
     )  # fmt: skip
-    priced = mark_constraints(
-        quota_excluded(billed, question, "nodes"),
-        target,
-        confidence=question.confidence,
-        stacks=stacks,
+    priced, lone_note = without_lone_clusters(
+        mark_constraints(
+            quota_excluded(billed, question, "nodes"), target, confidence=question.confidence, stacks=stacks
+        ),
+        catalog,
     )
     selection = select_candidates(
         priced, question, sample_unit="tokens", keep=max(DEFAULT_KEEP, question.top)
@@ -160,7 +167,8 @@ def answer_language_model(
         notes=(describe_assumptions(assumptions), describe_bill(placement), counts_note, planner_note)
         + ((calibration.note,) if calibration.note else ())
         + training_bill_notes(question, every_market, selection.ranked)
-        + left_out_notes(every_market, question),
+        + left_out_notes(every_market, question)
+        + lone_note,
     )
     alone = one_gpu_sentence(priced, workload)
     if not alone:

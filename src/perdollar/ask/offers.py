@@ -96,6 +96,33 @@ def left_out_notes(offers: pd.DataFrame, question: Question) -> tuple[str, ...]:
     return tuple(notes)
 
 
+def without_lone_clusters(priced: pd.DataFrame, catalog: Catalog) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """``priced`` without the clusters of machines that train alone, and the note that says so.
+
+    A GPU cloud that states no network between its machines is no cluster: its multi-node rows are
+    not candidates at all (listing them as exclusions would crowd out the reasons that tell a user
+    something about the workload), and one note names the clouds.
+    """
+    if priced.empty:
+        return priced, ()
+    pairs = set(zip(priced["cloud"], priced["instance_type"], strict=True))
+    lone = {pair for pair in pairs if (m := catalog.instance_types.get(pair)) and m.single_node_reason}
+    several = priced["nodes"].to_numpy() > 1
+    apart = several & np.fromiter(
+        (pair in lone for pair in zip(priced["cloud"], priced["instance_type"], strict=True)),
+        dtype=bool,
+        count=len(priced),
+    )
+    if not apart.any():
+        return priced, ()
+    clouds = sorted(set(priced.loc[apart, "cloud"]))
+    note = (
+        f"one node only on {', '.join(clouds)}: they state no network between their machines, so "
+        "no multi-node training is offered there"
+    )
+    return priced[~apart], (note,)
+
+
 def question_offers(
     question: Question, catalog: Catalog, *, use: str, priced_only: bool = False
 ) -> pd.DataFrame:

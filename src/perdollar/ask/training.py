@@ -20,6 +20,7 @@ from perdollar.ask.offers import (
     question_offers,
     quota_excluded,
     training_bill_notes,
+    without_lone_clusters,
 )
 from perdollar.ask.policy import check_policy
 from perdollar.catalog import Catalog
@@ -102,6 +103,7 @@ def answer_training(question: Question, inputs: Inputs, progress: Progress = qui
     )
     every_market = billed_offers(question, inputs.catalog, use="training")
     priced = priced_candidates(question, inputs, progress, in_market(every_market, question))
+    priced, lone_note = without_lone_clusters(priced, inputs.catalog)
     selection = select_candidates(
         priced,
         question,
@@ -126,6 +128,7 @@ def answer_training(question: Question, inputs: Inputs, progress: Progress = qui
             counts,
             *training_bill_notes(question, every_market, selection.ranked),
             *left_out_notes(every_market, question),
+            *lone_note,
         ),
     )
 

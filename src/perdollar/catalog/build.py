@@ -9,6 +9,10 @@ own README). The output is the snapshot format read by :mod:`perdollar.catalog.s
 ``manifest.json`` (sources, data dates, counts, flag meanings). Chips that published benchmarks
 measure but no cloud rents (GeForce and workstation boards, older data-center cards) come from
 the package's ``accelerator_specs_more.csv``, in the same schema, each row with its source.
+
+The GPU clouds' list prices (Lambda, RunPod, Nebius, CoreWeave, Hyperstack, Vultr) come from the
+package's ``gpu_cloud_offers.csv``, each row dated and sourced; their machines are made by the same
+mapping as a gpuhunt refresh makes them, and each offer keeps its row's date.
 """
 
 from __future__ import annotations
@@ -17,13 +21,24 @@ import argparse
 import datetime as dt
 import hashlib
 import math
+import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from perdollar.catalog import provenance
+from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.documented import DOCUMENTED_ACCELERATORS, with_documented_accelerators
-from perdollar.catalog.snapshot_write import write_snapshot
+from perdollar.catalog.gpu_cloud_table import (
+    GPU_CLOUD_OFFERS,
+    GPU_CLOUD_PRICE_BASIS,
+    GpuCloudOffer,
+    read_gpu_cloud_offers,
+)
+from perdollar.catalog.model import InstanceType
+from perdollar.catalog.refresh_gpuhunt import map_provider
+from perdollar.catalog.snapshot import OFFER_COLUMNS, read_snapshot
+from perdollar.catalog.snapshot_write import catalog_frames, write_snapshot
 from perdollar.catalog.spec_fills import SPEC_FILLS, with_spec_fills
 from perdollar.catalog.stacks import software_stack_for
 
@@ -186,7 +201,63 @@ def build_frames(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
     instance_types["network_gbps"] = filled
     instance_types = with_documented_accelerators(instance_types)
     offers = _offer_rows(unified)
+    gpu_types, gpu_offers = gpu_cloud_frames(accelerators, aliases, instance_types)
+    instance_types = pd.concat([instance_types, gpu_types], ignore_index=True).sort_values(["cloud", "name"])
+    offers = pd.concat([offers, gpu_offers], ignore_index=True)
     return accelerators, aliases, instance_types, offers
+
+
+def gpu_cloud_frames(
+    accelerators: pd.DataFrame,
+    aliases: pd.DataFrame,
+    instance_types: pd.DataFrame,
+    offers: tuple[GpuCloudOffer, ...] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(instance_types, offers) frames of the GPU-cloud table's rows, in the snapshot schema.
+
+    The rows are mapped by the refresh's own code (:func:`map_provider`) against the rest of the
+    snapshot, whose chips and names tell which accelerator a row means; a row whose chip the
+    catalog lacks, or two rows that would make one offer, stop the build.
+    """
+    rows = read_gpu_cloud_offers() if offers is None else offers
+    with tempfile.TemporaryDirectory() as folder:
+        no_offers = pd.DataFrame(columns=list(OFFER_COLUMNS))
+        write_snapshot(
+            Path(folder), accelerators, aliases, instance_types, no_offers, {"snapshot_id": "base"}
+        )
+        base = read_snapshot(Path(folder))
+    by_date: dict[tuple[str, dt.date], list[GpuCloudOffer]] = {}
+    for row in rows:
+        by_date.setdefault((row.provider, row.read_on), []).append(row)
+    machines: dict[tuple[str, str], InstanceType] = {}
+    mapped_offers = []
+    for (cloud, day), group in by_date.items():
+        mapped = map_provider(
+            base, cloud, [r.gpuhunt_row() for r in group], day, f"{GPU_CLOUD_PRICE_BASIS}:{cloud}"
+        )
+        if mapped.unknown_accelerators:
+            names = ", ".join(sorted(mapped.unknown_accelerators))
+            raise ValueError(f"{GPU_CLOUD_OFFERS.name}: {cloud} rows name chips the catalog lacks ({names})")
+        if len(mapped.offers) != len(group):
+            raise ValueError(f"{GPU_CLOUD_OFFERS.name}: {cloud} rows of {day} do not make one offer each")
+        machines.update(mapped.instance_types)
+        mapped_offers.extend(mapped.offers)
+    table = Catalog(
+        accelerators=base.accelerators, instance_types=machines, offers=tuple(mapped_offers),
+        captured_at="", snapshot_id="gpu-clouds",
+    )  # fmt: skip
+    _, _, types, offer_frame = catalog_frames(table)
+    types["memory_gib"] = types["memory_gib"].round(3)  # GiB stated → GB → GiB again
+    return types, offer_frame
+
+
+def gpu_cloud_sources(rows: tuple[GpuCloudOffer, ...]) -> dict[str, str]:
+    """Per GPU cloud: the pages its bundled prices were read from, and when."""
+    pages: dict[str, dict[str, None]] = {}
+    for row in rows:
+        via = f" (transcribed in {row.transcription})" if row.transcription else ""
+        pages.setdefault(row.provider, {})[f"{row.source_url}, read {row.read_on}{via}"] = None
+    return {provider: "; ".join(found) for provider, found in pages.items()}
 
 
 def _offer_rows(unified: pd.DataFrame) -> pd.DataFrame:
@@ -265,6 +336,7 @@ def build(data_dir: Path, out_dir: Path = BUNDLED_DIR) -> Path:
     sources["accelerator_spec_fills.csv (package)"] = {"sha256": _sha256(SPEC_FILLS)}
     sources["aliases_more.csv (package)"] = {"sha256": _sha256(MORE_ALIASES)}
     sources["documented_accelerators.csv (package)"] = {"sha256": _sha256(DOCUMENTED_ACCELERATORS)}
+    sources["gpu_cloud_offers.csv (package)"] = {"sha256": _sha256(GPU_CLOUD_OFFERS)}
     manifest = {
         "snapshot_id": "bundled-"
         + hashlib.sha256("".join(s["sha256"] for s in sources.values()).encode()).hexdigest()[:12],
@@ -272,7 +344,13 @@ def build(data_dir: Path, out_dir: Path = BUNDLED_DIR) -> Path:
         "built_at": dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat(),
         "captured_at": max(offers["captured_at"]),
         "oldest_price_date": min(offers["captured_at"]),
-        "data_dates": provenance.data_dates(),
+        "data_dates": {
+            **provenance.data_dates(),
+            **{
+                f"gpu_cloud:{cloud}": text
+                for cloud, text in gpu_cloud_sources(read_gpu_cloud_offers()).items()
+            },
+        },
         "sources": sources,
         "conventions": provenance.conventions(),
         "network_gbps_sources": {

@@ -10,6 +10,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Literal
 
+from perdollar.vocabulary import CLOUDS
 from perdollar.vocabulary import Market as VocabularyMarket
 
 # "aws", "gcp", "azure" and the GPU clouds a refresh brings in ("lambda", "runpod", "nebius", …).
@@ -101,6 +102,18 @@ class InstanceType:
     @property
     def is_cpu_only(self) -> bool:
         return not self.accelerator_count
+
+    @property
+    def single_node_reason(self) -> str:
+        """Why several of these machines are not offered as one training cluster ('' when they are).
+
+        A hyperscaler's machines in a region share its network; a GPU cloud that states no network
+        between its machines may rent them as separate hosts (a marketplace pod, a per-GPU VM), so a
+        job is offered one of them, not several.
+        """
+        if self.cloud in CLOUDS or self.network_gbps is not None:
+            return ""
+        return f"{self.cloud} states no network between its machines: one node only"
 
 
 @dataclass(frozen=True, slots=True)

@@ -146,4 +146,10 @@ def conventions() -> dict[str, str]:
             "the slice's; see accelerator_sources"
         ),
         "excluded_reason": "why no training framework can use the machine's accelerator; empty = usable",
+        "gpu_clouds": (
+            "list prices from gpu_cloud_offers.csv, each offer dated when its figures were read from the "
+            "provider's page (data_dates gpu_cloud:*); a price listed per GPU-hour × the machine's GPUs; "
+            "region 'any' where the provider prices every region alike; network between machines not "
+            "stated, so one node per training job"
+        ),
     }

@@ -37,11 +37,13 @@ def accelerator_key(catalog: Catalog, name: str, memory_gb: float, instance_name
     """The chip a gpuhunt GPU name and per-GPU memory mean ("A100" with 80 GB → A100 80GB), or None.
 
     gpuhunt names the family only; a form factor in the instance's name ("gpu_1x_h100_pcie",
-    "…_sxm4", "H100 NVL") picks the board where the family has several of the same memory.
+    "…_sxm4", "H100 NVL", "HGX A100": an HGX board carries SXM modules) picks the board where the
+    family has several of the same memory.
     """
-    form = re.search(r"(pcie|sxm\d?|nvl)", instance_name.lower())
+    match = re.search(r"(pcie|sxm\d?|nvl|hgx)", instance_name.lower())
+    form = "sxm" if match and match[1] == "hgx" else (match[1] if match else "")
     sized = [f"{name} {memory_gb:g}GB", f"{name}-{memory_gb:g}GB"] if memory_gb else []
-    candidates = ([f"{name} {form[1]} {memory_gb:g}GB"] if form and memory_gb else []) + sized + [name]
+    candidates = ([f"{name} {form} {memory_gb:g}GB"] if form and memory_gb else []) + sized + [name]
     for text in candidates:
         try:
             chip = catalog.accelerator(text)
@@ -97,6 +99,68 @@ def _new_instance(cloud: str, name: str, rows: list[GpuhuntRow], key: str | None
     )
 
 
+@dataclass(frozen=True)
+class ProviderMapping:
+    """One provider's rows in the snapshot's schema: the machines the base catalog lacks, and offers."""
+
+    instance_types: dict[tuple[str, str], InstanceType]
+    offers: list[Offer]
+    unknown_accelerators: dict[str, int]  # gpu name → rows left out
+
+
+def map_provider(
+    base: Catalog, cloud: str, rows: Iterable[GpuhuntRow], captured_at: dt.date, price_basis: str
+) -> ProviderMapping:
+    """``cloud``'s gpuhunt-format rows as offers dated ``captured_at``; machines ``base`` knows keep its
+    curated facts, new ones (a GPU cloud's) are made from the rows. Both the refresh and the build of
+    the bundled snapshot (its GPU-cloud table) make a GPU cloud's machines here."""
+    rows = tuple(rows)
+    bucket_of = {(o.instance_type, o.region): o.interruption_bucket for o in base.offers
+                 if o.cloud == cloud and o.market == "spot" and o.interruption_bucket}  # fmt: skip
+    counts: dict[str, set[float]] = {}
+    for row in rows:
+        counts.setdefault(row.instance_name, set()).add(row.gpu_count)
+    grouped: dict[tuple[str, str, bool], list[GpuhuntRow]] = {}
+    for row in rows:
+        name = _instance_name(cloud, row, len(counts[row.instance_name]) > 1)
+        grouped.setdefault((name, _region(cloud, row.location), row.spot), []).append(row)
+    by_name: dict[str, list[GpuhuntRow]] = {}
+    for (name, _, _), named in grouped.items():
+        by_name.setdefault(name, []).extend(named)
+    instance_types: dict[tuple[str, str], InstanceType] = {}
+    unknown: dict[str, int] = {}
+    usable: set[str] = set()
+    for name, named in by_name.items():
+        if (cloud, name) in base.instance_types:
+            usable.add(name)  # the curated row wins
+            continue
+        key = None
+        if named[0].gpu_count and named[0].gpu_name:
+            key = accelerator_key(base, named[0].gpu_name, named[0].gpu_memory_gb, named[0].instance_name)
+            if key is None:
+                unknown[named[0].gpu_name] = unknown.get(named[0].gpu_name, 0) + len(named)
+                continue
+        elif cloud not in ("aws", "gcp", "azure"):
+            continue  # a GPU cloud's CPU machines are not what it is rented for
+        instance_types[(cloud, name)] = _new_instance(cloud, name, named, key)
+        usable.add(name)
+    offers = []
+    for (name, region, spot), priced in sorted(grouped.items()):
+        if name not in usable:
+            continue
+        low, high = min(r.price for r in priced), max(r.price for r in priced)
+        bucket = bucket_of.get((name, region)) if spot else None
+        offers.append(
+            Offer(
+                cloud, name, region, "spot" if spot else "on-demand", low, captured_at,
+                price_max_per_hour=high if spot and high != low else None,
+                price_basis=price_basis,
+                interruption_bucket=bucket, flags=(CARRIED_BUCKET_FLAG,) if bucket else (),
+            )
+        )  # fmt: skip
+    return ProviderMapping(instance_types, offers, unknown)
+
+
 def build_refresh(base: Catalog, sources: Iterable[ProviderOffers]) -> RefreshResult:
     """Map gpuhunt offers onto ``base``'s schema; the result's offers replace the refreshed clouds'."""
     instance_types = dict(base.instance_types)
@@ -104,57 +168,21 @@ def build_refresh(base: Catalog, sources: Iterable[ProviderOffers]) -> RefreshRe
     refreshed: dict[str, int] = {}
     unknown: dict[str, int] = {}
     unusable: dict[str, str] = {}
-    buckets = {(o.cloud, o.instance_type, o.region): o.interruption_bucket
-               for o in base.offers if o.market == "spot" and o.interruption_bucket}  # fmt: skip
     for source in sources:
         cloud = PROVIDERS[source.provider]
-        bucket_of = {k[1:]: v for k, v in buckets.items() if k[0] == cloud}
-        counts: dict[str, set[float]] = {}
-        for row in source.rows:
-            counts.setdefault(row.instance_name, set()).add(row.gpu_count)
-        grouped: dict[tuple[str, str, bool], list[GpuhuntRow]] = {}
-        for row in source.rows:
-            name = _instance_name(cloud, row, len(counts[row.instance_name]) > 1)
-            grouped.setdefault((name, _region(cloud, row.location), row.spot), []).append(row)
-        by_name: dict[str, list[GpuhuntRow]] = {}
-        for (name, _, _), rows in grouped.items():
-            by_name.setdefault(name, []).extend(rows)
-        usable: set[str] = set()
-        for name, rows in by_name.items():
-            if (cloud, name) in base.instance_types:
-                usable.add(name)  # the curated row wins
-                continue
-            key = None
-            if rows[0].gpu_count and rows[0].gpu_name:
-                key = accelerator_key(base, rows[0].gpu_name, rows[0].gpu_memory_gb, rows[0].instance_name)
-                if key is None:
-                    unknown[rows[0].gpu_name] = unknown.get(rows[0].gpu_name, 0) + len(rows)
-                    continue
-            elif cloud not in ("aws", "gcp", "azure"):
-                continue  # a GPU cloud's CPU machines are not what it is rented for
-            instance_types[(cloud, name)] = _new_instance(cloud, name, rows, key)
-            usable.add(name)
-        offers = []
-        for (name, region, spot), rows in sorted(grouped.items()):
-            if name not in usable:
-                continue
-            low, high = min(r.price for r in rows), max(r.price for r in rows)
-            bucket = bucket_of.get((name, region)) if spot else None
-            offers.append(
-                Offer(
-                    cloud, name, region, "spot" if spot else "on-demand", low, source.captured_at,
-                    price_max_per_hour=high if spot and high != low else None,
-                    price_basis=f"{PRICE_BASIS}:{source.provider}",
-                    interruption_bucket=bucket, flags=(CARRIED_BUCKET_FLAG,) if bucket else (),
-                )
-            )  # fmt: skip
-        if not offers:
+        mapped = map_provider(
+            base, cloud, source.rows, source.captured_at, f"{PRICE_BASIS}:{source.provider}"
+        )
+        for name, rows in mapped.unknown_accelerators.items():
+            unknown[name] = unknown.get(name, 0) + rows
+        if not mapped.offers:
             unusable[source.provider] = (
                 f"none of its {len(source.rows)} priced rows is a machine the catalog can price"
             )
             continue
-        fresh.extend(offers)
-        refreshed[cloud] = len(offers)
+        instance_types.update(mapped.instance_types)
+        fresh.extend(mapped.offers)
+        refreshed[cloud] = len(mapped.offers)
     kept = [o for o in base.offers if o.cloud not in refreshed]
     offers = kept + fresh
     used = {(o.cloud, o.instance_type) for o in offers}

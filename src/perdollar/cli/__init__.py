@@ -31,8 +31,9 @@ from perdollar.errors import PerdollarError, PerdollarWarning
 HELP = """\
 Which cloud machine should this deep-learning workload run on?
 
-It measures your workload, predicts it on every instance of AWS, GCP and Azure (single
-and multi-node, on-demand and spot), prices each candidate honestly and ranks them by
+It measures your workload, predicts it on every instance of AWS, GCP, Azure and the GPU
+clouds (Lambda, RunPod, Nebius, CoreWeave, Hyperstack, Vultr; single and multi-node, on-demand
+and spot), prices each candidate honestly and ranks them by
 your utility: samples per dollar, time under a budget, cost under a deadline, or
 inference cost under a latency SLO.
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from perdollar.cli.catalog_render import (
@@ -14,6 +16,7 @@ from perdollar.cli.catalog_render import (
 )
 from perdollar.cli.common import console, emit_json
 from perdollar.terminal_tables import FittingTable
+from perdollar.vocabulary import BUNDLED_CLOUDS_TEXT
 
 catalog_app = typer.Typer(
     name="catalog",
@@ -47,7 +50,7 @@ LISTING_JSON_FIELDS = (
 def catalog_list(
     ctx: typer.Context,
     cloud: list[str] = typer.Option(
-        [], "--cloud", help="aws, gcp, azure, or a GPU cloud a refresh added (lambda, runpod, …); repeatable."
+        [], "--cloud", help=f"{BUNDLED_CLOUDS_TEXT}, or a GPU cloud a refresh added; repeatable."
     ),
     region: list[str] = typer.Option(
         [], "--region", help="Cloud region, e.g. us-east-1, us-central1, eastus."
@@ -112,7 +115,7 @@ def catalog_show(
         "tpu-v5litepod-8, Standard_NC24ads_A100_v4.",
     ),
     cloud: str | None = typer.Option(
-        None, "--cloud", help="The cloud (aws, gcp, azure, runpod, …), when a name exists on several."
+        None, "--cloud", help=f"The cloud ({BUNDLED_CLOUDS_TEXT}, …), when a name exists on several."
     ),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
@@ -136,6 +139,9 @@ def catalog_show(
         )
     if instance.excluded_reason:
         notes.append(f"left out of rankings: {instance.excluded_reason}.")
+    notes += gpu_cloud_price_notes(catalog, instance)
+    if instance.single_node_reason:
+        notes.append(f"{instance.single_node_reason}.")
     if instance.accelerator_key and instance.accelerator_key.startswith("TPU"):
         notes.append("TPU slice: accelerator_count is chips; host vCPUs and memory are not in the catalog.")
     count = instance.accelerator_count
@@ -169,6 +175,24 @@ def catalog_show(
         return
     print_show(result, chip)
     console.print(f"[dim]{age_line(catalog)}[/]", soft_wrap=True, highlight=False)
+
+
+def gpu_cloud_price_notes(catalog: Any, instance: Any) -> list[str]:
+    """Where a bundled GPU-cloud machine's prices were read: its row of the package's table."""
+    from perdollar.catalog.gpu_cloud_table import GPU_CLOUD_PRICE_BASIS, read_gpu_cloud_offers
+
+    machine = (instance.cloud, instance.name)
+    bundled = {
+        o.market
+        for o in catalog.offers
+        if (o.cloud, o.instance_type) == machine and o.price_basis.startswith(GPU_CLOUD_PRICE_BASIS)
+    }
+    return [
+        f"{row.market} price listed as {row.listed_as!r} ({row.listed_price:g} USD per {row.listed_per}) "
+        f"on {row.source_url}, read {row.read_on}"
+        for row in read_gpu_cloud_offers()
+        if (row.provider, row.machine) == machine and row.market in bundled
+    ]
 
 
 @catalog_app.command("accelerators")

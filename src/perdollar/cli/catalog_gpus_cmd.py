@@ -12,6 +12,7 @@ from perdollar.cli.catalog_cmd import catalog_app
 from perdollar.cli.catalog_render import FLAG_MARKS, format_price, print_table, quantity
 from perdollar.cli.common import console, emit_json
 from perdollar.terminal_tables import FittingTable
+from perdollar.vocabulary import BUNDLED_CLOUDS_TEXT
 
 
 def _where(row: dict[str, Any], prefix: str) -> str:
@@ -22,7 +23,9 @@ def _where(row: dict[str, Any], prefix: str) -> str:
 
 @catalog_app.command("gpus")
 def catalog_gpus(
-    cloud: list[str] = typer.Option([], "--cloud", help="Only these clouds (repeatable)."),
+    cloud: list[str] = typer.Option(
+        [], "--cloud", help=f"Only these clouds (repeatable): {BUNDLED_CLOUDS_TEXT}, or one a refresh added."
+    ),
     region: list[str] = typer.Option([], "--region", help="Only these regions (repeatable)."),
     accelerator: str | None = typer.Option(
         None, "--accelerator", "-a", help="Chip or family: H100, A100, l4."

@@ -42,12 +42,19 @@ def age_line(catalog: Any) -> str:
     age = catalog.age_days()
     return (
         f"catalog snapshot {catalog.snapshot_id}: prices captured {catalog.oldest_price_date} … "
-        f"{catalog.captured_at} (newest is {age} days old); USD per instance-hour, Linux. "
+        f"{catalog.captured_at} (newest is {age} days old; priced = each row's date, on-demand / spot "
+        "where they differ); USD per instance-hour, Linux. "
         "Refresh with `perdollar catalog refresh`; flags: `perdollar catalog flags`. "
         "Spot: lowest…highest zone; "
         "est. = estimated from the Spot Advisor; interrupt = AWS Spot Advisor monthly bucket, "
-        "? = not published (GCP, Azure)."
+        "? = not published (GCP, Azure, GPU clouds)."
     )
+
+
+def price_dates(row: dict[str, Any]) -> str:
+    """When the row's prices were captured: one date, or on-demand's / spot's where they differ."""
+    dates = [str(day)[:10] for day in (row.get("captured_at"), row.get("spot_captured_at")) if day]
+    return " / ".join(dict.fromkeys(dates))
 
 
 def listing_table(rows: list[dict[str, Any]], title: str, *, with_instance: bool = True) -> Table:
@@ -57,7 +64,7 @@ def listing_table(rows: list[dict[str, Any]], title: str, *, with_instance: bool
     headers += [
         ("region", "left", 0), ("vCPU", "right", 4), ("RAM GiB", "right", 5), ("accelerators", "left", 0),
         ("net Gb/s", "right", 6), ("on-demand $/h", "right", 0), ("spot $/h", "right", 0),
-        ("interrupt", "left", 3), ("flags", "left", 2),
+        ("interrupt", "left", 3), ("priced", "left", 1), ("flags", "left", 2),
     ]  # fmt: skip
     for header, justify, drop_order in headers:
         table.add_column(
@@ -78,6 +85,7 @@ def listing_table(rows: list[dict[str, Any]], title: str, *, with_instance: bool
         cells += [
             row["region"], quantity(row["vcpus"]), quantity(row["memory_gib"]), accelerator_cell(row),
             quantity(row["network_gbps"]), format_price(row["price_per_hour"]), spot, interruption,
+            price_dates(row),
             " ".join([FLAG_MARKS.get(f, f) for f in row["flags"]] + (
                 [NOT_FOR_TRAINING] if row.get("excluded_reason") else [])),
         ]  # fmt: skip

@@ -16,6 +16,7 @@ from perdollar.fmt import format_band, format_number
 from perdollar.predict.model import Prediction
 from perdollar.profile.model import Profile
 from perdollar.question import LanguageModelSettings
+from perdollar.vocabulary import BUNDLED_CLOUDS_TEXT
 
 PREDICT_HELP = """Predict a workload's training (or inference) throughput on an instance type.
 
@@ -85,7 +86,9 @@ def predict_command(
     ),
     instance: str = typer.Option(None, "--instance", "-i", help="Instance type, e.g. g5.2xlarge."),
     nodes: int = typer.Option(1, "--nodes", "-n", min=1, help="Number of instances (data parallel)."),
-    cloud: str = typer.Option(None, "--cloud", help="aws, gcp or azure, when the name is ambiguous."),
+    cloud: str = typer.Option(
+        None, "--cloud", help=f"The cloud ({BUNDLED_CLOUDS_TEXT}, …), when the name is ambiguous."
+    ),
     batch_size: int = typer.Option(
         None, "--batch-size", "--batch", "-b", min=1, help="Per-device batch (LLM: a static batch)."
     ),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perdollar.question import declared
+from perdollar.vocabulary import BUNDLED_CLOUDS_TEXT
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +55,9 @@ class Where:
         "on-demand | spot | committed-1y | committed-3y | committed (both terms) | any (committed terms"
         " too with --horizon); several with commas: on-demand,committed.",
     )
-    clouds: tuple[str, ...] = declared((), "--cloud", "Allowed cloud (repeatable): aws, gcp, azure.")
+    clouds: tuple[str, ...] = declared(
+        (), "--cloud", f"Allowed cloud (repeatable): {BUNDLED_CLOUDS_TEXT}, or one a refresh added."
+    )
     regions: tuple[str, ...] = declared((), "--region", "Allowed region or pattern (repeatable): us-*.")
 
 

@@ -31,6 +31,7 @@ def usable_memory_bytes(memory_gib: float, share: float = 1.0) -> float:
     """What a workload may hold on one device (or a ``share`` of one) after the headroom."""
     return memory_gib * 2**30 * share * (1 - MEMORY_HEADROOM)
 
+
 SUPPORTED_STACKS = ("cuda", "rocm")
 # CPU-only spec estimate: fp32 FMA rate per vCPU (AVX2/NEON class: 8 lanes × 2 ops at ~2.5 GHz,
 # two vCPUs per core) at the efficiency eager PyTorch typically reaches on CPUs.
@@ -130,6 +131,7 @@ def prediction_frame(
             "efa": [i.efa_interfaces for i in instances],
             "cpu_only": [bool(i.is_cpu_only) for i in instances],
             "instance_excluded": [getattr(i, "excluded_reason", "") or "" for i in instances],
+            "single_node_reason": [getattr(i, "single_node_reason", "") or "" for i in instances],
         }
     )
     if per_acc is not None:
@@ -241,6 +243,10 @@ def _cluster(
         reason = np.where(
             no_bf16 & (reason == "") & (stack != "cpu"), "bf16 not supported by this accelerator", reason
         )
+    # Several machines of a cloud that states no network between them are not one cluster.
+    lone = out["single_node_reason"].to_numpy(dtype=str)
+    several = out["nodes"].to_numpy() > 1
+    reason = np.where(several & (lone != "") & (reason == ""), lone, reason)
     # The catalog's own reason (a virtual-desktop GPU slice, …) comes first.
     instance_reason = out["instance_excluded"].to_numpy(dtype=str)
     out["excluded_reason"] = np.where(instance_reason != "", instance_reason, reason)

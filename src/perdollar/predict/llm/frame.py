@@ -180,8 +180,9 @@ def llm_prediction_frame(
         accelerator = accelerators.get(instance.accelerator_key or "")
         excluded = excluded_reason(instance, accelerator, workload)
         for nodes in counts:
-            if excluded:
-                rows.append(_row(instance, nodes, None, excluded, ""))
+            lone = getattr(instance, "single_node_reason", "") if nodes > 1 else ""
+            if excluded or lone:
+                rows.append(_row(instance, nodes, None, excluded or lone, ""))
                 continue
             if accelerator.software_stack not in SUPPORTED_STACKS:  # its own stack, not the GPU planner
                 rows.append(training_row(instance, accelerator, workload, nodes, fixed=plan))
