@@ -1,20 +1,29 @@
 """Small hostile inputs cost a bounded amount and end in one line: the files a user names (devices,
-pipes, files over their limit), and traffic too short, too long or too busy to size a fleet on."""
+pipes, files over their limit), traffic too short, too long or too busy to size a fleet on, and
+the replies of a server under serve-bench (compression bombs, deep or malformed events, token
+counts no completion can have)."""
 
 from __future__ import annotations
 
 import contextlib
+import gzip
+import json
 import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from cli_runner import run_perdollar
+from llm_stream_server import replying_server
 from perdollar.errors import PerdollarError
+from perdollar.measure.serving.openai_load import LoadRun, LoadSettings, llm_endpoint_fingerprint, rising_load
+from perdollar.measure.serving.reply import MAX_JSON_DEPTH, MAX_LINE_BYTES
+from perdollar.store import open_store
 from perdollar.workload.llm.load_curve import (
     LOAD_CURVE_MAX_BYTES,
     TRACE_MAX_REQUESTS,
@@ -173,3 +182,95 @@ def test_a_short_quotas_row_is_one_line(tmp_path: Path) -> None:
     quotas = tmp_path / "quotas.csv"
     quotas.write_text("cloud,region,family,gpus\naws,*,p5,8\naws,*\n")
     _one_line(run_perdollar(*TRAINING, "--quotas", str(quotas)), "row 3 has no family")
+
+
+# --- Replies of a server under serve-bench --------------------------------------------------------
+
+
+def _events(*events: str) -> bytes:
+    return "".join(f"data: {event}\n\n" for event in (*events, "[DONE]")).encode()
+
+
+def _reply(usage: str = '{"completion_tokens": 2}', choices: str = '[{"index": 0, "text": " t"}]') -> bytes:
+    return _events(f'{{"choices": {choices}}}', f'{{"choices": [], "usage": {usage}}}')
+
+
+def _packed(head: bytes, block: bytes, blocks: int, tail: bytes) -> bytes:
+    """gzip of ``head``, ``blocks`` times ``block`` and ``tail``: a reply that inflates a
+    thousandfold, packed a block at a time."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    parts = [packer.compress(head), *(packer.compress(block) for _ in range(blocks)), packer.compress(tail)]
+    return b"".join([*parts, packer.flush()])
+
+
+def _one_line_bomb() -> bytes:
+    """One event whose line inflates to 32 MiB."""
+    return _packed(b'data: {"choices": [{"text": "', b"a" * 2**20, 32, b'"}]}\n\ndata: [DONE]\n\n')
+
+
+def _large_bomb() -> bytes:
+    """Events of a megabyte each, 70 MiB in all."""
+    event = b'data: {"choices": [{"text": "' + b"a" * (2**20 - 64) + b'"}]}\n\n'
+    return _packed(b"", event, 70, _reply())
+
+
+def _many_lines() -> bytes:
+    """A hundred thousand keep-alive comments (which a reader skips) before a completion of two tokens."""
+    return b": keep-alive\n" * 100_000 + _reply()
+
+
+def _run(body: bytes, headers: dict[str, str] | None = None) -> LoadRun:
+    with replying_server(body, headers) as url:
+        settings = LoadSettings(url=url, model="tiny", input_tokens=8, output_tokens=20, step_seconds=2.0,
+                                max_requests_per_step=3, stall_s=2.0, request_timeout_s=10.0)  # fmt: skip
+        return rising_load(settings, [4.0])
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "reason"),
+    [
+        # Made when the test runs (the bomb takes a moment to pack), not when the tests are collected.
+        (_one_line_bomb, {"content-encoding": "gzip"}, f"longer than {MAX_LINE_BYTES // 2**20} MiB"),
+        (_large_bomb, {"content-encoding": "gzip"}, "more than 64 MiB decompressed"),
+        (_many_lines, None, f"more than {8 * 20 + 1024:,} lines for 20 tokens asked"),
+        (lambda: _reply(usage='{"completion_tokens": "lots"}'), None, "'lots' is not a count"),
+        (lambda: _reply(choices='{"0": {"text": " t"}}'), None, "choices is an object, not a list"),
+        (lambda: _events('{"choices": [{"text": "t"}], "x": ' + "[" * 100_000 + "]" * 100_000 + "}"), None,
+         f"more than {MAX_JSON_DEPTH} levels deep"),
+        (lambda: _events('{"choices": [{"text": "t"}], "x": ' + "[" * 40 + "]" * 40 + "}"), None,
+         f"more than {MAX_JSON_DEPTH} levels deep"),
+        (lambda: _reply(usage='{"completion_tokens": -5}'), None, "reports -5 output tokens"),
+        (lambda: _reply(usage='{"completion_tokens": NaN}'), None, "nan is not a whole number"),
+        (lambda: _reply(usage='{"completion_tokens": 0}'), None, "reports 0 output tokens"),
+        (lambda: _reply(usage='{"completion_tokens": 1000000000000}'), None, "more than the 20 asked for"),
+        (lambda: _events('{"choices": []}'), None, "the reply carries 0 output tokens"),
+    ],
+    ids=["gzip-line-bomb", "gzip-large-bomb", "many-lines", "tokens-text", "choices-object", "deep-json",
+         "deeper-than-events", "negative", "nan", "zero", "more-than-asked", "no-token"],
+)  # fmt: skip
+def test_a_hostile_reply_fails_its_request_with_the_reason_and_the_run_goes_on(
+    body: Callable[[], bytes], headers: dict[str, str] | None, reason: str
+) -> None:
+    step = _run(body(), headers).steps[0]
+    assert step.sent == step.errors == 3 and step.ok == 0
+    assert all(reason in failure for failure in step.failures), step.failures
+
+
+def test_a_reply_compressed_once_is_read_and_one_compressed_twice_is_refused() -> None:
+    once = _run(gzip.compress(_reply()), {"content-encoding": "gzip"}).steps[0]
+    assert once.ok == once.sent == 3 and once.output_tokens_per_second > 0
+    twice = _run(gzip.compress(gzip.compress(_reply())), {"content-encoding": "gzip, gzip"}).steps[0]
+    assert twice.errors == twice.sent == 3 and "compressed 2 times over" in twice.failures[0]
+
+
+def test_a_run_whose_every_reply_reports_no_tokens_is_stored_as_failed_with_the_reason() -> None:
+    with replying_server(_reply(usage='{"completion_tokens": 0}')) as url:
+        done = run_perdollar("serve-bench", "--url", url, "--model", "Tiny-LM", "--rates", "4",
+                             "--max-requests", "3", "--step-seconds", "2", "--output-tokens", "20",
+                             "--stall-seconds", "2", "--json", columns=250)  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr[-1500:]
+    assert json.loads(done.stdout)["status"] == "error"
+    with open_store(None) as store:
+        (stored,) = store.measurements_for(llm_endpoint_fingerprint("tiny-lm"), ok_only=False)
+    assert stored.status == "error" and stored.samples_per_second is None
+    assert "no request succeeded" in stored.message and "reports 0 output tokens" in stored.message
