@@ -4,7 +4,8 @@ It answers /v1/completions and /v1/chat/completions with server-sent events, one
 ``token_delay_s`` after ``first_token_delay_s``, each request independently (no batching, so
 latencies are the delays whatever the load). ``behaviour`` makes it fail: "error" answers 500,
 "stall" sends one token and then nothing, "drop" closes the connection after two tokens. It
-listens on 127.0.0.1 only and stops by itself after ``max_seconds``.
+listens on 127.0.0.1 only and stops by itself after ``max_seconds``. :func:`replying_server`
+answers every request with the same bytes, however malformed.
 """
 
 from __future__ import annotations
@@ -73,11 +74,35 @@ def streaming_server(
     max_seconds: float = 60.0,
 ) -> Iterator[str]:
     """Yield the server's base URL (http://127.0.0.1:PORT/v1) while it runs in a thread."""
+    with _serving(make_app(first_token_delay_s, token_delay_s, behaviour), max_seconds) as url:
+        yield url
+
+
+@contextmanager
+def replying_server(
+    body: bytes, headers: dict[str, str] | None = None, max_seconds: float = 60.0
+) -> Iterator[str]:
+    """A server that answers every completion with ``body`` as it is (headers such as
+    Content-Encoding included): a reply no engine would send, for the client's bounds."""
+
+    async def completions(request: Request) -> Response:
+        await request.body()
+        return Response(body, media_type="text/event-stream", headers=headers)
+
+    app = Starlette(
+        routes=[Route(p, completions, methods=["POST"]) for p in ("/v1/completions", "/v1/chat/completions")]
+    )
+    with _serving(app, max_seconds) as url:
+        yield url
+
+
+@contextmanager
+def _serving(app: Starlette, max_seconds: float) -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     config = uvicorn.Config(
-        make_app(first_token_delay_s, token_delay_s, behaviour),
+        app,
         host="127.0.0.1",
         port=port,
         log_level="critical",

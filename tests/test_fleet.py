@@ -58,7 +58,7 @@ def test_iso_timestamps_are_averaged_by_hour_of_day() -> None:
     ("text", "words"),
     [
         ("", "empty"),
-        ("hour,requests_per_second\n", "a header and no rows"),
+        ("hour,requests_per_second\n", "and no rows"),
         ("time,rps\n0,5\n", "lacks hour"),
         ("hour,requests_per_second\n24,5\n", "whole hour from 0 to 23"),
         ("hour,requests_per_second\nnoon,5\n", "neither 0-23 nor an ISO timestamp"),

@@ -109,7 +109,7 @@ def _damaged(payload: dict[str, Any], how: str) -> None:
         ("no intervals", "the fleet's intervals are missing"),
         ("unknown objective", "unknown objective 'carbn'"),
         ("unknown market", "--market 'ondemand' is not a market"),
-        ("empty curve", "the file has a header and no rows"),
+        ("empty curve", "the file has a header ('hour,requests_per_second') and no rows"),
     ],
 )
 def test_a_damaged_stored_fleet_is_named_by_the_check_and_refused_in_one_line(

@@ -13,9 +13,10 @@ from pathlib import Path
 
 from perdollar.catalog import Catalog
 from perdollar.catalog import load as load_catalog
-from perdollar.errors import PerdollarError
+from perdollar.files import checked_user_file
 from perdollar.measure.result import Measurement
 from perdollar.predict.imports import load_measurements_file
+from perdollar.predict.published import PUBLISHED_MAX_BYTES
 from perdollar.profile.model import Profile
 from perdollar.profile.profiler import load_to_profile, profile_workload
 from perdollar.question import Question
@@ -62,11 +63,9 @@ def load_inputs(
 
 def measurements_from_file(path: Path) -> list[Measurement]:
     """``--measurements FILE``: a published-schema CSV or ``perdollar bench --json`` output."""
-    if not path.is_file():
-        problem = "is a folder" if path.is_dir() else "does not exist"
-        raise PerdollarError(
-            f"--measurements {path} {problem}", "give a CSV (published schema) or bench JSON file"
-        )
+    checked_user_file(
+        path, "--measurements", PUBLISHED_MAX_BYTES, "give a CSV (published schema) or bench JSON file"
+    )
     return load_measurements_file(path)  # never empty: a file with no usable row is refused there
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from perdollar.errors import PerdollarError
+from perdollar.files import read_user_bytes
 
 # gpuhunt provider name → the cloud name perdollar uses.
 PROVIDERS = {
@@ -169,15 +170,10 @@ def parse_rows(text: str, where: str) -> tuple[GpuhuntRow, ...]:
 def _read_limited(file: Path) -> str:
     """A provider file's text, refused (ValueError) if it is not a regular file or is too large."""
     try:
-        status = file.stat()
-    except OSError as error:
-        raise ValueError(f"{file} cannot be read ({error.strerror or error})") from None
-    if not stat.S_ISREG(status.st_mode):
-        raise ValueError(f"{file} is not a regular file")
-    if status.st_size > MAX_FILE_BYTES:
-        raise ValueError(f"{file} is larger than {MAX_FILE_BYTES // 2**20} MiB")
-    with file.open("rb") as handle:
-        return handle.read(MAX_FILE_BYTES + 1)[:MAX_FILE_BYTES].decode("utf-8", "replace")
+        data = read_user_bytes(file, "gpuhunt file", MAX_FILE_BYTES, "give gpuhunt's provider CSV")
+    except PerdollarError as error:
+        raise ValueError(error.problem) from None
+    return data.decode("utf-8", "replace")
 
 
 def _zip_texts(file: Path, texts: dict[str, tuple[str, str, Path]], problems: dict[str, str]) -> None:

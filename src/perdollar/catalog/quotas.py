@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import difflib
 import fnmatch
+import io
 import math
 import re
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from perdollar.errors import PerdollarError
+from perdollar.files import read_user_text
 
 QUOTA_COLUMNS = ("cloud", "region", "family", "gpus")
 _AZURE_SERIES = re.compile(r"^(?:standard_)?([a-z]+)\d*[a-z]*(?:_[a-z0-9]+)*?(?:_(v\d+))?$", re.IGNORECASE)
@@ -57,38 +59,40 @@ def instance_family(cloud: str, instance_type: str) -> str:
     return name.split(".")[0].split("-")[0]
 
 
+# A quotas file has a row per cloud, region and family: a few hundred rows, a few kilobytes.
+QUOTAS_MAX_BYTES = 16 * 2**20
+_QUOTAS_FIX = "give a CSV cloud,region,family,gpus (`perdollar catalog quotas --from-cloud aws` writes one)"
+
+
 def read_quotas(path: Path) -> tuple[Quota, ...]:
     """The quotas of a CSV file, with one-line errors naming the file and row."""
+    text = read_user_text(path, "quotas file", QUOTAS_MAX_BYTES, _QUOTAS_FIX)
     try:
-        with path.open(newline="") as handle:
-            reader = csv.DictReader(handle)
-            missing = [c for c in QUOTA_COLUMNS if c not in (reader.fieldnames or ())]
-            if missing:
-                raise PerdollarError(
-                    f"quotas file {path} has no column {missing[0]!r}",
-                    "write a header cloud,region,family,gpus (region * = every region)",
-                )
-            rows = list(reader)
-    except UnicodeDecodeError:
-        raise PerdollarError(
-            f"quotas file {path} is not text", "give a CSV cloud,region,family,gpus"
-        ) from None
-    except IsADirectoryError:
-        raise PerdollarError(f"quotas file {path} is a folder", "give the CSV file inside it") from None
-    except FileNotFoundError:
-        raise PerdollarError(
-            f"quotas file {path} does not exist",
-            "give a CSV cloud,region,family,gpus (`perdollar catalog quotas --from-cloud aws` writes one)",
-        ) from None
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        missing = [c for c in QUOTA_COLUMNS if c not in (reader.fieldnames or ())]
+        if missing:
+            raise PerdollarError(
+                f"quotas file {path} has no column {missing[0]!r}",
+                "write a header cloud,region,family,gpus (region * = every region)",
+            )
+        rows = list(reader)
+    except csv.Error as error:
+        raise PerdollarError(f"quotas file {path} is not a readable CSV ({error})", _QUOTAS_FIX) from None
     quotas = []
     for number, row in enumerate(rows, start=2):
+        short = [c for c in QUOTA_COLUMNS if row.get(c) is None]
+        if short:
+            raise PerdollarError(
+                f"quotas file {path}, row {number} has no {short[0]} (fewer fields than the header)",
+                "give every row cloud,region,family,gpus",
+            )
         try:
             gpus = float(row["gpus"])
         except ValueError:
             gpus = math.nan
         if not gpus >= 0:
             raise PerdollarError(
-                f"quotas file {path}, row {number}: gpus {row['gpus']!r} is not a count",
+                f"quotas file {path}, row {number}: gpus {row['gpus'][:40]!r} is not a count",
                 "give a whole number of GPUs, 0 or more",
             )
         quotas.append(Quota(

@@ -7,9 +7,16 @@ from typing import Any
 
 from perdollar.cli import common
 from perdollar.errors import EXIT_OK, PerdollarError
-from perdollar.files import readable_file
+from perdollar.files import read_user_text
 from perdollar.question import Question
-from perdollar.workload.llm.load_curve import LoadCurve, RequestClass, parse_load_curve, parse_trace
+from perdollar.workload.llm.load_curve import (
+    LOAD_CURVE_MAX_BYTES,
+    TRACE_MAX_BYTES,
+    LoadCurve,
+    RequestClass,
+    parse_load_curve,
+    parse_trace,
+)
 
 DEFAULT_INPUT_TOKENS = 1000
 DEFAULT_OUTPUT_TOKENS = 300
@@ -24,10 +31,9 @@ def read_traffic(
         raise PerdollarError("--load-curve and --trace both give the traffic", "give one of them")
     flag, path = ("--load-curve", load_curve) if load_curve is not None else ("--trace", trace)
     assert path is not None
-    try:
-        text = readable_file(path, flag).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise PerdollarError(f"{flag} {path} is not UTF-8 text", "give a CSV or JSON Lines file") from None
+    limit = LOAD_CURVE_MAX_BYTES if load_curve is not None else TRACE_MAX_BYTES
+    text = read_user_text(path, flag, limit, "give a CSV or JSON Lines file",
+                          smaller="give a shorter span, or its hourly rates as --load-curve")  # fmt: skip
     kind = flag.removeprefix("--")
     curve = parse_traffic(kind, text, path.name, input_tokens, output_tokens, named=f"{flag} {path}")
     return curve, kind, text

@@ -108,15 +108,12 @@ def request_lengths(
             "--lengths-file and --input-tokens/--output-tokens both give request lengths",
             "give one of them",
         )
-    from perdollar.files import readable_file
+    from perdollar.files import read_user_text
+    from perdollar.workload.llm.load_curve import TRACE_MAX_BYTES
     from perdollar.workload.llm.request_lengths import parse_request_lengths
 
-    try:
-        text = readable_file(path, "--lengths-file").read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise PerdollarError(
-            f"--lengths-file {path} is not UTF-8 text", "give a CSV or JSON Lines file"
-        ) from None
+    # One row a request, as a trace has: the same bound.
+    text = read_user_text(path, "--lengths-file", TRACE_MAX_BYTES, "give a CSV or JSON Lines file")
     try:
         lengths = parse_request_lengths(text)
     except PerdollarError as error:

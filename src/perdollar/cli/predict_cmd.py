@@ -183,10 +183,11 @@ def validate_command(
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
 ) -> None:
     from perdollar import catalog as catalog_mod
-    from perdollar.files import readable_file
+    from perdollar.files import checked_user_file
     from perdollar.predict.lab.validate import run_validation
+    from perdollar.predict.published import PUBLISHED_MAX_BYTES
 
-    readable_file(file, "the CSV")
+    checked_user_file(file, "the CSV", PUBLISHED_MAX_BYTES, "give a CSV in the schema of published_dev.csv")
     targets = [g.strip() for g in target_gpus.split(",") if g.strip()] if target_gpus else None
     with progress("pairing, fitting and predicting", quiet=json_output):
         result = run_validation(file, catalog_mod.load(), targets, refit=refit)

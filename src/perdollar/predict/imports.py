@@ -7,10 +7,13 @@ import math
 from pathlib import Path
 
 from perdollar.errors import PerdollarError
+from perdollar.files import read_user_bytes
 from perdollar.measure.result import HostFingerprint, Measurement, Rate
-from perdollar.predict.published import normalise, read_published_csv
+from perdollar.predict.published import PUBLISHED_MAX_BYTES, normalise, read_published_csv
 from perdollar.predict.references import WORKLOAD_PRECISION
 from perdollar.workload import reference_for_published_model
+
+_JSON_FIX = "give the output of `perdollar bench --json`"
 
 
 def load_measurements_file(path: str | Path) -> list[Measurement]:
@@ -32,12 +35,13 @@ def load_measurements_file(path: str | Path) -> list[Measurement]:
 def _from_json(path: Path) -> list[Measurement]:
     from perdollar.measure.serialize import measurement_from_dict
 
+    data = read_user_bytes(path, "the measurements file", PUBLISHED_MAX_BYTES, _JSON_FIX)
     try:
-        payload = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise PerdollarError(
-            f"{path} is not valid JSON ({exc})", "give the output of `perdollar bench --json`"
-        ) from exc
+        payload = json.loads(data)
+    except RecursionError:
+        raise PerdollarError(f"{path} nests its JSON too deeply to be measurements", _JSON_FIX) from None
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise PerdollarError(f"{path} is not valid JSON ({exc})", _JSON_FIX) from None
     items = payload if isinstance(payload, list) else [payload]
     for index, item in enumerate(items):
         if not isinstance(item, dict):

@@ -11,6 +11,7 @@ only a caveat ("A100 variant not stated") leaves the row in.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.errors import PerdollarError
+from perdollar.files import read_user_bytes
 
 REQUIRED_COLUMNS = (
     "source",
@@ -75,11 +77,16 @@ def _per_gpu_scale(scope: str) -> bool:
     return "total" in scope or "whole system" in scope
 
 
+# Twenty times the 3.4 MB of published measurements perdollar ships.
+PUBLISHED_MAX_BYTES = 64 * 2**20
+
+
 def read_published_csv(path: str | Path) -> pd.DataFrame:
+    data = read_user_bytes(
+        Path(path), "the CSV", PUBLISHED_MAX_BYTES, "give a CSV in the schema of published_dev.csv"
+    )
     try:
-        frame = pd.read_csv(path)
-    except FileNotFoundError as exc:
-        raise PerdollarError(f"no such file: {path}", "give the path of a CSV file") from exc
+        frame = pd.read_csv(io.BytesIO(data))
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
         raise PerdollarError(
             f"{path} is not a readable CSV file ({exc})", "give a CSV in the schema of published_dev.csv"

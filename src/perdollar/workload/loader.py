@@ -11,13 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from perdollar.errors import PerdollarError
-from perdollar.files import shorten
+from perdollar.files import checked_user_file, read_user_bytes, shorten
 from perdollar.sandbox import UserCodeFailed, described, in_sandbox, status_of, user_frame
 from perdollar.workload.after_loading import NextInChild, Pending, load_isolated_then
 from perdollar.workload.llm.workload import looks_like_llm
 from perdollar.workload.references import REFERENCES
 from perdollar.workload.spec import PRECISIONS, Kind, Workload
 from perdollar.workload.stand_in import load_isolated
+
+# A workload file is code a person wrote: a few kilobytes. More than this is not source to import.
+WORKLOAD_FILE_MAX_BYTES = 16 * 2**20
 
 _ALIASES = {
     "vit": "vit-b16",
@@ -86,13 +89,14 @@ def _file_and_function(spec: str) -> tuple[str, Path, str]:
     if not function_name.isidentifier():
         raise PerdollarError(f"{spec!r} does not name a function", "write it as path/to/file.py:function")
     try:
-        present = path.is_file()
+        present = path.exists()
     except OSError:  # a name the file system refuses (too long, say)
         present = False
     if not present:
         raise PerdollarError(
             f"workload file {shorten(path_text)!r} does not exist", "check the path (relative to here)"
         )
+    checked_user_file(path, "workload file", WORKLOAD_FILE_MAX_BYTES, "give a .py file")
     return path_text, path, function_name
 
 
@@ -110,7 +114,7 @@ def _from_file(
 def import_from_file(spec: str) -> Workload:
     """Import the user's file in this process: only ever called in a sandboxed child."""
     path_text, path, function_name = _file_and_function(spec)
-    source = path.read_bytes()
+    source = read_user_bytes(path, "workload file", WORKLOAD_FILE_MAX_BYTES, "give a .py file")
     module_name = f"perdollar_user_workload_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
     module_spec = importlib.util.spec_from_file_location(module_name, path)
     if module_spec is None or module_spec.loader is None:

@@ -4,19 +4,28 @@ vLLM, TGI, SGLang and llama.cpp's server all answer ``POST /v1/completions`` and
 ``/v1/chat/completions`` with ``"stream": true`` as server-sent events: ``data: {json}`` lines,
 each with a piece of the output, and a final ``data: [DONE]``. Every way a request can go wrong
 is an outcome here, never an exception: an HTTP error status, no first token or no next token
-within the stall limit, the connection closing before ``[DONE]``, or the whole request passing
-its deadline.
+within the stall limit, the connection closing before ``[DONE]``, the whole request passing its
+deadline, or a reply beyond the bounds of :mod:`perdollar.measure.serving.reply` (too large, too
+deep, a token count no completion can have).
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import httpx
+
+from perdollar.measure.serving.reply import (
+    ACCEPTED_ENCODINGS,
+    ReplyRefused,
+    event_piece,
+    output_count,
+    parse_event,
+    reply_lines,
+    reply_start,
+)
 
 Outcome = Literal["ok", "error", "timeout", "stalled", "dropped"]
 # A prompt of about one token a word for the usual BPE vocabularies.
@@ -62,19 +71,6 @@ def request_body(model: str, prompt: str, max_tokens: int, *, chat: bool) -> dic
     return body
 
 
-def _piece(event: dict[str, Any]) -> tuple[str, int | None]:
-    """The output text an event carries and, when it says so, the completion's token count."""
-    usage = event.get("usage") or {}
-    count = usage.get("completion_tokens") if isinstance(usage, dict) else None
-    choices = event.get("choices") or []
-    if not choices or not isinstance(choices[0], dict):
-        return "", count
-    choice = choices[0]
-    delta = choice.get("delta") or {}
-    text = choice.get("text") or (delta.get("content") if isinstance(delta, dict) else None) or ""
-    return str(text), count
-
-
 async def stream_completion(
     client: httpx.AsyncClient,
     url: str,
@@ -91,18 +87,20 @@ async def stream_completion(
 
     first: float | None = None
     pieces = 0
-    counted: int | None = None
+    counted: object = None  # the server's own count, as it sent it
     try:
-        async with client.stream("POST", url, json=body) as response:
+        async with client.stream(
+            "POST", url, json=body, headers={"Accept-Encoding": ACCEPTED_ENCODINGS}
+        ) as response:
             if response.status_code >= 400:
-                text = (await response.aread())[:200].decode("utf-8", "replace")
+                text = await reply_start(response, stall_s)
                 return StreamResult(
                     "error", scheduled_s, None, None, 0, f"HTTP {response.status_code}: {text}"
                 )
-            lines = response.aiter_lines()
+            lines = reply_lines(response, stall_s=stall_s, max_tokens=body.get("max_tokens"))
             while True:
                 try:
-                    line = await asyncio.wait_for(anext(lines), timeout=stall_s)
+                    line = await anext(lines)
                 except StopAsyncIteration:
                     return StreamResult(
                         "dropped", scheduled_s, first, None, pieces, "stream ended before [DONE]"
@@ -116,22 +114,22 @@ async def stream_completion(
                     continue
                 payload = line[5:].strip()
                 if payload == "[DONE]":
-                    tokens = counted if counted is not None else pieces
-                    return StreamResult("ok", scheduled_s, first, since_schedule(), tokens)
-                try:
-                    event = json.loads(payload)
-                except json.JSONDecodeError:
-                    return StreamResult(
-                        "error", scheduled_s, first, None, pieces, f"not JSON: {payload[:80]}"
+                    reported = counted is not None
+                    tokens = output_count(
+                        counted if reported else pieces, body.get("max_tokens"), reported=reported
                     )
+                    return StreamResult("ok", scheduled_s, first, since_schedule(), tokens)
+                event = parse_event(payload)
                 if isinstance(event, dict) and event.get("error"):
                     return StreamResult("error", scheduled_s, first, None, pieces, str(event["error"])[:200])
-                text, count = _piece(event) if isinstance(event, dict) else ("", None)
+                text, count = event_piece(event) if isinstance(event, dict) else ("", None)
                 counted = count if count is not None else counted
                 if text:
                     pieces += 1
                     if first is None:
                         first = since_schedule()
+    except ReplyRefused as refused:
+        return StreamResult("error", scheduled_s, first, None, pieces, refused.reason)
     except (httpx.RemoteProtocolError, httpx.ReadError) as error:
         return StreamResult("dropped", scheduled_s, first, None, pieces, f"connection dropped ({error!r})")
     except httpx.TimeoutException as error:

@@ -245,6 +245,10 @@ def run_measurement(
     timeouts = sum(step.timeouts for step in run.steps)
     failed = sum(step.sent - step.ok for step in run.steps)
     status: Status = "ok" if any_ok else ("timeout" if failed and timeouts * 2 >= failed else "error")
+    first_failure = next((f for step in run.steps for f in step.failures), "")
+    message = "" if any_ok else f"no request succeeded ({run.stop_reason})"
+    if message and first_failure:
+        message += f"; the first failure: {first_failure}"
     latency: dict[str, float] = {}
     if best is not None:
         for name, figures in (("ttft", best.ttft_ms), ("tpot", best.tpot_ms), ("e2e", best.end_to_end_ms)):
@@ -287,6 +291,7 @@ def run_measurement(
             "steps": [asdict(step) for step in run.steps],
         },
         warnings=tuple(dict.fromkeys(f for step in run.steps for f in step.failures))[:10],
+        message=message,
     )
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from perdollar.errors import PerdollarError
-from perdollar.files import shorten
+from perdollar.files import read_user_bytes, shorten
 from perdollar.workload.llm.config_values import check_consistent, optional_whole, whole
 from perdollar.workload.llm.decoder import DecoderArchitecture
 
@@ -258,31 +258,25 @@ def load_config_file(path: Path) -> dict[str, Any]:
     try:
         if path.is_dir():
             path = path / "config.json"
-        present = path.is_file()
+        present = path.exists()
     except OSError:  # a name the file system refuses (too long, say)
         present = False
     if not present:
         raise PerdollarError(
             f"model config {shorten(str(path))!r} does not exist", "give the path of a config.json"
         )
+    data = read_user_bytes(
+        path, "model config", MAX_CONFIG_BYTES, "give a Hugging Face config.json",
+        smaller="give the model's config.json (a few kilobytes), not its weights or tokenizer",
+    )  # fmt: skip
     try:
-        size = path.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise PerdollarError(
-                f"{shorten(str(path))!r} is {size:,} bytes, more than a model config's {MAX_CONFIG_BYTES:,}",
-                "give the model's config.json (a few kilobytes), not its weights or tokenizer",
-            )
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(data)
     except RecursionError:
         raise PerdollarError(
             f"{shorten(str(path))!r} nests its JSON too deeply to be a model config",
             "give a Hugging Face config.json",
         ) from None
-    except OSError as error:
-        raise PerdollarError(
-            f"cannot read {str(path)!r} ({error.strerror})", "check its permissions"
-        ) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (UnicodeDecodeError, ValueError) as error:  # JSONDecodeError is a ValueError
         raise PerdollarError(
             f"{str(path)!r} is not JSON ({error})", "give a Hugging Face config.json"
         ) from None

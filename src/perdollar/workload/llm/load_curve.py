@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from perdollar.errors import PerdollarError
-from perdollar.workload.llm.request_lengths import json_lines
+from perdollar.workload.llm.request_lengths import json_lines, more_lines_than
 
 SECONDS_PER_HOUR = 3600.0
 SECONDS_PER_DAY = 86_400.0
@@ -32,6 +32,29 @@ _TRACE_FIX = "give CSV or JSON Lines with arrival_s, input_tokens and output_tok
 # Requests are split into a short and a long class when the long ones (90th percentile of the
 # tokens a request holds) are at least this many times the short ones (10th percentile).
 _SPLIT_SPREAD = 3.0
+
+# The most perdollar reads of each file. A load curve of a year of rows a minute (525,600 rows of an
+# ISO timestamp and a rate, about 25 bytes each) is 13 MB. A trace of a million requests is about
+# 20 MB as CSV and 70 MB as JSON Lines (more with a few fields of its own); more requests than that
+# take minutes and gigabytes to read, and a busier service is better described by its hourly
+# rates (a load curve).
+LOAD_CURVE_MAX_BYTES = 16 * 2**20
+TRACE_MAX_BYTES = 128 * 2**20
+TRACE_MAX_REQUESTS = 1_000_000
+# A fleet sized for more than a million requests a second is tens of thousands of GPUs even for a
+# small model; replaying it request by request outgrows what one command should take.
+MAX_REQUESTS_PER_SECOND = 1e6
+# A rate over less than a minute is a burst that queues inside the replicas already running (an
+# instance takes minutes to start), not a rate a fleet is scaled to; a trace must span at least a
+# minute, and a last partial hour shorter than that joins the hour before.
+MIN_TRACE_SPAN_S = 60.0
+# With n requests a rate is known to about 1/sqrt(n) (Poisson); 25 requests leave 20%, the
+# headroom the default autoscaling target (80% of a replica's capacity) keeps. Fewer do not say
+# how many replicas the traffic needs.
+MIN_TRACE_REQUESTS = 25
+# Hourly intervals over 400 days (a year and a month to spare) are 9,600: sized and replayed in
+# about a minute. A longer trace is refused before its intervals are made.
+MAX_TRACE_SPAN_S = 400 * 86_400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +114,13 @@ class LoadCurve:
         return LoadCurve(tuple(classes), intervals, self.source, self.requests)
 
 
+def _too_many_requests() -> PerdollarError:
+    return PerdollarError(
+        f"the trace has more than the {TRACE_MAX_REQUESTS:,} requests perdollar reads",
+        "give a shorter span of it, or its hourly rates as --load-curve",
+    )
+
+
 def _rows(text: str, fix: str) -> list[dict[str, str]]:
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
@@ -98,7 +128,7 @@ def _rows(text: str, fix: str) -> list[dict[str, str]]:
     if lines[0].lstrip().startswith("{"):
         return [{str(k).strip().lower(): str(v) for k, v in row.items()} for row in json_lines(lines, fix)]
     if len(lines) == 1:
-        raise PerdollarError("the file has a header and no rows", fix)
+        raise PerdollarError(f"the file has a header ({lines[0].strip()[:60]!r}) and no rows", fix)
     header = [cell.strip().lower() for cell in next(csv.reader([lines[0]]))]
     body = csv.reader(io.StringIO("\n".join(lines[1:])))
     return [dict(zip(header, (c.strip() for c in cells), strict=False)) for cells in body]
@@ -142,7 +172,14 @@ def parse_load_curve(text: str, request_class: RequestClass, source: str = "load
     for number, row in enumerate(rows, 1):
         where = f"row {number}"
         hour = _hour_of_day(row.get("hour") or "", where)
-        by_hour.setdefault(hour, []).append(_number(row, "requests_per_second", where, _CURVE_FIX))
+        rate = _number(row, "requests_per_second", where, _CURVE_FIX)
+        if rate > MAX_REQUESTS_PER_SECOND:
+            raise PerdollarError(
+                f"{where}: requests_per_second {row['requests_per_second'][:40]} is more than the "
+                f"{MAX_REQUESTS_PER_SECOND:,.0f} a fleet is sized for",
+                "give the rate in requests per second",
+            )
+        by_hour.setdefault(hour, []).append(rate)
     hours = sorted(by_hour)
     rates = [statistics.fmean(by_hour[hour]) for hour in hours]
     if not any(rate > 0 for rate in rates):
@@ -182,9 +219,34 @@ def request_classes(lengths: Sequence[tuple[int, int]]) -> tuple[tuple[RequestCl
     return tuple(classes), members
 
 
+def _check_trace_extent(requests: int, span_s: float) -> None:
+    """Refuse a trace too short or too sparse to have a rate, or too long to be cut into hours."""
+    if requests < MIN_TRACE_REQUESTS:
+        raise PerdollarError(
+            f"the trace has {requests} requests, too few to have a rate (at least {MIN_TRACE_REQUESTS})",
+            "give a longer trace, or the rate as --load-curve",
+        )
+    if span_s < MIN_TRACE_SPAN_S:
+        raise PerdollarError(
+            f"the trace spans {span_s:.3g} s, less than the {MIN_TRACE_SPAN_S:.0f} s a rate is taken over",
+            "give a trace of at least a minute of traffic, or the rate as --load-curve",
+        )
+    if span_s > MAX_TRACE_SPAN_S:
+        raise PerdollarError(
+            f"the trace spans {span_s / SECONDS_PER_DAY:,.0f} days, more than the "
+            f"{MAX_TRACE_SPAN_S / SECONDS_PER_DAY:.0f} perdollar cuts into hours",
+            "give a shorter span of the trace (arrival_s in seconds), or its hourly rates as --load-curve",
+        )
+
+
 def parse_trace(text: str, source: str = "trace", interval_s: float = SECONDS_PER_HOUR) -> LoadCurve:
     """Requests with arrival times and lengths, cut into intervals of ``interval_s``."""
+    # Lines are counted before any row is made; one may be a header, so the rows are counted again.
+    if more_lines_than(text, TRACE_MAX_REQUESTS + 1):
+        raise _too_many_requests()
     rows = _rows(text, _TRACE_FIX)
+    if len(rows) > TRACE_MAX_REQUESTS:
+        raise _too_many_requests()
     arrivals: list[float] = []
     lengths: list[tuple[int, int]] = []
     for number, row in enumerate(rows, 1):
@@ -203,15 +265,18 @@ def parse_trace(text: str, source: str = "trace", interval_s: float = SECONDS_PE
     start, span = arrivals[0], arrivals[-1] - arrivals[0]
     if span <= 0:
         raise PerdollarError("every request arrives at the same moment", "give a trace that spans time")
+    _check_trace_extent(len(arrivals), span)
     classes, members = request_classes(lengths)
     count = max(1, math.ceil(span / interval_s - 1e-9))
+    if count > 1 and span - (count - 1) * interval_s < MIN_TRACE_SPAN_S:
+        count -= 1  # a last sliver of an interval has no rate of its own: it joins the one before
     width = span / count if count == 1 else interval_s
     tallies = [[0] * len(classes) for _ in range(count)]
     for arrival, member in zip(arrivals, members, strict=True):
         tallies[min(int((arrival - start) / width), count - 1)][member] += 1
     intervals = []
     for index, tally in enumerate(tallies):
-        duration = min(width, span - index * width) if index == count - 1 else width
+        duration = span - index * width if index == count - 1 else width
         total = sum(tally)
         shares = tuple(n / total for n in tally) if total else tuple(1 / len(classes) for _ in tally)
         intervals.append(Interval(index * width, duration, total / duration, shares))

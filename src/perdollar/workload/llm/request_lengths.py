@@ -22,6 +22,14 @@ from dataclasses import dataclass
 from perdollar.errors import PerdollarError
 
 _FIX = "give CSV with an output_tokens column (input_tokens optional), JSON Lines, or one number a line"
+# The most requests read: a million rows take seconds and a few hundred megabytes to read; a file of
+# one short number a line could otherwise hold tens of millions in the bytes perdollar reads.
+MAX_REQUESTS = 1_000_000
+
+
+def more_lines_than(text: str, limit: int) -> bool:
+    """Whether ``text`` has more than ``limit`` lines that are not blank, counted without making them."""
+    return text.count("\n") + 1 > limit and sum(1 for line in io.StringIO(text) if line.strip()) > limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +81,9 @@ def json_lines(lines: list[str], fix: str) -> list[dict[str, object]]:
     for number, line in enumerate(lines, 1):
         try:
             row = json.loads(line)
-        except json.JSONDecodeError:
+        except RecursionError:
+            raise PerdollarError(f"line {number} nests its JSON too deeply to read", fix) from None
+        except ValueError:  # not JSON, or a number of more digits than Python converts
             raise PerdollarError(f"line {number} is not a JSON object", fix) from None
         if not isinstance(row, dict):
             raise PerdollarError(f"line {number} is not a JSON object", fix)
@@ -81,7 +91,17 @@ def json_lines(lines: list[str], fix: str) -> list[dict[str, object]]:
     return rows
 
 
+def _too_many_requests() -> PerdollarError:
+    return PerdollarError(
+        f"the file has more than the {MAX_REQUESTS:,} requests perdollar reads",
+        "give a sample of the requests: their mean lengths are what the plan needs",
+    )
+
+
 def _rows(text: str) -> list[dict[str, object]]:
+    # Lines are counted before any row is made; one may be a header, so the rows are counted again.
+    if more_lines_than(text, MAX_REQUESTS + 1):
+        raise _too_many_requests()
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         raise PerdollarError("the request-lengths file is empty", _FIX)
@@ -100,7 +120,10 @@ def parse_request_lengths(text: str) -> RequestLengths:
     """The summary of the lengths in ``text`` (see the module docstring for the formats)."""
     outputs: list[int] = []
     inputs: list[int] = []
-    for number, row in enumerate(_rows(text), 1):
+    rows = _rows(text)
+    if len(rows) > MAX_REQUESTS:
+        raise _too_many_requests()
+    for number, row in enumerate(rows, 1):
         if "output_tokens" not in row or row["output_tokens"] in (None, ""):
             raise PerdollarError(f"request {number} has no output_tokens", _FIX)
         outputs.append(_count(row["output_tokens"], "output_tokens", f"request {number}"))
