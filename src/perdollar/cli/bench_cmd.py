@@ -257,13 +257,15 @@ class CommandReading:
     """How throughput is read from a command's output (``bench -- COMMAND``)."""
 
     pattern: str | None = declared(
-        None, "--pattern",
+        None,
+        "--pattern",
         "Regex for a command's throughput lines, the number in its first group (or one named value)."
         " Default: the formats of tqdm, the Hugging Face Trainer, Lightning, Keras, samples/s, img/s"
         " and tokens/s.",
     )
     unit: str | None = declared(
-        None, "--unit",
+        None,
+        "--unit",
         "What a --pattern's number counts per second: samples (default), tokens, iterations or steps"
         " (these two need --batch-size).",
     )
@@ -292,7 +294,9 @@ def bench(
     ),
     mode: str = typer.Option("cached-input", "--mode", "-m", help="cached-input | full | data-only | all."),
     duration: str | None = typer.Option(
-        None, "--duration", "-d",
+        None,
+        "--duration",
+        "-d",
         help="Time budget per run in seconds (or 90s, 2m), warm-up included; default 20 s. "
         "A command is stopped after it (default: runs to its end).",
     ),
@@ -300,7 +304,8 @@ def bench(
         1, "--nproc", help="Processes for data-parallel DDP (gloo on CPU, NCCL on GPU)."
     ),
     plan: str | None = typer.Option(
-        None, "--plan",
+        None,
+        "--plan",
         help="With --nproc: ddp, zero2 or fsdp (PyTorch FSDP sharding), +ac for "
         "activation checkpointing, mbN sequences per process, e.g. fsdp+ac,mb2.",
     ),
