@@ -315,7 +315,11 @@ def bench(
     ),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     timeout: float | None = typer.Option(
-        None, "--timeout", help="Kill a run after this many seconds (default 2×duration+90)."
+        None,
+        "--timeout",
+        help="Stop a measurement after this many seconds, loading the workload and --nproc's "
+        "one-process baseline run included (default 2×duration+90, about twice that with --nproc); "
+        "it is recorded as a timeout.",
     ),
     find_max_batch: bool = typer.Option(
         False, "--find-max-batch", help="Bisect the largest batch that fits in memory."

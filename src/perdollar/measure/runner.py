@@ -11,7 +11,7 @@ import datetime as dt
 import hashlib
 import math
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from perdollar.errors import PerdollarError
@@ -26,8 +26,14 @@ DEFAULT_DURATION_S = 20.0
 
 
 def default_timeout(duration_s: float, nproc: int = 1) -> float:
-    """Room for start-up and building the model on top of the measuring budget."""
-    return duration_s * 2 + 90 + 30 * (nproc - 1)
+    """Room for start-up and building the model on top of the measuring budget: of one run, and
+    with ``nproc > 1`` of the one-process baseline run as well."""
+    one_run = duration_s * 2 + 90
+    return one_run + 30 * (nproc - 1) + (one_run if nproc > 1 else 0.0)
+
+
+def timed_out_message(timeout_s: float) -> str:
+    return f"timed out after {timeout_s:g} s: no result in that time (the workload hung or is too slow)"
 
 
 def _now() -> str:
@@ -227,6 +233,9 @@ def run_benchmark(
         )
     timeout = timeout_s if timeout_s is not None else default_timeout(duration_s, nproc)
     started_at, clock = _now(), time.monotonic()
+    # The timeout bounds the whole measurement: loading the workload, the one-process baseline
+    # and the run itself share it, so that no run takes longer than the user allowed.
+    deadline = clock + timeout
     try:
         workload, reference = _workload_reference(spec, batch_size, precision, kind, timeout)
     except UserCodeFailed as failure:  # its file failed to load: that too is a result to keep
@@ -256,11 +265,16 @@ def run_benchmark(
             settings=settings,
             plan=plan if processes == nproc else None,
         )
-        if reference is None:
+        left = deadline - clock
+        if left <= 0:
+            result: dict[str, Any] = {"status": "timeout"}
+        elif reference is None:
             # A forked child shares this process's stdout: progress lines would land in the output.
-            result = run_forked(workload, {**payload, "progress": False}, timeout_s=timeout)
+            result = run_forked(workload, {**payload, "progress": False}, timeout_s=left)
         else:
-            result = run_child(payload, timeout_s=timeout, progress=phase_progress)
+            result = run_child(payload, timeout_s=left, progress=phase_progress)
+        if result["status"] == "timeout":  # said of the user's whole timeout, not of what was left
+            result = {**result, "message": timed_out_message(timeout)}
         return to_measurement(
             result,
             workload=workload,
@@ -280,12 +294,13 @@ def run_benchmark(
         return lambda phase, fraction: callback(f"{prefix} {phase}", fraction)
 
     single = one(1, labelled("1 process:"))
+    if single.status == "timeout":  # no time is left for the run asked for: it is what timed out
+        message = f"{single.message}, still in the one-process run the scaling is measured against"
+        return replace(single, nproc=nproc, message=message)
     multi = one(nproc, labelled(f"{nproc} processes:"))
     if not (multi.ok and single.ok and multi.samples_per_second and single.samples_per_second):
         return multi
     single_rate = single.samples_per_second.median
-    from dataclasses import replace
-
     return replace(
         multi,
         scaling_efficiency=multi.samples_per_second.median / (nproc * single_rate),
