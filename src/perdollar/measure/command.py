@@ -41,11 +41,15 @@ def compile_pattern(pattern: str | None) -> re.Pattern[str]:
     try:
         compiled = re.compile(pattern or DEFAULT_PATTERN, re.IGNORECASE)
     except re.error as error:
-        raise PerdollarError(f"--pattern {pattern!r} is not a valid regular expression: {error}",
-                             r"write a Python regex with one number group, e.g. '([0-9.]+) img/s'") from error
+        raise PerdollarError(
+            f"--pattern {pattern!r} is not a valid regular expression: {error}",
+            r"write a Python regex with one number group, e.g. '([0-9.]+) img/s'",
+        ) from error
     if compiled.groups < 1 and "value" not in compiled.groupindex:
-        raise PerdollarError(f"--pattern {pattern!r} has no group to read the number from",
-                             r"put the number in parentheses, e.g. 'throughput: ([0-9.]+)'")
+        raise PerdollarError(
+            f"--pattern {pattern!r} has no group to read the number from",
+            r"put the number in parentheses, e.g. 'throughput: ([0-9.]+)'",
+        )
     return compiled
 
 
@@ -68,7 +72,7 @@ def steady_readings(readings: Sequence[float]) -> tuple[list[float], bool]:
             # The first reading nearly always includes start-up, so it never counts.
             start = steady.find_steady_start(readings[1:], window=window)
             if start is not None:
-                return list(readings[1 + start:]), True
+                return list(readings[1 + start :]), True
     return list(readings[1:] or readings), False
 
 
@@ -115,8 +119,12 @@ class _Readings:
         return {name: capture.seen for name, capture in self.by_format.items()}
 
 
-def _pump(stream: object, formats: tuple[LogFormat, ...], readings: _Readings,
-          on_reading: Callable[[float, LogFormat], None] | None) -> None:
+def _pump(
+    stream: object,
+    formats: tuple[LogFormat, ...],
+    readings: _Readings,
+    on_reading: Callable[[float, LogFormat], None] | None,
+) -> None:
     # Text mode reads "\r" as a line end, so each redraw of a tqdm bar is a line of its own.
     for line in iter(stream.readline, ""):  # type: ignore[attr-defined]
         for log_format in formats:
@@ -132,9 +140,16 @@ def _pump(stream: object, formats: tuple[LogFormat, ...], readings: _Readings,
         del readings.tail[:-40]
 
 
-def run_command(argv: Sequence[str], *, pattern: str | None = None, duration_s: float | None = None,
-                timeout_s: float = 3600.0, on_reading: Callable[[float, LogFormat], None] | None = None,
-                batch_size: int | None = None, unit: str | None = None) -> Measurement:
+def run_command(
+    argv: Sequence[str],
+    *,
+    pattern: str | None = None,
+    duration_s: float | None = None,
+    timeout_s: float = 3600.0,
+    on_reading: Callable[[float, LogFormat], None] | None = None,
+    batch_size: int | None = None,
+    unit: str | None = None,
+) -> Measurement:
     """Run ``argv``; after ``duration_s`` (if given) stop it and summarise what it reported.
 
     ``batch_size`` turns iterations and steps into samples; ``unit`` names what a ``pattern``'s
@@ -152,11 +167,19 @@ def run_command(argv: Sequence[str], *, pattern: str | None = None, duration_s: 
     started_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
     clock = time.monotonic()
     try:
-        process = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   errors="replace", start_new_session=True, preexec_fn=child_preexec())
+        process = subprocess.Popen(
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+            preexec_fn=child_preexec(),
+        )
     except OSError as error:
-        raise PerdollarError(f"cannot start {argv[0]!r}: {error.strerror}",
-                             "check the command name and that it is executable") from error
+        raise PerdollarError(
+            f"cannot start {argv[0]!r}: {error.strerror}", "check the command name and that it is executable"
+        ) from error
     readings = _Readings({f.name: _Capture([], []) for f in formats}, [])
     reader = threading.Thread(target=_pump, args=(process.stdout, formats, readings, on_reading), daemon=True)
     reader.start()
@@ -189,8 +212,10 @@ def run_command(argv: Sequence[str], *, pattern: str | None = None, duration_s: 
     elif chosen.needs_batch_size and not batch_size:
         rate = sorted(capture.readings)[len(capture.readings) // 2]
         status = "error"
-        message = (f"the log reports {chosen.name} (median {rate:.4g} {chosen.unit}/s), not samples; "
-                   f"give --batch-size N (samples per {chosen.unit[:-1]}) to count samples")
+        message = (
+            f"the log reports {chosen.name} (median {rate:.4g} {chosen.unit}/s), not samples; "
+            f"give --batch-size N (samples per {chosen.unit[:-1]}) to count samples"
+        )
     return _measurement(argv, chosen, capture, status, message, started_at, wall, batch_size)
 
 
@@ -251,8 +276,16 @@ def command_name(argv: Sequence[str]) -> str:
     return program
 
 
-def _measurement(argv: Sequence[str], log_format: LogFormat | None, capture: _Capture, status: str,
-                 message: str, started_at: str, wall: float, batch_size: int | None) -> Measurement:
+def _measurement(
+    argv: Sequence[str],
+    log_format: LogFormat | None,
+    capture: _Capture,
+    status: str,
+    message: str,
+    started_at: str,
+    wall: float,
+    batch_size: int | None,
+) -> Measurement:
     # What is stored and shown is redacted: the same command with another token is the same workload.
     command_line = shlex.join(redact_arguments(argv))
     values, reached = steady_readings(capture.readings)
@@ -285,11 +318,14 @@ def _measurement(argv: Sequence[str], log_format: LogFormat | None, capture: _Ca
         warnings=warnings,
         message=redact_text(message)[:800],
         duration_s=round(wall, 2),
-        extra={"command": command_line,
-               "log_format": log_format.name if log_format else None,
-               "pattern": log_format.pattern.pattern if log_format else None,
-               "sample_unit": unit,
-               "readings": evenly_spaced(capture.readings, MAX_STORED_READINGS),
-               "readings_seen": capture.seen, "readings_used": len(values),
-               "output_tail": [redact_text(line) for line in capture.tail[-10:]]},
+        extra={
+            "command": command_line,
+            "log_format": log_format.name if log_format else None,
+            "pattern": log_format.pattern.pattern if log_format else None,
+            "sample_unit": unit,
+            "readings": evenly_spaced(capture.readings, MAX_STORED_READINGS),
+            "readings_seen": capture.seen,
+            "readings_used": len(values),
+            "output_tail": [redact_text(line) for line in capture.tail[-10:]],
+        },
     )
