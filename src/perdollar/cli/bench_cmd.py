@@ -25,12 +25,18 @@ BENCH_HELP = (
     "Modes: cached-input (one batch reused: the ceiling without the input pipeline), full (the "
     "workload's own input path), data-only (the input pipeline alone), all (the three, plus the "
     "verdict on which one bounds the workload).\n\n"
+    "A command after -- is measured by the throughput lines it prints: tqdm it/s and s/it, the Hugging "
+    "Face Trainer's train_samples_per_second, Lightning's bar, Keras ms/step, 'N samples/s', "
+    "'N img/s', 'N tokens/s', and a loop's own 'step N … loss X' lines (steps/s from the time between "
+    "them). Iterations and steps count samples with --batch-size; any other form is read with "
+    "--pattern.\n\n"
     "Examples:\n\n"
     "  perdollar bench mlp\n"
     "  perdollar bench resnet50 --batch-size 32 --mode all --duration 30\n"
     "  perdollar bench my_model.py:workload --find-max-batch\n"
     "  perdollar bench --nproc 2 mlp\n"
     "  perdollar bench --duration 120 -- python train.py --epochs 1\n"
+    "  perdollar bench -b 32 -- python loop.py     (its 'step N loss X' lines)\n"
     "  perdollar bench --pattern '([0-9.]+) img/s' -- python train_jax.py\n\n"
     "Exit codes: 0 measured; 1 the workload failed (recorded as oom/error/timeout); 2 bad input."
 )
@@ -260,8 +266,8 @@ class CommandReading:
         None,
         "--pattern",
         "Regex for a command's throughput lines, the number in its first group (or one named value)."
-        " Default: the formats of tqdm, the Hugging Face Trainer, Lightning, Keras, samples/s, img/s"
-        " and tokens/s.",
+        " Default: the formats of tqdm, the Hugging Face Trainer, Lightning, Keras, samples/s, img/s,"
+        " tokens/s and 'step N … loss X' lines.",
     )
     unit: str | None = declared(
         None,

@@ -2,9 +2,9 @@
 
 JAX, TensorFlow or an existing training script need no changes: perdollar runs the command,
 reads its output in the formats training loops print (tqdm, the Hugging Face Trainer, Lightning,
-Keras, ``312.5 samples/second``, ``img/s``, ``tokens/s``: see :mod:`perdollar.measure.log_formats`)
-or a ``--pattern`` regex, drops the readings before they settle, and summarises the rest like its
-own timed blocks.
+Keras, ``312.5 samples/second``, ``img/s``, ``tokens/s``, ``step 120 loss 2.31``: see
+:mod:`perdollar.measure.log_formats`) or a ``--pattern`` regex, drops the readings before they
+settle, and summarises the rest like its own timed blocks.
 """
 
 from __future__ import annotations
@@ -25,7 +25,15 @@ from perdollar.errors import PerdollarError
 from perdollar.lifeline import child_preexec, termination_raises
 from perdollar.measure import steady
 from perdollar.measure.host import host_fingerprint
-from perdollar.measure.log_formats import KNOWN_FORMATS, UNITS, LogFormat, best_format, user_format
+from perdollar.measure.log_formats import (
+    KNOWN_FORMATS,
+    KNOWN_FORMS,
+    UNITS,
+    CounterRate,
+    LogFormat,
+    best_format,
+    user_format,
+)
 from perdollar.measure.redact import redact_arguments, redact_text
 from perdollar.measure.result import Measurement, Rate
 from perdollar.measure.worker import classify_failure
@@ -125,13 +133,17 @@ def _pump(
     readings: _Readings,
     on_reading: Callable[[float, LogFormat], None] | None,
 ) -> None:
+    counters = {f.name: CounterRate() for f in formats if f.counter}
     # Text mode reads "\r" as a line end, so each redraw of a tqdm bar is a line of its own.
     for line in iter(stream.readline, ""):  # type: ignore[attr-defined]
+        arrived = time.monotonic()
         for log_format in formats:
             try:
                 value = log_format.read(line)
             except (ValueError, OverflowError, ZeroDivisionError):
                 value = None  # a garbled line never stops the reader: the pipe must keep draining
+            if value is not None and log_format.counter:
+                value = counters[log_format.name].reading(value, arrived)
             if value is not None and value == value and value != float("inf"):
                 readings.by_format[log_format.name].add(value)
                 if on_reading:
@@ -169,6 +181,9 @@ def run_command(
     try:
         process = subprocess.Popen(
             list(argv),
+            # Python buffers a pipe in 8 KiB blocks: its lines would arrive in bursts, and a step
+            # counter's rate (the time between lines) would be the burst's, not the loop's.
+            env={"PYTHONUNBUFFERED": "1", **os.environ},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -224,8 +239,9 @@ def _nothing_read(formats: tuple[LogFormat, ...], tail: list[str], pattern: str 
     seen = f"; its last line: {last[:120]!r}" if last else "; it printed nothing"
     if pattern:
         return f"no line of the output matched --pattern {pattern!r}{seen}"
-    looked = "tqdm it/s, Hugging Face Trainer, Lightning, Keras ms/step, samples/s, img/s, tokens/s"
-    return f"no throughput in the output (looked for {looked}){seen} — pass --pattern REGEX --unit samples"
+    return (
+        f"no throughput in the output (looked for {KNOWN_FORMS}){seen} — pass --pattern REGEX --unit samples"
+    )
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
