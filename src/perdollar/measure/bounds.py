@@ -37,16 +37,22 @@ def bound_verdict(rates: Mapping[str, Rate]) -> str:
         if gap <= NOISE:
             return f"compute-bound: the full run is within {max(gap, 0):.0%} of the cached-input ceiling"
         if _overlap(full, ceiling):
-            return (f"unclear: the full run is {gap:.0%} below the cached-input ceiling, but their "
-                    "confidence intervals overlap; measure again on a quieter machine or for longer")
+            return (
+                f"unclear: the full run is {gap:.0%} below the cached-input ceiling, but their "
+                "confidence intervals overlap; measure again on a quieter machine or for longer"
+            )
         reason = f"; the input pipeline alone feeds {feed.median:,.4g} samples/s" if feed else ""
         return f"input-bound: {gap:.0%} below the cached-input ceiling{reason}"
     if feed is not None:
         if feed.median < ceiling.median * (1 - NOISE) and not _overlap(feed, ceiling):
-            return (f"input-bound: the input pipeline feeds {feed.median:,.4g} samples/s, "
-                    f"{1 - feed.median / ceiling.median:.0%} below the cached-input ceiling")
-        return (f"compute-bound: the input pipeline can feed {feed.median / ceiling.median:.2g}× "
-                "what the model consumes")
+            return (
+                f"input-bound: the input pipeline feeds {feed.median:,.4g} samples/s, "
+                f"{1 - feed.median / ceiling.median:.0%} below the cached-input ceiling"
+            )
+        return (
+            f"compute-bound: the input pipeline can feed {feed.median / ceiling.median:.2g}× "
+            "what the model consumes"
+        )
     return "no verdict: measure --mode full or --mode data-only as well"
 
 
@@ -65,8 +71,15 @@ class MaxBatch:
 
 def probe_settings(duration_s: float) -> LoopSettings:
     # A probe only has to show that a few steps run: short warm-up, one block is enough.
-    return LoopSettings(duration_s=duration_s, min_blocks=1, min_warmup_steps=1, warmup_window=1,
-                        warmup_share=0.6, block_seconds=0.05, target_precision=1.0)
+    return LoopSettings(
+        duration_s=duration_s,
+        min_blocks=1,
+        min_warmup_steps=1,
+        warmup_window=1,
+        warmup_share=0.6,
+        block_seconds=0.05,
+        target_precision=1.0,
+    )
 
 
 def find_max_batch(
@@ -89,9 +102,16 @@ def find_max_batch(
     from perdollar.measure.runner import run_benchmark
 
     def default_probe(batch: int) -> Measurement:
-        return run_benchmark(spec, mode="cached-input", batch_size=batch, precision=precision, device=device,
-                             duration_s=probe_duration_s, settings=probe_settings(probe_duration_s),
-                             memory_limit_bytes=memory_limit_bytes)
+        return run_benchmark(
+            spec,
+            mode="cached-input",
+            batch_size=batch,
+            precision=precision,
+            device=device,
+            duration_s=probe_duration_s,
+            settings=probe_settings(probe_duration_s),
+            memory_limit_bytes=memory_limit_bytes,
+        )
 
     run = probe or default_probe
     probes: list[tuple[int, str]] = []
