@@ -50,6 +50,29 @@ def test_data_only_alone_says_how_much_the_host_can_feed() -> None:
     assert bound_verdict({"full": _rate(400)}).startswith("no verdict")
 
 
+def test_a_full_run_faster_than_the_ceiling_is_no_compute_bound_verdict() -> None:
+    verdict = bound_verdict({"cached-input": _rate(340), "full": _rate(559), "data-only": _rate(458_435)})
+    assert verdict.startswith("unclear: the full run is 64% above the cached-input ceiling")
+    assert "559 samples/s" in verdict and "340 samples/s" in verdict
+
+
+def test_a_full_run_at_the_ceiling_with_a_pipeline_too_slow_to_feed_it_is_unclear() -> None:
+    verdict = bound_verdict({"cached-input": _rate(1000), "full": _rate(990), "data-only": _rate(400)})
+    assert verdict.startswith("unclear") and "400 samples/s" in verdict
+
+
+def test_an_input_bound_run_whose_pipeline_alone_is_fast_says_the_pipeline_is_not_overlapped() -> None:
+    verdict = bound_verdict({"cached-input": _rate(294), "full": _rate(240), "data-only": _rate(241_800)})
+    assert verdict.startswith("input-bound: 18% below the cached-input ceiling")
+    # The figure as bench prints it, and what it means: the rate is not what limits the run.
+    assert "241,800 samples/s" in verdict and "not its rate" in verdict
+
+
+def test_a_pipeline_alone_within_the_noise_of_the_ceiling_is_no_compute_bound_verdict() -> None:
+    verdict = bound_verdict({"cached-input": _rate(1000), "data-only": _rate(970)})
+    assert verdict.startswith("unclear") and "970 samples/s" in verdict
+
+
 def _measurement(status: str) -> Measurement:
     return Measurement(
         status=status,

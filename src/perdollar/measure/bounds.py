@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from perdollar.fmt import format_number
 from perdollar.measure.loop import LoopSettings
 from perdollar.measure.result import Measurement, Rate
 
@@ -22,38 +23,78 @@ def _overlap(first: Rate, second: Rate) -> bool:
     return first.low <= second.high and second.low <= first.high
 
 
+def _shown(rate: Rate) -> str:
+    """A rate as the bench prints it (the same digits), so that the verdict quotes its figures."""
+    return f"{format_number(rate.median, (rate.high - rate.low) / 2 or None)} samples/s"
+
+
+def _apart(first: Rate, second: Rate) -> bool:
+    """Their medians differ by more than the noise and their confidence intervals do not overlap."""
+    return abs(1 - first.median / second.median) > NOISE and not _overlap(first, second)
+
+
+AGAIN = "measure again on a quieter machine or for longer"
+
+
 def bound_verdict(rates: Mapping[str, Rate]) -> str:
     """One line: input-bound or compute-bound, and by how much, from the samples/s of each mode.
 
     A gap counts only when it is beyond the noise and the two confidence intervals do not
-    overlap; otherwise the verdict says the runs cannot tell.
+    overlap; otherwise the verdict says the runs cannot tell. A full run cannot beat the ceiling
+    without the input pipeline, nor reach it when the pipeline alone feeds less: figures that
+    say so are called unclear, never read as a verdict.
     """
     ceiling = rates.get("cached-input")
     full, feed = rates.get("full"), rates.get("data-only")
     if not ceiling or ceiling.median <= 0:
         return "no verdict: measure --mode cached-input for the ceiling without the input pipeline"
     if full is not None:
-        gap = 1 - full.median / ceiling.median
-        if gap <= NOISE:
-            return f"compute-bound: the full run is within {max(gap, 0):.0%} of the cached-input ceiling"
-        if _overlap(full, ceiling):
-            return (
-                f"unclear: the full run is {gap:.0%} below the cached-input ceiling, but their "
-                "confidence intervals overlap; measure again on a quieter machine or for longer"
-            )
-        reason = f"; the input pipeline alone feeds {feed.median:,.4g} samples/s" if feed else ""
-        return f"input-bound: {gap:.0%} below the cached-input ceiling{reason}"
+        return _full_verdict(full, ceiling, feed)
     if feed is not None:
-        if feed.median < ceiling.median * (1 - NOISE) and not _overlap(feed, ceiling):
+        if feed.median >= ceiling.median:
             return (
-                f"input-bound: the input pipeline feeds {feed.median:,.4g} samples/s, "
-                f"{1 - feed.median / ceiling.median:.0%} below the cached-input ceiling"
+                f"compute-bound: the input pipeline alone feeds {_shown(feed)}, "
+                f"{feed.median / ceiling.median:.2g}× the {_shown(ceiling)} the model consumes"
+            )
+        if _apart(feed, ceiling):
+            return (
+                f"input-bound: the input pipeline feeds {_shown(feed)}, "
+                f"{1 - feed.median / ceiling.median:.0%} below the cached-input ceiling of {_shown(ceiling)}"
             )
         return (
-            f"compute-bound: the input pipeline can feed {feed.median / ceiling.median:.2g}× "
-            "what the model consumes"
+            f"unclear: the input pipeline alone feeds {_shown(feed)}, within the noise of the "
+            f"{_shown(ceiling)} the model consumes; measure --mode full as well"
         )
     return "no verdict: measure --mode full or --mode data-only as well"
+
+
+def _full_verdict(full: Rate, ceiling: Rate, feed: Rate | None) -> str:
+    gap = 1 - full.median / ceiling.median  # above zero: the full run is slower than the ceiling
+    side = f"{abs(gap):.0%} {'below' if gap > 0 else 'above'} the cached-input ceiling"
+    figures = f"full {_shown(full)}, cached input {_shown(ceiling)}"
+    if abs(gap) <= NOISE:
+        if feed is not None and feed.median < ceiling.median and _apart(feed, ceiling):
+            return (
+                f"unclear: the full run is within {abs(gap):.0%} of the cached-input ceiling ({figures}), "
+                f"yet the input pipeline alone feeds only {_shown(feed)}; {AGAIN}"
+            )
+        return f"compute-bound: the full run is within {abs(gap):.0%} of the cached-input ceiling ({figures})"
+    if _overlap(full, ceiling):
+        return f"unclear: the full run is {side} ({figures}), but their confidence intervals overlap; {AGAIN}"
+    if gap < 0:
+        return (
+            f"unclear: the full run is {side} ({figures}), which the input pipeline cannot cause: "
+            f"the cached-input run was slowed; {AGAIN}"
+        )
+    if feed is None:
+        return f"input-bound: {side} ({figures})"
+    if feed.median < ceiling.median:
+        return f"input-bound: {side} ({figures}); the input pipeline alone feeds only {_shown(feed)}"
+    return (
+        f"input-bound: {side} ({figures}), though the input pipeline alone feeds {_shown(feed)} "
+        f"({feed.median / ceiling.median:.2g}× the ceiling): its work inside each step, not its rate, "
+        "slows the run (load ahead in worker processes so that it overlaps the step)"
+    )
 
 
 def verdict_for(measurements: list[Measurement]) -> str:
