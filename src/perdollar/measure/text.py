@@ -28,9 +28,11 @@ def rate_line(measurement: Measurement) -> str:
         return ""
     spread = (rate.high - rate.low) / 2 or None
     unit = measurement.extra.get("sample_unit") or "samples"
-    text = (f"{format_number(rate.median, spread)} {unit}/s (median; 95% CI "
-            f"{format_number(rate.low, spread)}–{format_number(rate.high, spread)}, "
-            f"IQR {format_number(rate.iqr, spread)}")
+    text = (
+        f"{format_number(rate.median, spread)} {unit}/s (median; 95% CI "
+        f"{format_number(rate.low, spread)}–{format_number(rate.high, spread)}, "
+        f"IQR {format_number(rate.iqr, spread)}"
+    )
     if measurement.cv is not None:
         text += f", CV {measurement.cv:.1%}"
     return text + ")"
@@ -47,12 +49,16 @@ def lines(measurement: Measurement) -> list[str]:
         batch = f" × batch {measurement.batch_size}" if measurement.batch_size else ""
         out.append(f"  read as     {measurement.extra['log_format']}{batch}")
     if isinstance(measurement.extra.get("tokens_per_second"), int | float):
-        out.append(f"              {format_number(measurement.extra['tokens_per_second'])} tokens/s "
-                   "(median samples/s × tokens per sample)")
+        out.append(
+            f"              {format_number(measurement.extra['tokens_per_second'])} tokens/s "
+            "(median samples/s × tokens per sample)"
+        )
     steps = measurement.step_time_ms
     if steps:
-        out.append("  step time   " + " · ".join(f"{key} {steps[key]:.3g} ms"
-                                                  for key in ("p10", "p50", "p90", "p99") if key in steps))
+        out.append(
+            "  step time   "
+            + " · ".join(f"{key} {steps[key]:.3g} ms" for key in ("p10", "p50", "p90", "p99") if key in steps)
+        )
     usage = measurement.utilization
     resources = []
     if "cpu_percent" in usage:
@@ -71,16 +77,22 @@ def lines(measurement: Measurement) -> list[str]:
     if measurement.scaling_efficiency is not None:
         single = measurement.extra.get("single_process_samples_per_second", {}).get("median")
         base = f" (1 process: {format_number(single)} samples/s)" if single else ""
-        out.append(f"  scaling     {measurement.scaling_efficiency:.0%} efficiency on {measurement.nproc} "
-                   f"processes{base}")
+        out.append(
+            f"  scaling     {measurement.scaling_efficiency:.0%} efficiency on {measurement.nproc} "
+            f"processes{base}"
+        )
     extra = measurement.extra
     if "warmup_steps" in extra:
-        out.append(f"  run         {extra['warmup_steps']} warm-up steps, "
-                   f"{extra.get('timed_steps', 0)} timed in {extra.get('blocks', 0)} blocks, "
-                   f"stopped: {extra.get('stop_reason', '?')}, "
-                   f"{measurement.duration_s:.0f} s wall")
+        out.append(
+            f"  run         {extra['warmup_steps']} warm-up steps, "
+            f"{extra.get('timed_steps', 0)} timed in {extra.get('blocks', 0)} blocks, "
+            f"stopped: {extra.get('stop_reason', '?')}, "
+            f"{measurement.duration_s:.0f} s wall"
+        )
     if isinstance(extra.get("host_dispatch_ms"), int | float):
-        out.append(f"  host        {extra['host_dispatch_ms']:.3g} ms to enqueue one step on the CPU "
-                   "(no GPU runs the step faster on this host)")
+        out.append(
+            f"  host        {extra['host_dispatch_ms']:.3g} ms to enqueue one step on the CPU "
+            "(no GPU runs the step faster on this host)"
+        )
     out.extend(f"  warning     {warning}" for warning in measurement.warnings)
     return out
