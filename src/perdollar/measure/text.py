@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from perdollar.fmt import format_bytes, format_number
-from perdollar.measure.result import Measurement
+from perdollar.measure.result import HostFingerprint, Measurement
+
+
+def host_label(host: HostFingerprint) -> str:
+    """What a measurement ran on, as people name it: the accelerator (else the CPU) and the instance."""
+    instance = host.instance_type if host.instance_type not in ("", "unknown") else None
+    if host.accelerator:
+        device: str | None = host.accelerator
+    elif host.cpu_cores and host.cpu_model not in ("", "unknown"):
+        device = f"{host.cpu_model}, {host.cpu_cores} cores"
+    else:  # a record of a job that never ran has only the instance it was meant for
+        device = None
+    if device and instance:
+        return f"{device} on {instance}"
+    return device or instance or "an unknown host"
 
 
 def headline(measurement: Measurement) -> str:
-    host = measurement.host
-    device = host.accelerator or f"{host.cpu_model}, {host.cpu_cores} cores"
-    where = f"{device}" + (f" on {host.instance_type}" if host.instance_type != "unknown" else "")
     parts = [measurement.workload_name, measurement.mode]
     if measurement.batch_size:
         parts.append(f"batch {measurement.batch_size}")
@@ -19,7 +30,7 @@ def headline(measurement: Measurement) -> str:
         parts.append(f"{measurement.nproc} processes")
     if measurement.extra.get("plan"):
         parts.append(f"plan {measurement.extra['plan']}")
-    return " · ".join(parts) + f" — measured on {where}"
+    return " · ".join(parts) + f" — measured on {host_label(measurement.host)}"
 
 
 def rate_line(measurement: Measurement) -> str:
