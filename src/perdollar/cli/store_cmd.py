@@ -83,8 +83,11 @@ def history(
         table.add_column(column, overflow="fold")
     for entry in entries:
         table.add_row(
-            escape(entry.at[:19].replace("T", " ")), entry.kind, escape(entry.id),
-            escape(entry.workload_name), escape(entry.summary),
+            escape(entry.at[:19].replace("T", " ")),
+            entry.kind,
+            escape(entry.id),
+            escape(entry.workload_name),
+            escape(entry.summary),
         )
     print_table(table)
 
@@ -108,7 +111,9 @@ def _check_rows(store_url: str | None, json_output: bool) -> None:
         print_table(table)
         err_console.print(
             f"{len(damaged)} damaged row(s): other commands skip them with a warning; delete them "
-            "with an SQL client if they are of no use", highlight=False)
+            "with an SQL client if they are of no use",
+            highlight=False,
+        )
     if damaged:
         raise typer.Exit(EXIT_FAILURE)
 
@@ -254,7 +259,9 @@ def report(
         path = write_stored_fleet_report(stored, output, force=force)
     else:
         path = write_report(
-            stored.recommendation, output, checklist=checklist_for(stored.recommendation, measurements),
+            stored.recommendation,
+            output,
+            checklist=checklist_for(stored.recommendation, measurements),
             force=force,
         )
     if json_output:
@@ -330,8 +337,11 @@ def check(
                 "target": result.target,
                 "items": result.items,
                 "measurement_ids": ids,
-                "failed_runs": [{"mode": m.mode, "nproc": m.nproc, "status": m.status, "message": m.message}
-                                for m in result.measurements if not m.ok],
+                "failed_runs": [
+                    {"mode": m.mode, "nproc": m.nproc, "status": m.status, "message": m.message}
+                    for m in result.measurements
+                    if not m.ok
+                ],
             },
             table="items",
         )
@@ -350,8 +360,9 @@ def _print_checklist(result: Any) -> None:
         table.add_column(column, overflow="fold")
     for item in result.items:
         style = STATUS_STYLE.get(item.status, "")
-        table.add_row(f"[{style}]{item.status}[/]", escape(item.title), escape(item.evidence),
-                      escape(item.fix or "—"))
+        table.add_row(
+            f"[{style}]{item.status}[/]", escape(item.title), escape(item.evidence), escape(item.fix or "—")
+        )
     print_table(table)
 
 
