@@ -29,8 +29,9 @@ def markup_workload(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path
      ("bench", "{spec}", "--inference", "--duration", "1")],
     ids=["profile", "predict", "history", "bench-inference"],
 )  # fmt: skip
-def test_a_name_made_of_markup_prints_literally(command: tuple[str, ...],
-                                                markup_workload: tuple[str, Path]) -> None:
+def test_a_name_made_of_markup_prints_literally(
+    command: tuple[str, ...], markup_workload: tuple[str, Path]
+) -> None:
     spec, store = markup_workload
     done = run_perdollar(*(part.format(spec=spec) for part in command), store=store, columns=400)
     assert done.returncode == 0, done.stderr[-1500:]
