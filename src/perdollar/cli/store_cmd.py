@@ -226,7 +226,7 @@ def report(
     json_output: bool = typer.Option(False, "--json", help="Print {id, path} as JSON on stdout."),
     store_url: str | None = typer.Option(None, "--store", help=STORE_HELP),
     force: bool = typer.Option(
-        False, "--force", help="Replace --output even if it is not an earlier perdollar report."
+        False, "--force", help="Replace the file at --output (an earlier report included)."
     ),
 ) -> None:
     """Write a stored recommendation as one self-contained HTML report (works offline).
@@ -238,8 +238,8 @@ def report(
     perdollar report --last -o report.html
     perdollar report 3f9a2c -o vit.html
 
-    An earlier report at --output is replaced (and the command says so); any other file is left
-    alone unless --force. Missing folders in the path are created.
+    A file already at --output, an earlier report included, is left as it is unless --force
+    (then the command says it replaced it). Missing folders in the path are created.
     """
     from perdollar.errors import PerdollarError
     from perdollar.report.html import check_report_target, write_report
@@ -250,6 +250,11 @@ def report(
         raise PerdollarError("give a recommendation id or --last, not both", "drop one of them")
     check_report_target(output, force=force)
     replacing = output.exists()
+    if replacing and not force:  # before the work: a report written earlier may be one the user keeps
+        raise PerdollarError(
+            f"--output {output} already exists (a report written earlier); it was left as it is",
+            "give a new path with -o, or replace it on purpose with --force",
+        )
     with open_store(store_url, create=store_url is None) as store:  # never a new file at a typo
         stored = store.get_stored_recommendation(recommendation_id, workload=workload)
         measurements = store.measurements_for(stored.recommendation.question.workload_fingerprint)
