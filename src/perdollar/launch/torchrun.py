@@ -121,7 +121,10 @@ def skypilot_training_task(prediction: Mapping[str, Any], *, script: str, script
     gpus = int(prediction["gpus"]) // nodes
     infra = "/".join(part for part in (str(prediction["cloud"]), region) if part)
     resources: dict[str, Any] = {
-        "infra": infra, "instance_type": prediction["instance_type"], "use_spot": spot}
+        "infra": infra,
+        "instance_type": prediction["instance_type"],
+        "use_spot": spot,
+    }
     if nodes > 1 and prediction["cloud"] in ("aws", "gcp"):
         resources["network_tier"] = "best"  # EFA / GPUDirect where the instance has it
     if spot:
@@ -131,8 +134,11 @@ def skypilot_training_task(prediction: Mapping[str, Any], *, script: str, script
         "num_nodes": nodes,
         "resources": resources,
         "workdir": ".",
-        "envs": plan_environment(plan, seq_len=int(prediction["seq_len"]),
-                                 global_batch=int(prediction["global_batch"]),
-                                 precision=str(prediction["precision"])),
+        "envs": plan_environment(
+            plan,
+            seq_len=int(prediction["seq_len"]),
+            global_batch=int(prediction["global_batch"]),
+            precision=str(prediction["precision"]),
+        ),
         "run": torchrun_command(script, script_args, nodes=nodes, gpus_per_node=gpus, skypilot=True) + "\n",
     }
