@@ -60,7 +60,11 @@ def test_a_fixed_plan_is_kept_and_a_plan_that_does_not_fit_is_refused() -> None:
 
 
 STRATEGIES = [
-    ("ddp", "NO_SHARD"), ("zero2", "SHARD_GRAD_OP"), ("fsdp", "FULL_SHARD"), ("hsdp", "HYBRID_SHARD")]
+    ("ddp", "NO_SHARD"),
+    ("zero2", "SHARD_GRAD_OP"),
+    ("fsdp", "FULL_SHARD"),
+    ("hsdp", "HYBRID_SHARD"),
+]
 
 
 @pytest.mark.parametrize(("strategy", "sharding"), STRATEGIES)
