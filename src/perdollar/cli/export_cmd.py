@@ -70,8 +70,15 @@ def export(
     parsed = parse_candidate(candidate)
     if fmt in TRAINING_FORMATS:
         description = _training_launch(
-            parsed, fmt, workload=workload, plan=plan or parsed.plan, region=region, seq_len=seq_len,
-            global_batch=global_batch, precision=precision, script=script,
+            parsed,
+            fmt,
+            workload=workload,
+            plan=plan or parsed.plan,
+            region=region,
+            seq_len=seq_len,
+            global_batch=global_batch,
+            precision=precision,
+            script=script,
         )
         _emit_training(description, out=out, as_yaml=as_yaml, json_output=json_output, force=force)
         return 0
@@ -145,10 +152,17 @@ def _emit_training(description: dict[str, Any], *, out: Path | None, as_yaml: bo
     from perdollar.launch.skypilot import dump_task
 
     torchrun = description["format"] == "torchrun"
-    runnable = description["script"] if torchrun else dump_task(description["task"], [
-        f"perdollar training launch for {description['configuration']}: {description['plan_text']}",
-        "launch: sky launch <this file> (sky jobs launch for spot, so preemptions recover)",
-    ])
+    runnable = (
+        description["script"]
+        if torchrun
+        else dump_task(
+            description["task"],
+            [
+                f"perdollar training launch for {description['configuration']}: {description['plan_text']}",
+                "launch: sky launch <this file> (sky jobs launch for spot, so preemptions recover)",
+            ],
+        )
+    )
     whole_yaml = yaml.safe_dump(description, sort_keys=False) if as_yaml and torchrun else None
     if out is not None:
         whole = whole_yaml or json.dumps(description, indent=2)
@@ -162,7 +176,8 @@ def _emit_training(description: dict[str, Any], *, out: Path | None, as_yaml: bo
         f"{description['configuration']}: {description['plan_text']}; predicted "
         f"{description['predicted_tokens_per_second']:,.0f} tokens/s, "
         f"{description['memory_per_gpu_gib']:.1f} GiB per GPU",
-        highlight=False, markup=False,
+        highlight=False,
+        markup=False,
     )
 
 
