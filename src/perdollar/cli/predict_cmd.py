@@ -90,7 +90,10 @@ def predict_command(
         None, "--batch-size", "--batch", "-b", min=1, help="Per-device batch (LLM: a static batch)."
     ),
     precision: str = typer.Option(
-        None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16;"
+        None,
+        "--precision",
+        "-p",
+        help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16;"
         " language models also fp8 (FP8 linear layers, a scale per tensor) and fp8-rowwise"
         " (torchao's row-wise recipe).",
     ),
