@@ -195,8 +195,10 @@ def run_sweep(
             refusals.append(error.one_line())
             notify("skip", f"{estimate.label}: {error.one_line()}")
     if not jobs:
-        raise PerdollarError(f"no candidate could be turned into a benchmark job ({refusals[0]})",
-                             "adjust the caps (--duration, --max-dollars-per-run)")
+        raise PerdollarError(
+            f"no candidate could be turned into a benchmark job ({refusals[0]})",
+            "adjust the caps (--duration, --max-dollars-per-run)",
+        )
     run_costs = {key: job.caps.max_dollars for key, job in jobs.items()}
     current = list(pool)
     fixed_order = top_k_order(beliefs_for(pool, run_costs))
