@@ -13,9 +13,11 @@ from typing import Any
 
 from perdollar.ask.inputs import Inputs, Progress, load_inputs, quiet, with_stored_measurements
 from perdollar.ask.training import answer_training
+from perdollar.configuration import Configuration
 from perdollar.errors import PerdollarError
 from perdollar.launch.jobs import JobOptions
 from perdollar.launch.plan import SweepContext, job_factory, recorder
+from perdollar.launch.restrict import restrict_recommendation
 from perdollar.launch.spec import BenchmarkJob
 from perdollar.launch.sweep import Executor, SweepResult, SweepSettings, run_sweep
 from perdollar.measure.result import Measurement
@@ -59,18 +61,24 @@ def sweep_workload(
     store: bool = True,
     on_event: Callable[[str, Any], None] | None = None,
     make_job: Callable[[Estimate, int], BenchmarkJob] | None = None,
+    only: Sequence[Configuration] = (),
 ) -> tuple[SweepResult, dict[str, str | None], Recommendation | None]:
-    """Run the sweep; returns the result, the stored measurement ids and the new recommendation."""
+    """Run the sweep; returns the result, the stored measurement ids and the new recommendation.
+
+    ``only`` (``--only``) restricts each re-ranked answer as it restricted ``recommendation``, so
+    that the answers before and after the measurements rank the same candidates.
+    """
     saved: dict[str, str | None] = {}
     latest: dict[str, Recommendation] = {}
     context = sweep_context(question, inputs)
 
     def rerank(measurements: Sequence[Measurement]) -> Sequence[Estimate]:
         usable = tuple(m for m in measurements if m.ok)
-        latest["recommendation"] = answer_training(
-            question, replace(inputs, measurements=(*inputs.measurements, *usable))
-        )
-        return latest["recommendation"].estimates
+        reranked = answer_training(question, replace(inputs, measurements=(*inputs.measurements, *usable)))
+        if only:
+            reranked = restrict_recommendation(reranked, only, checked=False)
+        latest["recommendation"] = reranked
+        return reranked.estimates
 
     result = run_sweep(
         recommendation.estimates,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,8 @@ SWEEP_HELP = (
     "provisioned, times out or crashes is recorded with the reason; the sweep goes on.\n\n"
     "--via skypilot launches through SkyPilot (pip install 'perdollar\\[skypilot]'): on-demand candidates "
     "as clusters torn down after the run, spot candidates as managed jobs with recovery. --via local runs "
-    "the same jobs on this machine (results are measurements of THIS host, marked executor: local). "
+    "the same jobs on this machine (results are measurements of THIS host, marked executor: local; "
+    "nothing is billed, and they calibrate only candidates with this host's hardware). "
     "--dry-run writes one SkyPilot task YAML per candidate into --out and prints the cost caps. "
     "--only LABEL (repeatable) restricts the sweep to the configurations named, in any form `recommend`, "
     "`compare` or `export` accepts.\n\n"
@@ -186,7 +188,7 @@ def sweep(
         )
     result, saved, new_recommendation = sweep_workload(
         question, inputs, recommendation, executor, settings, options, store_url=store.store_url,
-        store=store.enabled, on_event=print_event,
+        store=store.enabled, on_event=partial(print_event, billed=executor.billed), only=only_configurations,
     )  # fmt: skip
     recommendation_id = None
     if new_recommendation is not None and store.enabled:
@@ -272,7 +274,9 @@ def _document(
         "executor": result.executor,
         "strategy": result.strategy,
         "stopped_because": result.stopped_because,
-        "spent_cap_usd": result.spent_cap_usd,
+        "billed": result.billed,
+        "spent_cap_usd": result.charged_cap_usd,  # local runs: 0, nothing was charged
+        "cloud_cost_cap_usd": result.spent_cap_usd,  # what the same jobs cap at on a cloud
         "p_top_is_best": result.p_top_is_best,
         "outcomes": [dict(outcome_row(o), measurement_id=saved.get(o.job.name)) for o in result.outcomes],
         "choices": result.choices,
