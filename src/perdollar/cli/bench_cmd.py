@@ -10,7 +10,15 @@ from typing import Any
 import typer
 
 from perdollar.cli import common
-from perdollar.cli.bench_options import BENCH_HELP, CommandReading, LatencyCurve
+from perdollar.cli.bench_options import (
+    BENCH_HELP,
+    DURATION_HELP,
+    PLAN_HELP,
+    TARGET_HELP,
+    TIMEOUT_HELP,
+    CommandReading,
+    LatencyCurve,
+)
 from perdollar.cli.declared import StoreChoice, takes
 from perdollar.cli.persist import check_store
 from perdollar.errors import EXIT_FAILURE, EXIT_OK, PerdollarError
@@ -234,41 +242,19 @@ def run_find_max_batch(
 
 @takes(reading=CommandReading, curve=LatencyCurve, store=StoreChoice)
 def bench(
-    target: list[str] = typer.Argument(
-        None,
-        metavar="WORKLOAD | -- COMMAND…",
-        help="A built-in workload (mlp, resnet50, vit-b16, bert-base, gpt2…), path/file.py:function, "
-        "or after -- any command that prints throughput lines.",
-    ),
+    target: list[str] = typer.Argument(None, metavar="WORKLOAD | -- COMMAND…", help=TARGET_HELP),
     mode: str = typer.Option("cached-input", "--mode", "-m", help="cached-input | full | data-only | all."),
-    duration: str | None = typer.Option(
-        None,
-        "--duration",
-        "-d",
-        help="Time budget per run in seconds (or 90s, 2m), warm-up included; default 20 s. "
-        "A command is stopped after it (default: runs to its end).",
-    ),
+    duration: str | None = typer.Option(None, "--duration", "-d", help=DURATION_HELP),
     nproc: int = typer.Option(
         1, "--nproc", help="Processes for data-parallel DDP (gloo on CPU, NCCL on GPU)."
     ),
-    plan: str | None = typer.Option(
-        None,
-        "--plan",
-        help="With --nproc: ddp, zero2 or fsdp (PyTorch FSDP sharding), +ac for "
-        "activation checkpointing, mbN sequences per process, e.g. fsdp+ac,mb2.",
-    ),
+    plan: str | None = typer.Option(None, "--plan", help=PLAN_HELP),
     batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="Per-process batch size."),
     precision: str | None = typer.Option(
         None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16 or fp16."
     ),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
-    timeout: float | None = typer.Option(
-        None,
-        "--timeout",
-        help="Stop a measurement after this many seconds, loading the workload and --nproc's "
-        "one-process baseline run included (default 2×duration+90, about twice that with --nproc); "
-        "it is recorded as a timeout.",
-    ),
+    timeout: float | None = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
     find_max_batch: bool = typer.Option(
         False, "--find-max-batch", help="Bisect the largest batch that fits in memory."
     ),

@@ -32,6 +32,24 @@ BENCH_HELP = (
     "Exit codes: 0 measured; 1 the workload failed (recorded as oom/error/timeout); 2 bad input."
 )
 
+TARGET_HELP = (
+    "A built-in workload (mlp, resnet50, vit-b16, bert-base, gpt2…), path/file.py:function, "
+    "or after -- any command that prints throughput lines."
+)
+DURATION_HELP = (
+    "Time budget per run in seconds (or 90s, 2m), warm-up included; default 20 s. "
+    "A command is stopped after it (default: runs to its end)."
+)
+PLAN_HELP = (
+    "With --nproc: ddp, zero2 or fsdp (PyTorch FSDP sharding), +ac for "
+    "activation checkpointing, mbN sequences per process, e.g. fsdp+ac,mb2."
+)
+TIMEOUT_HELP = (
+    "Stop a measurement after this many seconds, loading the workload and --nproc's one-process "
+    "baseline run included (default 2×duration+90, about twice that with --nproc); it is recorded "
+    "as a timeout."
+)
+
 
 @dataclass(frozen=True, slots=True)
 class CommandReading:
