@@ -32,6 +32,21 @@ class Target:
     )
 
 
+PRECISION_HELP = (
+    "fp32, tf32, amp-bf16, amp-fp16, bf16, fp16; language models also fp8 (FP8 linear layers, a scale"
+    " per tensor) and fp8-rowwise (torchao's row-wise recipe)."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """The candidates' node counts and the workload's step: the rest of a training question's shape."""
+
+    max_nodes: int = declared(4, "--max-nodes", "Largest node count tried (1, 2, 4, … up to it).")
+    batch_size: int | None = declared(None, "--batch-size", "Per-device batch size.", short="-b")
+    precision: str | None = declared(None, "--precision", PRECISION_HELP, short="-p")
+
+
 @dataclass(frozen=True, slots=True)
 class Goal:
     """What to optimise and within which limits."""
