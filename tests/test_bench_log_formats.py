@@ -40,6 +40,35 @@ def test_each_format_reads_its_line(log_format: formats.LogFormat, line: str, ra
     assert log_format.read(line) == pytest.approx(rate)
 
 
+@pytest.mark.parametrize(
+    ("line", "step"),
+    [
+        ("step 120 loss 2.31", 120.0),
+        ("Step 120/1000 | loss=2.3100 | lr 3e-4", 120.0),
+        ("iter: 7, train_loss 2.3", 7.0),
+        ("[global_step 40] loss: 0.12", 40.0),
+    ],
+)
+def test_a_loops_step_lines_read_as_its_step_counter(line: str, step: float) -> None:
+    assert formats.STEP_LINES.read(line) == step
+
+
+@pytest.mark.parametrize(
+    "line", ["step 3 of the setup done", "100/100 1s 5ms/step - loss: 0.25", "epoch 1 loss 0.5"]
+)
+def test_lines_without_a_step_counter_and_a_loss_are_no_step_lines(line: str) -> None:
+    assert formats.STEP_LINES.read(line) is None
+
+
+def test_a_step_counter_turns_into_steps_per_second_over_a_window() -> None:
+    counter = formats.CounterRate(window_s=0.5)
+    assert counter.reading(10, at=100.0) is None  # the first line only anchors the count
+    assert counter.reading(12, at=100.2) is None  # lines that arrive together are no rate
+    assert counter.reading(20, at=101.0) == pytest.approx(10.0)  # 10 steps in 1 s
+    assert counter.reading(1, at=102.0) is None  # a counter that restarts (a new epoch) anchors again
+    assert counter.reading(9, at=104.0) == pytest.approx(4.0)
+
+
 def test_formats_do_not_read_each_other() -> None:
     assert formats.TQDM_TIME.read("35.12it/s") is None
     assert formats.KERAS_S.read("1s 5ms/step") is None
@@ -109,3 +138,34 @@ def test_a_log_without_throughput_is_one_line_naming_what_was_seen(tmp_path: Pat
     assert code == 1
     message = measurement["message"]
     assert "\n" not in message and "no throughput" in message and "epoch 1 loss 0.5" in message
+
+
+STEP_LOOP = """
+import time
+
+BATCH, STEPS, STEADY_FROM = 8, 150, 25
+for step in range(STEPS):
+    if step == STEADY_FROM:
+        start = time.perf_counter()
+    time.sleep(0.02)
+    print(f"step {step} loss {1 / (step + 1):.4f}")  # no flush: a pipe buffers it unless told not to
+print(f"TRUTH {(STEPS - STEADY_FROM) * BATCH / (time.perf_counter() - start):.3f}")
+"""
+
+
+def test_a_loop_printing_step_and_loss_lines_is_measured_in_samples(tmp_path: Path) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text(STEP_LOOP, encoding="utf-8")
+    code, measurement, stderr = _bench("-b", "8", "--", sys.executable, str(script), cwd=tmp_path)
+    assert code == 0, stderr[-2000:] + measurement.get("message", "")
+    assert measurement["extra"]["log_format"] == formats.STEP_LINES.name
+    assert measurement["samples_per_second"]["median"] == pytest.approx(_truth(measurement), rel=0.15)
+
+
+def test_step_lines_without_a_batch_size_are_steps_not_samples(tmp_path: Path) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text(STEP_LOOP, encoding="utf-8")
+    code, measurement, _ = _bench("--", sys.executable, str(script), cwd=tmp_path)
+    assert code == 1 and measurement["samples_per_second"] is None
+    message = measurement["message"]
+    assert formats.STEP_LINES.name in message and "steps/s" in message and "--batch-size" in message

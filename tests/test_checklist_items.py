@@ -119,6 +119,13 @@ def test_scaling_efficiency_of_a_multi_process_run() -> None:
     assert check_scaling(Evidence()).status == "unknown"
 
 
+@pytest.mark.parametrize("efficiency", [4.07, 12.52, 1.25])
+def test_a_scaling_efficiency_over_100_percent_is_no_pass(efficiency: float) -> None:
+    item = check_scaling(Evidence(multi=make_measurement(nproc=2, scaling_efficiency=efficiency)))
+    assert item.status == "warn" and f"{efficiency:.0%}" in item.evidence
+    assert "cannot be real scaling" in item.evidence and "measure again" in item.fix
+
+
 def test_network_ingest_against_the_instance_bandwidth() -> None:
     evidence = Evidence(cached=make_measurement(rate=1000.0), input_bytes_per_sample=600_000)
     item = check_network_ingest(evidence, GPU)  # 1000 × 600 kB × 8 = 4.8 Gbit/s of 10

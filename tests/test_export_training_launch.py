@@ -60,7 +60,12 @@ def test_a_fixed_plan_is_kept_and_a_plan_that_does_not_fit_is_refused() -> None:
 
 
 STRATEGIES = [
-    ("ddp", "NO_SHARD"), ("zero2", "SHARD_GRAD_OP"), ("fsdp", "FULL_SHARD"), ("hsdp", "HYBRID_SHARD")]
+    ("ddp", "NO_SHARD"),
+    ("zero1", "NO_SHARD"),
+    ("zero2", "SHARD_GRAD_OP"),
+    ("fsdp", "FULL_SHARD"),
+    ("hsdp", "HYBRID_SHARD"),
+]
 
 
 @pytest.mark.parametrize(("strategy", "sharding"), STRATEGIES)
@@ -70,6 +75,39 @@ def test_each_strategy_names_its_fsdp_sharding(strategy: str, sharding: str) -> 
             "cpu_offload": False}  # fmt: skip
     environment = plan_environment(plan, seq_len=2048, global_batch=8, precision="amp-bf16")
     assert environment["PERDOLLAR_SHARDING"] == sharding
+
+
+# What a script can act on: each variable names one concept and holds one value of it.
+SWITCHES = {
+    "PERDOLLAR_ZERO_REDUNDANCY_OPTIMIZER", "PERDOLLAR_ACTIVATION_CHECKPOINTING",
+    "PERDOLLAR_SELECTIVE_CHECKPOINTING", "PERDOLLAR_CPU_OFFLOAD", "PERDOLLAR_OPTIMIZER_IN_BACKWARD",
+}  # fmt: skip
+COUNTS = {
+    "PERDOLLAR_TENSOR_PARALLEL", "PERDOLLAR_PIPELINE_PARALLEL", "PERDOLLAR_VIRTUAL_STAGES",
+    "PERDOLLAR_CONTEXT_PARALLEL", "PERDOLLAR_EXPERT_PARALLEL", "PERDOLLAR_MICRO_BATCH",
+    "PERDOLLAR_GRADIENT_ACCUMULATION", "PERDOLLAR_GLOBAL_BATCH", "PERDOLLAR_SEQ_LEN", "PERDOLLAR_LORA_RANK",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("plan", ["zero1", "ddp+ac+blocking,tp8", "zero2+ac", "fsdp+sac,tp2", "hsdp+offload"])
+def test_every_exported_variable_holds_a_value_the_launcher_accepts(plan: str) -> None:
+    from torch.distributed.fsdp import BackwardPrefetch, ShardingStrategy
+
+    done = run_perdollar("export", "2x p5.48xlarge", "--format", "torchrun", "--workload", "llama-3.1-8b",
+                         "--plan", plan, "--json", columns=200)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-1500:]
+    launch = json.loads(done.stdout)
+    environment = launch["environment"]
+    assert environment["PERDOLLAR_SHARDING"] in ShardingStrategy.__members__
+    assert launch["fsdp"]["sharding_strategy"] == environment["PERDOLLAR_SHARDING"]
+    assert environment["PERDOLLAR_BACKWARD_PREFETCH"] in BackwardPrefetch.__members__
+    for name in SWITCHES:
+        assert environment[name] in ("0", "1"), name
+    for name in COUNTS & environment.keys():
+        assert environment[name].isdigit() and int(environment[name]) >= 1, name
+    zero1 = plan.startswith("zero1")
+    assert environment["PERDOLLAR_ZERO_REDUNDANCY_OPTIMIZER"] == ("1" if zero1 else "0")
+    assert launch["fsdp"]["zero_redundancy_optimizer"] is zero1
 
 
 def test_a_script_name_with_spaces_stays_one_argument() -> None:

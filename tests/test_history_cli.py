@@ -160,3 +160,13 @@ def test_commands_are_stored_under_their_scripts_name(tmp_path: Path) -> None:
     _in(tmp_path, "bench", "--duration", "1", "--", sys.executable, "-c", "print('3 samples/s')")
     names = {e["workload_name"] for e in json.loads(_in(tmp_path, "history", "--json").stdout)["entries"]}
     assert names == {"command:train_tiny.py", f"command:{Path(sys.executable).name} -c"}
+
+
+def test_history_names_the_host_as_the_bench_printed_it() -> None:
+    bench = perdollar("bench", "mlp", "--duration", "1")
+    headline = next(line for line in bench.stdout.splitlines() if " — measured on " in line)
+    host = headline.split(" — measured on ", 1)[1].strip()
+    listed = json.loads(perdollar("history", "--kind", "measurement", "--json").stdout)["entries"]
+    assert f"on {host}," in perdollar("history").stdout
+    assert f"on {host}," in listed[0]["summary"]
+    assert [entry["details"]["measured_on"] for entry in listed] == [host]

@@ -10,9 +10,18 @@ from perdollar.measure.bounds import bound_verdict, find_max_batch
 from perdollar.measure.result import HostFingerprint, Measurement, Rate
 from perdollar.measure.serialize import measurement_from_dict, measurement_to_dict
 
-HOST = HostFingerprint(cpu_model="test cpu", cpu_cores=2, memory_gib=8.0, accelerator=None,
-                       accelerator_key=None, accelerator_count=0, driver=None, instance_type="unknown",
-                       cloud=None, versions={"torch": "2"})
+HOST = HostFingerprint(
+    cpu_model="test cpu",
+    cpu_cores=2,
+    memory_gib=8.0,
+    accelerator=None,
+    accelerator_key=None,
+    accelerator_count=0,
+    driver=None,
+    instance_type="unknown",
+    cloud=None,
+    versions={"torch": "2"},
+)
 
 
 def _rate(median: float, spread: float = 0.01) -> Rate:
@@ -41,9 +50,40 @@ def test_data_only_alone_says_how_much_the_host_can_feed() -> None:
     assert bound_verdict({"full": _rate(400)}).startswith("no verdict")
 
 
+def test_a_full_run_faster_than_the_ceiling_is_no_compute_bound_verdict() -> None:
+    verdict = bound_verdict({"cached-input": _rate(340), "full": _rate(559), "data-only": _rate(458_435)})
+    assert verdict.startswith("unclear: the full run is 64% above the cached-input ceiling")
+    assert "559 samples/s" in verdict and "340 samples/s" in verdict
+
+
+def test_a_full_run_at_the_ceiling_with_a_pipeline_too_slow_to_feed_it_is_unclear() -> None:
+    verdict = bound_verdict({"cached-input": _rate(1000), "full": _rate(990), "data-only": _rate(400)})
+    assert verdict.startswith("unclear") and "400 samples/s" in verdict
+
+
+def test_an_input_bound_run_whose_pipeline_alone_is_fast_says_the_pipeline_is_not_overlapped() -> None:
+    verdict = bound_verdict({"cached-input": _rate(294), "full": _rate(240), "data-only": _rate(241_800)})
+    assert verdict.startswith("input-bound: 18% below the cached-input ceiling")
+    # The figure as bench prints it, and what it means: the rate is not what limits the run.
+    assert "241,800 samples/s" in verdict and "not its rate" in verdict
+
+
+def test_a_pipeline_alone_within_the_noise_of_the_ceiling_is_no_compute_bound_verdict() -> None:
+    verdict = bound_verdict({"cached-input": _rate(1000), "data-only": _rate(970)})
+    assert verdict.startswith("unclear") and "970 samples/s" in verdict
+
+
 def _measurement(status: str) -> Measurement:
-    return Measurement(status=status, mode="cached-input", workload_name="w", workload_fingerprint="f" * 16,
-                       batch_size=1, precision="fp32", host=HOST, started_at="2026-01-01T00:00:00+00:00")
+    return Measurement(
+        status=status,
+        mode="cached-input",
+        workload_name="w",
+        workload_fingerprint="f" * 16,
+        batch_size=1,
+        precision="fp32",
+        host=HOST,
+        started_at="2026-01-01T00:00:00+00:00",
+    )
 
 
 @pytest.mark.parametrize(("start", "capacity"), [(8, 37), (64, 37), (1, 1), (16, 16), (3, 1000)])
@@ -76,8 +116,13 @@ def test_bisection_stops_on_an_error_that_is_not_memory() -> None:
 
 def test_measurement_json_round_trip_keeps_everything() -> None:
     measurement = dataclasses.replace(
-        _measurement("ok"), samples_per_second=_rate(123.4), cv=0.02, step_time_ms={"p50": 8.1},
-        utilization={"cpu_percent": 97.0}, warnings=("spread",), extra={"blocks": 9, "nan": float("nan")},
+        _measurement("ok"),
+        samples_per_second=_rate(123.4),
+        cv=0.02,
+        step_time_ms={"p50": 8.1},
+        utilization={"cpu_percent": 97.0},
+        warnings=("spread",),
+        extra={"blocks": 9, "nan": float("nan")},
     )
     data = measurement_to_dict(measurement)
     assert data["extra"]["nan"] is None  # JSON has no NaN

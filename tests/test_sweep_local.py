@@ -124,8 +124,8 @@ def test_cli_sweep_via_local_runs_stores_and_reranks(tmp_path: Path) -> None:
     assert len(document["outcomes"]) == 3
     assert all(o["status"] == "ok" and o["measurement_id"] for o in document["outcomes"])
     assert all(o["executor"] == "local" for o in document["outcomes"])
-    # Progress after every job: how many of how many, and what the caps charged so far.
-    progress = [line for line in done.stderr.splitlines() if " jobs, at most $" in line]
+    # Progress after every job: how many of how many, and that this machine charges nothing.
+    progress = [line for line in done.stderr.splitlines() if " jobs, local, not billed" in line]
     assert [line.split(" jobs,")[0] for line in progress] == ["1 of 3", "2 of 3", "3 of 3"]
     assert document["after_top"] and document["recommendation_id"]
     assert document["changes"], "the re-ranking says what changed"

@@ -29,8 +29,9 @@ def markup_workload(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path
      ("bench", "{spec}", "--inference", "--duration", "1")],
     ids=["profile", "predict", "history", "bench-inference"],
 )  # fmt: skip
-def test_a_name_made_of_markup_prints_literally(command: tuple[str, ...],
-                                                markup_workload: tuple[str, Path]) -> None:
+def test_a_name_made_of_markup_prints_literally(
+    command: tuple[str, ...], markup_workload: tuple[str, Path]
+) -> None:
     spec, store = markup_workload
     done = run_perdollar(*(part.format(spec=spec) for part in command), store=store, columns=400)
     assert done.returncode == 0, done.stderr[-1500:]
@@ -42,14 +43,21 @@ def _report(store: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[
     return run_perdollar("report", "--last", "-o", str(out), *extra, store=store, columns=400)
 
 
-def test_a_report_replaces_only_an_earlier_report(tmp_path: Path) -> None:
+def test_a_report_replaces_a_file_only_with_force(tmp_path: Path) -> None:
     store = tmp_path / "s.db"
     assert run_perdollar("recommend", "mlp", "--samples", "1e6", store=store, columns=400).returncode == 0
     nested = tmp_path / "new" / "folder" / "r.html"
     first = _report(store, nested)
     assert first.returncode == 0 and first.stdout.startswith("Wrote") and nested.is_file()
+    # A report written earlier may be one the user keeps (edited, or of another question).
+    nested.write_text(nested.read_text() + "<!-- my annotations -->")
+    kept = nested.read_text()
     again = _report(store, nested)
-    assert again.returncode == 0 and again.stdout.startswith("Replaced")
+    assert again.returncode == 2 and nested.read_text() == kept
+    assert "already exists" in again.stderr and "--force" in again.stderr and "\n" not in again.stderr.strip()
+    replaced = _report(store, nested, "--force")
+    assert replaced.returncode == 0 and replaced.stdout.startswith("Replaced")
+    assert "my annotations" not in nested.read_text()
 
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes")

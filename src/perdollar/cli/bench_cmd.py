@@ -5,35 +5,23 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import typer
 
 from perdollar.cli import common
+from perdollar.cli.bench_options import (
+    BENCH_HELP,
+    DURATION_HELP,
+    PLAN_HELP,
+    TARGET_HELP,
+    TIMEOUT_HELP,
+    CommandReading,
+    LatencyCurve,
+)
 from perdollar.cli.declared import Group, StoreChoice, takes
 from perdollar.cli.persist import check_store
 from perdollar.errors import EXIT_FAILURE, EXIT_OK, PerdollarError
-from perdollar.question import declared
-
-BENCH_HELP = (
-    "Measure a workload on this machine until its samples/s are steady, and say how steady.\n\n"
-    "Warm-up ends when step times settle (detected, not a fixed count); then blocks of steps are timed "
-    "until the 95% confidence interval of the median is within 1% or --duration runs out. Each run "
-    "happens in a child process: a crash, out-of-memory or hang is recorded as status "
-    "error/oom/timeout with the reason.\n\n"
-    "Modes: cached-input (one batch reused: the ceiling without the input pipeline), full (the "
-    "workload's own input path), data-only (the input pipeline alone), all (the three, plus the "
-    "verdict on which one bounds the workload).\n\n"
-    "Examples:\n\n"
-    "  perdollar bench mlp\n"
-    "  perdollar bench resnet50 --batch-size 32 --mode all --duration 30\n"
-    "  perdollar bench my_model.py:workload --find-max-batch\n"
-    "  perdollar bench --nproc 2 mlp\n"
-    "  perdollar bench --duration 120 -- python train.py --epochs 1\n"
-    "  perdollar bench --pattern '([0-9.]+) img/s' -- python train_jax.py\n\n"
-    "Exit codes: 0 measured; 1 the workload failed (recorded as oom/error/timeout); 2 bad input."
-)
 
 
 def _duration_seconds(text: str) -> float:
@@ -252,70 +240,25 @@ def run_find_max_batch(
     return EXIT_OK if result.largest_fitting is not None else EXIT_FAILURE
 
 
-@dataclass(frozen=True, slots=True)
-class CommandReading:
-    """How throughput is read from a command's output (``bench -- COMMAND``)."""
-
-    pattern: str | None = declared(
-        None, "--pattern",
-        "Regex for a command's throughput lines, the number in its first group (or one named value)."
-        " Default: the formats of tqdm, the Hugging Face Trainer, Lightning, Keras, samples/s, img/s"
-        " and tokens/s.",
-    )
-    unit: str | None = declared(
-        None, "--unit",
-        "What a --pattern's number counts per second: samples (default), tokens, iterations or steps"
-        " (these two need --batch-size).",
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class LatencyCurve:
-    """A serving latency curve instead of a training run."""
-
-    inference: bool = declared(
-        False, "--inference", "Measure serving latency vs batch size instead of training."
-    )
-    max_batch: int | None = declared(None, "--max-batch", "With --inference: largest batch tried.")
-    concurrency: str | None = declared(
-        None, "--concurrency", "With --inference: concurrency levels, e.g. 1,4,16."
-    )
-
-
 @takes(
     reading=Group(CommandReading, panel="Reading a command's output"),
     curve=Group(LatencyCurve, panel="Serving latency curve"),
     store=StoreChoice,
 )
 def bench(
-    target: list[str] = typer.Argument(
-        None,
-        metavar="WORKLOAD | -- COMMAND…",
-        help="A built-in workload (mlp, resnet50, vit-b16, bert-base, gpt2…), path/file.py:function, "
-        "or after -- any command that prints throughput lines.",
-    ),
+    target: list[str] = typer.Argument(None, metavar="WORKLOAD | -- COMMAND…", help=TARGET_HELP),
     mode: str = typer.Option("cached-input", "--mode", "-m", help="cached-input | full | data-only | all."),
-    duration: str | None = typer.Option(
-        None, "--duration", "-d",
-        help="Time budget per run in seconds (or 90s, 2m), warm-up included; default 20 s. "
-        "A command is stopped after it (default: runs to its end).",
-    ),
+    duration: str | None = typer.Option(None, "--duration", "-d", help=DURATION_HELP),
     nproc: int = typer.Option(
         1, "--nproc", help="Processes for data-parallel DDP (gloo on CPU, NCCL on GPU)."
     ),
-    plan: str | None = typer.Option(
-        None, "--plan",
-        help="With --nproc: ddp, zero2 or fsdp (PyTorch FSDP sharding), +ac for "
-        "activation checkpointing, mbN sequences per process, e.g. fsdp+ac,mb2.",
-    ),
+    plan: str | None = typer.Option(None, "--plan", help=PLAN_HELP),
     batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="Per-process batch size."),
     precision: str | None = typer.Option(
         None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16 or fp16."
     ),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
-    timeout: float | None = typer.Option(
-        None, "--timeout", help="Kill a run after this many seconds (default 2×duration+90)."
-    ),
+    timeout: float | None = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
     find_max_batch: bool = typer.Option(
         False, "--find-max-batch", help="Bisect the largest batch that fits in memory."
     ),

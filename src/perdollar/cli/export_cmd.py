@@ -24,9 +24,10 @@ EXPORT_HELP = (
     "request. --format ec2: the cluster placement group and the `create_instances` (RunInstances) "
     "parameters, spot market options and EFA interfaces where the instance has them.\n\n"
     "For a language model (--workload): --format torchrun prints each node's torchrun line and the "
-    "plan as PERDOLLAR_* variables for the training script (PERDOLLAR_SHARDING is the FSDP "
-    "ShardingStrategy, with micro-batch, accumulation, tensor and pipeline degrees, activation "
-    "checkpointing, CPU offload, precision); --format skypilot prints a SkyPilot task with num_nodes "
+    "plan as PERDOLLAR_* variables for the training script, one a concept (PERDOLLAR_SHARDING is the "
+    "FSDP ShardingStrategy, PERDOLLAR_ZERO_REDUNDANCY_OPTIMIZER 1 for ZeRO-1, with micro-batch, "
+    "accumulation, tensor, pipeline, context and expert degrees, activation checkpointing, CPU "
+    "offload, optimizer, precision); --format skypilot prints a SkyPilot task with num_nodes "
     "that runs the same torchrun on every node. The plan is the one in CANDIDATE, or --plan, or "
     "the best the planner finds for the candidate.\n\n"
     "CANDIDATE is a configuration as any command prints it ('2x g5.12xlarge spot (aws us-east-1)') or "
@@ -70,8 +71,15 @@ def export(
     parsed = parse_candidate(candidate)
     if fmt in TRAINING_FORMATS:
         description = _training_launch(
-            parsed, fmt, workload=workload, plan=plan or parsed.plan, region=region, seq_len=seq_len,
-            global_batch=global_batch, precision=precision, script=script,
+            parsed,
+            fmt,
+            workload=workload,
+            plan=plan or parsed.plan,
+            region=region,
+            seq_len=seq_len,
+            global_batch=global_batch,
+            precision=precision,
+            script=script,
         )
         _emit_training(description, out=out, as_yaml=as_yaml, json_output=json_output, force=force)
         return 0
@@ -145,10 +153,17 @@ def _emit_training(description: dict[str, Any], *, out: Path | None, as_yaml: bo
     from perdollar.launch.skypilot import dump_task
 
     torchrun = description["format"] == "torchrun"
-    runnable = description["script"] if torchrun else dump_task(description["task"], [
-        f"perdollar training launch for {description['configuration']}: {description['plan_text']}",
-        "launch: sky launch <this file> (sky jobs launch for spot, so preemptions recover)",
-    ])
+    runnable = (
+        description["script"]
+        if torchrun
+        else dump_task(
+            description["task"],
+            [
+                f"perdollar training launch for {description['configuration']}: {description['plan_text']}",
+                "launch: sky launch <this file> (sky jobs launch for spot, so preemptions recover)",
+            ],
+        )
+    )
     whole_yaml = yaml.safe_dump(description, sort_keys=False) if as_yaml and torchrun else None
     if out is not None:
         whole = whole_yaml or json.dumps(description, indent=2)
@@ -162,7 +177,8 @@ def _emit_training(description: dict[str, Any], *, out: Path | None, as_yaml: bo
         f"{description['configuration']}: {description['plan_text']}; predicted "
         f"{description['predicted_tokens_per_second']:,.0f} tokens/s, "
         f"{description['memory_per_gpu_gib']:.1f} GiB per GPU",
-        highlight=False, markup=False,
+        highlight=False,
+        markup=False,
     )
 
 

@@ -41,20 +41,26 @@ parallelism, activation checkpointing, micro-batch) unless --plan fixes it.
 
 VALIDATE_HELP = """Check perdollar's predictions against published measurements made by others.
 
-FILE is a CSV in the schema of published_dev.csv. Rows are paired inside one source and
-software era (same model, task, precision, per-GPU batch and sequence length; different GPU);
-each target row is predicted from its anchor (calibrated) and from specs alone. Where the
-anchor's GPU has rows at three or more batch sizes, the host time they show (a step that stays
-flat as the batch grows) is kept as a floor under the target. With
---target-gpus, only rows whose gpu value is in the list are targets, and the figures are held
-out: where the shipped parameters were fitted on rows of a target GPU from one of the file's
-sources (the development set itself), they are first refitted without the target GPUs, unless
---no-refit; a file of new measurements is predicted with the shipped parameters as they are.
-The JSON's "fit" says which. Multi-GPU rows, and rows whose
-flag column doubts the figure itself ("anomalous: …", "suspect: …"), are neither anchors nor
-targets; the output counts them under "left out".
+FILE is a CSV of published figures, one a row, with the columns source, model, task, gpu,
+gpu_count, precision, batch_size, batch_scope, seq_len, throughput, unit, metric,
+throughput_scope and notes (flag, framework and system are read where present). Without FILE,
+the sample shipped with perdollar is read: 42 rows of NVIDIA DeepLearningExamples' ResNet-50
+v1.5 tables on four GPUs, each naming its source. Rows are paired inside one source and software
+era (same model, task, precision, per-GPU batch and sequence length; different GPU); each target
+row is predicted from its anchor (calibrated) and from specs alone. Where the anchor's GPU has
+rows at three or more batch sizes, the host time they show (a step that stays flat as the batch
+grows) is kept as a floor under the target. With --target-gpus, only rows whose gpu value is in
+the list are targets, and the figures are held out: where the shipped parameters were fitted on
+rows of a target GPU from one of the file's sources (the development set itself), they are first
+refitted without the target GPUs, unless --no-refit; a file of new measurements is predicted
+with the shipped parameters as they are. The JSON's "fit" says which. Multi-GPU rows, and rows
+whose flag column doubts the figure itself ("anomalous: …", "suspect: …"), are neither anchors
+nor targets; the output counts them under "left out". When a naive baseline (the anchor's figure
+scaled by a ratio of memory bandwidths, of peak FLOPS, or their geometric mean) has a lower
+median error than perdollar on the file's pairs, the output says so.
 
-  perdollar validate published_dev.csv --target-gpus T4,V100-SXM2-16GB --json
+  perdollar validate --target-gpus T4
+  perdollar validate --target-gpus T4,V100-SXM2-16GB --json
   perdollar validate my_measurements.csv
 """
 
@@ -93,7 +99,10 @@ def predict_command(
         None, "--batch-size", "--batch", "-b", min=1, help="Per-device batch (LLM: a static batch)."
     ),
     precision: str = typer.Option(
-        None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16;"
+        None,
+        "--precision",
+        "-p",
+        help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16;"
         " language models also fp8 (FP8 linear layers, a scale per tensor) and fp8-rowwise"
         " (torchao's row-wise recipe).",
     ),
@@ -173,7 +182,9 @@ def _render(answer: object, json_output: bool) -> None:
 
 
 def validate_command(
-    file: Path = typer.Argument(..., help="CSV in the published_dev.csv schema."),
+    file: Path | None = typer.Argument(
+        None, help="CSV of published figures (the columns below; default: the shipped sample)."
+    ),
     target_gpus: str = typer.Option(None, "--target-gpus", help="Comma-separated gpu values to predict."),
     refit: bool = typer.Option(
         True,
@@ -185,16 +196,20 @@ def validate_command(
     from perdollar import catalog as catalog_mod
     from perdollar.files import checked_user_file
     from perdollar.predict.lab.validate import run_validation
-    from perdollar.predict.published import PUBLISHED_MAX_BYTES
+    from perdollar.predict.published import PUBLISHED_MAX_BYTES, SAMPLE_CSV
 
-    checked_user_file(file, "the CSV", PUBLISHED_MAX_BYTES, "give a CSV in the schema of published_dev.csv")
+    if file is not None:
+        fix = "give a CSV in the columns validate --help lists"
+        checked_user_file(file, "the CSV", PUBLISHED_MAX_BYTES, fix)
+    else:
+        file = SAMPLE_CSV
     targets = [g.strip() for g in target_gpus.split(",") if g.strip()] if target_gpus else None
     with progress("pairing, fitting and predicting", quiet=json_output):
         result = run_validation(file, catalog_mod.load(), targets, refit=refit)
     if json_output:
         emit_json(result)
         return
-    _print_validation(result)
+    _print_validation(result if file != SAMPLE_CSV else {**result, "file": "perdollar's shipped sample"})
 
 
 def _print_prediction(name: str, profile: Profile, instance: InstanceType, p: Prediction) -> None:
@@ -261,6 +276,7 @@ def _print_validation(result: dict) -> None:
         f"coverage: {_bar(cov['fraction'])} ({cov['predicted_rows']}/{cov['candidate_rows']} rows) · "
         f"{result['seconds']} s"
     )
+    _print_beaten_by(result)
     if "llm_serving" in result:
         _print_llm_serving(result["llm_serving"])
     left = result.get("left_out", {})
@@ -270,6 +286,25 @@ def _print_validation(result: dict) -> None:
             + ", ".join(f"{n} {reason.replace('_', ' ')}" for reason, n in left.items() if n)
             + "[/]"
         )
+
+
+def _print_beaten_by(result: dict) -> None:
+    """One line when a naive baseline predicts this file better than perdollar does."""
+    beaten_by = result.get("beaten_by") or []
+    if not beaten_by:
+        return
+    naive = result["baselines"]
+    named = " and ".join(
+        f"{name.replace('_', ' ')} ({_bar(naive[name]['median_ape'])})" for name in beaten_by
+    )
+    console.print(
+        f"[yellow]A naive baseline beats perdollar on this file:[/] {named} "
+        f"{'has' if len(beaten_by) == 1 else 'have'} a lower median error than perdollar's "
+        f"{_bar(result['calibrated_all']['median_ape'])} (calibrated, all rows) on the same "
+        f"{result['calibrated_all']['n']} pairs",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _print_llm_serving(section: dict) -> None:

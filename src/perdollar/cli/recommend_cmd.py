@@ -15,7 +15,7 @@ from perdollar.cli.declared import LANGUAGE_MODEL_PANELS, Group, StoreChoice, ta
 from perdollar.cli.fleet_options import FleetFlags
 from perdollar.cli.inference_cmd import serving_question
 from perdollar.cli.persist import check_store
-from perdollar.cli.recommend_options import Goal, Serving, Shown, Target, Where
+from perdollar.cli.recommend_options import PRECISION_HELP, Goal, Serving, Shape, Shown, Target, Where
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
 from perdollar.question import (
@@ -52,11 +52,6 @@ RECOMMEND_HELP = (
     "one binds and by how much)."
 )
 
-PRECISION_HELP = (
-    "fp32, tf32, amp-bf16, amp-fp16, bf16, fp16; language models also fp8 (FP8 linear layers, a scale"
-    " per tensor) and fp8-rowwise (torchao's row-wise recipe)."
-)
-
 COMPARE_HELP = (
     'Compare a shortlist of configurations side by side, hyperfine style: "1.9 ± 0.2 times '
     'cheaper than …" with the reasons (price, throughput and bottleneck, spot losses).\n\n'
@@ -79,6 +74,7 @@ COMPARE_HELP = (
 
 @takes(
     target=Target,
+    shape=Shape,
     goal=Goal,
     where=Group(Where, panel="Where to look"),
     serving=Serving,
@@ -93,15 +89,13 @@ COMPARE_HELP = (
 )
 def recommend(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
-    max_nodes: int = typer.Option(4, "--max-nodes", help="Largest node count tried (1, 2, 4, … up to it)."),
-    batch_size: int | None = typer.Option(None, "--batch-size", help="Per-device batch size."),
-    precision: str | None = typer.Option(None, "--precision", help=PRECISION_HELP),
     measure: bool = typer.Option(False, "--measure", help="Benchmark locally first and calibrate from it."),
     measurements: Path | None = typer.Option(
         None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."
     ),
     *,
     target: Target,
+    shape: Shape,
     goal: Goal,
     where: Where,
     serving: Serving,
@@ -114,6 +108,7 @@ def recommend(
     bill: BillSettings,
     fleet: FleetFlags,
 ) -> int:
+    batch_size, precision = shape.batch_size, shape.precision
     check_store(store.store_url, enabled=store.enabled)
     if shown.report is not None:  # before the work: a file that may not be replaced is said at once
         from perdollar.report.html import check_report_target
@@ -136,15 +131,10 @@ def recommend(
     for flag, given in (("--load-curve", serving.load_curve), ("--trace", serving.trace)):
         if given is not None:  # it shapes a serving fleet's traffic over a day: a training question has none
             raise PerdollarError(f"{flag} is for serving questions", f"add --inference, or drop {flag}")
-    token_target, settings = language_model_settings(
-        workload, language_model, plan_flags, tokens=target.tokens, samples=target.samples
-    )
-    question = recommend_inputs.training_question(
-        workload, target, goal, where, max_nodes=max_nodes, batch_size=batch_size, precision=precision,
-        spot=spot, data=data, top=shown.top, token_target=token_target, language_model=settings,
-        family=family,
+    question = recommend_inputs.asked_training_question(
+        workload, target, shape, goal, where, language_model, plan_flags, spot=spot, data=data, bill=bill,
+        top=shown.top,
     )  # fmt: skip
-    question = replace(question, bill=bill)
     with common.progress("recommend", quiet=shown.json_output) as handle:
         found = recommend_inputs.load_measurements(measurements)
         spec = None

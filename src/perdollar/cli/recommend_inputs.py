@@ -1,5 +1,5 @@
-"""What ``recommend`` and ``compare`` read from their options: the target, measurement files and an
-optional local measurement."""
+"""What ``recommend``, ``compare`` and ``sweep`` read from their options: the training question, the
+target, measurement files and an optional local measurement."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 from perdollar.ask import measurements_from_file
 from perdollar.cli import common
-from perdollar.cli.recommend_options import Goal, Target, Where
+from perdollar.cli.recommend_options import Goal, Shape, Target, Where
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
-from perdollar.question import DataSettings, LanguageModelSettings, Question, SpotSettings
+from perdollar.question import BillSettings, DataSettings, LanguageModelSettings, Question, SpotSettings
 from perdollar.vocabulary import Family
 
 
@@ -113,6 +113,38 @@ def training_question(
         language_model=language_model,
         family=family,
     )
+
+
+def asked_training_question(
+    workload: str,
+    target: Target,
+    shape: Shape,
+    goal: Goal,
+    where: Where,
+    language_model: LanguageModelSettings,
+    plan_flags: Any,
+    *,
+    spot: SpotSettings,
+    data: DataSettings,
+    bill: BillSettings | None = None,
+    top: int = 0,
+) -> Question:
+    """The training question as ``recommend`` asks it from its options, and ``sweep`` the same: a
+    language model's target in tokens and its plan settings, any other workload's in samples."""
+    from dataclasses import replace
+
+    from perdollar.ask.questions import family_of, language_model_settings
+
+    family = family_of(workload)
+    token_target, settings = language_model_settings(
+        workload, language_model, plan_flags, tokens=target.tokens, samples=target.samples
+    )
+    question = training_question(
+        workload, target, goal, where, max_nodes=shape.max_nodes, batch_size=shape.batch_size,
+        precision=shape.precision, spot=spot, data=data, top=top, token_target=token_target,
+        language_model=settings, family=family,
+    )  # fmt: skip
+    return replace(question, bill=bill) if bill is not None else question
 
 
 def _with_dataset_bytes(data: DataSettings, dataset_size: str | None) -> DataSettings:

@@ -19,11 +19,10 @@ class Target:
     """How much to process and by when, as the user typed it."""
 
     samples: str | None = declared(None, "--samples", "Target samples to process, e.g. 1e9 or 250M.")
-    epochs: float | None = declared(
-        None, "--epochs", "Target epochs (with --dataset-size).", scope="epochs"
-    )
+    epochs: float | None = declared(None, "--epochs", "Target epochs (with --dataset-size).", scope="epochs")
     dataset_size: str | None = declared(
-        None, "--dataset-size",
+        None,
+        "--dataset-size",
         "Samples per epoch, e.g. 1.28M (with --epochs); or the data's size in bytes, e.g. 20TB, to"
         " price moving it from --data-region.",
         scope="epochs",
@@ -32,6 +31,21 @@ class Target:
     tokens: str | None = declared(
         None, "--tokens", "Language model: target tokens, e.g. 2e10.", unit="tokens", scope="tokens"
     )
+
+
+PRECISION_HELP = (
+    "fp32, tf32, amp-bf16, amp-fp16, bf16, fp16; language models also fp8 (FP8 linear layers, a scale"
+    " per tensor) and fp8-rowwise (torchao's row-wise recipe)."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """The candidates' node counts and the workload's step: the rest of a training question's shape."""
+
+    max_nodes: int = declared(4, "--max-nodes", "Largest node count tried (1, 2, 4, … up to it).")
+    batch_size: int | None = declared(None, "--batch-size", "Per-device batch size.", short="-b")
+    precision: str | None = declared(None, "--precision", PRECISION_HELP, short="-p")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +65,8 @@ class Where:
     """Which offers may be candidates."""
 
     market: str = declared(
-        "any", "--market",
+        "any",
+        "--market",
         "on-demand | spot | committed-1y | committed-3y | committed (both terms) | any (committed terms"
         " too with --horizon); several with commas: on-demand,committed.",
     )
@@ -66,7 +81,8 @@ class Serving:
     """A serving question: the rate to serve and the latency to keep."""
 
     inference: bool = declared(
-        False, "--inference",
+        False,
+        "--inference",
         "Serving: rank deployments by cost per million requests (tokens for a language model).",
     )
     qps: float | None = declared(
@@ -85,23 +101,28 @@ class Serving:
         None, "--rps", "Language model --inference: requests per second.", unit="requests/s"
     )
     tokens_per_day: str | None = declared(
-        None, "--tokens-per-day", "Language model --inference: output tokens a day (instead of --rps).",
+        None,
+        "--tokens-per-day",
+        "Language model --inference: output tokens a day (instead of --rps).",
         unit="tokens/day",
     )
     lengths_file: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
-        None, "--lengths-file",
+        None,
+        "--lengths-file",
         "Language model --inference: real requests' token lengths (CSV or JSON Lines) instead of "
         "--input-tokens/--output-tokens.",
         scope="language-model-traffic",
     )
     load_curve: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
-        None, "--load-curve",
+        None,
+        "--load-curve",
         "Language model --inference: a day of traffic, CSV with hour (0-23 or ISO timestamp) and "
         "requests_per_second; sizes a fleet per hour instead of one --rps.",
         scope="language-model-traffic",
     )
     trace: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
-        None, "--trace",
+        None,
+        "--trace",
         "Language model --inference: requests as they came, CSV or JSON Lines with arrival_s, "
         "input_tokens and output_tokens; sizes a fleet per hour of it.",
         scope="language-model-traffic",

@@ -48,7 +48,9 @@ def history(
     if ctx.invoked_subcommand:
         return
     if check:
-        _check_rows(store_url, json_output)
+        from perdollar.cli.stored_rows import check_rows
+
+        check_rows(store_url, json_output)
         return
     from perdollar.errors import PerdollarError
     from perdollar.paths import default_store_url
@@ -86,46 +88,13 @@ def history(
         table.add_column(column, no_wrap=column == "id", drop_order=drop_order)
     for entry in entries:
         table.add_row(
-            escape(entry.at[:19].replace("T", " ")), entry.kind, escape(entry.id),
-            escape(entry.workload_name), escape(entry.summary),
+            escape(entry.at[:19].replace("T", " ")),
+            entry.kind,
+            escape(entry.id),
+            escape(entry.workload_name),
+            escape(entry.summary),
         )
     print_table(table)
-
-
-def _check_rows(store_url: str | None, json_output: bool) -> None:
-    """Read every stored row back as the commands that use it do; name those that cannot be (a row
-    whose payload does not decode is skipped everywhere else, one that decodes but cannot be
-    reported or asked again is refused)."""
-    from perdollar.cli.stored_rows import damage
-    from perdollar.store import open_store
-    from perdollar.store.damage import DamagedRow
-
-    with open_store(store_url, create=False) as store:
-        damaged, where = store.damaged_rows(), store.display_url
-        decoded = store.readable_recommendations()
-    listed = {row.id for row in damaged}
-    for stored in decoded:
-        problem = None if stored.id in listed else damage(stored)
-        if problem is not None:
-            damaged.append(DamagedRow("recommendation", stored.id, problem))
-    if json_output:
-        emit_json({"store": where, "damaged": damaged}, table="damaged")
-    elif not damaged:
-        console.print(f"Every stored row of {escape(where)} reads back.", highlight=False)
-    else:
-        table = Table(title=f"Damaged rows in {escape(where)}", title_justify="left")
-        for column in ("kind", "id", "why it cannot be read"):
-            table.add_column(column, overflow="fold")
-        for row in damaged:
-            table.add_row(row.kind, escape(row.id), escape(row.reason))
-        print_table(table)
-        err_console.print(
-            f"{len(damaged)} damaged row(s): other commands skip them with a warning or refuse them; "
-            "delete them with an SQL client if they are of no use",
-            highlight=False,
-        )
-    if damaged:
-        raise typer.Exit(EXIT_FAILURE)
 
 
 @history_app.command("reevaluate")
@@ -237,7 +206,7 @@ def report(
     json_output: bool = typer.Option(False, "--json", help="Print {id, path} as JSON on stdout."),
     store_url: str | None = typer.Option(None, "--store", help=STORE_HELP),
     force: bool = typer.Option(
-        False, "--force", help="Replace --output even if it is not an earlier perdollar report."
+        False, "--force", help="Replace the file at --output (an earlier report included)."
     ),
 ) -> None:
     """Write a stored recommendation as one self-contained HTML report (works offline).
@@ -252,8 +221,8 @@ def report(
     perdollar report --last -o report.html
     perdollar report 3f9a2c -o vit.html
 
-    An earlier report at --output is replaced (and the command says so); any other file is left
-    alone unless --force. Missing folders in the path are created.
+    A file already at --output, an earlier report included, is left as it is unless --force
+    (then the command says it replaced it). Missing folders in the path are created.
     """
     from perdollar.cli.stored_rows import read_back
     from perdollar.errors import PerdollarError
@@ -265,6 +234,11 @@ def report(
         raise PerdollarError("give a recommendation id or --last, not both", "drop one of them")
     check_report_target(output, force=force)
     replacing = output.exists()
+    if replacing and not force:  # before the work: a report written earlier may be one the user keeps
+        raise PerdollarError(
+            f"--output {output} already exists (a report written earlier); it was left as it is",
+            "give a new path with -o, or replace it on purpose with --force",
+        )
     with open_store(store_url, create=store_url is None) as store:  # never a new file at a typo
         stored = read_back(store.get_stored_recommendation(recommendation_id, workload=workload))
         # The performance checklist judges a training workload; a serving or fleet report has none.
@@ -346,8 +320,11 @@ def check(
                 "target": result.target,
                 "items": result.items,
                 "measurement_ids": ids,
-                "failed_runs": [{"mode": m.mode, "nproc": m.nproc, "status": m.status, "message": m.message}
-                                for m in result.measurements if not m.ok],
+                "failed_runs": [
+                    {"mode": m.mode, "nproc": m.nproc, "status": m.status, "message": m.message}
+                    for m in result.measurements
+                    if not m.ok
+                ],
             },
             table="items",
         )
@@ -366,8 +343,9 @@ def _print_checklist(result: Any) -> None:
         table.add_column(column, overflow="fold")
     for item in result.items:
         style = STATUS_STYLE.get(item.status, "")
-        table.add_row(f"[{style}]{item.status}[/]", escape(item.title), escape(item.evidence),
-                      escape(item.fix or "—"))
+        table.add_row(
+            f"[{style}]{item.status}[/]", escape(item.title), escape(item.evidence), escape(item.fix or "—")
+        )
     print_table(table)
 
 

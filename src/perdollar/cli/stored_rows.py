@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from perdollar.errors import PerdollarError
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from perdollar.cli.common import console, emit_json, err_console, print_table
+from perdollar.errors import EXIT_FAILURE, PerdollarError
 
 if TYPE_CHECKING:
     from perdollar.store.store import StoredRecommendation
@@ -54,3 +59,38 @@ def damage(stored: StoredRecommendation) -> str | None:
     except PerdollarError as error:
         return error.problem
     return None
+
+
+def check_rows(store_url: str | None, json_output: bool) -> None:
+    """Read every stored row back as the commands that use it do; name those that cannot be (a row
+    whose payload does not decode is skipped everywhere else, one that decodes but cannot be
+    reported or asked again is refused)."""
+    from perdollar.store import open_store
+    from perdollar.store.damage import DamagedRow
+
+    with open_store(store_url, create=False) as store:
+        damaged, where = store.damaged_rows(), store.display_url
+        decoded = store.readable_recommendations()
+    listed = {row.id for row in damaged}
+    for stored in decoded:
+        problem = None if stored.id in listed else damage(stored)
+        if problem is not None:
+            damaged.append(DamagedRow("recommendation", stored.id, problem))
+    if json_output:
+        emit_json({"store": where, "damaged": damaged}, table="damaged")
+    elif not damaged:
+        console.print(f"Every stored row of {escape(where)} reads back.", highlight=False)
+    else:
+        table = Table(title=f"Damaged rows in {escape(where)}", title_justify="left")
+        for column in ("kind", "id", "why it cannot be read"):
+            table.add_column(column, overflow="fold")
+        for row in damaged:
+            table.add_row(row.kind, escape(row.id), escape(row.reason))
+        print_table(table)
+        err_console.print(
+            f"{len(damaged)} damaged row(s): other commands skip them with a warning or refuse them; "
+            "delete them with an SQL client if they are of no use",
+            highlight=False,
+        )
+    if damaged:
+        raise typer.Exit(EXIT_FAILURE)

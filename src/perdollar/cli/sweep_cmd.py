@@ -5,21 +5,24 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
+from perdollar.ask.questions import PlanFlags
 from perdollar.cli import common
 from perdollar.cli.declared import Group, StoreChoice, takes
 from perdollar.cli.output_files import ensure_folder, refuse_links_under
 from perdollar.cli.persist import check_store
-from perdollar.cli.recommend_inputs import training_question
-from perdollar.cli.recommend_options import Target, Where
+from perdollar.cli.recommend_inputs import asked_training_question
+from perdollar.cli.recommend_options import Shape, Target, Where
 from perdollar.cli.sweep_options import JobGoal, NodeSetup, SweepFlags
 from perdollar.cli.sweep_render import outcome_row, print_event, print_plan, print_result
 from perdollar.errors import EXIT_FAILURE, PerdollarError
 from perdollar.files import write_file_safely
+from perdollar.question import DataSettings, LanguageModelSettings, SpotSettings
 
 if TYPE_CHECKING:  # types only: importing them would load pandas or the database driver at start-up
     from perdollar.launch.jobs import JobOptions
@@ -30,7 +33,11 @@ if TYPE_CHECKING:  # types only: importing them would load pandas or the databas
 SWEEP_HELP = (
     "Benchmark the workload on the best candidates for real, store the results, recalibrate and "
     "re-rank.\n\n"
-    "Candidates come from the recommendation (`perdollar recommend`). With --strategy voi (the default) "
+    "Candidates come from the recommendation (`perdollar recommend`): the question takes recommend's "
+    "own options (--samples or --tokens, --deadline, --max-nodes, --batch-size, a language model's "
+    "--seq-len and --plan, spot and data settings), so it ranks what recommend ranks; recommend's "
+    "--budget and --confidence are --job-budget and --deadline-confidence here. "
+    "With --strategy voi (the default) "
     "the next candidate measured is the one whose result is most likely to change the top choice per "
     "dollar of benchmark cost (expected improvement over the current best); the sweep stops when the top "
     "choice is stable with --confidence, after --top runs, or when --budget is spent. --strategy top-k "
@@ -40,7 +47,8 @@ SWEEP_HELP = (
     "provisioned, times out or crashes is recorded with the reason; the sweep goes on.\n\n"
     "--via skypilot launches through SkyPilot (pip install 'perdollar\\[skypilot]'): on-demand candidates "
     "as clusters torn down after the run, spot candidates as managed jobs with recovery. --via local runs "
-    "the same jobs on this machine (results are measurements of THIS host, marked executor: local). "
+    "the same jobs on this machine (results are measurements of THIS host, marked executor: local; "
+    "nothing is billed, and they calibrate only candidates with this host's hardware). "
     "--dry-run writes one SkyPilot task YAML per candidate into --out and prints the cost caps. "
     "--only LABEL (repeatable) restricts the sweep to the configurations named, in any form `recommend`, "
     "`compare` or `export` accepts.\n\n"
@@ -132,25 +140,36 @@ def _dry_run(
     return 0
 
 
+# The question's options are recommend's own declarations: a sweep measures the candidates of
+# the very question `perdollar recommend` answers with the same options.
 @takes(
     flags=Group(SweepFlags, panel="Sweep"),
-    target=Group(Target, ("epochs",)),
+    target=Target,
+    shape=Shape,
     job=JobGoal,
     where=Group(Where, panel="Where to look"),
+    language_model=Group(LanguageModelSettings, ("training",)),
+    plan_flags=Group(PlanFlags, ("training",)),
+    spot=SpotSettings,
+    data=Group(DataSettings, ("training",)),
     node=Group(NodeSetup, panel="Node setup"),
     store=StoreChoice,
 )
 def sweep(
-    workload: str = typer.Argument(..., help="Built-in workload (vit-b16, mlp, …) or path/file.py:function."),
-    batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="Per-device batch size."),
-    precision: str | None = typer.Option(None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16 …"),
-    max_nodes: int = typer.Option(1, "--max-nodes", help="Consider up to this many nodes per candidate."),
+    workload: str = typer.Argument(
+        ..., help="Built-in workload (vit-b16, mlp, llama-3.1-8b, …), a config.json or path/file.py:function."
+    ),
     json_output: bool = typer.Option(False, "--json", help="Print the sweep as JSON on stdout."),
     *,
     flags: SweepFlags,
     target: Target,
+    shape: Shape,
     job: JobGoal,
     where: Where,
+    language_model: LanguageModelSettings,
+    plan_flags: PlanFlags,
+    spot: SpotSettings,
+    data: DataSettings,
     node: NodeSetup,
     store: StoreChoice,
 ) -> int:
@@ -164,12 +183,12 @@ def sweep(
     _checked_workdir(node.workdir, node.requirements)  # said before anything is written
     _check_remote_store(node.remote_store, flags.via)
     out_dir = ensure_folder(_fresh_out(flags.out), "--out")
-    options = _job_options(workload, node, flags, batch_size, precision, out_dir)
+    options = _job_options(workload, node, flags, shape.batch_size, shape.precision, out_dir)
     # Made first: a missing SkyPilot or a wrong store URL is reported before minutes of profiling.
     executor = None if flags.dry_run else _make_executor(flags.via, out_dir / "logs")
     check_store(store.store_url, enabled=store.enabled)
-    question = training_question(
-        workload, target, job.goal(), where, max_nodes=max_nodes, batch_size=batch_size, precision=precision
+    question = asked_training_question(
+        workload, target, shape, job.goal(), where, language_model, plan_flags, spot=spot, data=data
     )
     with common.progress("asking the recommendation", quiet=json_output) as handle:
         inputs, recommendation = prepare_sweep(
@@ -186,7 +205,7 @@ def sweep(
         )
     result, saved, new_recommendation = sweep_workload(
         question, inputs, recommendation, executor, settings, options, store_url=store.store_url,
-        store=store.enabled, on_event=print_event,
+        store=store.enabled, on_event=partial(print_event, billed=executor.billed), only=only_configurations,
     )  # fmt: skip
     recommendation_id = None
     if new_recommendation is not None and store.enabled:
@@ -272,7 +291,9 @@ def _document(
         "executor": result.executor,
         "strategy": result.strategy,
         "stopped_because": result.stopped_because,
-        "spent_cap_usd": result.spent_cap_usd,
+        "billed": result.billed,
+        "spent_cap_usd": result.charged_cap_usd,  # local runs: 0, nothing was charged
+        "cloud_cost_cap_usd": result.spent_cap_usd,  # what the same jobs cap at on a cloud
         "p_top_is_best": result.p_top_is_best,
         "outcomes": [dict(outcome_row(o), measurement_id=saved.get(o.job.name)) for o in result.outcomes],
         "choices": result.choices,

@@ -49,7 +49,8 @@ class NodeSetup:
     )
     install: str = declared("", "--install", "pip requirement that installs perdollar on the node.")
     remote_store: str | None = declared(
-        None, "--remote-store",
+        None,
+        "--remote-store",
         "Shared store URL the nodes write to directly (sent as the secret PERDOLLAR_STORE).",
     )
 

@@ -65,34 +65,30 @@ def print_result(result: Any, saved: dict[str, str | None], out_dir: Path) -> No
         where = row["measured_on"] or "—"
         if outcome.executor == "local" and outcome.measurement is not None:
             where = "this host (local)"
-        table.add_row(
-            Text(row["candidate"]),
-            row["status"],
-            rate_text,
-            where,
-            format_money(row["cost_cap_usd"]),
-            Text(row["reason"] or ""),
-        )
+        cap = format_money(row["cost_cap_usd"]) if result.billed else "not billed"
+        table.add_row(Text(row["candidate"]), row["status"], rate_text, where, cap, Text(row["reason"] or ""))
     common.print_table(table)
     for line in result.changes:
         common.console.print(f"• {line}", highlight=False, markup=False)
+    spent = (
+        f"spent at most {format_money(result.spent_cap_usd)}"
+        if result.billed
+        else f"spent {format_money(0.0)} (local runs on this machine, not billed; on the cloud these jobs "
+        f"would have cost at most {format_money(result.spent_cap_usd)})"
+    )
     common.console.print(
         f"stopped: {result.stopped_because}; P(top choice is best) = {result.p_top_is_best:.0%}; "
-        f"spent at most {format_money(result.spent_cap_usd)}; "
-        f"{sum(1 for v in saved.values() if v)} results stored; "
-        f"logs in {out_dir}",
+        f"{spent}; {sum(1 for v in saved.values() if v)} results stored; logs in {out_dir}",
         highlight=False,
     )
 
 
-def print_event(kind: str, payload: Any) -> None:
-    """One stderr line per launch, outcome, skip or failed store while the sweep runs."""
+def print_event(kind: str, payload: Any, *, billed: bool = True) -> None:
+    """One stderr line per launch, outcome, skip or failed store while the sweep runs (``billed``:
+    whether the jobs are charged, on a cloud, or run on this machine for nothing)."""
     if kind == "start":
-        common.err_console.print(
-            f"→ launching {payload.candidate} (cap {format_money(payload.caps.max_dollars)})",
-            highlight=False,
-            markup=False,
-        )
+        cost = f"cap {format_money(payload.caps.max_dollars)}" if billed else "on this machine, not billed"
+        common.err_console.print(f"→ launching {payload.candidate} ({cost})", highlight=False, markup=False)
     elif kind == "outcome":
         detail = f": {payload.reason}" if payload.reason else ""
         common.err_console.print(
@@ -100,11 +96,9 @@ def print_event(kind: str, payload: Any) -> None:
         )
     elif kind == "progress":
         cap = f" of the {format_money(payload.budget_usd)} cap" if payload.budget_usd is not None else ""
+        spent = f"at most {format_money(payload.spent_usd)} spent{cap}" if billed else "local, not billed"
         common.err_console.print(
-            f"{payload.finished} of {payload.planned} jobs, "
-            f"at most {format_money(payload.spent_usd)} spent{cap}",
-            highlight=False,
-            markup=False,
+            f"{payload.finished} of {payload.planned} jobs, {spent}", highlight=False, markup=False
         )
     elif kind == "skip":
         common.err_console.print(f"  skipped {payload}", highlight=False, markup=False)

@@ -54,6 +54,7 @@ def _job_script(folder: Path, job: BenchmarkJob) -> str:
 
 class LocalExecutor:
     name = "local"
+    billed = False  # this machine: the jobs' caps are what they would cost on the cloud, not a charge
 
     def __init__(self, log_dir: Path | None = None) -> None:
         self.log_dir = log_dir

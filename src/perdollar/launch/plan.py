@@ -158,7 +158,10 @@ def plan_first_jobs(
             continue
         chosen.append((job, why))
         total += job.caps.max_dollars
-    return chosen
+    # Numbered in the order they would launch (00, 01, 02 …), not by their place in the pool.
+    estimate_of = {hardware_key(estimate): estimate for estimate in pool}
+    key_of = {job.name: key for key, job in jobs.items()}
+    return [(make(estimate_of[key_of[job.name]], index), why) for index, (job, why) in enumerate(chosen)]
 
 
 def write_dry_run(jobs: Sequence[BenchmarkJob], out_dir: Path) -> list[Path]:

@@ -63,8 +63,14 @@ def select_only(
     return tuple(e for e in estimates if any(matches(e, c) for c in configurations))
 
 
-def restrict_recommendation(recommendation: Any, configurations: Sequence[Configuration]) -> Any:
+def restrict_recommendation(
+    recommendation: Any, configurations: Sequence[Configuration], *, checked: bool = True
+) -> Any:
     """The recommendation with only the estimates ``configurations`` name; its Pareto and tie
-    indices pointed into the full list, so they are dropped."""
-    kept = select_only(recommendation.estimates, configurations)
+    indices pointed into the full list, so they are dropped. ``checked``: refuse a configuration
+    that names no feasible estimate (the user's input); a re-ranked answer is restricted as it is."""
+    if checked:
+        kept = select_only(recommendation.estimates, configurations)
+    else:
+        kept = tuple(e for e in recommendation.estimates if any(matches(e, c) for c in configurations))
     return dataclasses.replace(recommendation, estimates=kept, pareto=(), ties=())

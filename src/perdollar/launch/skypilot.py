@@ -208,6 +208,7 @@ class SkyPilotExecutor:
     """
 
     name = "skypilot"
+    billed = True
 
     def __init__(self, log_dir: Path | None = None) -> None:
         self.sky = import_sky()

@@ -9,7 +9,7 @@ crashes is an outcome like any other; the sweep goes on.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -27,6 +27,7 @@ from perdollar.launch.strategy import (
     top_k_order,
 )
 from perdollar.measure.result import Measurement
+from perdollar.measure.text import host_label
 from perdollar.price.model import Estimate
 
 Strategy = Literal["voi", "top-k"]
@@ -37,6 +38,7 @@ POOL_SIZE = 30
 
 class Executor(Protocol):
     name: str
+    billed: bool  # whether its jobs are charged (a cloud) or not (this machine)
 
     def run(self, job: BenchmarkJob, on_line: Callable[[str], None] | None = None) -> JobOutcome: ...
 
@@ -67,11 +69,17 @@ class SweepResult:
     outcomes: tuple[JobOutcome, ...]
     choices: tuple[RunChoice, ...]
     stopped_because: str
-    spent_cap_usd: float  # sum of the caps of the jobs that ran: the most the sweep cost
+    spent_cap_usd: float  # sum of the caps of the jobs that ran: the most the sweep cost where billed
     before: tuple[Estimate, ...]
     after: tuple[Estimate, ...]
     p_top_is_best: float
     changes: tuple[str, ...] = field(default_factory=tuple)
+    billed: bool = True  # False: the jobs ran on this machine and nothing was charged
+
+    @property
+    def charged_cap_usd(self) -> float:
+        """The most the sweep was charged: its caps on a cloud, nothing on this machine."""
+        return self.spent_cap_usd if self.billed else 0.0
 
 
 def hardware_key(estimate: Estimate) -> str:
@@ -122,17 +130,37 @@ def beliefs_for(estimates: Sequence[Estimate], run_costs: dict[str, float]) -> l
 
 
 def describe_changes(
-    before: Sequence[Estimate], after: Sequence[Estimate], measured_keys: set[str]
+    before: Sequence[Estimate],
+    after: Sequence[Estimate],
+    measured_keys: set[str],
+    measured_elsewhere: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """Plain sentences: did the top choice move, and how did each measured candidate's figure move."""
+    """Plain sentences: did the top choice move, and how did each measured candidate's figure move.
+
+    ``measured_elsewhere`` names, per candidate, the host its measurement ran on when that is not
+    the candidate's own machine (a local run): such a measurement calibrates only candidates with
+    that host's hardware, and where it moved nothing the sentence says so instead of a change.
+    """
     lines: list[str] = []
     if not before or not after:
         return lines
+    elsewhere = measured_elsewhere or {}
+    old_rank = {hardware_key(e): (i, e) for i, e in reversed(list(enumerate(before)))}
+    new_rank = {hardware_key(e): (i, e) for i, e in reversed(list(enumerate(after)))}
+    compared = [key for key in sorted(measured_keys) if key in old_rank]
+    moved = {
+        key for key in compared if key not in new_rank or _figure_moved(old_rank[key][1], new_rank[key][1])
+    }
     old_top, new_top = before[0], after[0]
     if hardware_key(old_top) != hardware_key(new_top):
         lines.append(
             f"top choice changed: {old_top.label} → {new_top.label} "
             f"({new_top.samples_per_dollar:,.0f} samples/$, {new_top.basis})"
+        )
+    elif compared and not moved:
+        lines.append(
+            f"top choice unchanged: {new_top.label} ({new_top.samples_per_dollar:,.0f} samples/$, "
+            f"{new_top.basis}): no measurement moved a prediction"
         )
     else:
         lines.append(
@@ -140,12 +168,21 @@ def describe_changes(
             f"({old_top.samples_per_dollar:,.0f} → {new_top.samples_per_dollar:,.0f} samples/$, "
             f"{old_top.basis} → {new_top.basis})"
         )
-    old_rank = {hardware_key(e): (i, e) for i, e in reversed(list(enumerate(before)))}
-    new_rank = {hardware_key(e): (i, e) for i, e in reversed(list(enumerate(after)))}
-    for key in sorted(measured_keys):
-        if key not in old_rank or key not in new_rank:
+    for key in compared:
+        i, old = old_rank[key]
+        if key not in new_rank:  # its measured figure no longer ranks it among those the answer keeps
+            lines.append(
+                f"{old.instance_type} ({old.cloud}): rank {i + 1} → no longer among the {len(after)} "
+                "candidates the re-ranked answer keeps"
+            )
             continue
-        (i, old), (j, new) = old_rank[key], new_rank[key]
+        j, new = new_rank[key]
+        if key not in moved and key in elsewhere:
+            lines.append(
+                f"{new.instance_type} ({new.cloud}): measured on {elsewhere[key]}, not on a "
+                f"{new.instance_type}, so its prediction stays {new.basis} (rank {j + 1})"
+            )
+            continue
         ratio = new.samples_per_second / old.samples_per_second if old.samples_per_second else float("nan")
         lines.append(
             f"{new.instance_type} ({new.cloud}): rank {i + 1} → {j + 1}, "
@@ -153,6 +190,10 @@ def describe_changes(
             f"(×{ratio:.2f}, {old.basis} → {new.basis})"
         )
     return lines
+
+
+def _figure_moved(old: Estimate, new: Estimate) -> bool:
+    return new.basis != old.basis or not math.isclose(new.samples_per_second, old.samples_per_second)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,9 +236,12 @@ def run_sweep(
             refusals.append(error.one_line())
             notify("skip", f"{estimate.label}: {error.one_line()}")
     if not jobs:
-        raise PerdollarError(f"no candidate could be turned into a benchmark job ({refusals[0]})",
-                             "adjust the caps (--duration, --max-dollars-per-run)")
+        raise PerdollarError(
+            f"no candidate could be turned into a benchmark job ({refusals[0]})",
+            "adjust the caps (--duration, --max-dollars-per-run)",
+        )
     run_costs = {key: job.caps.max_dollars for key, job in jobs.items()}
+    estimate_of = {hardware_key(estimate): estimate for estimate in pool}
     current = list(pool)
     fixed_order = top_k_order(beliefs_for(pool, run_costs))
     confidence = settings.confidence if settings.strategy == "voi" else math.inf
@@ -237,6 +281,8 @@ def run_sweep(
                 break
             if run_costs[key] > budget_left:
                 continue
+            # Numbered in the order launched, as the dry run numbers its task files: 00, 01, 02 …
+            jobs[key] = make_job(estimate_of[key], len(done) + len(batch))
             batch.append(jobs[key])
             batch_keys.append(key)
             budget_left -= run_costs[key]
@@ -268,6 +314,13 @@ def run_sweep(
             current = [by_key.get(hardware_key(e), e) for e in pool]
     after = tuple(reranked) if reranked is not None else before
     final_beliefs = beliefs_for(distinct_candidates(after, POOL_SIZE), run_costs)
+    key_of = {job.name: key for key, job in jobs.items()}
+    measured = {key_of[o.job.name]: o.measurement for o in outcomes if o.ok and o.measurement is not None}
+    elsewhere = {
+        key: host_label(measurement.host)
+        for key, measurement in measured.items()
+        if measurement.host.instance_type != jobs[key].resources.instance_type
+    }
     return SweepResult(
         strategy=settings.strategy,
         executor=executor.name,
@@ -278,7 +331,8 @@ def run_sweep(
         before=before,
         after=after,
         p_top_is_best=p_top_is_best(final_beliefs) if final_beliefs else 1.0,
-        changes=tuple(describe_changes(before, after, done)),
+        changes=tuple(describe_changes(before, after, set(measured), elsewhere)),
+        billed=getattr(executor, "billed", True),
     )
 
 

@@ -14,15 +14,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 RENDEZVOUS_PORT = 29500
-# perdollar's strategies in the names torch.distributed.fsdp.ShardingStrategy uses (ZeRO-1 has no
-# FSDP strategy: the optimizer states alone are sharded, e.g. ZeroRedundancyOptimizer over DDP).
+# perdollar's strategies in the names torch.distributed.fsdp.ShardingStrategy uses. ZeRO-1 has no
+# FSDP strategy: weights and gradients stay whole (NO_SHARD) and the optimizer states alone are
+# sharded, by torch.distributed.optim.ZeroRedundancyOptimizer over DDP (a variable of its own).
 SHARDING = {
     "ddp": "NO_SHARD",
-    "zero1": "NO_SHARD+ZeroRedundancyOptimizer",
+    "zero1": "NO_SHARD",
     "zero2": "SHARD_GRAD_OP",
     "fsdp": "FULL_SHARD",
     "hsdp": "HYBRID_SHARD",
 }
+SHARDS_OPTIMIZER_APART = {"zero1"}  # strategies whose optimizer is wrapped in ZeroRedundancyOptimizer
 _BACKWARD_PREFETCH = {"pre": "BACKWARD_PRE", "post": "BACKWARD_POST"}  # FSDP's BackwardPrefetch names
 _PARAM_DTYPE = {"amp-bf16": "bfloat16", "bf16": "bfloat16", "amp-fp16": "float16", "fp16": "float16",
                 "fp8": "bfloat16", "fp8-rowwise": "bfloat16"}  # fmt: skip
@@ -30,14 +32,20 @@ _PARAM_DTYPE = {"amp-bf16": "bfloat16", "bf16": "bfloat16", "amp-fp16": "float16
 
 def plan_environment(plan: Mapping[str, Any], *, seq_len: int, global_batch: int,
                      precision: str) -> dict[str, str]:  # fmt: skip
-    """The variables that tell the training script how to shard, batch and checkpoint."""
-    return {
+    """The variables that tell the training script how to shard, batch and checkpoint: one a
+    concept, each holding one value the script can act on (a name, a number, 1 or 0)."""
+    strategy = str(plan["strategy"])
+    environment = {
         "PERDOLLAR_PLAN": str(plan["token"]),
-        "PERDOLLAR_SHARDING": SHARDING.get(str(plan["strategy"]), str(plan["strategy"]).upper()),
+        "PERDOLLAR_SHARDING": SHARDING[strategy],
+        "PERDOLLAR_ZERO_REDUNDANCY_OPTIMIZER": "1" if strategy in SHARDS_OPTIMIZER_APART else "0",
         "PERDOLLAR_TENSOR_PARALLEL": str(plan["tensor_parallel"]),
         "PERDOLLAR_TENSOR_PARALLEL_COMM": str(plan.get("tensor_parallel_comm", "overlapped")),
         "PERDOLLAR_DATA_PARALLEL_COMM": str(plan.get("data_parallel_comm", "overlapped")),
         "PERDOLLAR_PIPELINE_PARALLEL": str(plan["pipeline_parallel"]),
+        "PERDOLLAR_VIRTUAL_STAGES": str(plan.get("virtual_stages", 1)),
+        "PERDOLLAR_CONTEXT_PARALLEL": str(plan.get("context_parallel", 1)),
+        "PERDOLLAR_EXPERT_PARALLEL": str(plan.get("expert_parallel", 1)),
         "PERDOLLAR_MICRO_BATCH": str(plan["micro_batch"]),
         "PERDOLLAR_GRADIENT_ACCUMULATION": str(plan["gradient_accumulation"]),
         "PERDOLLAR_GLOBAL_BATCH": str(global_batch),
@@ -47,15 +55,21 @@ def plan_environment(plan: Mapping[str, Any], *, seq_len: int, global_batch: int
         "PERDOLLAR_CPU_OFFLOAD": "1" if plan["cpu_offload"] else "0",
         "PERDOLLAR_BACKWARD_PREFETCH": _BACKWARD_PREFETCH[str(plan.get("backward_prefetch", "pre"))],
         "PERDOLLAR_PRECISION": precision,
+        "PERDOLLAR_OPTIMIZER": str(plan.get("optimizer", "adamw")),
+        "PERDOLLAR_OPTIMIZER_IN_BACKWARD": "1" if plan.get("optimizer_in_backward") else "0",
         "PERDOLLAR_FINETUNE": str(plan.get("finetune", "full")),
     }
+    if environment["PERDOLLAR_FINETUNE"] != "full":  # a rank only means something to LoRA adapters
+        environment["PERDOLLAR_LORA_RANK"] = str(plan.get("lora_rank", 16))
+    return environment
 
 
 def fsdp_settings(plan: Mapping[str, Any], precision: str) -> dict[str, Any]:
     """The same plan as the FSDP constructor's arguments, for a reader wiring them by hand."""
     dtype = _PARAM_DTYPE.get(precision)
     return {
-        "sharding_strategy": SHARDING.get(str(plan["strategy"]), str(plan["strategy"]).upper()),
+        "sharding_strategy": SHARDING[str(plan["strategy"])],
+        "zero_redundancy_optimizer": str(plan["strategy"]) in SHARDS_OPTIMIZER_APART,
         "mixed_precision": {"param_dtype": dtype, "reduce_dtype": dtype, "buffer_dtype": dtype}
         if dtype else None,
         "cpu_offload": bool(plan["cpu_offload"]),
@@ -121,7 +135,10 @@ def skypilot_training_task(prediction: Mapping[str, Any], *, script: str, script
     gpus = int(prediction["gpus"]) // nodes
     infra = "/".join(part for part in (str(prediction["cloud"]), region) if part)
     resources: dict[str, Any] = {
-        "infra": infra, "instance_type": prediction["instance_type"], "use_spot": spot}
+        "infra": infra,
+        "instance_type": prediction["instance_type"],
+        "use_spot": spot,
+    }
     if nodes > 1 and prediction["cloud"] in ("aws", "gcp"):
         resources["network_tier"] = "best"  # EFA / GPUDirect where the instance has it
     if spot:
@@ -131,8 +148,11 @@ def skypilot_training_task(prediction: Mapping[str, Any], *, script: str, script
         "num_nodes": nodes,
         "resources": resources,
         "workdir": ".",
-        "envs": plan_environment(plan, seq_len=int(prediction["seq_len"]),
-                                 global_batch=int(prediction["global_batch"]),
-                                 precision=str(prediction["precision"])),
+        "envs": plan_environment(
+            plan,
+            seq_len=int(prediction["seq_len"]),
+            global_batch=int(prediction["global_batch"]),
+            precision=str(prediction["precision"]),
+        ),
         "run": torchrun_command(script, script_args, nodes=nodes, gpus_per_node=gpus, skypilot=True) + "\n",
     }

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from perdollar.fmt import format_number
 from perdollar.measure.loop import LoopSettings
 from perdollar.measure.result import Measurement, Rate
 
@@ -22,32 +23,78 @@ def _overlap(first: Rate, second: Rate) -> bool:
     return first.low <= second.high and second.low <= first.high
 
 
+def _shown(rate: Rate) -> str:
+    """A rate as the bench prints it (the same digits), so that the verdict quotes its figures."""
+    return f"{format_number(rate.median, (rate.high - rate.low) / 2 or None)} samples/s"
+
+
+def _apart(first: Rate, second: Rate) -> bool:
+    """Their medians differ by more than the noise and their confidence intervals do not overlap."""
+    return abs(1 - first.median / second.median) > NOISE and not _overlap(first, second)
+
+
+AGAIN = "measure again on a quieter machine or for longer"
+
+
 def bound_verdict(rates: Mapping[str, Rate]) -> str:
     """One line: input-bound or compute-bound, and by how much, from the samples/s of each mode.
 
     A gap counts only when it is beyond the noise and the two confidence intervals do not
-    overlap; otherwise the verdict says the runs cannot tell.
+    overlap; otherwise the verdict says the runs cannot tell. A full run cannot beat the ceiling
+    without the input pipeline, nor reach it when the pipeline alone feeds less: figures that
+    say so are called unclear, never read as a verdict.
     """
     ceiling = rates.get("cached-input")
     full, feed = rates.get("full"), rates.get("data-only")
     if not ceiling or ceiling.median <= 0:
         return "no verdict: measure --mode cached-input for the ceiling without the input pipeline"
     if full is not None:
-        gap = 1 - full.median / ceiling.median
-        if gap <= NOISE:
-            return f"compute-bound: the full run is within {max(gap, 0):.0%} of the cached-input ceiling"
-        if _overlap(full, ceiling):
-            return (f"unclear: the full run is {gap:.0%} below the cached-input ceiling, but their "
-                    "confidence intervals overlap; measure again on a quieter machine or for longer")
-        reason = f"; the input pipeline alone feeds {feed.median:,.4g} samples/s" if feed else ""
-        return f"input-bound: {gap:.0%} below the cached-input ceiling{reason}"
+        return _full_verdict(full, ceiling, feed)
     if feed is not None:
-        if feed.median < ceiling.median * (1 - NOISE) and not _overlap(feed, ceiling):
-            return (f"input-bound: the input pipeline feeds {feed.median:,.4g} samples/s, "
-                    f"{1 - feed.median / ceiling.median:.0%} below the cached-input ceiling")
-        return (f"compute-bound: the input pipeline can feed {feed.median / ceiling.median:.2g}× "
-                "what the model consumes")
+        if feed.median >= ceiling.median:
+            return (
+                f"compute-bound: the input pipeline alone feeds {_shown(feed)}, "
+                f"{feed.median / ceiling.median:.2g}× the {_shown(ceiling)} the model consumes"
+            )
+        if _apart(feed, ceiling):
+            return (
+                f"input-bound: the input pipeline feeds {_shown(feed)}, "
+                f"{1 - feed.median / ceiling.median:.0%} below the cached-input ceiling of {_shown(ceiling)}"
+            )
+        return (
+            f"unclear: the input pipeline alone feeds {_shown(feed)}, within the noise of the "
+            f"{_shown(ceiling)} the model consumes; measure --mode full as well"
+        )
     return "no verdict: measure --mode full or --mode data-only as well"
+
+
+def _full_verdict(full: Rate, ceiling: Rate, feed: Rate | None) -> str:
+    gap = 1 - full.median / ceiling.median  # above zero: the full run is slower than the ceiling
+    side = f"{abs(gap):.0%} {'below' if gap > 0 else 'above'} the cached-input ceiling"
+    figures = f"full {_shown(full)}, cached input {_shown(ceiling)}"
+    if abs(gap) <= NOISE:
+        if feed is not None and feed.median < ceiling.median and _apart(feed, ceiling):
+            return (
+                f"unclear: the full run is within {abs(gap):.0%} of the cached-input ceiling ({figures}), "
+                f"yet the input pipeline alone feeds only {_shown(feed)}; {AGAIN}"
+            )
+        return f"compute-bound: the full run is within {abs(gap):.0%} of the cached-input ceiling ({figures})"
+    if _overlap(full, ceiling):
+        return f"unclear: the full run is {side} ({figures}), but their confidence intervals overlap; {AGAIN}"
+    if gap < 0:
+        return (
+            f"unclear: the full run is {side} ({figures}), which the input pipeline cannot cause: "
+            f"the cached-input run was slowed; {AGAIN}"
+        )
+    if feed is None:
+        return f"input-bound: {side} ({figures})"
+    if feed.median < ceiling.median:
+        return f"input-bound: {side} ({figures}); the input pipeline alone feeds only {_shown(feed)}"
+    return (
+        f"input-bound: {side} ({figures}), though the input pipeline alone feeds {_shown(feed)} "
+        f"({feed.median / ceiling.median:.2g}× the ceiling): its work inside each step, not its rate, "
+        "slows the run (load ahead in worker processes so that it overlaps the step)"
+    )
 
 
 def verdict_for(measurements: list[Measurement]) -> str:
@@ -65,8 +112,15 @@ class MaxBatch:
 
 def probe_settings(duration_s: float) -> LoopSettings:
     # A probe only has to show that a few steps run: short warm-up, one block is enough.
-    return LoopSettings(duration_s=duration_s, min_blocks=1, min_warmup_steps=1, warmup_window=1,
-                        warmup_share=0.6, block_seconds=0.05, target_precision=1.0)
+    return LoopSettings(
+        duration_s=duration_s,
+        min_blocks=1,
+        min_warmup_steps=1,
+        warmup_window=1,
+        warmup_share=0.6,
+        block_seconds=0.05,
+        target_precision=1.0,
+    )
 
 
 def find_max_batch(
@@ -89,9 +143,16 @@ def find_max_batch(
     from perdollar.measure.runner import run_benchmark
 
     def default_probe(batch: int) -> Measurement:
-        return run_benchmark(spec, mode="cached-input", batch_size=batch, precision=precision, device=device,
-                             duration_s=probe_duration_s, settings=probe_settings(probe_duration_s),
-                             memory_limit_bytes=memory_limit_bytes)
+        return run_benchmark(
+            spec,
+            mode="cached-input",
+            batch_size=batch,
+            precision=precision,
+            device=device,
+            duration_s=probe_duration_s,
+            settings=probe_settings(probe_duration_s),
+            memory_limit_bytes=memory_limit_bytes,
+        )
 
     run = probe or default_probe
     probes: list[tuple[int, str]] = []

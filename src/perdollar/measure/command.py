@@ -2,9 +2,9 @@
 
 JAX, TensorFlow or an existing training script need no changes: perdollar runs the command,
 reads its output in the formats training loops print (tqdm, the Hugging Face Trainer, Lightning,
-Keras, ``312.5 samples/second``, ``img/s``, ``tokens/s``: see :mod:`perdollar.measure.log_formats`)
-or a ``--pattern`` regex, drops the readings before they settle, and summarises the rest like its
-own timed blocks.
+Keras, ``312.5 samples/second``, ``img/s``, ``tokens/s``, ``step 120 loss 2.31``: see
+:mod:`perdollar.measure.log_formats`) or a ``--pattern`` regex, drops the readings before they
+settle, and summarises the rest like its own timed blocks.
 """
 
 from __future__ import annotations
@@ -25,7 +25,15 @@ from perdollar.errors import PerdollarError
 from perdollar.lifeline import child_preexec, termination_raises
 from perdollar.measure import steady
 from perdollar.measure.host import host_fingerprint
-from perdollar.measure.log_formats import KNOWN_FORMATS, UNITS, LogFormat, best_format, user_format
+from perdollar.measure.log_formats import (
+    KNOWN_FORMATS,
+    KNOWN_FORMS,
+    UNITS,
+    CounterRate,
+    LogFormat,
+    best_format,
+    user_format,
+)
 from perdollar.measure.redact import redact_arguments, redact_text
 from perdollar.measure.result import Measurement, Rate
 from perdollar.measure.worker import classify_failure
@@ -41,11 +49,15 @@ def compile_pattern(pattern: str | None) -> re.Pattern[str]:
     try:
         compiled = re.compile(pattern or DEFAULT_PATTERN, re.IGNORECASE)
     except re.error as error:
-        raise PerdollarError(f"--pattern {pattern!r} is not a valid regular expression: {error}",
-                             r"write a Python regex with one number group, e.g. '([0-9.]+) img/s'") from error
+        raise PerdollarError(
+            f"--pattern {pattern!r} is not a valid regular expression: {error}",
+            r"write a Python regex with one number group, e.g. '([0-9.]+) img/s'",
+        ) from error
     if compiled.groups < 1 and "value" not in compiled.groupindex:
-        raise PerdollarError(f"--pattern {pattern!r} has no group to read the number from",
-                             r"put the number in parentheses, e.g. 'throughput: ([0-9.]+)'")
+        raise PerdollarError(
+            f"--pattern {pattern!r} has no group to read the number from",
+            r"put the number in parentheses, e.g. 'throughput: ([0-9.]+)'",
+        )
     return compiled
 
 
@@ -68,7 +80,7 @@ def steady_readings(readings: Sequence[float]) -> tuple[list[float], bool]:
             # The first reading nearly always includes start-up, so it never counts.
             start = steady.find_steady_start(readings[1:], window=window)
             if start is not None:
-                return list(readings[1 + start:]), True
+                return list(readings[1 + start :]), True
     return list(readings[1:] or readings), False
 
 
@@ -115,15 +127,23 @@ class _Readings:
         return {name: capture.seen for name, capture in self.by_format.items()}
 
 
-def _pump(stream: object, formats: tuple[LogFormat, ...], readings: _Readings,
-          on_reading: Callable[[float, LogFormat], None] | None) -> None:
+def _pump(
+    stream: object,
+    formats: tuple[LogFormat, ...],
+    readings: _Readings,
+    on_reading: Callable[[float, LogFormat], None] | None,
+) -> None:
+    counters = {f.name: CounterRate() for f in formats if f.counter}
     # Text mode reads "\r" as a line end, so each redraw of a tqdm bar is a line of its own.
     for line in iter(stream.readline, ""):  # type: ignore[attr-defined]
+        arrived = time.monotonic()
         for log_format in formats:
             try:
                 value = log_format.read(line)
             except (ValueError, OverflowError, ZeroDivisionError):
                 value = None  # a garbled line never stops the reader: the pipe must keep draining
+            if value is not None and log_format.counter:
+                value = counters[log_format.name].reading(value, arrived)
             if value is not None and value == value and value != float("inf"):
                 readings.by_format[log_format.name].add(value)
                 if on_reading:
@@ -132,9 +152,16 @@ def _pump(stream: object, formats: tuple[LogFormat, ...], readings: _Readings,
         del readings.tail[:-40]
 
 
-def run_command(argv: Sequence[str], *, pattern: str | None = None, duration_s: float | None = None,
-                timeout_s: float = 3600.0, on_reading: Callable[[float, LogFormat], None] | None = None,
-                batch_size: int | None = None, unit: str | None = None) -> Measurement:
+def run_command(
+    argv: Sequence[str],
+    *,
+    pattern: str | None = None,
+    duration_s: float | None = None,
+    timeout_s: float = 3600.0,
+    on_reading: Callable[[float, LogFormat], None] | None = None,
+    batch_size: int | None = None,
+    unit: str | None = None,
+) -> Measurement:
     """Run ``argv``; after ``duration_s`` (if given) stop it and summarise what it reported.
 
     ``batch_size`` turns iterations and steps into samples; ``unit`` names what a ``pattern``'s
@@ -152,11 +179,22 @@ def run_command(argv: Sequence[str], *, pattern: str | None = None, duration_s: 
     started_at = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
     clock = time.monotonic()
     try:
-        process = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   errors="replace", start_new_session=True, preexec_fn=child_preexec())
+        process = subprocess.Popen(
+            list(argv),
+            # Python buffers a pipe in 8 KiB blocks: its lines would arrive in bursts, and a step
+            # counter's rate (the time between lines) would be the burst's, not the loop's.
+            env={"PYTHONUNBUFFERED": "1", **os.environ},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+            preexec_fn=child_preexec(),
+        )
     except OSError as error:
-        raise PerdollarError(f"cannot start {argv[0]!r}: {error.strerror}",
-                             "check the command name and that it is executable") from error
+        raise PerdollarError(
+            f"cannot start {argv[0]!r}: {error.strerror}", "check the command name and that it is executable"
+        ) from error
     readings = _Readings({f.name: _Capture([], []) for f in formats}, [])
     reader = threading.Thread(target=_pump, args=(process.stdout, formats, readings, on_reading), daemon=True)
     reader.start()
@@ -189,8 +227,10 @@ def run_command(argv: Sequence[str], *, pattern: str | None = None, duration_s: 
     elif chosen.needs_batch_size and not batch_size:
         rate = sorted(capture.readings)[len(capture.readings) // 2]
         status = "error"
-        message = (f"the log reports {chosen.name} (median {rate:.4g} {chosen.unit}/s), not samples; "
-                   f"give --batch-size N (samples per {chosen.unit[:-1]}) to count samples")
+        message = (
+            f"the log reports {chosen.name} (median {rate:.4g} {chosen.unit}/s), not samples; "
+            f"give --batch-size N (samples per {chosen.unit[:-1]}) to count samples"
+        )
     return _measurement(argv, chosen, capture, status, message, started_at, wall, batch_size)
 
 
@@ -199,8 +239,9 @@ def _nothing_read(formats: tuple[LogFormat, ...], tail: list[str], pattern: str 
     seen = f"; its last line: {last[:120]!r}" if last else "; it printed nothing"
     if pattern:
         return f"no line of the output matched --pattern {pattern!r}{seen}"
-    looked = "tqdm it/s, Hugging Face Trainer, Lightning, Keras ms/step, samples/s, img/s, tokens/s"
-    return f"no throughput in the output (looked for {looked}){seen} — pass --pattern REGEX --unit samples"
+    return (
+        f"no throughput in the output (looked for {KNOWN_FORMS}){seen} — pass --pattern REGEX --unit samples"
+    )
 
 
 def _stop(process: subprocess.Popen[str]) -> None:
@@ -251,8 +292,16 @@ def command_name(argv: Sequence[str]) -> str:
     return program
 
 
-def _measurement(argv: Sequence[str], log_format: LogFormat | None, capture: _Capture, status: str,
-                 message: str, started_at: str, wall: float, batch_size: int | None) -> Measurement:
+def _measurement(
+    argv: Sequence[str],
+    log_format: LogFormat | None,
+    capture: _Capture,
+    status: str,
+    message: str,
+    started_at: str,
+    wall: float,
+    batch_size: int | None,
+) -> Measurement:
     # What is stored and shown is redacted: the same command with another token is the same workload.
     command_line = shlex.join(redact_arguments(argv))
     values, reached = steady_readings(capture.readings)
@@ -285,11 +334,14 @@ def _measurement(argv: Sequence[str], log_format: LogFormat | None, capture: _Ca
         warnings=warnings,
         message=redact_text(message)[:800],
         duration_s=round(wall, 2),
-        extra={"command": command_line,
-               "log_format": log_format.name if log_format else None,
-               "pattern": log_format.pattern.pattern if log_format else None,
-               "sample_unit": unit,
-               "readings": evenly_spaced(capture.readings, MAX_STORED_READINGS),
-               "readings_seen": capture.seen, "readings_used": len(values),
-               "output_tail": [redact_text(line) for line in capture.tail[-10:]]},
+        extra={
+            "command": command_line,
+            "log_format": log_format.name if log_format else None,
+            "pattern": log_format.pattern.pattern if log_format else None,
+            "sample_unit": unit,
+            "readings": evenly_spaced(capture.readings, MAX_STORED_READINGS),
+            "readings_seen": capture.seen,
+            "readings_used": len(values),
+            "output_tail": [redact_text(line) for line in capture.tail[-10:]],
+        },
     )

@@ -11,7 +11,7 @@ import datetime as dt
 import hashlib
 import math
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from perdollar.errors import PerdollarError
@@ -26,34 +26,45 @@ DEFAULT_DURATION_S = 20.0
 
 
 def default_timeout(duration_s: float, nproc: int = 1) -> float:
-    """Room for start-up and building the model on top of the measuring budget."""
-    return duration_s * 2 + 90 + 30 * (nproc - 1)
+    """Room for start-up and building the model on top of the measuring budget: of one run, and
+    with ``nproc > 1`` of the one-process baseline run as well."""
+    one_run = duration_s * 2 + 90
+    return one_run + 30 * (nproc - 1) + (one_run if nproc > 1 else 0.0)
+
+
+def timed_out_message(timeout_s: float) -> str:
+    return f"timed out after {timeout_s:g} s: no result in that time (the workload hung or is too slow)"
 
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
 
 
-def _workload_reference(spec: Any, batch_size: int | None, precision: str | None,
-                        kind: str | None, timeout_s: float) -> tuple[Any, str | None]:
+def _workload_reference(
+    spec: Any, batch_size: int | None, precision: str | None, kind: str | None, timeout_s: float
+) -> tuple[Any, str | None]:
     """The loaded workload and the string a fresh child loads it from (None: fork with the object)."""
     from perdollar.workload import load_workload, reference_names
 
-    workload = load_workload(spec, batch_size=batch_size, precision=precision, kind=kind,
-                             timeout_s=timeout_s)
+    workload = load_workload(spec, batch_size=batch_size, precision=precision, kind=kind, timeout_s=timeout_s)
     if workload.origin is not None:
         return workload, workload.origin
     if isinstance(spec, str):
         return workload, spec
-    if workload.name in reference_names() and workload.fingerprint == load_workload(
-            workload.name, batch_size=workload.batch_size, precision=workload.precision,
-            kind=workload.kind).fingerprint:
+    if (
+        workload.name in reference_names()
+        and workload.fingerprint
+        == load_workload(
+            workload.name, batch_size=workload.batch_size, precision=workload.precision, kind=workload.kind
+        ).fingerprint
+    ):
         return workload, workload.name
     return workload, None
 
 
-def _mfu(workload: Any, samples_per_second: float, accelerator_key: str | None,
-         accelerator_count: int) -> float | None:
+def _mfu(
+    workload: Any, samples_per_second: float, accelerator_key: str | None, accelerator_count: int
+) -> float | None:
     """Model FLOPs utilisation against the catalog's dense peak for the workload's precision."""
     if not accelerator_key or samples_per_second <= 0:
         return None
@@ -71,41 +82,88 @@ def _mfu(workload: Any, samples_per_second: float, accelerator_key: str | None,
         return None
 
 
-def failed_to_load(spec: Any, failure: UserCodeFailed, *, mode: str, nproc: int, started_at: str,
-                   wall_s: float, batch_size: int | None, precision: str | None) -> Measurement:
+def failed_to_load(
+    spec: Any,
+    failure: UserCodeFailed,
+    *,
+    mode: str,
+    nproc: int,
+    started_at: str,
+    wall_s: float,
+    batch_size: int | None,
+    precision: str | None,
+) -> Measurement:
     """The measurement of a workload whose file could not even be loaded: named by its spec."""
     name = spec if isinstance(spec, str) else getattr(spec, "name", "workload")
     return Measurement(
-        status=failure.status, mode=mode,  # type: ignore[arg-type]
+        status=failure.status,
+        mode=mode,  # type: ignore[arg-type]
         workload_name=name,
         workload_fingerprint=hashlib.sha256(f"unloadable:{name}".encode()).hexdigest()[:16],
-        batch_size=batch_size or 0, precision=precision or "unknown", host=host_fingerprint(),
-        started_at=started_at, nproc=nproc, message=failure.problem, duration_s=round(wall_s, 2),
+        batch_size=batch_size or 0,
+        precision=precision or "unknown",
+        host=host_fingerprint(),
+        started_at=started_at,
+        nproc=nproc,
+        message=failure.problem,
+        duration_s=round(wall_s, 2),
         extra={"where": failure.where} if failure.where else {},
     )
 
 
-def make_spec(reference: str, *, mode: str, duration_s: float, batch_size: int | None,
-              precision: str | None, kind: str | None, nproc: int, device: str,
-              memory_limit_bytes: int | None, settings: LoopSettings | None,
-              plan: str | None = None) -> dict[str, Any]:
+def make_spec(
+    reference: str,
+    *,
+    mode: str,
+    duration_s: float,
+    batch_size: int | None,
+    precision: str | None,
+    kind: str | None,
+    nproc: int,
+    device: str,
+    memory_limit_bytes: int | None,
+    settings: LoopSettings | None,
+    plan: str | None = None,
+) -> dict[str, Any]:
     settings = settings or LoopSettings(duration_s=duration_s)
     return {
         **({"plan": plan} if plan else {}),
-        "workload": reference, "mode": mode, "batch_size": batch_size, "precision": precision,
-        "kind": kind, "nproc": nproc, "device": device, "memory_limit_bytes": memory_limit_bytes,
+        "workload": reference,
+        "mode": mode,
+        "batch_size": batch_size,
+        "precision": precision,
+        "kind": kind,
+        "nproc": nproc,
+        "device": device,
+        "memory_limit_bytes": memory_limit_bytes,
         "settings": {**asdict(settings), "duration_s": duration_s},
     }
 
 
-def to_measurement(result: dict[str, Any], *, workload: Any, mode: str, nproc: int,
-                   started_at: str, wall_s: float) -> Measurement:
+def to_measurement(
+    result: dict[str, Any], *, workload: Any, mode: str, nproc: int, started_at: str, wall_s: float
+) -> Measurement:
     host = host_fingerprint()
     status = result["status"]
-    extra_keys = ("device", "warmup_steps", "timed_steps", "blocks", "elapsed_s", "stop_reason",
-                  "torch_threads", "backend", "traceback", "stdout_tail", "host_dispatch_ms",
-                  "plan", "sharding", "activation_checkpointing", "data_parallel", "collective_dtype",
-                  "where")
+    extra_keys = (
+        "device",
+        "warmup_steps",
+        "timed_steps",
+        "blocks",
+        "elapsed_s",
+        "stop_reason",
+        "torch_threads",
+        "backend",
+        "traceback",
+        "stdout_tail",
+        "host_dispatch_ms",
+        "plan",
+        "sharding",
+        "activation_checkpointing",
+        "data_parallel",
+        "collective_dtype",
+        "where",
+    )
     extra = {key: result[key] for key in extra_keys if key in result}
     rate = Rate(**result["rate"]) if status == "ok" else None
     tokens_per_sample = workload.config.get("tokens_per_sample")
@@ -129,7 +187,8 @@ def to_measurement(result: dict[str, Any], *, workload: Any, mode: str, nproc: i
         utilization=result.get("utilization", {}),
         peak_memory_bytes=result.get("peak_memory_bytes"),
         mfu=_mfu(workload, rate.median, host.accelerator_key, accelerators)
-        if rate and mode != "data-only" else None,
+        if rate and mode != "data-only"
+        else None,
         nproc=nproc,
         warnings=tuple(result.get("warnings", ())),
         message=result.get("message", ""),
@@ -168,30 +227,62 @@ def run_benchmark(
         raise PerdollarError(f"--duration must be positive, got {duration_s}", "give seconds, e.g. 20")
     gpus = host_fingerprint().accelerator_count
     if nproc > 1 and gpus and device != "cpu" and nproc > gpus:
-        raise PerdollarError(f"--nproc {nproc} needs one GPU per process, and this host has {gpus}",
-                             f"use --nproc {gpus} or fewer, or --device cpu")
+        raise PerdollarError(
+            f"--nproc {nproc} needs one GPU per process, and this host has {gpus}",
+            f"use --nproc {gpus} or fewer, or --device cpu",
+        )
     timeout = timeout_s if timeout_s is not None else default_timeout(duration_s, nproc)
     started_at, clock = _now(), time.monotonic()
+    # The timeout bounds the whole measurement: loading the workload, the one-process baseline
+    # and the run itself share it, so that no run takes longer than the user allowed.
+    deadline = clock + timeout
     try:
         workload, reference = _workload_reference(spec, batch_size, precision, kind, timeout)
     except UserCodeFailed as failure:  # its file failed to load: that too is a result to keep
-        return failed_to_load(spec, failure, mode=mode, nproc=nproc, started_at=started_at,
-                              wall_s=time.monotonic() - clock, batch_size=batch_size, precision=precision)
+        return failed_to_load(
+            spec,
+            failure,
+            mode=mode,
+            nproc=nproc,
+            started_at=started_at,
+            wall_s=time.monotonic() - clock,
+            batch_size=batch_size,
+            precision=precision,
+        )
 
     def one(processes: int, phase_progress: ProgressCallback | None) -> Measurement:
         started_at, clock = _now(), time.monotonic()
-        payload = make_spec(reference or workload.name, mode=mode, duration_s=duration_s,
-                            batch_size=workload.batch_size, precision=workload.precision,
-                            kind=workload.kind, nproc=processes, device=device,
-                            memory_limit_bytes=memory_limit_bytes, settings=settings,
-                            plan=plan if processes == nproc else None)
-        if reference is None:
+        payload = make_spec(
+            reference or workload.name,
+            mode=mode,
+            duration_s=duration_s,
+            batch_size=workload.batch_size,
+            precision=workload.precision,
+            kind=workload.kind,
+            nproc=processes,
+            device=device,
+            memory_limit_bytes=memory_limit_bytes,
+            settings=settings,
+            plan=plan if processes == nproc else None,
+        )
+        left = deadline - clock
+        if left <= 0:
+            result: dict[str, Any] = {"status": "timeout"}
+        elif reference is None:
             # A forked child shares this process's stdout: progress lines would land in the output.
-            result = run_forked(workload, {**payload, "progress": False}, timeout_s=timeout)
+            result = run_forked(workload, {**payload, "progress": False}, timeout_s=left)
         else:
-            result = run_child(payload, timeout_s=timeout, progress=phase_progress)
-        return to_measurement(result, workload=workload, mode=mode, nproc=processes,
-                              started_at=started_at, wall_s=time.monotonic() - clock)
+            result = run_child(payload, timeout_s=left, progress=phase_progress)
+        if result["status"] == "timeout":  # said of the user's whole timeout, not of what was left
+            result = {**result, "message": timed_out_message(timeout)}
+        return to_measurement(
+            result,
+            workload=workload,
+            mode=mode,
+            nproc=processes,
+            started_at=started_at,
+            wall_s=time.monotonic() - clock,
+        )
 
     if nproc == 1:
         return one(1, progress)
@@ -203,12 +294,13 @@ def run_benchmark(
         return lambda phase, fraction: callback(f"{prefix} {phase}", fraction)
 
     single = one(1, labelled("1 process:"))
+    if single.status == "timeout":  # no time is left for the run asked for: it is what timed out
+        message = f"{single.message}, still in the one-process run the scaling is measured against"
+        return replace(single, nproc=nproc, message=message)
     multi = one(nproc, labelled(f"{nproc} processes:"))
     if not (multi.ok and single.ok and multi.samples_per_second and single.samples_per_second):
         return multi
     single_rate = single.samples_per_second.median
-    from dataclasses import replace
-
     return replace(
         multi,
         scaling_efficiency=multi.samples_per_second.median / (nproc * single_rate),

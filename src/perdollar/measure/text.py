@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 from perdollar.fmt import format_bytes, format_number
-from perdollar.measure.result import Measurement
+from perdollar.measure.result import HostFingerprint, Measurement
+
+
+def host_label(host: HostFingerprint) -> str:
+    """What a measurement ran on, as people name it: the accelerator (else the CPU) and the instance."""
+    instance = host.instance_type if host.instance_type not in ("", "unknown") else None
+    if host.accelerator:
+        device: str | None = host.accelerator
+    elif host.cpu_cores and host.cpu_model not in ("", "unknown"):
+        device = f"{host.cpu_model}, {host.cpu_cores} cores"
+    else:  # a record of a job that never ran has only the instance it was meant for
+        device = None
+    if device and instance:
+        return f"{device} on {instance}"
+    return device or instance or "an unknown host"
 
 
 def headline(measurement: Measurement) -> str:
-    host = measurement.host
-    device = host.accelerator or f"{host.cpu_model}, {host.cpu_cores} cores"
-    where = f"{device}" + (f" on {host.instance_type}" if host.instance_type != "unknown" else "")
     parts = [measurement.workload_name, measurement.mode]
     if measurement.batch_size:
         parts.append(f"batch {measurement.batch_size}")
@@ -19,7 +30,7 @@ def headline(measurement: Measurement) -> str:
         parts.append(f"{measurement.nproc} processes")
     if measurement.extra.get("plan"):
         parts.append(f"plan {measurement.extra['plan']}")
-    return " · ".join(parts) + f" — measured on {where}"
+    return " · ".join(parts) + f" — measured on {host_label(measurement.host)}"
 
 
 def rate_line(measurement: Measurement) -> str:
@@ -28,9 +39,11 @@ def rate_line(measurement: Measurement) -> str:
         return ""
     spread = (rate.high - rate.low) / 2 or None
     unit = measurement.extra.get("sample_unit") or "samples"
-    text = (f"{format_number(rate.median, spread)} {unit}/s (median; 95% CI "
-            f"{format_number(rate.low, spread)}–{format_number(rate.high, spread)}, "
-            f"IQR {format_number(rate.iqr, spread)}")
+    text = (
+        f"{format_number(rate.median, spread)} {unit}/s (median; 95% CI "
+        f"{format_number(rate.low, spread)}–{format_number(rate.high, spread)}, "
+        f"IQR {format_number(rate.iqr, spread)}"
+    )
     if measurement.cv is not None:
         text += f", CV {measurement.cv:.1%}"
     return text + ")"
@@ -47,12 +60,16 @@ def lines(measurement: Measurement) -> list[str]:
         batch = f" × batch {measurement.batch_size}" if measurement.batch_size else ""
         out.append(f"  read as     {measurement.extra['log_format']}{batch}")
     if isinstance(measurement.extra.get("tokens_per_second"), int | float):
-        out.append(f"              {format_number(measurement.extra['tokens_per_second'])} tokens/s "
-                   "(median samples/s × tokens per sample)")
+        out.append(
+            f"              {format_number(measurement.extra['tokens_per_second'])} tokens/s "
+            "(median samples/s × tokens per sample)"
+        )
     steps = measurement.step_time_ms
     if steps:
-        out.append("  step time   " + " · ".join(f"{key} {steps[key]:.3g} ms"
-                                                  for key in ("p10", "p50", "p90", "p99") if key in steps))
+        out.append(
+            "  step time   "
+            + " · ".join(f"{key} {steps[key]:.3g} ms" for key in ("p10", "p50", "p90", "p99") if key in steps)
+        )
     usage = measurement.utilization
     resources = []
     if "cpu_percent" in usage:
@@ -71,16 +88,22 @@ def lines(measurement: Measurement) -> list[str]:
     if measurement.scaling_efficiency is not None:
         single = measurement.extra.get("single_process_samples_per_second", {}).get("median")
         base = f" (1 process: {format_number(single)} samples/s)" if single else ""
-        out.append(f"  scaling     {measurement.scaling_efficiency:.0%} efficiency on {measurement.nproc} "
-                   f"processes{base}")
+        out.append(
+            f"  scaling     {measurement.scaling_efficiency:.0%} efficiency on {measurement.nproc} "
+            f"processes{base}"
+        )
     extra = measurement.extra
     if "warmup_steps" in extra:
-        out.append(f"  run         {extra['warmup_steps']} warm-up steps, "
-                   f"{extra.get('timed_steps', 0)} timed in {extra.get('blocks', 0)} blocks, "
-                   f"stopped: {extra.get('stop_reason', '?')}, "
-                   f"{measurement.duration_s:.0f} s wall")
+        out.append(
+            f"  run         {extra['warmup_steps']} warm-up steps, "
+            f"{extra.get('timed_steps', 0)} timed in {extra.get('blocks', 0)} blocks, "
+            f"stopped: {extra.get('stop_reason', '?')}, "
+            f"{measurement.duration_s:.0f} s wall"
+        )
     if isinstance(extra.get("host_dispatch_ms"), int | float):
-        out.append(f"  host        {extra['host_dispatch_ms']:.3g} ms to enqueue one step on the CPU "
-                   "(no GPU runs the step faster on this host)")
+        out.append(
+            f"  host        {extra['host_dispatch_ms']:.3g} ms to enqueue one step on the CPU "
+            "(no GPU runs the step faster on this host)"
+        )
     out.extend(f"  warning     {warning}" for warning in measurement.warnings)
     return out

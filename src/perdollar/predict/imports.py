@@ -27,7 +27,7 @@ def load_measurements_file(path: str | Path) -> list[Measurement]:
         why = "an empty list" if is_json else "no row has a positive, finite throughput on one GPU"
         raise PerdollarError(
             f"{path} holds no usable measurement ({why})",
-            "give rows in the schema of published_dev.csv or the output of `perdollar bench --json`",
+            "give rows in the columns of `perdollar validate`'s sample, or `perdollar bench --json` output",
         )
     return found
 

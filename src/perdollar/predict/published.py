@@ -1,4 +1,6 @@
-"""Published measurements (the ``published_dev.csv`` schema): normalised rows and validation pairs.
+"""Published measurements (one row per published figure, :data:`REQUIRED_COLUMNS`): normalised rows
+and validation pairs. :data:`SAMPLE_CSV` ships a few dozen such rows (NVIDIA DeepLearningExamples'
+ResNet-50 v1.5 tables on four GPUs, each row naming its source) to try ``perdollar validate`` on.
 
 A pair is two rows of one source and one software era that measured the same model, task,
 precision, per-GPU batch and sequence length on different GPUs. Lambda publishes system totals
@@ -37,6 +39,11 @@ REQUIRED_COLUMNS = (
     "metric",
     "throughput_scope",
     "notes",
+)
+SAMPLE_CSV = Path(__file__).parent / "data" / "published_sample.csv"
+SCHEMA_FIX = (
+    f"give a CSV with the columns {', '.join(REQUIRED_COLUMNS)}, as in the sample `perdollar validate` "
+    "reads without a file"
 )
 
 # Pieces of a row's notes that change the software or the measurement method (the "era").
@@ -88,14 +95,12 @@ def read_published_csv(path: str | Path) -> pd.DataFrame:
     try:
         frame = pd.read_csv(io.BytesIO(data))
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
-        raise PerdollarError(
-            f"{path} is not a readable CSV file ({exc})", "give a CSV in the schema of published_dev.csv"
-        ) from exc
+        raise PerdollarError(f"{path} is not a readable CSV file ({exc})", SCHEMA_FIX) from exc
     missing = [c for c in REQUIRED_COLUMNS if c not in frame.columns]
     if missing:
         raise PerdollarError(
             f"{path} lacks the column(s) {', '.join(missing)}",
-            "use the schema of published_dev.csv (source, model, task, gpu, …)",
+            SCHEMA_FIX,
         )
     return frame
 

@@ -6,6 +6,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from perdollar.measure.result import HostFingerprint
+from perdollar.measure.text import host_label
+from perdollar.store.codec import build
+
 
 @dataclass(frozen=True, slots=True)
 class HistoryEntry:
@@ -31,10 +35,19 @@ def rate_unit(row: Any) -> str:
     return unit if isinstance(unit, str) and unit.endswith("/s") and len(unit) < 40 else "samples/s"
 
 
+def measured_on(row: Any) -> str:
+    """The host a stored measurement ran on, named as `bench` named it when it printed the result."""
+    try:
+        host = json.loads(getattr(row, "payload", None) or "{}").get("host")
+        return host_label(build(HostFingerprint, host))
+    except (ValueError, TypeError, AttributeError):  # an old or damaged payload: the indexed columns
+        return row.host_accelerator or row.host_instance_type
+
+
 def measurement_entry(row: Any) -> HistoryEntry:
     unit = rate_unit(row)
     rate = "" if row.samples_per_second is None else f"{row.samples_per_second:.4g} {unit}"
-    where = row.host_accelerator or row.host_instance_type
+    where = measured_on(row)
     summary = f"{row.mode} {row.status} {rate} on {where}, batch {row.batch_size} {row.precision}"
     return HistoryEntry(
         "measurement",
@@ -49,6 +62,7 @@ def measurement_entry(row: Any) -> HistoryEntry:
             "samples_per_second": row.samples_per_second,
             "rate_unit": unit,
             "host": row.host_instance_type,
+            "measured_on": where,
             "accelerator": row.host_accelerator,
             "batch_size": row.batch_size,
             "precision": row.precision,

@@ -65,6 +65,14 @@ def baselines(preds: pd.DataFrame, rows: pd.DataFrame, accelerators: Any) -> dic
     }
 
 
+def beaten_by(ours: dict[str, Any], naive: dict[str, dict[str, Any]]) -> list[str]:
+    """The naive baselines whose median error on the same pairs is below perdollar's, best first."""
+    if ours.get("median_ape") is None:
+        return []
+    better = [(s["median_ape"], name) for name, s in naive.items() if s.get("median_ape") is not None]
+    return [name for error, name in sorted(better) if error < ours["median_ape"]]
+
+
 def run_validation(
     path: str | Path, catalog: Any, target_gpus: list[str] | None = None, *, refit: bool = True
 ) -> dict[str, Any]:
@@ -76,7 +84,8 @@ def run_validation(
         raise PerdollarError(
             f"{path} has no usable row ({counted}; a usable one has a positive, finite throughput "
             "on one GPU)",
-            "give rows in the schema of published_dev.csv: throughput a number, gpu_count 1",
+            "give rows of one GPU each (gpu_count 1) whose throughput is a number, as in the sample "
+            "`perdollar validate` reads without a file",
         )
     cases = build_cases(rows, accelerators, published_profile_provider())
     targets = set(target_gpus) if target_gpus else None
@@ -139,6 +148,7 @@ def run_validation(
         "per_gpu": _per_gpu(preds),
         "baselines": baselines(preds, cases.rows, accelerators) if len(preds) else {},
     }
+    result["beaten_by"] = beaten_by(result["calibrated_all"], result["baselines"])
     llm_serving = validation_section(Path(path), catalog, targets)
     if llm_serving is not None:
         result["llm_serving"] = llm_serving
