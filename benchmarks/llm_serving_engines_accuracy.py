@@ -12,7 +12,9 @@ fitted on its other sources and the held-out source is predicted (leave one sour
 "before": the model as it was: every engine predicted with TensorRT-LLM's parameters and its
 per-layer overhead (TensorRT-LLM itself refitted without the source, per-layer overhead free).
 "after": the engine's own parameters with a per-step host time (independent of depth) in place
-of the per-layer overhead. "roofline": datasheet peaks, no efficiency, no overhead.
+of the per-layer overhead; an engine with dense and mixture-of-experts rows fits its shared
+parameters on the dense rows and then its MoE parameters on the MoE rows (``fit_engine``).
+"roofline": datasheet peaks, no efficiency, no overhead.
 "shipped": the parameters in engines.py (fitted on every row: in sample). Errors are
 |predicted / published − 1|; medians per engine, metric and GPU.
 """
@@ -42,7 +44,7 @@ from perdollar.predict.llm_serving.published import (
     TIME_KINDS,
     ServingCase,
     errors,
-    fit_efficiency,
+    fit_engine,
     load_cases,
     predict_case,
 )
@@ -123,6 +125,12 @@ def _print_by_source(
         )
 
 
+def _moe_fit(eff: ServingEfficiency) -> str:
+    shares = {"16-bit/fp8 experts": eff.expert_bandwidth, "4-bit experts": eff.expert_weight_only_bandwidth}
+    shown = "  ".join(f"{name} {'dense share' if v is None else f'{v:.2f}'}" for name, v in shares.items())
+    return f"  MoE floor {1e6 * eff.moe_floor_s:.0f} µs/layer  {shown}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -151,12 +159,13 @@ def main() -> None:
         in_sample = ENGINES[engine].step_efficiency()
         shipped_errors += [(case, e) for case in rows for e in errors([case], chips, in_sample)]
         shipped_ratios += [(case, r) for case in rows if (r := _ratio(case, chips, in_sample)) is not None]
-        shipped = fit_efficiency(rows, chips, start, fixed=fixed)
+        shipped = fit_engine(rows, chips, start, fixed=fixed)
         print(
             f"{engine:<13} fitted on all {len(rows)} rows ({len({c.source for c in rows})} sources): "
             f"bandwidth {shipped.bandwidth:.3f}  weight-only {shipped.weight_only_bandwidth:.3f}  "
             f"compute {shipped.compute:.3f}  KV {shipped.kv_bandwidth:.2f}  "
             f"host {1e3 * shipped.step_overhead_s:.2f} ms/step  all-reduce {shipped.allreduce_bandwidth:.2f}"
+            + (_moe_fit(shipped) if any(case.arch.is_moe for case in rows) else "")
         )
     b, a, r = _medians(before), _medians(after), _medians(roofline)
     s = _medians(shipped_errors)

@@ -27,7 +27,7 @@ from perdollar import catalog as catalog_mod
 from perdollar.predict.llm_serving.efficiency import ServingEfficiency
 from perdollar.predict.llm_serving.engine_cases import load_published_rows, with_host_step
 from perdollar.predict.llm_serving.engines import FIT_STARTS
-from perdollar.predict.llm_serving.published import TIME_KINDS, ServingCase, fit_efficiency, predict_case
+from perdollar.predict.llm_serving.published import TIME_KINDS, ServingCase, fit_engine, predict_case
 from perdollar.predict.params import shipped_model
 
 DEFAULT_CSV = Path(__file__).with_name("published_llm_serving_engines.csv")
@@ -58,7 +58,7 @@ def _cuda_fit(
     cases: list[ServingCase], chips: dict[str, catalog_mod.Accelerator], engine: str
 ) -> ServingEfficiency:
     start = with_host_step(STARTS.get(engine, FIT_STARTS["gpu"]), START_HOST_S.get(engine, 1e-3))
-    return fit_efficiency(cases, chips, start, fixed=PER_STEP | ALSO_FIXED.get(engine, frozenset()))
+    return fit_engine(cases, chips, start, fixed=PER_STEP | ALSO_FIXED.get(engine, frozenset()))
 
 
 @dataclass(frozen=True)

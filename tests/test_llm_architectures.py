@@ -67,7 +67,7 @@ def test_total_and_active_parameters_are_the_published_ones(card: ModelCard) -> 
     if card.total is not None:
         value, allowed = published(card.total)
         assert abs(arch.total_params - value) <= allowed, (arch.total_params, value)
-    active = arch.active_params - (0 if card.active_counts_embedding else arch.embedding_params)
+    active = arch.active_params + (arch.lookup_params if card.active_counts_embedding else 0)
     value, allowed = published(card.active)
     assert abs(active - value) <= allowed, (active, value)
 
@@ -206,7 +206,8 @@ def test_profile_prints_total_active_and_kv_counts_of_a_mixture_of_experts(tmp_p
     expert = 3 * 64 * 128
     layer = attention + 4 * expert + 64 * 4 + 2 * 64
     assert document["params"] == 2 * layer + 2 * 256 * 64 + 64
-    assert document["active_params_per_token"] == document["params"] - 2 * 2 * expert
+    # The input embedding (256 × 64) is a lookup: not active.
+    assert document["active_params_per_token"] == document["params"] - 2 * 2 * expert - 256 * 64
     assert document["kv_cache_bytes_per_token"] == 2 * 2 * 2 * 16 * 2
     assert document["params_by_role"]["routed_experts"] == 2 * 4 * expert
 

@@ -46,9 +46,11 @@ def test_energy_per_million_tokens_of_a_hand_computed_deployment() -> None:
     out = serving_energy_columns(_deployment(), arch, input_tokens=100, output_tokens=150,
                                  accelerators={H100: chip}, factors=factors, grid=grid)  # fmt: skip
     # One request: 100 prompt tokens (mean context 50) and 150 output tokens (mean context 175);
-    # attention is 4 × 32 layers × 32 heads × 128 per token of context.
+    # attention is 4 × 32 layers × 32 heads × 128 per token of context; the products count every
+    # parameter, the input embedding too (as the busy-share fit did).
     attention = 4 * 32 * 32 * 128
-    flops = 100 * (2 * arch.active_params + attention * 50) + 150 * (2 * arch.active_params + attention * 175)
+    params = arch.active_params + arch.lookup_params
+    flops = 100 * (2 * params + attention * 50) + 150 * (2 * params + attention * 175)
     compute_share = 1.0 * flops / (989.5e12)
     busy = DECODE_BUSY_FLOOR + DECODE_BUSY_PER_COMPUTE * compute_share
     assert busy < 1.0

@@ -64,11 +64,12 @@ def test_a_half_cached_prompt_halves_the_prefill_matmul_flops() -> None:
     pair_flops = 2.0 * arch.num_layers * arch.num_attention_heads * arch.head_dim
     whole = prefill_time(arch, FP16, board, GroupShape(), 1024, PLAIN)
     half = prefill_time(arch, FP16, board, GroupShape(), 1024, PLAIN, cached_tokens=512)
-    assert whole.compute_s == pytest.approx((2.0 * arch.active_params * 1024 + pair_flops * 1024**2) / rate)
+    params = arch.active_params + arch.lookup_params  # a dense model's products count every parameter
+    assert whole.compute_s == pytest.approx((2.0 * params * 1024 + pair_flops * 1024**2) / rate)
     # The 512 new tokens still attend to the cached ones: only the cached tokens' own pairs are saved.
-    matmul = 2.0 * arch.active_params * 512
+    matmul = 2.0 * params * 512
     assert half.compute_s == pytest.approx((matmul + pair_flops * (1024**2 - 512**2)) / rate)
-    assert matmul == pytest.approx(0.5 * 2.0 * arch.active_params * 1024)
+    assert matmul == pytest.approx(0.5 * 2.0 * params * 1024)
 
 
 def test_the_shared_prefix_is_held_once() -> None:

@@ -117,6 +117,8 @@ def print_prediction(
         f"memory per GPU: weights {p.weights_gib_per_gpu:.1f} GiB · KV cache {p.kv_cache_gib:.1f} GiB "
         f"→ {p.max_concurrent_sequences * replicas} concurrent sequences"
     )
+    if p.breakdown_ms:
+        console.print(step_line(p.breakdown_ms), highlight=False)
     if p.tensor_parallel > arch.num_key_value_heads:
         copies = p.tensor_parallel // arch.num_key_value_heads
         console.print(
@@ -126,6 +128,22 @@ def print_prediction(
         )
     for line in worth_lines(worth or {}):
         console.print(line, highlight=False, markup=False)
+
+
+# The step's parts as the breakdown names them, in the order a step runs them.
+STEP_PARTS = {
+    "memory": "weights and KV read", "compute": "products", "communication": "collectives",
+    "overhead": "host", "moe_routing": "MoE routing", "moe_experts": "experts",
+    "moe_all_to_all": "all-to-all", "proposer": "draft passes",
+}  # fmt: skip
+
+
+def step_line(breakdown: dict[str, float]) -> str:
+    """One decode step by part, in ms (a MoE model's layers apart from attention and the dense
+    layers); reads and products of a part overlap, so the parts need not add up to the step."""
+    parts = [f"{STEP_PARTS.get(name, name)} {format_number(ms)}" for name, ms in breakdown.items()
+             if name in STEP_PARTS]  # fmt: skip
+    return "step (ms): " + " · ".join(parts)
 
 
 def _figures(change: dict[str, Any]) -> str:

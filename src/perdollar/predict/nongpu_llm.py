@@ -195,9 +195,9 @@ def training_row(
                       "plan_text": ""}  # fmt: skip
     fraction = stack.model_flops_fraction or 0.0
     chips = chips_per_node * nodes
-    per_token = model_flops_per_token(
-        float(arch.active_params), arch.num_layers, arch.hidden_size, workload.seq_len
-    )
+    # The stacks' model-FLOPs fractions were fitted with the input embedding counted in N.
+    params = float(arch.active_params + arch.lookup_params)
+    per_token = model_flops_per_token(params, arch.num_layers, arch.hidden_size, workload.seq_len)
     tokens = fraction * (accelerator.peak_bf16_tflops or 0.0) * 1e12 * chips / per_token
     step = workload.global_batch * workload.seq_len / tokens
     text = f"{stack.label}: {plan.text(chips, framework=False)}".replace(" GPU", " chip")

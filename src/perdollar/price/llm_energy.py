@@ -51,7 +51,8 @@ SERVING_ENERGY_COLUMNS = (
 def forward_flops_per_token(arch: DecoderArchitecture, context: float) -> float:
     """FLOPs of one token's forward pass: the active weights' products and attention over ``context``."""
     attention = 4.0 * arch.num_layers * arch.num_attention_heads * arch.head_dim * context
-    return 2.0 * arch.active_params + attention
+    # The busy-share fit above was made with the input embedding counted among the products.
+    return 2.0 * (arch.active_params + arch.lookup_params) + attention
 
 
 def busy_share(compute_share: np.ndarray, running_sequences: np.ndarray) -> np.ndarray:

@@ -85,7 +85,7 @@ MFU_CONVENTION = (
 
 def model_flops_per_token(arch: DecoderArchitecture, seq_len: int, finetune: str = "full") -> float:
     """Forward + backward FLOPs per token by the convention of :data:`MFU_CONVENTION`."""
-    matmul_params = arch.active_params - (0 if arch.tie_word_embeddings else arch.embedding_params)
+    matmul_params = arch.active_params
     passes = 3.0 if finetune == "full" else 2.0  # forward, activation gradient, weight gradient
     attention = 4 * arch.num_layers * arch.num_attention_heads * arch.head_dim * seq_len
     return passes * (2.0 * matmul_params + attention)

@@ -92,7 +92,7 @@ def physical_floors_ms(reading: EndpointReading, arch: DecoderArchitecture,
     FLOPs at the format's peak tensor rate. None where the chip's figure is unknown.
     """
     fmt = serving_format(reading.precision)
-    streamed = max(arch.active_params - arch.embedding_params, 0)
+    streamed = arch.active_params
     weight_bytes = streamed * fmt.weight_bytes
     bandwidth = chip.memory_bandwidth_gbps
     decode = weight_bytes / (bandwidth * 1e9 * reading.gpus) * 1e3 if bandwidth and bandwidth > 0 else None

@@ -24,7 +24,15 @@ class ServingEfficiency:
     bytes a latency-bound kernel keeps in flight per SM and cycle, which caps the bandwidth a
     batch-1 matrix-vector product reaches on chips with many bytes/s per SM (inf: no ceiling);
     allreduce_bandwidth: achieved share of the link's one-way bandwidth in the tensor-parallel
-    all-reduces (messages of a few MB reach well under a link's peak).
+    all-reduces (messages of a few MB reach well under a link's peak). Mixture-of-experts layers
+    (:mod:`perdollar.predict.llm_serving.moe_layer`): moe_floor_s, the fixed time of the engine's
+    fused-MoE kernels in one layer and step (top-k, row alignment, quantisation, sums), whatever
+    the batch; expert_bandwidth, the share of the datasheet bandwidth at which the grouped expert
+    products stream 16-bit and (block-scaled) fp8 weights; expert_weight_only_bandwidth, the same
+    for the 4-bit MoE kernels that dequantise as they read (W4A16 Marlin MoE, MXFP4), their own
+    kernels rather than the dense weight-only ones (None: the format's dense share);
+    exchange_overlap, the share of the expert-parallel dispatch and combine an engine hides
+    behind the experts' products.
     """
 
     bandwidth: float = 0.80
@@ -44,6 +52,12 @@ class ServingEfficiency:
     memory_utilisation: float = 0.90  # vLLM's default gpu_memory_utilization
     reserve_gib: float = 1.0  # activations, CUDA graphs and workspace beside weights and KV
     max_batch: int = 256  # the engine's cap on running sequences (vLLM's default max_num_seqs)
+    # Neutral by default (no floor, the dense streaming share, nothing hidden): each engine's record
+    # sets its own.
+    moe_floor_s: float = 0.0
+    expert_bandwidth: float | None = None
+    expert_weight_only_bandwidth: float | None = None
+    exchange_overlap: float = 0.0
 
 
 # Fitted on every row of each engine in the development set with an overhead per layer

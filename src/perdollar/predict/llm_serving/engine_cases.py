@@ -19,7 +19,7 @@ from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm_serving.efficiency import ServingEfficiency
 from perdollar.predict.llm_serving.formats import serving_format, with_kv_precision
-from perdollar.predict.llm_serving.published import ServingCase, _architecture, errors, fit_efficiency
+from perdollar.predict.llm_serving.published import ServingCase, _architecture, errors, fit_engine
 from perdollar.predict.llm_serving.timing import GroupShape
 
 # Serving rows name chips as their benchmark printed them; the catalog's keys for those.
@@ -41,10 +41,28 @@ def load_published_rows(path: Path, catalog: Catalog) -> list[ServingCase]:
         output = int(row.output_tokens) if not pd.isna(row.output_tokens) else 1
         concurrency = int(row.concurrency) if not pd.isna(row.concurrency) else None
         kind, measured = _kind(str(row.metric), float(row.value))
-        shape = GroupShape(tensor_parallel=int(row.tensor_parallel))
+        shape = _layout(row)
         cases.append(ServingCase(chip.key, arch.name, arch, fmt, shape, kind, prompt, output, concurrency,
                                  measured, str(row.engine), source=str(row.source_url)))  # fmt: skip
     return cases
+
+
+def _layout(row: object) -> GroupShape:
+    """The row's layout. SGLang's --tp counts every rank: with data-parallel attention over D
+    groups each attention group is tp / D ranks, and the experts are sliced over all of them
+    unless expert parallelism holds them whole."""
+    ranks = int(row.tensor_parallel)  # type: ignore[attr-defined]
+    experts = _whole(getattr(row, "expert_parallel", None))
+    groups = _whole(getattr(row, "attention_data_parallel", None))
+    if groups > 1:
+        return GroupShape(
+            tensor_parallel=ranks // groups, expert_parallel=experts, data_parallel_attention=groups
+        )
+    return GroupShape(tensor_parallel=ranks, expert_parallel=experts)
+
+
+def _whole(value: object) -> int:
+    return 1 if value is None or (isinstance(value, float) and pd.isna(value)) else int(value)  # type: ignore[call-overload]
 
 
 def _text(value: object) -> str | None:
@@ -82,7 +100,8 @@ def leave_one_source_out(
     start: ServingEfficiency,
     fixed: frozenset[str],
 ) -> list[tuple[ServingCase, float]]:
-    """Each case's |predicted / measured − 1| under parameters fitted on the engine's other sources.
+    """Each case's |predicted / measured − 1| under parameters fitted on the engine's other sources
+    (:func:`perdollar.predict.llm_serving.published.fit_engine`).
 
     A source alone in its engine has nothing to be fitted on: it is predicted from ``start``.
     """
@@ -90,7 +109,7 @@ def leave_one_source_out(
     for source in sorted({case.source for case in cases}):
         held = [case for case in cases if case.source == source]
         rest = [case for case in cases if case.source != source]
-        fitted = fit_efficiency(rest, chips, start, fixed=fixed) if rest else start
+        fitted = fit_engine(rest, chips, start, fixed=fixed) if rest else start
         out += [(case, error) for case in held for error in errors([case], chips, fitted)]
     return out
 

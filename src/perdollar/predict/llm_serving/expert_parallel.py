@@ -7,12 +7,12 @@ groups of T ranks run attention data parallel, each on its own share of the runn
 and their KV cache (SGLang's DP attention, vLLM's data parallel + expert parallel), so an MLA
 cache, which every tensor-parallel rank would otherwise copy whole, is held once. A MoE layer
 then sends each token's activations to the ranks of its k experts (dispatch) and brings the
-weighted outputs back (combine): two all-to-alls instead of the MLP's all-reduce.
+weighted outputs back (combine): two all-to-alls instead of the MLP's all-reduce, timed with the
+rest of a MoE layer in :mod:`perdollar.predict.llm_serving.moe_layer`.
 """
 
 from __future__ import annotations
 
-from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm import collectives as cx
 from perdollar.predict.llm_serving.formats import ServingFormat
 from perdollar.workload.llm.architecture import DecoderArchitecture
@@ -60,23 +60,3 @@ def expert_exchange_bytes_per_gpu(
     per_rank = tokens / expert_parallel * arch.experts_per_token * arch.hidden_size
     sent = per_rank * (dispatch_bytes(fmt) + COMBINE_BYTES)
     return cx.all_to_all_bytes(sent, expert_parallel)
-
-
-def expert_exchange_s(
-    arch: DecoderArchitecture,
-    fmt: ServingFormat,
-    accelerator: Accelerator,
-    expert_parallel: int,
-    tokens: float,
-    *,
-    link_efficiency: float,
-    latency_s: float,
-) -> float:
-    """One MoE layer's dispatch and combine over the host's GPU link (two all-to-alls)."""
-    if expert_parallel <= 1:
-        return 0.0
-    link = cx.intra_host_link(
-        accelerator.interconnect, accelerator.interconnect_bandwidth_gbps, link_efficiency
-    )
-    volume = expert_exchange_bytes_per_gpu(arch, fmt, expert_parallel, tokens)
-    return volume / link.bandwidth + 2 * latency_s

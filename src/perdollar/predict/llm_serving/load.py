@@ -10,7 +10,7 @@ The most a replica sustains is at the largest N the KV cache and the engine allo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm_serving.expert_parallel import expert_parallel_problem
@@ -24,6 +24,8 @@ from perdollar.predict.llm_serving.timing import (
     StepTime,
     _stage_time,
     _weights_read_per_gpu,
+    busiest_group_sequences,
+    decode_attention_flops,
     decode_step_time,
     kv_bytes_per_token_per_gpu,
     kv_cache_bytes_per_gpu,
@@ -132,9 +134,10 @@ def mixed_iteration(
     prompt_tokens = prompts * work.uncached_tokens
     q_width = arch.num_attention_heads * arch.head_dim
     positions = work.positions_per_step
-    attention = 4.0 * arch.num_layers * q_width * work.mean_context * micro * positions
+    per_rank = busiest_group_sequences(micro, shape)
+    groups = shape.attention_data_parallel
+    attention = decode_attention_flops(arch) * work.mean_context * per_rank * groups * positions
     attention += 2.0 * arch.num_layers * q_width * prompts * (work.input_tokens**2 - work.cached_tokens**2)
-    per_rank = micro / shape.attention_data_parallel
     kv = per_rank * work.mean_context * kv_bytes_per_token_per_gpu(arch, fmt, shape)
     tokens = micro * positions + prompt_tokens
     bytes_read = _weights_read_per_gpu(arch, fmt, shape, tokens)
@@ -172,22 +175,28 @@ def with_proposer(
         return step
     plain = decode_step_time(arch, fmt, accelerator, shape, batch, work.mean_context, eff)
     proposer_s = spec.proposer_steps() * spec.proposer_share(arch) * (plain.seconds - eff.step_overhead_s)
-    return StepTime(
-        step.seconds + proposer_s,
-        step.memory_s,
-        step.compute_s,
-        step.communication_s,
-        step.overhead_s,
-        proposer_s,
-    )
+    return replace(step, seconds=step.seconds + proposer_s, proposer_s=proposer_s)
 
 
-def _breakdown(step: StepTime) -> dict[str, float]:
+def _breakdown(step: StepTime, arch: DecoderArchitecture) -> dict[str, float]:
+    """ms by part of one step; a MoE model's layers apart from the rest (attention, dense layers,
+    shared experts and tensor-parallel collectives)."""
+    if not arch.is_moe:
+        return {
+            "memory": step.memory_s * 1e3,
+            "compute": step.compute_s * 1e3,
+            "communication": step.communication_s * 1e3,
+            "overhead": step.overhead_s * 1e3,
+            **({"proposer": step.proposer_s * 1e3} if step.proposer_s else {}),
+        }
     return {
-        "memory": step.memory_s * 1e3,
-        "compute": step.compute_s * 1e3,
-        "communication": step.communication_s * 1e3,
+        "memory": (step.memory_s - step.moe_experts_memory_s) * 1e3,
+        "compute": (step.compute_s - step.moe_experts_compute_s) * 1e3,
+        "communication": (step.communication_s - step.moe_all_to_all_s) * 1e3,
         "overhead": step.overhead_s * 1e3,
+        "moe_routing": step.moe_routing_s * 1e3,
+        "moe_experts": step.moe_experts_s * 1e3,
+        "moe_all_to_all": step.moe_all_to_all_s * 1e3,
         **({"proposer": step.proposer_s * 1e3} if step.proposer_s else {}),
     }
 
@@ -263,7 +272,7 @@ def predict_llm_serving(
         fit_reason="",
         bottleneck=step.bottleneck,
         mode=mode,
-        breakdown_ms=_breakdown(step),
+        breakdown_ms=_breakdown(step, arch),
     )
 
 
@@ -286,7 +295,21 @@ def serving_shape_problem(arch: DecoderArchitecture, shape: GroupShape) -> str:
         pipeline_parallel_problem(arch, shape.pipeline_parallel)
         or tensor_parallel_problem(arch, shape.tensor_parallel, serving=True)
         or expert_parallel_problem(arch, shape.tensor_parallel, shape.expert_parallel)
+        or _data_parallel_attention_problem(arch, shape)
     )
+
+
+def _data_parallel_attention_problem(arch: DecoderArchitecture, shape: GroupShape) -> str:
+    groups = shape.data_parallel_attention
+    if groups <= 1:
+        return ""
+    ranks = shape.tensor_parallel * groups
+    if not arch.is_moe:
+        return f"data-parallel attention needs a mixture-of-experts model; serve {groups} replicas instead"
+    if shape.expert_parallel > 1 and shape.expert_parallel != ranks:
+        return (f"expert parallel {shape.expert_parallel} is not the {ranks} ranks of {groups} data-parallel "
+                f"attention groups of tensor parallel {shape.tensor_parallel}")  # fmt: skip
+    return ""
 
 
 def _fit_reason(

@@ -212,7 +212,16 @@ _GRIDS: dict[str, tuple[float, ...]] = {
     "allreduce_bandwidth": tuple(0.1 + 0.05 * i for i in range(19)),
     # Bytes in flight per SM-cycle, or no ceiling at all (an engine whose kernels reach the datasheet).
     "bytes_per_sm_cycle": (*(3.0 + 0.5 * i for i in range(19)), math.inf),
+    # The fused-MoE kernels' floor per layer, 0 to 300 µs (a straightforward implementation's routing,
+    # sort, gather and scatter kernels cost about 145 µs a layer on an H200: benchmarks/RESULTS.md).
+    "moe_floor_s": tuple(10e-6 * i for i in range(31)),
+    "expert_bandwidth": tuple(0.2 + 0.05 * i for i in range(17)),
+    "expert_weight_only_bandwidth": tuple(0.2 + 0.05 * i for i in range(17)),
 }
+# Parameters only a mixture-of-experts model's rows depend on: a fit without such rows skips them.
+MOE_PARAMETERS = frozenset(
+    {"moe_floor_s", "expert_bandwidth", "expert_weight_only_bandwidth", "exchange_overlap"}
+)
 
 
 def errors(
@@ -246,6 +255,8 @@ def fit_efficiency(
 ) -> ServingEfficiency:
     """Coordinate descent over a grid of each parameter not ``fixed`` (mean absolute log error)."""
     best = start
+    if not any(case.arch.is_moe for case in cases):
+        fixed = fixed | MOE_PARAMETERS
     for _ in range(rounds):
         for name, grid in _GRIDS.items():
             if name in fixed:
@@ -256,6 +267,23 @@ def fit_efficiency(
             if score < current - 1e-9:  # a parameter no row depends on keeps its starting value
                 best = replace(best, **{name: value})
     return best
+
+
+def fit_engine(
+    cases: list[ServingCase],
+    chips: Mapping[str, Accelerator],
+    start: ServingEfficiency,
+    fixed: frozenset[str] = frozenset({"step_overhead_s"}),
+) -> ServingEfficiency:
+    """One engine's parameters: the shared ones fitted on its dense models' rows, then the
+    mixture-of-experts ones alone on its MoE rows, so that what MoE layers cost cannot leak into
+    the dense parameters; an engine with rows of one kind only fits every parameter on them."""
+    dense = [case for case in cases if not case.arch.is_moe]
+    moe = [case for case in cases if case.arch.is_moe]
+    if not dense or not moe:
+        return fit_efficiency(cases, chips, start, fixed=fixed)
+    shared = fit_efficiency(dense, chips, start, fixed=fixed)
+    return fit_efficiency(moe, chips, shared, fixed=fixed | (frozenset(_GRIDS) - MOE_PARAMETERS))
 
 
 def held_out_errors(

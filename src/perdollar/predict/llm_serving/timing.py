@@ -8,71 +8,39 @@ multiplies do. Tensor parallelism (T GPUs) splits weights, KV heads and FLOPs T 
 two all-reduces of the activations per layer; pipeline parallelism (P stages) splits the
 layers, and a token passes the P stages one after another. Expert parallelism (E ranks, see
 :mod:`perdollar.predict.llm_serving.expert_parallel`) splits a MoE model's routed experts E ways
-and runs attention on E/T data-parallel groups of T ranks.
+and runs attention on E/T data-parallel groups of T ranks. A MoE model's layers go through
+:mod:`perdollar.predict.llm_serving.moe_layer` (routing, grouped expert products, the busiest rank,
+the exchange); a dense model's through the roofline below alone.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm_serving.efficiency import DEFAULT_EFFICIENCY, ServingEfficiency
-from perdollar.predict.llm_serving.expert_parallel import expert_exchange_s, routed_expert_params
-from perdollar.predict.llm_serving.formats import ServingFormat, peak_tflops
-from perdollar.predict.params import ModelParams
+from perdollar.predict.llm_serving.expert_parallel import routed_expert_params
+from perdollar.predict.llm_serving.formats import ServingFormat
+from perdollar.predict.llm_serving.moe_stage import moe_stage_time
+from perdollar.predict.llm_serving.rates import (
+    allreduce_latency_s,
+    flops_rate,
+    kv_bandwidth,
+    stack_share,
+    tensor_parallel_collectives_s,
+    weight_bandwidth,
+)
+from perdollar.predict.llm_serving.shape import GroupShape, StepTime
 from perdollar.workload.llm.architecture import DecoderArchitecture
+
+# Kept importable from here, where the rest of the serving model finds them.
+__all__ = ["DEFAULT_EFFICIENCY", "GroupShape", "ServingEfficiency", "StepTime", "allreduce_latency_s",
+           "stack_share"]  # fmt: skip
 
 GIB = 1024**3
 # vLLM and TensorRT-LLM page the KV cache in blocks (vLLM's default is 16 tokens): a sequence
 # holds whole blocks.
 KV_BLOCK_TOKENS = 16
-
-
-@dataclass(frozen=True, slots=True)
-class GroupShape:
-    """How one replica is laid over GPUs: T-way tensor and P-way pipeline parallel, and for a MoE
-    model E-way expert parallel (1: the experts split as tensor parallelism splits them)."""
-
-    tensor_parallel: int = 1
-    pipeline_parallel: int = 1
-    expert_parallel: int = 1
-
-    @property
-    def attention_data_parallel(self) -> int:
-        """Groups of T ranks that run attention on their own sequences (E/T when E exceeds T)."""
-        return max(self.expert_parallel // self.tensor_parallel, 1)
-
-    @property
-    def gpus(self) -> int:
-        return self.tensor_parallel * self.attention_data_parallel * self.pipeline_parallel
-
-    @property
-    def expert_split(self) -> int:
-        """GPUs one routed expert's share is divided by: E ranks of whole experts, or T slices, per stage."""
-        ranks = self.expert_parallel if self.expert_parallel > 1 else self.tensor_parallel
-        return ranks * self.pipeline_parallel
-
-    @property
-    def dense_split(self) -> int:
-        """GPUs the rest of the weights (attention, dense and shared MLPs, embeddings) are divided by."""
-        return self.tensor_parallel * self.pipeline_parallel
-
-
-@dataclass(frozen=True, slots=True)
-class StepTime:
-    seconds: float
-    memory_s: float
-    compute_s: float
-    communication_s: float
-    overhead_s: float
-    proposer_s: float = 0.0  # speculative decoding's draft passes before the verify step
-
-    @property
-    def bottleneck(self) -> str:
-        if self.communication_s > max(self.memory_s, self.compute_s):
-            return "communication"
-        return "memory-bandwidth" if self.memory_s >= self.compute_s else "compute"
 
 
 def kv_bytes_per_token(arch: DecoderArchitecture, fmt: ServingFormat) -> float:
@@ -108,8 +76,15 @@ def weight_bytes_per_gpu(arch: DecoderArchitecture, fmt: ServingFormat, shape: G
     """Weights held by each GPU of the group."""
     outer = arch.embedding_params + arch.lm_head_params
     routed = routed_expert_params(arch)
-    body = (arch.total_params - outer - routed) * fmt.weight_bytes
     experts = routed * fmt.expert_weight_bytes
+    if shape.ffn_split != shape.dense_split:
+        roles = arch.params_by_role()
+        ffn = roles.get("dense_mlp", 0) + roles.get("shared_experts", 0)
+        rest = (arch.total_params - outer - routed - ffn) * fmt.weight_bytes + outer * _embedding_bytes(fmt)
+        return (
+            rest / shape.dense_split + ffn * fmt.weight_bytes / shape.ffn_split + experts / shape.expert_split
+        )
+    body = (arch.total_params - outer - routed) * fmt.weight_bytes
     return (body + outer * _embedding_bytes(fmt)) / shape.dense_split + experts / shape.expert_split
 
 
@@ -151,14 +126,6 @@ def max_concurrent_sequences(
     return max(0, int(free // per_sequence)) * shape.attention_data_parallel if free > 0 else 0
 
 
-def _expected_experts(arch: DecoderArchitecture, tokens: float) -> float:
-    """Experts a layer routes ``tokens`` tokens to, on average (uniform routing)."""
-    if not arch.is_moe:
-        return 1.0
-    share = arch.experts_per_token / arch.num_experts
-    return arch.num_experts * (1.0 - (1.0 - share) ** max(tokens, 1.0))
-
-
 def _weights_read_per_gpu(
     arch: DecoderArchitecture, fmt: ServingFormat, shape: GroupShape, tokens: float
 ) -> float:
@@ -167,73 +134,11 @@ def _weights_read_per_gpu(
         held -= arch.embedding_params * _embedding_bytes(fmt) / shape.dense_split
     if not arch.is_moe:
         return held
-    # Every rank's experts see the replica's tokens: under expert parallelism the dispatch brings them.
-    idle = arch.num_experts - _expected_experts(arch, tokens)
-    routed = routed_expert_params(arch)
-    return held - routed * idle / arch.num_experts * fmt.expert_weight_bytes / shape.expert_split
-
-
-def _allreduce_per_layer_s(
-    accelerator: Accelerator, shape: GroupShape, tokens: float, hidden: int, eff: ServingEfficiency
-) -> float:
-    """Two all-reduces per layer (after attention and after the MLP) of 16-bit activations, ring."""
-    ranks = shape.tensor_parallel
-    if ranks <= 1:
-        return 0.0
-    link = (accelerator.interconnect_bandwidth_gbps or 32.0) * 1e9 / 2 * eff.allreduce_bandwidth  # one way
-    message = tokens * hidden * 2.0
-    # Decode's messages are a few KB to a few MB: at batch 1 the link's latency, not its bandwidth,
-    # sets the time, so each link keeps its own.
-    return 2 * (allreduce_latency_s(accelerator, eff) + 2 * (ranks - 1) / ranks * message / link)
-
-
-def allreduce_latency_s(accelerator: Accelerator, eff: ServingEfficiency) -> float:
-    """The fixed cost of one all-reduce on the accelerator's link (NVLink/NVSwitch, xGMI or PCIe)."""
-    link_name = accelerator.interconnect.lower()
-    if "nvlink" in link_name or "nvswitch" in link_name or "ici" in link_name:
-        return eff.allreduce_latency_nvlink_s
-    if "infinity" in link_name or "xgmi" in link_name:
-        return eff.allreduce_latency_xgmi_s
-    return eff.allreduce_latency_pcie_s
-
-
-def _in_flight_ceiling(accelerator: Accelerator, eff: ServingEfficiency) -> float:
-    """Bytes/s the chip's SMs can keep in flight when a kernel is latency-bound (Little's law).
-
-    A matrix-vector kernel keeps only so many loads outstanding per SM; with HBM's long latency
-    that caps the achieved bandwidth at SMs × clock × bytes per SM-cycle, well under the
-    datasheet on big-HBM chips, while GDDR boards reach their (lower) datasheet figure first.
-    """
-    sms, clock_mhz = accelerator.sm_count, accelerator.boost_clock_mhz
-    if not math.isfinite(eff.bytes_per_sm_cycle) or not sms or not clock_mhz:
-        return math.inf
-    return sms * clock_mhz * 1e6 * eff.bytes_per_sm_cycle
-
-
-def stack_share(accelerator: Accelerator) -> float:
-    """The share of the CUDA-fitted rates the chip's software stack reaches: the engines' fractions
-    are fitted on NVIDIA rows, and ROCm reaches less of an AMD chip's datasheet (the same
-    ``rocm_efficiency`` the training and request-serving models use, read from published
-    comparisons, not fitted to serving rows)."""
-    return ModelParams().rocm_efficiency if accelerator.software_stack == "rocm" else 1.0
-
-
-def _bandwidth(accelerator: Accelerator, fmt: ServingFormat, eff: ServingEfficiency) -> float:
-    share = eff.weight_only_bandwidth if fmt.weight_only else eff.bandwidth
-    achieved = min(accelerator.memory_bandwidth_gbps * 1e9 * share, _in_flight_ceiling(accelerator, eff))
-    return achieved * stack_share(accelerator)
-
-
-def _kv_bandwidth(accelerator: Accelerator, eff: ServingEfficiency) -> float:
-    datasheet_share = accelerator.memory_bandwidth_gbps * 1e9 * eff.kv_bandwidth
-    return min(datasheet_share, _in_flight_ceiling(accelerator, eff)) * stack_share(accelerator)
-
-
-def _flops_rate(accelerator: Accelerator, fmt: ServingFormat, eff: ServingEfficiency) -> float:
-    peak = peak_tflops(accelerator, fmt)
-    if not peak:
-        raise ValueError(f"{accelerator.key} cannot run {fmt.name}")
-    return peak * 1e12 * eff.compute * stack_share(accelerator)
+    # The routed experts and the router are read by the MoE layer model (moe_layer.py), the touched
+    # experts only.
+    routed = routed_expert_params(arch) * fmt.expert_weight_bytes / shape.expert_split
+    router = arch.params_by_role().get("router", 0) * fmt.weight_bytes / shape.dense_split
+    return held - routed - router
 
 
 def _stage_time(
@@ -253,15 +158,21 @@ def _stage_time(
     A layer runs its matrix products and its attention as separate kernels, one after the other:
     a matrix product streams its weights while it multiplies (the longer of the two counts), and
     attention streams the KV cache while it multiplies queries with it. The two do not overlap.
+    A MoE model's routed experts and router are not in ``bytes_read``: :func:`moe_stage_time`.
     """
+    if arch.is_moe:
+        return moe_stage_time(arch, fmt, accelerator, shape, eff, tokens=tokens, bytes_read=bytes_read,
+                               attention_flops=attention_flops, kv_bytes=kv_bytes)  # fmt: skip
     stages = shape.pipeline_parallel
     layers = math.ceil(arch.num_layers / stages)
-    rate = _flops_rate(accelerator, fmt, eff)
-    weights_s = bytes_read / _bandwidth(accelerator, fmt, eff)
-    matmul_s = 2.0 * arch.active_params * tokens / shape.gpus / rate
-    kv_s = kv_bytes / _kv_bandwidth(accelerator, eff)
+    rate = flops_rate(accelerator, fmt, eff)
+    weights_s = bytes_read / weight_bandwidth(accelerator, fmt, eff)
+    # The dense engines' compute fractions were fitted with the input embedding counted among the
+    # products (2 FLOPs a token for every parameter): dense figures keep that count.
+    matmul_s = 2.0 * (arch.active_params + arch.lookup_params) * tokens / shape.gpus / rate
+    kv_s = kv_bytes / kv_bandwidth(accelerator, eff)
     attention_s = attention_flops / shape.gpus / rate
-    communication = _communication_per_stage_s(arch, fmt, accelerator, shape, tokens, eff)
+    communication = tensor_parallel_collectives_s(arch, accelerator, shape, tokens, eff)
     overhead = layers * eff.step_overhead_s_per_layer
     stage = max(weights_s, matmul_s) + max(kv_s, attention_s) + communication + overhead
     # The engine's host time is paid once a step, not once a layer or stage.
@@ -272,30 +183,6 @@ def _stage_time(
         communication * stages,
         overhead * stages + eff.step_overhead_s,
     )
-
-
-def _communication_per_stage_s(
-    arch: DecoderArchitecture,
-    fmt: ServingFormat,
-    accelerator: Accelerator,
-    shape: GroupShape,
-    tokens: float,
-    eff: ServingEfficiency,
-) -> float:
-    """Tensor-parallel all-reduces of every layer of a stage; under expert parallelism a MoE layer's
-    MLP all-reduce gives way to its dispatch and combine."""
-    layers = math.ceil(arch.num_layers / shape.pipeline_parallel)
-    # Each attention data-parallel group all-reduces its own share of the tokens.
-    group_tokens = tokens / shape.attention_data_parallel
-    per_layer = _allreduce_per_layer_s(accelerator, shape, group_tokens, arch.hidden_size, eff)
-    if shape.expert_parallel <= 1:
-        return layers * per_layer
-    moe_layers = math.ceil(arch.moe_layers / shape.pipeline_parallel)
-    exchange = expert_exchange_s(
-        arch, fmt, accelerator, shape.expert_parallel, tokens, link_efficiency=eff.allreduce_bandwidth,
-        latency_s=allreduce_latency_s(accelerator, eff),
-    )  # fmt: skip
-    return layers * per_layer + moe_layers * (exchange - per_layer / 2)
 
 
 def prefill_time(
@@ -332,6 +219,29 @@ def prefill_time(
     )
 
 
+def busiest_group_sequences(batch: float, shape: GroupShape) -> float:
+    """Sequences on the busiest attention data-parallel group: whole sequences, so with fewer
+    sequences than groups some groups idle while one still runs a sequence."""
+    groups = shape.attention_data_parallel
+    if groups <= 1:
+        return batch
+    return float(math.ceil(batch / groups - 1e-9))
+
+
+def decode_attention_flops(arch: DecoderArchitecture) -> float:
+    """Attention FLOPs of one decoded position against one cached token, over all layers.
+
+    Multi-head latent attention decodes with its up-projections absorbed (DeepSeek-V2 paper, §2.1.2;
+    vLLM's and SGLang's MLA decode kernels): each head scores the cached latent and rotary key
+    (kv_lora_rank + qk_rope_head_dim wide) and sums the latent (kv_lora_rank wide), rather than
+    keys and values of head_dim; every other attention multiplies head_dim-wide keys and values.
+    """
+    if arch.is_mla:
+        width = 2 * arch.kv_lora_rank + arch.qk_rope_head_dim
+        return 2.0 * arch.num_layers * arch.num_attention_heads * width
+    return 4.0 * arch.num_layers * arch.num_attention_heads * arch.head_dim
+
+
 def decode_step_time(
     arch: DecoderArchitecture,
     fmt: ServingFormat,
@@ -348,10 +258,11 @@ def decode_step_time(
     ``positions``: tokens multiplied per sequence in the step (a speculative verify step's k+1);
     the weights and each sequence's cache are still read once.
     """
-    per_rank = batch / shape.attention_data_parallel
+    per_rank = busiest_group_sequences(batch, shape)
     kv = per_rank * context_tokens * kv_bytes_per_token_per_gpu(arch, fmt, shape, context=context_tokens)
     bytes_read = _weights_read_per_gpu(arch, fmt, shape, batch * positions)
-    attention = 4.0 * arch.num_layers * arch.num_attention_heads * arch.head_dim * context_tokens * batch
+    # Over every group as if each ran the busiest one's sequences: the stage divides by all GPUs.
+    attention = decode_attention_flops(arch) * context_tokens * per_rank * shape.attention_data_parallel
     attention *= positions
     return _stage_time(
         arch,

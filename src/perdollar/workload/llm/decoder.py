@@ -196,9 +196,16 @@ class DecoderArchitecture:
         return routed * (self.num_experts - self.experts_per_token) // self.num_experts
 
     @property
+    def lookup_params(self) -> int:
+        """The input embedding's parameters, which a token only looks up (one row read, no
+        multiply); 0 when the embedding is tied to the LM head, whose products use the matrix."""
+        return 0 if self.tie_word_embeddings else self.embedding_params
+
+    @property
     def active_params(self) -> int:
-        """Parameters one token passes through (the routed experts it is sent to only, for MoE)."""
-        return self.total_params - self.inactive_params
+        """Parameters one token multiplies with, as DeepSeek and OpenAI count active parameters:
+        the routed experts it is sent to only (MoE), and not the input embedding, a lookup."""
+        return self.total_params - self.inactive_params - self.lookup_params
 
     @property
     def kv_elements_per_layer(self) -> int:
