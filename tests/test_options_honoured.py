@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,31 @@ def test_a_steady_rate_feature_on_a_daily_fleet_is_refused(feature: tuple[str, s
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-1500:]
     assert f"{feature[0]} is predicted for a steady rate" in lines[0]
+
+
+def test_rps_and_qps_name_one_rate_for_either_kind_of_model() -> None:
+    network = ("recommend", "resnet50", "--inference", "--p99-ms", "50", "--cloud", "aws", "--json")
+    network = (*network, "--no-store")
+    by_qps = json.loads(run_perdollar(*network, "--qps", "200").stdout)
+    by_rps = json.loads(run_perdollar(*network, "--rps", "200").stdout)
+    assert by_rps["question"]["serving"]["qps"] == 200
+    assert [d["label"] for d in by_rps["deployments"]] == [d["label"] for d in by_qps["deployments"]]
+    model = ("recommend", "llama-3.1-8b", "--inference", "--input-tokens", "1000", "--output-tokens", "300",
+             "--cloud", "aws", "--json", "--no-store")  # fmt: skip
+    by_qps = json.loads(run_perdollar(*model, "--qps", "5").stdout)
+    by_rps = json.loads(run_perdollar(*model, "--rps", "5").stdout)
+    assert [d["label"] for d in by_qps["deployments"]] == [d["label"] for d in by_rps["deployments"]]
+    twice = run_perdollar(*model, "--qps", "5", "--rps", "6")
+    assert twice.returncode == 2 and "name one rate twice" in twice.stderr
+
+
+def test_predict_serves_a_language_model_on_an_instance_as_training_names_it() -> None:
+    args = ("predict", "llama-3.1-8b", "--inference", "--input-tokens", "1000", "--output-tokens", "300")
+    args = (*args, "--json")
+    on_instance = json.loads(run_perdollar(*args, "--instance", "p5.48xlarge").stdout)
+    on_chips = json.loads(run_perdollar(*args, "--accelerator", "H100", "--gpus", "8").stdout)
+    assert on_instance == on_chips
+    refused = run_perdollar(*args, "--instance", "p5.48xlarge", "--gpus", "4")
+    assert refused.returncode == 2 and "disagree" in refused.stderr
+    refused = run_perdollar(*args, "--instance", "g5.xlarge", "--accelerator", "H100")
+    assert refused.returncode == 2 and "name two chips" in refused.stderr

@@ -89,12 +89,44 @@ def _language_model_training(asked: PredictionAsked, reach: Reach) -> Any:
     )  # fmt: skip
 
 
+def _served_on(asked: PredictionAsked) -> tuple[str | None, int]:
+    """The chip and GPU count a served model is predicted on: ``--accelerator``/``--gpus``, or an
+    instance's (``--instance p5.48xlarge`` is 8× H100, times ``--nodes``), as training names them."""
+    if asked.instance is None:
+        return asked.accelerator, asked.gpus
+    from perdollar.catalog import load as load_catalog
+
+    catalog = load_catalog()
+    machine = catalog.instance(asked.instance, asked.cloud)
+    if not machine.accelerator_key or machine.accelerator_count < 1:
+        raise PerdollarError(
+            f"{machine.name} has no whole accelerator to serve a language model on",
+            "name a GPU instance, or give --accelerator and --gpus",
+        )
+    gpus = int(machine.accelerator_count) * asked.nodes
+    named = catalog.accelerator(asked.accelerator).key if asked.accelerator is not None else None
+    if named is not None and named != machine.accelerator_key:
+        raise PerdollarError(
+            f"--accelerator {asked.accelerator} and --instance {machine.name} ({machine.accelerator_key}) "
+            "name two chips",
+            "give --instance or --accelerator, not both",
+        )
+    if asked.gpus not in (1, gpus):  # 1 is the option's default
+        raise PerdollarError(
+            f"--gpus {asked.gpus} and --instance {machine.name} ({gpus} GPUs with --nodes {asked.nodes}) "
+            "disagree",
+            "leave out --gpus with --instance (use --nodes for more machines)",
+        )
+    return machine.accelerator_key, gpus
+
+
 def _language_model_serving(asked: PredictionAsked, reach: Reach) -> Any:
     from perdollar.ask.language_model_serving_prediction import predict_language_model_serving
 
     settings, flags = asked.settings, asked.flags
+    accelerator, gpus = _served_on(asked)
     return predict_language_model_serving(
-        asked.workload, accelerator=asked.accelerator, gpus=asked.gpus, tensor_parallel=flags.tensor_parallel,
+        asked.workload, accelerator=accelerator, gpus=gpus, tensor_parallel=flags.tensor_parallel,
         pipeline_parallel=flags.pipeline_parallel or 1, input_tokens=settings.input_tokens,
         output_tokens=settings.output_tokens, precision=asked.precision, batch=asked.batch_size,
         engine=settings.engine, kv_precision=settings.kv_precision, expert_parallel=flags.expert_parallel,

@@ -117,8 +117,12 @@ def predict_command(
     ),
     json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
     inference: bool = typer.Option(False, "--inference", help="Serve an LLM config: prefill and decode."),
-    accelerator: str = typer.Option(None, "--accelerator", help="LLM: accelerator name or alias."),
-    gpus: int = typer.Option(1, "--gpus", min=1, help="LLM: GPUs in all (replicas × TP × PP)."),
+    accelerator: str = typer.Option(
+        None, "--accelerator", help="LLM --inference: accelerator name or alias (or give --instance)."
+    ),
+    gpus: int = typer.Option(
+        1, "--gpus", min=1, help="LLM --inference: GPUs in all (replicas × TP × PP); or give --instance."
+    ),
     *,
     language_model: LanguageModelSettings,
     plan_flags: PlanFlags,

@@ -15,7 +15,16 @@ from perdollar.cli.declared import LANGUAGE_MODEL_PANELS, Group, StoreChoice, ta
 from perdollar.cli.fleet_options import FleetFlags
 from perdollar.cli.inference_cmd import serving_question
 from perdollar.cli.persist import check_store
-from perdollar.cli.recommend_options import PRECISION_HELP, Goal, Serving, Shape, Shown, Target, Where
+from perdollar.cli.recommend_options import (
+    PRECISION_HELP,
+    Goal,
+    Serving,
+    Shape,
+    Shown,
+    Target,
+    Where,
+    with_one_rate,
+)
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
 from perdollar.question import (
@@ -117,6 +126,7 @@ def recommend(
     if shown.top < 1:
         raise PerdollarError(f"--top must be at least 1, got {shown.top}", "give e.g. --top 10")
     family = family_of(workload)
+    serving = with_one_rate(serving, family)
     if serving.inference:
         _refuse_training_targets(target, data, family)
         if serving.load_curve is not None or serving.trace is not None:
@@ -302,6 +312,7 @@ def compare_command(
 ) -> int:
     check_store(store.store_url, enabled=store.enabled)
     family = family_of(workload)
+    serving = with_one_rate(serving, family)
     if serving.inference or serving.rps is not None or serving.tokens_per_day is not None:
         from perdollar.cli.llm_compare_cmd import compare_llm_serving
 

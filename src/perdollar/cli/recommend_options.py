@@ -7,9 +7,10 @@ question is built from them in :mod:`perdollar.cli.recommend_inputs`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from perdollar.errors import PerdollarError
 from perdollar.question import declared
 from perdollar.vocabulary import BUNDLED_CLOUDS_TEXT
 
@@ -86,7 +87,8 @@ class Serving:
         "Serving: rank deployments by cost per million requests (tokens for a language model).",
     )
     qps: float | None = declared(
-        None, "--qps", "--inference: target requests per second.", unit="requests/s", scope="network"
+        None, "--qps", "--inference: requests per second (the same rate as --rps).", unit="requests/s",
+        scope="network",
     )
     p99_ms: float | None = declared(
         None, "--p99-ms", "--inference: p99 latency SLO.", unit="ms", scope="network"
@@ -98,7 +100,8 @@ class Serving:
         None, "--max-wait-ms", "--inference: batching wait cap.", unit="ms", scope="network"
     )
     rps: float | None = declared(
-        None, "--rps", "Language model --inference: requests per second.", unit="requests/s"
+        None, "--rps", "--inference: requests per second, for a network or a language model (--qps is "
+        "the same rate).", unit="requests/s"
     )
     tokens_per_day: str | None = declared(
         None,
@@ -139,3 +142,17 @@ class Shown:
     report: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
         None, "--report", "Also write an HTML report to this file."
     )
+
+
+def with_one_rate(serving: Serving, family: str) -> Serving:
+    """``serving`` with its request rate under the name its kind reads: ``--rps`` and ``--qps`` are
+    one quantity, requests per second, so either serves a network or a language model."""
+    if serving.rps is not None and serving.qps is not None and serving.rps != serving.qps:
+        raise PerdollarError(
+            f"--rps {serving.rps:g} and --qps {serving.qps:g} name one rate twice", "give one of them"
+        )
+    rate = serving.rps if serving.rps is not None else serving.qps
+    if rate is None:
+        return serving
+    language_model = family == "language-model"
+    return replace(serving, rps=rate if language_model else None, qps=None if language_model else rate)
