@@ -16,23 +16,11 @@ from perdollar import catalog as catalog_module
 from perdollar.catalog.model import Offer
 from perdollar.catalog.price_outliers import SPOT_BELOW_PEERS_FLAG, spot_below_peers
 from perdollar.catalog.purchase import NONSTANDARD_SKU_FLAG, not_sold_reason, unranked_reasons
-from perdollar.catalog.standard_prices import SKU_GAP, _below_the_gap
+from perdollar.catalog.standard_prices import SKU_GAP, _below_the_gap, gcp_list_prices
 from perdollar.price.serving import plausibly_priced
 
-# Published on-demand list prices in us-central1, USD per machine-hour: GCP's "VM instance pricing"
-# page (accelerator-optimized: A2, A3, G2) and "Cloud TPU pricing" page (per chip-hour × chips).
 LIST_PRICES_US_CENTRAL1 = {
-    "g2-standard-4": 0.70683,
-    "g2-standard-8": 0.85362,
-    "g2-standard-48": 4.00166,
-    "a2-highgpu-1g": 3.673385,
-    "a2-highgpu-8g": 29.38708,
-    "a2-megagpu-16g": 55.739504,
-    "a2-ultragpu-1g": 5.0688,
-    "a3-highgpu-8g": 88.49,
-    "tpu-v5litepod-8": 8 * 1.20,
-    "tpu-v5p-8": 4 * 4.20,
-    "tpu-v6e-8": 8 * 2.70,
+    name: usd for (name, region), usd in gcp_list_prices().items() if region == "us-central1"
 }
 
 

@@ -12,8 +12,11 @@ of a flagged machine and market fall into two groups; the lower group is marked
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
 
 import numpy as np
 
@@ -59,3 +62,17 @@ def with_standard_price_flags(offers: Iterable[Offer]) -> list[Offer]:
             offer = dataclasses.replace(offer, flags=(*offer.flags, NONSTANDARD_SKU_FLAG))
         out.append(offer)
     return out
+
+
+LIST_PRICES_FILE = Path(__file__).with_name("gcp_list_prices.csv")
+
+
+@cache
+def gcp_list_prices() -> dict[tuple[str, str], float]:
+    """GCP's published on-demand list prices of a few machines, (machine, region) → USD per hour, to
+    check the catalog's prices against (``gcp_list_prices.csv``: each row's page and date)."""
+    with LIST_PRICES_FILE.open(newline="") as handle:
+        return {
+            (row["instance_type"], row["region"]): float(row["usd_per_hour"])
+            for row in csv.DictReader(handle)
+        }
