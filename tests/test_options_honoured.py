@@ -122,3 +122,14 @@ def test_predict_serves_a_language_model_on_an_instance_as_training_names_it() -
     assert refused.returncode == 2 and "disagree" in refused.stderr
     refused = run_perdollar(*args, "--instance", "g5.xlarge", "--accelerator", "H100")
     assert refused.returncode == 2 and "name two chips" in refused.stderr
+
+
+def test_a_serving_question_without_a_ttft_limit_keeps_a_stated_ceiling() -> None:
+    args = ("recommend", "llama-3.1-8b", "--inference", "--rps", "2", "--input-tokens", "60000")
+    args = (*args, "--output-tokens", "100", "--json", "--no-store", "--top", "50")
+    unbounded = json.loads(run_perdollar(*args, "--ttft-p99-ms", "1e9").stdout)
+    assert any(row["ttft_p99_ms"] > 10_000 for row in unbounded["deployments"])  # the ceiling binds here
+    answer = json.loads(run_perdollar(*args).stdout)
+    assert answer["deployments"] and all(row["ttft_p99_ms"] <= 10_000 for row in answer["deployments"])
+    assert any(note.startswith("no --ttft-p99-ms given") for note in answer["notes"])
+    assert answer["question"]["language_model"]["ttft_p99_ms"] == 10_000

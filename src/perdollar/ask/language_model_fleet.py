@@ -16,7 +16,12 @@ import numpy as np
 import pandas as pd
 
 from perdollar.ask.inputs import Progress, quiet
-from perdollar.ask.language_model_serving import FORMATS, _foreign_stacks_excluded, slo_label
+from perdollar.ask.language_model_serving import (
+    FORMATS,
+    _foreign_stacks_excluded,
+    slo_label,
+    with_default_ttft,
+)
 from perdollar.ask.offers import bill_notes, billed_offers, in_market, wants_committed
 from perdollar.ask.policy import CARBON, check_policy
 from perdollar.catalog import Catalog, bill_data
@@ -194,6 +199,7 @@ def answer_language_model_fleet(
     """The fleets that serve ``curve`` within the question's SLOs, cheapest mixed fleet replayed
     (by the question's objective: the one that emits least; within its quotas, every interval)."""
     check_policy(question)
+    question, ttft_note = with_default_ttft(question)
     settings = question.language_model or LanguageModelSettings()
     features = (("--prefix-share", settings.prefix_share), ("--speculative", settings.speculative),
                 ("--disaggregate", settings.disaggregate))  # fmt: skip
@@ -238,6 +244,7 @@ def answer_language_model_fleet(
         f"a wave is likelier than {1 - policy.availability:.2%} of intervals; on-demand fallback priced",
         f"the mixed fleet: an integer program over {choice.short_list} of {choice.candidates} candidates",
         engine_note(settings.engine, settings.kv_precision),
+        *ttft_note,
         *_repair_note(repaired),
         *_bill_notes(question, policy),
     )

@@ -72,6 +72,24 @@ class LanguageModelServingAnswer:
     slo_label: str
 
 
+# Without a TTFT limit a deployment whose first token takes a minute would rank on its cost alone: a
+# chat user abandons a reply long before that, so an unstated limit is this ceiling, and says so.
+DEFAULT_TTFT_P99_MS = 10_000.0
+
+
+def with_default_ttft(question: Question) -> tuple[Question, tuple[str, ...]]:
+    """``question`` with the default TTFT ceiling where it states none, and the note that says so."""
+    settings = question.language_model or LanguageModelSettings()
+    if settings.ttft_p99_ms is not None:
+        return question, ()
+    settings = replace(settings, ttft_p99_ms=DEFAULT_TTFT_P99_MS)
+    note = (
+        f"no --ttft-p99-ms given: deployments whose p99 time to first token exceeds "
+        f"{DEFAULT_TTFT_P99_MS / 1000:g} s are left out (give --ttft-p99-ms to set your own limit)"
+    )
+    return replace(question, language_model=settings), (note,)
+
+
 def slo_label(settings: LanguageModelSettings) -> str:
     parts = []
     if settings.ttft_p99_ms is not None:
@@ -90,6 +108,7 @@ def answer_language_model_serving(
 ) -> LanguageModelServingAnswer:
     """``measurements``: stored ``serve-bench WORKLOAD --url`` runs of this model; they calibrate."""
     check_policy(question)
+    question, ttft_note = with_default_ttft(question)
     settings = question.language_model or LanguageModelSettings()
     if question.serving is None or not question.serving.qps > 0:
         raise PerdollarError(
@@ -167,6 +186,7 @@ def answer_language_model_serving(
             f"{input_tokens} tokens in, {output_tokens} out per request; replicas loaded to at most 90% "
             "of their ceiling; continuous batching (prefill and decode in one iteration)",
             engine_note(settings.engine, settings.kv_precision),
+            *ttft_note,
             *feature_notes(prefix, spec, moe=workload.architecture.is_moe),
             *([calibration.describe(workload.name)] if calibration and _moves(calibration, settings) else []),
             *refused,
