@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,16 @@ def test_a_serving_question_without_a_ttft_limit_keeps_a_stated_ceiling() -> Non
     assert answer["deployments"] and all(row["ttft_p99_ms"] <= 10_000 for row in answer["deployments"])
     assert any(note.startswith("no --ttft-p99-ms given") for note in answer["notes"])
     assert answer["question"]["language_model"]["ttft_p99_ms"] == 10_000
+
+
+def test_engine_any_gives_each_engine_the_best_deployment_a_run_naming_it_finds() -> None:
+    args = ("recommend", "llama-3.1-8b", "--inference", "--rps", "20", "--input-tokens", "1000")
+    args = (*args, "--output-tokens", "300", "--ttft-p99-ms", "500", "--tpot-p99-ms", "50")
+    args = (*args, "--json", "--no-store")
+    every = json.loads(run_perdollar(*args, "--engine", "any").stdout)
+    line = next(x for x in every["explanation"].splitlines() if "output tokens by engine" in x)
+    by_engine = dict(re.findall(r"([a-z.\-]+) \$([\d.e\-]+)", line.split(": ", 1)[1]))
+    assert {"vllm", "sglang", "tensorrt-llm"} <= set(by_engine)
+    for engine in ("vllm", "sglang", "tensorrt-llm"):
+        alone = json.loads(run_perdollar(*args, "--engine", engine).stdout)
+        assert by_engine[engine] == f"{alone['deployments'][0]['usd_per_million_output_tokens']:.3g}", engine

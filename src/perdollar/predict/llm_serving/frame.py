@@ -138,7 +138,7 @@ def llm_serving_frame(
 
     A degree the model's heads cannot be split over is a row excluded with that reason; a
     request longer than the model's context is refused outright. ``engine`` names the serving
-    engine (None: the default engine; ``any``: each row takes the engine that serves the most);
+    engine (None: the default engine; ``any``: a row per engine that runs on the chip);
     ``efficiency`` replaces the parameters of ``calibrated_engine`` (of every engine when None).
     A mixture-of-experts model is also laid out expert parallel over a row's GPUs (attention data
     parallel), and the row keeps whichever layout takes more requests.
@@ -152,7 +152,7 @@ def llm_serving_frame(
     setups = [(e, _engine_efficiency(e, arch, efficiency, calibrated_engine)) for e in engine_choices(engine)]
     instances = catalog.instances_frame()
     instances = instances[instances["accelerator_key"].notna() & (instances["accelerator_count"] >= 1)]
-    cache: dict[tuple[str, int, str], Rated] = {}
+    cache: dict[tuple[str, int, str], list[Rated]] = {}
     rows = []
     for record in instances.itertuples(index=False):
         count = int(record.accelerator_count)
@@ -163,18 +163,19 @@ def llm_serving_frame(
             for precision in precisions:
                 key = (accelerator.key, degree, precision)
                 if key not in cache:
+                    # Each engine's best layout is a row of its own, so ``any`` ranks every
+                    # engine's deployments by the rules a run naming that engine uses.
                     here = [(e, eff) for e, eff in setups if accelerator.software_stack in e.stacks]
-                    cache[key] = _best_engine([(e, shape, replica_rate(
+                    cache[key] = [_best_engine([(e, shape, replica_rate(
                         arch, accelerator, precision, work, shape,
                         ttft_p99_ms=ttft_p99_ms, tpot_p99_ms=tpot_p99_ms, efficiency=eff, engine=e,
-                        kv_precision=kv_precision)) for e, eff in here
-                        for shape in serving_layouts(arch, degree)]) if here else _not_served(
-                        setups[0][0], accelerator, engine)  # fmt: skip
-                chosen, shape, rate = cache[key]
-                row = _row(record, count, degree, precision, rate, rps, work)
-                kv = chosen.serving_format(serving_format(precision), kv_precision)
-                rows.append({**row, "engine": chosen.name, "kv_precision": kv_precision_name(kv),
-                             "expert_parallel": shape.expert_parallel})  # fmt: skip
+                        kv_precision=kv_precision)) for shape in serving_layouts(arch, degree)])
+                        for e, eff in here] or [_not_served(setups[0][0], accelerator, engine)]  # fmt: skip
+                for chosen, shape, rate in cache[key]:
+                    row = _row(record, count, degree, precision, rate, rps, work)
+                    kv = chosen.serving_format(serving_format(precision), kv_precision)
+                    rows.append({**row, "engine": chosen.name, "kv_precision": kv_precision_name(kv),
+                                 "expert_parallel": shape.expert_parallel})  # fmt: skip
     return pd.DataFrame(rows)
 
 
