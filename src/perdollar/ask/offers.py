@@ -3,6 +3,7 @@ service, its horizon and the known capacity constraints — and, after pricing, 
 
 from __future__ import annotations
 
+import collections
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +81,11 @@ def in_market(offers: pd.DataFrame, question: Question) -> pd.DataFrame:
     return chosen[unranked_reasons(chosen) == ""]
 
 
+def _offers_per_machine(offers: pd.DataFrame) -> collections.Counter[str]:
+    keys = zip(offers["cloud"], offers["instance_type"], offers["market"], strict=True)
+    return collections.Counter(f"{c} {i} {m}" for c, i, m in keys)
+
+
 def left_out_notes(offers: pd.DataFrame, question: Question) -> tuple[str, ...]:
     """One line per reason the question's market left offers out, naming a few machines of each."""
     chosen = allowed_offers(offers, market=question.market)
@@ -89,8 +95,11 @@ def left_out_notes(offers: pd.DataFrame, question: Question) -> tuple[str, ...]:
     notes = []
     for reason in dict.fromkeys(r for r in reasons if r):
         rows = chosen[reasons == reason]
-        keys = zip(rows["cloud"], rows["instance_type"], rows["market"], strict=True)
-        machines = list(dict.fromkeys(f"{c} {i} {m}" for c, i, m in keys))
+        regions, everywhere = _offers_per_machine(rows), _offers_per_machine(chosen)
+        machines = [
+            name if count == everywhere[name] else f"{name} in {count} of {everywhere[name]} regions"
+            for name, count in regions.items()
+        ]
         named = ", ".join(machines[:3]) + (f" and {len(machines) - 3} more" if len(machines) > 3 else "")
         notes.append(f"not ranked: {len(rows):,} offer(s) ({named}): {reason}")
     return tuple(notes)
