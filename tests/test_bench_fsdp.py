@@ -46,6 +46,7 @@ def tiny():
 QUIET = {"PERDOLLAR_METADATA_URL": "off", "OMP_NUM_THREADS": "1"}
 
 
+@pytest.mark.slow  # two gloo processes and a one-process baseline: 25–33 s on two busy cores
 def test_two_gloo_processes_measure_an_fsdp_plan_and_record_it(tmp_path: Path) -> None:
     (tmp_path / "tiny.py").write_text(TINY_LLAMA, encoding="utf-8")
     store = tmp_path / "results.db"
