@@ -14,7 +14,9 @@ load would skew: they run only when nothing runs beside them (``pytest --slow -m
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,3 +74,18 @@ def shared_data() -> Path:
     if not SHARED_DATA.exists():
         pytest.skip("the shared development data is not beside this checkout")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="module")
+def report_page() -> Iterator[Any]:
+    """One headless Chromium page per test module, for the tests that read a report as a reader
+    sees it; skipped without Chromium, a failure under CI (where .ci/run installs it)."""
+    from fixtures.store.cdp import chromium_binary, headless_page
+    from fixtures.store.report_page import WIDTH
+
+    if chromium_binary() is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing under CI (.ci/run installs the chromium package)")
+        pytest.skip("no Chromium here (apt-get install chromium)")
+    with headless_page(width=WIDTH, height=900) as opened:
+        yield opened

@@ -4,28 +4,22 @@ the command answered it (its --json), with the date of the prices."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from fixtures.store.cdp import Page, chromium_binary, headless_page
-from fixtures.store.report_page import WIDTH, answer_and_report, field, read_sanely, rows, traces
+from fixtures.store.cdp import Page
+from fixtures.store.report_page import (
+    answer_and_report,
+    field,
+    read_sanely,
+    rows,
+    traces,
+)
 
 pytestmark = pytest.mark.browser
 FLEET = ("recommend", "llama-3.1-8b", "--inference", "--input-tokens", "1500", "--output-tokens", "300",
          "--ttft-p99-ms", "800", "--tpot-p99-ms", "50", "--cloud", "aws", "--json")  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def page() -> Iterator[Page]:
-    if chromium_binary() is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing under CI (.ci/run installs the chromium package)")
-        pytest.skip("no Chromium here (apt-get install chromium)")
-    with headless_page(width=WIDTH, height=900) as opened:
-        yield opened
 
 
 def _dollars(shown: str) -> float:
@@ -33,7 +27,10 @@ def _dollars(shown: str) -> float:
     return float(shown.split()[0].strip("$()").replace(",", ""))
 
 
-def test_a_fleet_answer_is_reported_hour_by_hour_against_the_static_peak(page: Page, tmp_path: Path) -> None:
+def test_a_fleet_answer_is_reported_hour_by_hour_against_the_static_peak(
+    report_page: Page, tmp_path: Path
+) -> None:
+    page = report_page
     curve = tmp_path / "day.csv"
     curve.write_text("hour,requests_per_second\n0,4\n8,24\n20,10\n")
     answer, report = answer_and_report(tmp_path, *FLEET, "--load-curve", str(curve))

@@ -4,29 +4,23 @@ command answered it (its --json), and no training wording."""
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from fixtures.store.cdp import Page, chromium_binary, headless_page
-from fixtures.store.report_page import WIDTH, answer_and_report, field, read_sanely, rows, traces
+from fixtures.store.cdp import Page
+from fixtures.store.report_page import (
+    answer_and_report,
+    field,
+    read_sanely,
+    rows,
+    traces,
+)
 
 pytestmark = pytest.mark.browser
 SERVING = ("recommend", "llama-3.1-8b", "--inference", "--rps", "20", "--input-tokens", "1000",
            "--output-tokens", "300", "--ttft-p99-ms", "500", "--tpot-p99-ms", "50", "--json")  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def page() -> Iterator[Page]:
-    if chromium_binary() is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing under CI (.ci/run installs the chromium package)")
-        pytest.skip("no Chromium here (apt-get install chromium)")
-    with headless_page(width=WIDTH, height=900) as opened:
-        yield opened
 
 
 def _best_of(explanation: str, by: str) -> dict[str, str]:
@@ -44,7 +38,10 @@ def _non_dominated(points: list[tuple[float, float, str]]) -> set[str]:
     }  # fmt: skip
 
 
-def test_a_serving_answer_is_reported_in_tokens_latencies_and_prices(page: Page, tmp_path: Path) -> None:
+def test_a_serving_answer_is_reported_in_tokens_latencies_and_prices(
+    report_page: Page, tmp_path: Path
+) -> None:
+    page = report_page
     answer, report = answer_and_report(tmp_path, *SERVING)
     text = read_sanely(page, report, tmp_path)
     assert not re.search(r"sample|epoch", text, re.I)  # no training wording anywhere
