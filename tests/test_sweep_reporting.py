@@ -141,3 +141,16 @@ def test_a_language_model_sweep_plans_the_candidates_recommend_ranks_for_its_tok
     planned = {(job["resources"]["instance_type"], job["resources"]["num_nodes"]) for job in jobs}
     assert len(jobs) == 2 and planned <= first
     assert all("--plan" in job["run"] for job in jobs)  # each measured under its candidate's plan
+
+
+def test_only_finds_a_machine_the_default_ranking_leaves_out() -> None:
+    from perdollar.ask.questions import decided
+    from perdollar.ask.sweep import prepare_sweep
+    from perdollar.configuration import parse_configuration
+
+    question = decided(Question(workload_name="mlp", clouds=("aws",)))
+    _, everything = prepare_sweep(question, use_store=False)
+    assert "p5.48xlarge" not in {e.instance_type for e in everything.estimates}  # far down for a small MLP
+    _, named = prepare_sweep(question, use_store=False, only=[parse_configuration("p5.48xlarge")])
+    assert named.estimates and {e.instance_type for e in named.estimates} == {"p5.48xlarge"}
+    assert named.question == question  # stored as asked: the widening is the sweep's own

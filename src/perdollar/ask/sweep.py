@@ -51,6 +51,25 @@ class LanguageModelInputs:
 
 SweepInputs = Inputs | LanguageModelInputs
 
+# A ranking keeps its best few dozen candidates; one restricted by ``--only`` keeps them all, so
+# that a named machine is found however far down the full ranking it falls, before and after the
+# sweep's measurements move the others past it.
+EVERY_CANDIDATE = 1_000_000
+
+
+def _restricted(
+    ask: Callable[[Question], Recommendation],
+    question: Question,
+    only: Sequence[Configuration],
+    *,
+    checked: bool,
+) -> Recommendation:
+    """The question's answer, restricted to ``only`` when it names configurations."""
+    if not only:
+        return ask(question)
+    wide = ask(replace(question, top=max(question.top, EVERY_CANDIDATE)))
+    return replace(restrict_recommendation(wide, only, checked=checked), question=question)
+
 
 def prepare_sweep(
     question: Question,
@@ -58,10 +77,14 @@ def prepare_sweep(
     store_url: str | None = None,
     use_store: bool = True,
     progress: Progress = quiet,
+    only: Sequence[Configuration] = (),
 ) -> tuple[SweepInputs, Recommendation]:
-    """Load the question's inputs (with its stored measurements) and rank its candidates."""
+    """Load the question's inputs (with its stored measurements) and rank its candidates, only
+    those ``only`` names when it names any (``--only``: one that names none is refused)."""
     if question.family == "language-model":
-        return _prepare_language_model(question, store_url=store_url, use_store=use_store, progress=progress)
+        return _prepare_language_model(
+            question, store_url=store_url, use_store=use_store, progress=progress, only=only
+        )
     inputs = load_inputs(question, progress=progress)
     if inputs.workload.kind != "train":
         raise PerdollarError(
@@ -70,11 +93,19 @@ def prepare_sweep(
         )
     if use_store:
         inputs = with_stored_measurements(inputs, store_url)
-    return inputs, answer_training(question, inputs, progress)
+    ready = inputs
+    return ready, _restricted(
+        lambda asked: answer_training(asked, ready, progress), question, only, checked=True
+    )
 
 
 def _prepare_language_model(
-    question: Question, *, store_url: str | None, use_store: bool, progress: Progress
+    question: Question,
+    *,
+    store_url: str | None,
+    use_store: bool,
+    progress: Progress,
+    only: Sequence[Configuration],
 ) -> tuple[LanguageModelInputs, Recommendation]:
     from perdollar.ask.language_model import answer_language_model, load_language_model
     from perdollar.workload.llm.trainable import measurement_key, training_workload
@@ -82,9 +113,13 @@ def _prepare_language_model(
     model = load_language_model(question)
     runs = tuple(stored_measurements(measurement_key(model), store_url)) if use_store else ()
     inputs = LanguageModelInputs(load_catalog(), training_workload(model), model, runs)
-    return inputs, answer_language_model(
-        question, catalog=inputs.catalog, workload=model, measurements=runs, progress=progress
-    )
+
+    def ask(asked: Question) -> Recommendation:
+        return answer_language_model(
+            asked, catalog=inputs.catalog, workload=model, measurements=runs, progress=progress
+        )
+
+    return inputs, _restricted(ask, question, only, checked=True)
 
 
 def _asked_again(question: Question, inputs: SweepInputs, new: Sequence[Measurement]) -> Recommendation:
@@ -118,8 +153,9 @@ def sweep_workload(
 ) -> tuple[SweepResult, dict[str, str | None], Recommendation | None]:
     """Run the sweep; returns the result, the stored measurement ids and the new recommendation.
 
-    ``only`` (``--only``) restricts each re-ranked answer as it restricted ``recommendation``, so
-    that the answers before and after the measurements rank the same candidates.
+    ``only`` (``--only``) restricts each re-ranked answer as ``prepare_sweep`` restricted
+    ``recommendation``, so that the answers before and after the measurements rank the same
+    candidates.
     """
     saved: dict[str, str | None] = {}
     latest: dict[str, Recommendation] = {}
@@ -127,9 +163,9 @@ def sweep_workload(
 
     def rerank(measurements: Sequence[Measurement]) -> Sequence[Estimate]:
         usable = tuple(m for m in measurements if m.ok)
-        reranked = _asked_again(question, inputs, usable)
-        if only:
-            reranked = restrict_recommendation(reranked, only, checked=False)
+        reranked = _restricted(
+            lambda asked: _asked_again(asked, inputs, usable), question, only, checked=False
+        )
         latest["recommendation"] = reranked
         return reranked.estimates
 

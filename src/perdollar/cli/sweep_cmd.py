@@ -193,12 +193,8 @@ def sweep(
     with common.progress("asking the recommendation", quiet=json_output) as handle:
         inputs, recommendation = prepare_sweep(
             question, store_url=store.store_url, use_store=store.enabled,
-            progress=lambda text: handle.update(description=text),
+            progress=lambda text: handle.update(description=text), only=only_configurations,
         )  # fmt: skip
-    if only_configurations:
-        from perdollar.launch.restrict import restrict_recommendation
-
-        recommendation = restrict_recommendation(recommendation, only_configurations)
     if flags.dry_run:
         return _dry_run(
             sweep_context(question, inputs), recommendation, options, settings, out_dir, json_output
