@@ -219,10 +219,16 @@ def _many_lines() -> bytes:
     return b": keep-alive\n" * 100_000 + _reply()
 
 
-def _run(body: bytes, headers: dict[str, str] | None = None) -> LoadRun:
+def _run(
+    body: bytes, headers: dict[str, str] | None = None, seconds: float = 2.0, requests: int = 3
+) -> LoadRun:
+    """One step of ``requests`` requests; ``seconds`` for the step and for a stall, long enough that
+    a reply which takes a busy machine a while to inflate is refused inside the step, not cut off."""
     with replying_server(body, headers) as url:
-        settings = LoadSettings(url=url, model="tiny", input_tokens=8, output_tokens=20, step_seconds=2.0,
-                                max_requests_per_step=3, stall_s=2.0, request_timeout_s=10.0)  # fmt: skip
+        settings = LoadSettings(
+            url=url, model="tiny", input_tokens=8, output_tokens=20, step_seconds=seconds,
+            max_requests_per_step=requests, stall_s=seconds, request_timeout_s=30.0,
+        )  # fmt: skip
         return rising_load(settings, [4.0])
 
 
@@ -251,8 +257,11 @@ def _run(body: bytes, headers: dict[str, str] | None = None) -> LoadRun:
 def test_a_hostile_reply_fails_its_request_with_the_reason_and_the_run_goes_on(
     body: Callable[[], bytes], headers: dict[str, str] | None, reason: str
 ) -> None:
-    step = _run(body(), headers).steps[0]
-    assert step.sent == step.errors == 3 and step.ok == 0
+    # A bomb inflates 64 MiB before it is refused: two of them show the run going on past the first.
+    bomb = headers is not None and headers.get("content-encoding") == "gzip"
+    requests = 2 if bomb else 3
+    step = _run(body(), headers, seconds=8.0 if bomb else 2.0, requests=requests).steps[0]
+    assert step.sent == step.errors == requests and step.ok == 0
     assert all(reason in failure for failure in step.failures), step.failures
 
 

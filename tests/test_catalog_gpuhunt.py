@@ -47,10 +47,16 @@ def test_gpuhunt_rows_become_offers_in_the_snapshot_schema() -> None:
     g5 = _offer(fresh, "aws", "g5.xlarge", "us-east-1", "on-demand")
     assert (g5.price_per_hour, g5.captured_at, g5.price_basis) == (1.006, DAY, "gpuhunt:aws")
     spot = _offer(fresh, "aws", "g5.xlarge", "us-east-1", "spot")
-    assert (spot.price_per_hour, spot.price_max_per_hour) == (0.3951, 0.4216)  # lowest and highest zone
+    # two zones: ranked at their median, with the lowest and highest kept
+    assert (spot.price_min_per_hour, spot.price_per_hour, spot.price_max_per_hour) == (
+        0.3951,
+        0.40835,
+        0.4216,
+    )
     assert spot.interruption_bucket == ">20%"  # the Spot Advisor's, kept from the previous snapshot
     # GCP zones are priced per region, cheapest zone first; N1 hosts carry their GPUs in the name
-    assert _offer(fresh, "gcp", "g2-standard-4", "us-central1", "spot").price_per_hour == 0.28273
+    gcp_spot = _offer(fresh, "gcp", "g2-standard-4", "us-central1", "spot")
+    assert (gcp_spot.price_min_per_hour, gcp_spot.price_per_hour) == (0.28273, (0.28273 + 0.29598) / 2)
     assert _offer(fresh, "gcp", "n1-highmem-16+4xP100", "us-central1", "on-demand").price_per_hour == 4.40
     # a refreshed cloud is replaced whole; regions gpuhunt did not list are gone
     assert not [o for o in fresh.offers if o.cloud == "aws" and o.region == "ap-northeast-1"]
@@ -175,9 +181,7 @@ def test_an_unwritable_data_folder_is_one_line_and_keeps_the_previous_snapshot(t
     before = sorted(p.name for p in previous.path.iterdir())
     blocked = tmp_path / "home"
     blocked.write_text("a file where the data folder should be")
-    result = run_perdollar(
-        "catalog", "refresh", "--from", str(FIXTURE), env={"PERDOLLAR_HOME": str(blocked)}
-    )
+    result = run_perdollar("catalog", "refresh", "--from", str(FIXTURE), env={"PERDOLLAR_HOME": str(blocked)})
     assert result.returncode == 2 and "cannot use the data folder" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert catalog.load().snapshot_id == previous.snapshot_id

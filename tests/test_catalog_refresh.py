@@ -79,8 +79,8 @@ def test_refresh_writes_a_snapshot_that_takes_precedence(stubbed: Any) -> None:
 
     assert offer("g5.2xlarge", "on-demand").price_per_hour == 1.099
     spot = offer("g5.2xlarge", "spot")
-    # newest price per zone: 1b's older 0.50 is superseded by 0.3958
-    assert (spot.price_per_hour, spot.price_max_per_hour) == (0.3958, 0.5120)
+    # newest price per zone (1b's older 0.50 is superseded by 0.3958); ranked at the zones' median
+    assert (spot.price_min_per_hour, spot.price_per_hour, spot.price_max_per_hour) == (0.3958, 0.4102, 0.5120)
     assert spot.captured_at == dt.date(2026, 11, 22)
     assert spot.interruption_bucket is not None and CARRIED_BUCKET_FLAG in spot.flags
     assert offer("inf2.xlarge", "on-demand").price_per_hour == 0.7582
@@ -308,7 +308,9 @@ def test_refreshes_in_the_same_second_each_get_a_snapshot_of_their_own(tmp_path:
         folders = list(pool.map(refresh, (1.25, 2.5, 5.0)))
     assert len(set(folders)) == 3
     assert sorted(f.name for f in folders) == [
-        "20261202T000000Z-gpuhunt", "20261202T000000Z-gpuhunt-2", "20261202T000000Z-gpuhunt-3"
+        "20261202T000000Z-gpuhunt",
+        "20261202T000000Z-gpuhunt-2",
+        "20261202T000000Z-gpuhunt-3",
     ]
     prices = sorted(read_snapshot(f).offers[0].price_per_hour for f in folders)
     assert prices == [1.25, 2.5, 5.0]  # none overwrote another's

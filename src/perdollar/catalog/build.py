@@ -37,9 +37,10 @@ from perdollar.catalog.gpu_cloud_table import (
 )
 from perdollar.catalog.model import InstanceType
 from perdollar.catalog.refresh_gpuhunt import map_provider
-from perdollar.catalog.snapshot import OFFER_COLUMNS, read_snapshot
+from perdollar.catalog.snapshot import OFFER_COLUMNS, OFFER_LATER_COLUMNS, read_snapshot
 from perdollar.catalog.snapshot_write import catalog_frames, write_snapshot
 from perdollar.catalog.spec_fills import SPEC_FILLS, with_spec_fills
+from perdollar.catalog.spot_zones import aws_zone_means, spot_prices
 from perdollar.catalog.stacks import software_stack_for
 
 BUNDLED_DIR = Path(__file__).parent / "data"
@@ -200,7 +201,7 @@ def build_frames(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
     ]
     instance_types["network_gbps"] = filled
     instance_types = with_documented_accelerators(instance_types)
-    offers = _offer_rows(unified)
+    offers = _offer_rows(unified, aws_zone_means(data_dir))
     gpu_types, gpu_offers = gpu_cloud_frames(accelerators, aliases, instance_types)
     instance_types = pd.concat([instance_types, gpu_types], ignore_index=True).sort_values(["cloud", "name"])
     offers = pd.concat([offers, gpu_offers], ignore_index=True)
@@ -260,7 +261,7 @@ def gpu_cloud_sources(rows: tuple[GpuCloudOffer, ...]) -> dict[str, str]:
     return {provider: "; ".join(found) for provider, found in pages.items()}
 
 
-def _offer_rows(unified: pd.DataFrame) -> pd.DataFrame:
+def _offer_rows(unified: pd.DataFrame, zone_means: dict[tuple[str, str], float]) -> pd.DataFrame:
     rows: list[dict[str, object]] = []
     for row in unified.to_dict("records"):
         note = _text(row["price_note"])
@@ -277,6 +278,7 @@ def _offer_rows(unified: pd.DataFrame) -> pd.DataFrame:
                 "market": "on-demand",
                 "price_per_hour": row["price_ondemand_usd_per_hr"],
                 "price_max_per_hour": math.nan,
+                "price_min_per_hour": math.nan,
                 "captured_at": on_demand_date,
                 "price_basis": f"{cloud}_list_price"
                 + (
@@ -288,10 +290,9 @@ def _offer_rows(unified: pd.DataFrame) -> pd.DataFrame:
                 "flags": ";".join(_flags_for(note, "on-demand")),
             }
         )
-        spot = row["price_spot_usd_per_hr"]
-        if pd.isna(spot):
+        if pd.isna(row["price_spot_usd_per_hr"]):
             continue
-        basis = _text(row["spot_price_basis"])
+        spot, lowest, basis = spot_prices(row, zone_means)
         flags = _flags_for(note, "spot")
         spot_date = on_demand_date
         if basis.startswith("estimated"):
@@ -307,6 +308,7 @@ def _offer_rows(unified: pd.DataFrame) -> pd.DataFrame:
                 "market": "spot",
                 "price_per_hour": spot,
                 "price_max_per_hour": row["price_spot_max_usd_per_hr"],
+                "price_min_per_hour": lowest,
                 "captured_at": spot_date,
                 "price_basis": basis,
                 "interruption_bucket": _text(row["spot_interrupt_bucket"]) if cloud == "aws" else "",
@@ -326,6 +328,7 @@ def build(data_dir: Path, out_dir: Path = BUNDLED_DIR) -> Path:
         name: {"sha256": _sha256(data_dir / name)}
         for name in (
             "instances_unified.csv",
+            "aws_gpu_instances_by_region.csv",
             "accelerator_specs.csv",
             "gpu_name_aliases.csv",
             "aws_instance_types.csv",
@@ -369,7 +372,14 @@ def build(data_dir: Path, out_dir: Path = BUNDLED_DIR) -> Path:
             "offers_by_cloud": offers["cloud"].value_counts().sort_index().to_dict(),
         },
     }
-    write_snapshot(out_dir, accelerators, aliases, instance_types, offers, manifest)
+    write_snapshot(
+        out_dir,
+        accelerators,
+        aliases,
+        instance_types,
+        offers[[*OFFER_COLUMNS, *OFFER_LATER_COLUMNS]],
+        manifest,
+    )
     return out_dir
 
 

@@ -39,6 +39,8 @@ OFFER_FRAME_COLUMNS = (
     "market",
     "price_per_hour",
     "price_max_per_hour",
+    "price_min_per_hour",
+    "price_age_days",
     "price_basis",
     "interruption_bucket",
     "captured_at",
@@ -307,6 +309,7 @@ class Catalog:
                 "market": [o.market for o in self.offers],
                 "price_per_hour": [o.price_per_hour for o in self.offers],
                 "price_max_per_hour": [o.price_max_per_hour for o in self.offers],
+                "price_min_per_hour": [o.price_min_per_hour for o in self.offers],
                 "price_basis": [o.price_basis for o in self.offers],
                 "interruption_bucket": [o.interruption_bucket for o in self.offers],
                 "captured_at": [o.captured_at for o in self.offers],
@@ -314,6 +317,12 @@ class Catalog:
             }
         )
         offers["price_max_per_hour"] = offers["price_max_per_hour"].astype(float)
+        offers["price_min_per_hour"] = offers["price_min_per_hour"].astype(float)
+        # How much older each price is than the snapshot's newest: what makes a spot price drift.
+        newest = dt.date.fromisoformat(self.captured_at[:10]) if self.captured_at else None
+        offers["price_age_days"] = [
+            float((newest - o.captured_at).days) if newest is not None else 0.0 for o in self.offers
+        ]
         instances = self._instances_frame.drop(columns=["local_disk_gb", "excluded_reason"])
         frame = offers.merge(instances, on=["cloud", "instance_type"], how="left", validate="many_to_one")
         return none_for_missing(

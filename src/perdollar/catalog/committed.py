@@ -211,6 +211,7 @@ def committed_offers(
         ]
         rows["flags"] = [_with_flag(f) for f in rows["flags"]]
         rows["price_max_per_hour"] = np.nan
+        rows["price_min_per_hour"] = np.nan
         rows["interruption_bucket"] = None
         parts.append(rows)
     if not parts:

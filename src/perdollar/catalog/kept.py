@@ -57,6 +57,7 @@ _OFFER_FIELDS = (
     "price_basis",
     "interruption_bucket",
     "flags",
+    "price_min_per_hour",
 )
 
 

@@ -124,9 +124,12 @@ class Offer:
     instance_type: str
     region: str
     market: Market
-    price_per_hour: float  # USD per instance-hour (lowest zone for spot)
+    # USD per instance-hour. Spot: the typical zone's price (the zones' median, or their mean where
+    # the source keeps only min/mean/max), not the cheapest zone, whose capacity is the first to go.
+    price_per_hour: float
     captured_at: dt.date
     price_max_per_hour: float | None = None  # highest zone price (spot), where known
     price_basis: str = ""  # how the price was obtained (e.g. estimated from the advisor)
     interruption_bucket: str | None = None  # AWS Spot Advisor bucket ("<5%", …); None = unknown
     flags: tuple[str, ...] = field(default_factory=tuple)  # data-quality notes, kept visible
+    price_min_per_hour: float | None = None  # lowest zone price (spot), where known

@@ -126,7 +126,9 @@ def data_dates() -> dict[str, str]:
 def conventions() -> dict[str, str]:
     return {
         "prices": (
-            "USD per instance-hour, Linux; spot = lowest zone price, price_max_per_hour = highest zone"
+            "USD per instance-hour, Linux; spot = the typical zone's price (the zones' median; their "
+            "mean where the source keeps only min/mean/max), price_min_per_hour / price_max_per_hour = "
+            "lowest / highest zone"
         ),
         "gcp_gpu_machines": "host VM price + attached GPU price in the same zone, summed",
         "gcp_n1_gpu_names": "N1 hosts with GPUs are named HOST+COUNTxGPU, e.g. n1-highmem-16+4xT4",

@@ -29,6 +29,7 @@ LISTING_COLUMNS = (
     "efa_interfaces",
     "price_per_hour",
     "spot_price_per_hour",
+    "spot_price_min_per_hour",
     "spot_price_max_per_hour",
     "spot_interruption",
     "spot_price_basis",
@@ -64,6 +65,7 @@ def listing_frame(catalog: Catalog | None = None) -> pd.DataFrame:
         [
             *keys,
             "price_per_hour",
+            "price_min_per_hour",
             "price_max_per_hour",
             "interruption_bucket",
             "price_basis",
@@ -73,6 +75,7 @@ def listing_frame(catalog: Catalog | None = None) -> pd.DataFrame:
     ].rename(
         columns={
             "price_per_hour": "spot_price_per_hour",
+            "price_min_per_hour": "spot_price_min_per_hour",
             "price_max_per_hour": "spot_price_max_per_hour",
             "interruption_bucket": "spot_interruption",
             "price_basis": "spot_price_basis",

@@ -16,6 +16,7 @@ import json
 import math
 import re
 import shutil
+import statistics
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -98,8 +99,8 @@ def parse_on_demand_prices(price_list: Iterable[str]) -> dict[str, float]:
     return prices
 
 
-def parse_spot_prices(history: Iterable[dict[str, Any]]) -> dict[str, tuple[float, float]]:
-    """``SpotPriceHistory`` entries → {instance type: (lowest, highest) over zones}, newest per zone."""
+def parse_spot_prices(history: Iterable[dict[str, Any]]) -> dict[str, tuple[float, float, float]]:
+    """``SpotPriceHistory`` entries → {instance type: (zones' median, lowest, highest)}, newest per zone."""
     latest: dict[tuple[str, str], tuple[dt.datetime, float]] = {}
     for entry in history:
         key = (entry["InstanceType"], entry.get("AvailabilityZone", ""))
@@ -109,7 +110,7 @@ def parse_spot_prices(history: Iterable[dict[str, Any]]) -> dict[str, tuple[floa
     by_type: dict[str, list[float]] = {}
     for (name, _zone), (_stamp, price) in latest.items():
         by_type.setdefault(name, []).append(price)
-    return {name: (min(p), max(p)) for name, p in by_type.items()}
+    return {name: (statistics.median(p), min(p), max(p)) for name, p in by_type.items()}
 
 
 def _network_gbps(info: dict[str, Any]) -> float | None:
@@ -216,13 +217,13 @@ def _fetch_region(
                 )
             )
         if name in spot:
-            low, high = spot[name]
+            median, low, high = spot[name]
             bucket = previous_buckets.get(name)
             offers.append(
                 Offer(
-                    "aws", name, region, "spot", low, today, price_max_per_hour=high,
-                    price_basis="aws_describe_spot_price_history_min_over_azs", interruption_bucket=bucket,
-                    flags=(CARRIED_BUCKET_FLAG,) if bucket else (),
+                    "aws", name, region, "spot", median, today, price_max_per_hour=high,
+                    price_basis="aws_describe_spot_price_history_median_over_azs", interruption_bucket=bucket,
+                    flags=(CARRIED_BUCKET_FLAG,) if bucket else (), price_min_per_hour=low,
                 )
             )  # fmt: skip
     return types, offers

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -65,7 +66,7 @@ def accelerator_key(catalog: Catalog, name: str, memory_gb: float, instance_name
 
 
 def _region(cloud: str, location: str) -> str:
-    # GCP rows are per zone (us-central1-a); the catalog prices per region, lowest zone first.
+    # GCP rows are per zone (us-central1-a); the catalog prices per region, over its zones.
     if cloud == "gcp" and location.count("-") == 2:
         return location.rsplit("-", 1)[0]
     return location
@@ -148,14 +149,18 @@ def map_provider(
     for (name, region, spot), priced in sorted(grouped.items()):
         if name not in usable:
             continue
-        low, high = min(r.price for r in priced), max(r.price for r in priced)
+        prices = [r.price for r in priced]
+        low, high = min(prices), max(prices)
+        # Spot: the zones' median is the price to expect; on demand, the lowest listing is for sale.
+        price = statistics.median(prices) if spot else low
         bucket = bucket_of.get((name, region)) if spot else None
         offers.append(
             Offer(
-                cloud, name, region, "spot" if spot else "on-demand", low, captured_at,
+                cloud, name, region, "spot" if spot else "on-demand", price, captured_at,
                 price_max_per_hour=high if spot and high != low else None,
                 price_basis=price_basis,
                 interruption_bucket=bucket, flags=(CARRIED_BUCKET_FLAG,) if bucket else (),
+                price_min_per_hour=low if spot and high != low else None,
             )
         )  # fmt: skip
     return ProviderMapping(instance_types, offers, unknown)

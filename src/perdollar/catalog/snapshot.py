@@ -80,6 +80,7 @@ OFFER_COLUMNS = (
     "interruption_bucket",
     "flags",
 )
+OFFER_LATER_COLUMNS = ("price_min_per_hour",)
 
 
 def cloud_cell(rows: Rows, number: int, row: dict[str, str]) -> str:
@@ -183,20 +184,25 @@ def _read_offers(folder: Path, instance_types: dict[tuple[str, str], InstanceTyp
     dates: dict[str, dt.date] = {}
     flag_sets: dict[str, tuple[str, ...]] = {"": ()}
     positions: list[int] = []
+    low_at: int | None = None
     for number, cells in rows.cells():
         if not positions:
             positions = [rows.header.index(column) for column in OFFER_COLUMNS]
+            low_at = rows.header.index("price_min_per_hour") if "price_min_per_hour" in rows.header else None
         cloud, name, region, market, price, high, captured, basis, bucket, flags = (
             cells[i] for i in positions
         )
+        low = cells[low_at] if low_at is not None else ""
         # Fast path for well-formed rows; anything unusual goes through the checks that name the problem.
         try:
             price_value = float(price)
             high_value = float(high) if high else None
+            low_value = float(low) if low else None
             day = dates.get(captured) or dates.setdefault(captured, dt.date.fromisoformat(captured))
             well_formed = (
                 price_value >= 0
                 and (high_value is None or high_value >= 0)
+                and (low_value is None or low_value >= 0)
                 and market in MARKETS
                 and region != ""
                 and (cloud, name) in instance_types
@@ -222,6 +228,7 @@ def _read_offers(folder: Path, instance_types: dict[tuple[str, str], InstanceTyp
                 basis,
                 bucket or None,
                 flag_sets[flags],
+                low_value,
             )  # type: ignore[arg-type]
         )
     return offers
@@ -250,6 +257,11 @@ def _checked_offer(
         price_per_hour=number_cell(rows, number, row, "price_per_hour"),
         captured_at=captured,
         price_max_per_hour=optional(number_cell(rows, number, row, "price_max_per_hour", optional=True)),
+        price_min_per_hour=(
+            optional(number_cell(rows, number, row, "price_min_per_hour", optional=True))
+            if "price_min_per_hour" in row
+            else None
+        ),
         price_basis=row["price_basis"],
         interruption_bucket=row["interruption_bucket"] or None,
         flags=tuple(f for f in row["flags"].split(";") if f),

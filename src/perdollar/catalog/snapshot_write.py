@@ -22,6 +22,7 @@ from perdollar.catalog.snapshot import (
     INSTANCE_TYPES,
     MANIFEST,
     OFFER_COLUMNS,
+    OFFER_LATER_COLUMNS,
     OFFERS,
     read_snapshot,
 )
@@ -72,10 +73,12 @@ def catalog_frames(
             "price_basis": o.price_basis,
             "interruption_bucket": o.interruption_bucket or "",
             "flags": ";".join(o.flags),
+            "price_min_per_hour": o.price_min_per_hour,
         }
         for o in (offers if offers is not None else catalog.offers)
     ]
-    return chips, aliases, types, pd.DataFrame(offer_rows, columns=list(OFFER_COLUMNS))
+    offer_columns = [*OFFER_COLUMNS, *OFFER_LATER_COLUMNS]
+    return chips, aliases, types, pd.DataFrame(offer_rows, columns=offer_columns)
 
 
 def check_loads(partial: Path) -> None:

@@ -41,8 +41,9 @@ Every price says when it was captured. Without a subcommand, lists offers, one r
 LISTING_JSON_FIELDS = (
     "cloud", "instance_type", "region", "vcpus", "memory_gib", "arch", "accelerator", "accelerator_key",
     "accelerator_count", "accelerator_memory_gib", "accelerator_memory_gib_total", "network_gbps",
-    "efa_interfaces", "price_per_hour", "spot_price_per_hour", "spot_price_max_per_hour", "spot_interruption",
-    "spot_price_basis", "captured_at", "spot_captured_at", "flags", "excluded_reason",
+    "efa_interfaces", "price_per_hour", "spot_price_per_hour", "spot_price_min_per_hour",
+    "spot_price_max_per_hour", "spot_interruption", "spot_price_basis", "captured_at", "spot_captured_at",
+    "flags", "excluded_reason",
 )  # fmt: skip
 
 

@@ -76,7 +76,7 @@ def catalog_gpus(
     print_table(table)
     console.print(
         f"[dim]catalog snapshot {catalog.snapshot_id}; a machine's price ÷ its GPUs (a 1/2 slice: ×2); "
-        "virtual-desktop slices left out. Spot: lowest zone.[/]",
+        "virtual-desktop slices left out. Spot: the typical zone (median or mean of its zones).[/]",
         soft_wrap=True,
         highlight=False,
     )

@@ -75,9 +75,11 @@ def listing_table(rows: list[dict[str, Any]], title: str, *, with_instance: bool
         )
     for row in rows:
         spot = format_price(row["spot_price_per_hour"])
-        high = row["spot_price_max_per_hour"]
-        if high is not None and high != row["spot_price_per_hour"]:
-            spot += f"…{format_price(high)}"
+        # The typical zone's price, then the zones' range where they differ.
+        low, high = row.get("spot_price_min_per_hour"), row["spot_price_max_per_hour"]
+        low = low if low is not None and low == low else row["spot_price_per_hour"]
+        if high is not None and high == high and high != low:
+            spot += f" ({format_price(low)}…{format_price(high)})"
         if row["spot_price_basis"] and str(row["spot_price_basis"]).startswith("estimated"):
             spot += " est."
         interruption = row["spot_interruption"] or ("?" if row["spot_price_per_hour"] is not None else "")

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.price import cost, spot
+from perdollar.price.spot_prices import price_band
 from perdollar.question import Question, SpotSettings
 
 # The prediction band (low … high) is the 10th–90th percentile of the predictor's observed
@@ -24,6 +25,8 @@ BAND_Z = 1.2816
 # What :func:`price_frame` adds to a candidate table: the price stage's declared output.
 PRICED_COLUMNS = (
     "price_per_hour",
+    "price_per_hour_low",
+    "price_per_hour_high",
     "samples_per_dollar",
     "interruptions_per_hour",
     "checkpoint_interval_hours",
@@ -131,6 +134,17 @@ def price_frame(frame: pd.DataFrame, target: Target, assumptions: SpotAssumption
     rate_high = out["samples_per_second_high"].to_numpy(dtype=np.float64)
     price = cost.total_price_per_hour(out["price_per_node_hour"].to_numpy(dtype=np.float64), nodes)
     out["price_per_hour"] = price
+    price_low, price_high = (
+        cost.total_price_per_hour(side, nodes)
+        for side in price_band(
+            out["market"].to_numpy(dtype=object),
+            out["price_per_node_hour"].to_numpy(dtype=np.float64),
+            _column(out, "price_min_per_node_hour"),
+            _column(out, "price_max_per_node_hour"),
+            _column(out, "price_age_days", 0.0),
+        )
+    )
+    out["price_per_hour_low"], out["price_per_hour_high"] = price_low, price_high
     out["samples_per_dollar"] = cost.samples_per_dollar(rate, price)
 
     hazard = interruption_hazard(out, assumptions)
@@ -160,8 +174,9 @@ def price_frame(frame: pd.DataFrame, target: Target, assumptions: SpotAssumption
             out["expected_time_hours_high"] = (
                 outcome.expected_hours * rate / np.where(rate_low > 0, rate_low, rate)
             )
-        out["expected_cost_usd_low"] = out["expected_time_hours_low"] * price
-        out["expected_cost_usd_high"] = out["expected_time_hours_high"] * price
+        # … and the price's band (the zones it may land in, its age) the dollars.
+        out["expected_cost_usd_low"] = out["expected_time_hours_low"] * price_low
+        out["expected_cost_usd_high"] = out["expected_time_hours_high"] * price_high
     else:
         for column in (
             "time_to_target_hours",
@@ -181,6 +196,12 @@ def price_frame(frame: pd.DataFrame, target: Target, assumptions: SpotAssumption
     else:
         out["p_meet_deadline"] = np.nan
     return out
+
+
+def _column(frame: pd.DataFrame, name: str, missing: float = math.nan) -> np.ndarray:
+    if name not in frame:
+        return np.full(len(frame), missing)
+    return frame[name].to_numpy(dtype=np.float64)
 
 
 def describe_assumptions(assumptions: SpotAssumptions) -> str:

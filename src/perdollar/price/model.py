@@ -108,6 +108,9 @@ class Estimate:
     effective_samples_per_dollar: float | None = None
     interruptions_per_hour: float | None = None  # all nodes together (N × per-node hazard)
     flags: tuple[str, ...] = ()  # catalog data-quality flags of the offer
+    # The price's band, all nodes, USD/h: spot over the zones it may land in, widened by its age.
+    price_per_hour_low: float | None = None
+    price_per_hour_high: float | None = None
 
     # Language models: the training plan this configuration runs (token and sentence), its model
     # FLOPs utilisation and the memory it holds per GPU; samples are then tokens.

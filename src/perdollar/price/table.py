@@ -33,6 +33,8 @@ def join_predictions(offers: pd.DataFrame, predictions: pd.DataFrame) -> pd.Data
             "market",
             "price_per_hour",
             "price_max_per_hour",
+            "price_min_per_hour",
+            "price_age_days",
             "interruption_bucket",
             "captured_at",
             "flags",
@@ -45,7 +47,11 @@ def join_predictions(offers: pd.DataFrame, predictions: pd.DataFrame) -> pd.Data
         if c in offers.columns
     ]
     left = offers[offer_columns].rename(
-        columns={"price_per_hour": "price_per_node_hour", "price_max_per_hour": "price_max_per_node_hour"}
+        columns={
+            "price_per_hour": "price_per_node_hour",
+            "price_max_per_hour": "price_max_per_node_hour",
+            "price_min_per_hour": "price_min_per_node_hour",
+        }
     )
     left = left.assign(flags=_flag_text(left["flags"]) if "flags" in left else "")
     # The offer's own facts win where both sides carry a column (e.g. vcpus, network_gbps).

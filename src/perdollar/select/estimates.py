@@ -64,6 +64,8 @@ def estimates_from_frame(
                 interruption_bucket=_text(row.get("interruption_bucket")) or None,
                 checkpoint_interval_hours=_number(row.get("checkpoint_interval_hours")),
                 captured_at=_text(row.get("captured_at")),
+                price_per_hour_low=_number(row.get("price_per_hour_low")),
+                price_per_hour_high=_number(row.get("price_per_hour_high")),
                 vcpus_per_node=float(row.get("vcpus") or 0.0),
                 network_gbps=_number(row.get("network_gbps")),
                 effective_samples_per_dollar=_number(row.get("effective_samples_per_dollar")),

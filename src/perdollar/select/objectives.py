@@ -66,6 +66,11 @@ def _time_and_cost(
         )
         return time, cost
     price = frame["price_per_hour"].to_numpy(dtype=np.float64)
+    # The optimistic end pays the low price, the pessimistic one the high (spot zones, a price's age).
+    prices = [
+        frame[c].to_numpy(dtype=np.float64) if c in frame else price
+        for c in ("price_per_hour", "price_per_hour_low", "price_per_hour_high")
+    ]
     rates = [
         frame[c].to_numpy(dtype=np.float64)
         for c in (
@@ -80,7 +85,7 @@ def _time_and_cost(
         )
     # The bill's other lines (egress, storage) spread over the target's samples, where priced.
     extra = frame["bill_usd_per_sample"].to_numpy(dtype=np.float64) if "bill_usd_per_sample" in frame else 0.0
-    dollars_per_sample = tuple(h * price + extra for h in hours_per_sample)
+    dollars_per_sample = tuple(h * p + extra for h, p in zip(hours_per_sample, prices, strict=True))
     return hours_per_sample, dollars_per_sample
 
 

@@ -18,6 +18,7 @@ from perdollar.catalog.price_outliers import IMPLAUSIBLE_PRICE_FLAGS, OUTLIER_SE
 from perdollar.price.frame import target_of
 from perdollar.price.model import Estimate
 from perdollar.price.serving import plausibly_priced
+from perdollar.price.spot_prices import spot_band_sentence
 from perdollar.question import Question
 from perdollar.select import constraints as cand
 from perdollar.select.binding import nothing_feasible_error
@@ -263,6 +264,8 @@ def with_price_sentences(explanation: str, ranked: Sequence[Estimate], created_a
     feasible = [e for e in ranked if e.feasible]
     if feasible and feasible[0].captured_at:
         explanation = f"{explanation}\n{age_sentence(feasible[0].captured_at, created_at)}".strip()
+    if feasible and (band := spot_band_sentence(feasible[0])):
+        explanation = f"{explanation}\n{band}"
     if feasible and set(IMPLAUSIBLE_PRICE_FLAGS) & set(feasible[0].flags):
         explanation = f"{explanation}\n{OUTLIER_SENTENCE}"
     return explanation
