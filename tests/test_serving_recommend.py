@@ -69,7 +69,7 @@ def test_impossible_slo_exits_3_with_the_reason() -> None:
 
 
 def test_missing_slo_is_a_usage_error() -> None:
-    from perdollar.cli.inference_cmd import serving_question
+    from perdollar.ask.building import serving_question
 
     with pytest.raises(PerdollarError, match="--inference needs a latency SLO") as caught:
         serving_question(
@@ -89,7 +89,7 @@ def test_missing_slo_is_a_usage_error() -> None:
 
 def test_a_stored_inference_question_can_be_asked_again() -> None:
     from perdollar.ask import answer
-    from perdollar.cli.inference_cmd import serving_question
+    from perdollar.ask.building import serving_question
     from perdollar.store.codec import question_from_payload, recommendation_to_payload
 
     question = serving_question(

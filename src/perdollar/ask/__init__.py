@@ -2,8 +2,10 @@
 
 It loads the workload and the catalog once, profiles, calibrates from stored and given
 measurements, predicts, prices and ranks — for training and serving alike — passing each stage
-once, left to right. The command line, the report, ``compare``, ``sweep`` and
-``history reevaluate`` all ask through it.
+once, left to right; a question with traffic over a day is answered by a fleet
+(:mod:`perdollar.ask.fleet`). Every question is built in :mod:`perdollar.ask.building`, from the
+command line's options or the Python API's arguments. The command line, the report, ``compare``,
+``sweep`` and ``history reevaluate`` all ask through it.
 
 >>> from perdollar.ask import recommend
 >>> recommend("vit-b16", samples=1e9, deadline_hours=72, max_nodes=4).estimates[0].label

@@ -6,8 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from perdollar import amounts
-from perdollar.ask.arguments import checked_target
+from perdollar.ask.building import recommend_question
 from perdollar.ask.inputs import (
     Progress,
     load_inputs,
@@ -24,7 +23,7 @@ from perdollar.price.placement import checked_data
 from perdollar.question import Question, SpotSettings
 from perdollar.select.model import Recommendation
 from perdollar.vocabulary import Family, Kind
-from perdollar.workload import Workload, canonical_spec, load_workload
+from perdollar.workload import Workload, load_workload
 from perdollar.workload.llm import load_llm_workload
 
 if TYPE_CHECKING:
@@ -100,17 +99,29 @@ def answer(
 ) -> Recommendation:
     """Answer ``question`` from its fields (the catalog and the workload are loaded unless given).
 
-    With ``use_store`` the measurements stored for this workload calibrate the answer too.
+    With ``use_store`` the measurements stored for this workload calibrate the answer too. A
+    question with ``traffic`` (a load curve or a trace) is answered by a fleet over its day, whose
+    figures are the recommendation's ``fleet``.
     """
-    question = decided(question)
+    asked, question = question, decided(question)
     checked_data(question.data)  # before any work: a size with nowhere to move it from prices nothing
     asking = Asking(
         catalog if catalog is not None else load_catalog(), workload, measurements, store_url, use_store,
         progress,
     )  # fmt: skip
+    if question.traffic is not None:
+        return _fleet(asked, asking)
     assert question.family is not None  # decided() always decides
     route = _comparison if question.configurations else ROUTES[(question.family, question.kind)]
     return route(question, asking)
+
+
+def _fleet(question: Question, asking: Asking) -> Recommendation:
+    """A language model's fleet over a day (``recommend --inference --load-curve/--trace``), stored
+    with the question as it was asked."""
+    from perdollar.ask.fleet import answer_fleet
+
+    return answer_fleet(question, catalog=asking.catalog, progress=asking.progress)
 
 
 def _comparison(question: Question, asking: Asking) -> Recommendation:
@@ -205,40 +216,12 @@ def recommend(
 
     >>> recommend("vit-b16", samples=1e9, deadline_hours=72, max_nodes=4).estimates[0].label
     """
-    target = checked_target(
-        samples=samples,
-        epochs=epochs,
-        dataset_size=dataset_size,
-        deadline_hours=deadline_hours,
-        budget_usd=budget_usd,
-        confidence=confidence,
-    )
-    if not isinstance(workload, Workload):
-        amounts.text(workload, "workload", "vit-b16")
-    amounts.check_value("max_nodes", max_nodes, integer=True)
-    amounts.optional(batch_size, "batch_size", integer=True)
-    amounts.check_value("top", top, integer=True)
-    given = workload if isinstance(workload, Workload) else None
-    name = given.name if given is not None else canonical_spec(str(workload))
-    if given is not None and (batch_size is not None or precision is not None):
-        given = given.with_overrides(batch_size=batch_size, precision=precision)
-    question = Question(
-        workload_name=name,
-        objective=objective,
-        target_samples=target.samples,
-        deadline_hours=target.deadline_hours,
-        budget_usd=target.budget_usd,
-        weights=weights,
-        confidence=target.confidence,
-        market=market,
-        clouds=tuple(clouds),
-        regions=tuple(regions),
-        max_nodes=max_nodes,
-        batch_size=batch_size,
-        precision=precision,
-        spot=spot or SpotSettings(),
-        top=top,
-    )
+    question, given = recommend_question(
+        workload, samples=samples, epochs=epochs, dataset_size=dataset_size, deadline_hours=deadline_hours,
+        budget_usd=budget_usd, objective=objective, market=market, clouds=clouds, regions=regions,
+        max_nodes=max_nodes, batch_size=batch_size, precision=precision, weights=weights,
+        confidence=confidence, spot=spot, top=top,
+    )  # fmt: skip
     return answer(
         question,
         catalog=catalog,

@@ -91,3 +91,18 @@ def with_stored_measurements(inputs: Inputs, store_url: str | None) -> Inputs:
 def _identity(measurement: Measurement) -> tuple[str, str, str]:
     """A run is the same run when stored and when given (``--measure`` both stores and passes it)."""
     return (measurement.workload_fingerprint, measurement.started_at, measurement.mode)
+
+
+def workload_to_measure(name: str, *, batch_size: int | None, precision: str | None) -> Workload:
+    """The workload ``recommend --measure`` benchmarks here, at the batch size and precision asked."""
+    from perdollar.workload import load_workload
+
+    return load_workload(name, batch_size=batch_size, precision=precision)
+
+
+def measured_here(workload: Workload) -> Measurement:
+    """``workload``'s training throughput on this machine, which calibrates the answer beside the
+    stored and given measurements."""
+    from perdollar.measure import run_benchmark
+
+    return run_benchmark(workload, mode="cached-input", duration_s=20.0)

@@ -10,15 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perdollar import amounts
-from perdollar.ask.arguments import checked_target
+from perdollar.ask.building import api_comparison_question
 from perdollar.ask.compare import compare_question
 from perdollar.ask.inputs import measurements_from_file
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict.model import Prediction
-from perdollar.question import Question
 from perdollar.select.compare import Comparison
-from perdollar.workload import Workload, canonical_spec
+from perdollar.workload import Workload
 
 
 def predict(
@@ -69,17 +68,8 @@ def compare(
 
     >>> compare("vit-b16", "4x g5.2xlarge spot", "1x g5.12xlarge on-demand", samples=1e9).to_frame()
     """
-    amounts.text(workload, "workload", "vit-b16")
-    for configuration in configurations:
-        amounts.text(configuration, "configuration", "4x g5.2xlarge spot")
-    target = checked_target(
-        samples=samples, deadline_hours=deadline_hours, budget_usd=budget_usd, confidence=confidence
-    )
-    question = Question(
-        workload_name=canonical_spec(workload),
-        target_samples=target.samples,
-        deadline_hours=target.deadline_hours,
-        budget_usd=target.budget_usd,
-        confidence=target.confidence,
-    )
+    question = api_comparison_question(
+        workload, configurations, samples=samples, deadline_hours=deadline_hours, budget_usd=budget_usd,
+        confidence=confidence,
+    )  # fmt: skip
     return compare_question(question, list(configurations)).comparison

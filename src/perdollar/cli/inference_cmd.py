@@ -9,19 +9,16 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.markup import escape
 
-from perdollar.ask.offers import check_market
 from perdollar.cli import common, serve_bench_cmd
 from perdollar.cli.inference_render import curve_table, deployment_rows, deployment_table, excluded_rows
 from perdollar.errors import NothingFeasibleError, PerdollarError
-from perdollar.question import Question, ServingGoal
-from perdollar.vocabulary import SERVING_OBJECTIVE
+from perdollar.question import Question
 
 # --- bench --inference ------------------------------------------------------------------------
 
@@ -133,45 +130,6 @@ def bench_inference(
 
 
 # --- recommend --inference ----------------------------------------------------------------------
-
-
-def serving_question(
-    workload: str,
-    *,
-    qps: float | None,
-    p99_ms: float | None,
-    p95_ms: float | None,
-    max_wait_ms: float | None,
-    batch_size: int | None,
-    precision: str | None,
-    market: str,
-    clouds: Sequence[str],
-    regions: Sequence[str],
-) -> Question:
-    """The serving question from ``recommend --inference``'s options, checked."""
-    if qps is None:
-        raise PerdollarError("--inference needs --qps", "e.g. --inference --qps 200 --p99-ms 50")
-    if qps <= 0:
-        raise PerdollarError(f"--qps must be positive, got {qps:g}", "give the target rate, e.g. --qps 400")
-    if p99_ms is None and p95_ms is None:
-        raise PerdollarError("--inference needs a latency SLO", "add --p99-ms 50 (or --p95-ms)")
-    if any(v is not None and v <= 0 for v in (p99_ms, p95_ms, max_wait_ms)):
-        raise PerdollarError("latency limits must be positive", "e.g. --p99-ms 50 --max-wait-ms 5")
-    check_market(market)
-    slo = tuple((q, ms) for q, ms in ((0.99, p99_ms), (0.95, p95_ms)) if ms is not None)
-    from perdollar.workload.loader import canonical_spec
-
-    return Question(
-        workload_name=canonical_spec(workload),
-        kind="inference",
-        objective=SERVING_OBJECTIVE,
-        market=market,
-        clouds=tuple(c.lower() for c in clouds),
-        regions=tuple(regions),
-        batch_size=batch_size,
-        precision=precision,
-        serving=ServingGoal(qps=qps, slo_ms=slo, max_wait_ms=max_wait_ms, max_batch=batch_size),
-    )
 
 
 def recommend_inference(

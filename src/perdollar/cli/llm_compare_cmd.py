@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
+from perdollar.ask.options import Serving
 from perdollar.cli import common
 from perdollar.cli.declared import StoreChoice
-from perdollar.cli.recommend_options import Serving
-from perdollar.errors import EXIT_OK, PerdollarError
+from perdollar.errors import EXIT_OK
 from perdollar.question import LanguageModelSettings
 from perdollar.terminal_tables import FittingTable
 from perdollar.vocabulary import Family
@@ -29,27 +28,12 @@ def compare_llm_serving(
     store: StoreChoice,
 ) -> int:
     """Each configuration sized for the rate under each ``--engine`` (a comma list, or ``any``)."""
-    from perdollar.ask.compare_serving import compare_language_model_serving, compared_engines
-    from perdollar.cli.llm_inference_cmd import llm_serving_question
+    from perdollar.ask.building import serving_comparison_question
+    from perdollar.ask.compare_serving import compare_language_model_serving
 
-    if not serving.inference:
-        raise PerdollarError("--rps and --tokens-per-day compare serving", "add --inference")
-    if family != "language-model":
-        raise PerdollarError(
-            "compare --inference compares a language model's serving deployments",
-            "name a language model (llama-3.1-8b …), or use recommend --inference for other networks",
-        )
-    engines = compared_engines(language_model.engine)  # a mistyped engine is said before any work
-    question = llm_serving_question(
-        workload, rps=serving.rps, tokens_per_day=serving.tokens_per_day,
-        input_tokens=language_model.input_tokens, output_tokens=language_model.output_tokens,
-        ttft_p99_ms=language_model.ttft_p99_ms, tpot_p99_ms=language_model.tpot_p99_ms,
-        precision=precision, market="any", clouds=(), regions=(), engine=engines[0],
-        kv_precision=language_model.kv_precision, features=language_model,
-    )  # fmt: skip
-    # The question keeps --engine as written: the comparison reads its list of engines from it.
-    settings = replace(question.language_model or language_model, engine=language_model.engine)
-    question = replace(question, language_model=settings)
+    question = serving_comparison_question(
+        workload, family=family, serving=serving, language_model=language_model, precision=precision
+    )
     with common.progress("compare --inference", quiet=json_output) as bar:
         comparison = compare_language_model_serving(
             question, configs, store_url=store.store_url, use_store=store.enabled,

@@ -4,40 +4,34 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from perdollar.ask import answer
+from perdollar.ask.building import (
+    asked_training_question,
+    comparison_question,
+    fleet_question,
+    language_model_serving_question,
+    serving_question,
+)
 from perdollar.ask.compare import compare_question
-from perdollar.ask.questions import PlanFlags, family_of, language_model_settings
+from perdollar.ask.inputs import workload_to_measure
+from perdollar.ask.option_checks import refuse_training_targets, with_one_rate
+from perdollar.ask.options import PRECISION_HELP, FleetFlags, Goal, Serving, Shape, Target, Where
+from perdollar.ask.questions import PlanFlags, family_of
 from perdollar.cli import common, recommend_inputs
 from perdollar.cli.declared import LANGUAGE_MODEL_PANELS, Group, StoreChoice, takes
-from perdollar.cli.fleet_options import FleetFlags
-from perdollar.cli.inference_cmd import serving_question
 from perdollar.cli.persist import check_store
-from perdollar.cli.recommend_options import (
-    PRECISION_HELP,
-    Goal,
-    Serving,
-    Shape,
-    Shown,
-    Target,
-    Where,
-    with_one_rate,
-)
+from perdollar.cli.recommend_options import Shown
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
-from perdollar.question import (
-    BillSettings,
-    DataSettings,
-    FleetTraffic,
-    LanguageModelSettings,
-    Question,
-    SpotSettings,
-)
-from perdollar.select.model import Recommendation
+from perdollar.question import BillSettings, DataSettings, LanguageModelSettings, SpotSettings
 from perdollar.vocabulary import Family
-from perdollar.workload import canonical_spec, load_workload
+
+if TYPE_CHECKING:
+    from perdollar.select.model import Recommendation
 
 RECOMMEND_HELP = (
     "Which machine should this workload train on? Profile it, predict it on every instance of "
@@ -128,7 +122,7 @@ def recommend(
     family = family_of(workload)
     serving = with_one_rate(serving, family)
     if serving.inference:
-        _refuse_training_targets(target, data, family)
+        refuse_training_targets(target, data, family)
         if serving.load_curve is not None or serving.trace is not None:
             return _recommend_fleet(
                 workload, family, serving, where, language_model, precision, shown, fleet, store,
@@ -141,7 +135,7 @@ def recommend(
     for flag, given in (("--load-curve", serving.load_curve), ("--trace", serving.trace)):
         if given is not None:  # it shapes a serving fleet's traffic over a day: a training question has none
             raise PerdollarError(f"{flag} is for serving questions", f"add --inference, or drop {flag}")
-    question = recommend_inputs.asked_training_question(
+    question = asked_training_question(
         workload, target, shape, goal, where, language_model, plan_flags, spot=spot, data=data, bill=bill,
         top=shown.top,
     )  # fmt: skip
@@ -149,32 +143,13 @@ def recommend(
         found = recommend_inputs.load_measurements(measurements)
         spec = None
         if measure:
-            spec = load_workload(workload, batch_size=batch_size, precision=precision)
+            spec = workload_to_measure(workload, batch_size=batch_size, precision=precision)
             found += recommend_inputs.measure_here(spec, shown.json_output, store.store_url, store.enabled)
         recommendation = answer(
             question, workload=spec, measurements=found, store_url=store.store_url, use_store=store.enabled,
             progress=lambda message: handle.update(description=message),
         )  # fmt: skip
     return _stored_and_shown(recommendation, shown, store)
-
-
-def _refuse_training_targets(target: Target, data: DataSettings, family: Family) -> None:
-    """A serving question is sized by its rate: a training target given with it would be dropped."""
-    given = (("--samples", target.samples), ("--epochs", target.epochs),
-             ("--dataset-size", target.dataset_size), ("--tokens", target.tokens),
-             ("--deadline", target.deadline))  # fmt: skip
-    for flag, value in given:
-        if value is not None:
-            raise PerdollarError(
-                f"{flag} is for training questions; a serving question is sized by its request rate",
-                f"drop {flag} (--inference takes --rps or --qps), or drop --inference",
-            )
-    if family != "language-model" and data.data_region is not None:
-        raise PerdollarError(
-            "--data-region says where training data or a language model's weights are stored; serving a"
-            " network moves neither",
-            "drop --data-region",
-        )
 
 
 def _stored_and_shown(recommendation: Recommendation, shown: Shown, store: StoreChoice) -> int:
@@ -208,30 +183,11 @@ def _recommend_serving(
         "store": store.enabled, "report_path": shown.report,
     }  # fmt: skip
     if family == "language-model":
-        from perdollar.cli.llm_inference_cmd import (
-            llm_serving_question,
-            recommend_llm_inference,
-            request_lengths,
+        from perdollar.cli.llm_inference_cmd import recommend_llm_inference
+
+        question, note = language_model_serving_question(
+            workload, serving, where, language_model, precision, bill, served
         )
-
-        given = (language_model.input_tokens, language_model.output_tokens)
-        lengths = request_lengths(serving.lengths_file, *given)
-        question = llm_serving_question(
-            workload, rps=serving.rps, tokens_per_day=serving.tokens_per_day,
-            input_tokens=lengths.input_tokens if lengths else language_model.input_tokens,
-            output_tokens=lengths.output_tokens if lengths else language_model.output_tokens,
-            ttft_p99_ms=language_model.ttft_p99_ms, tpot_p99_ms=language_model.tpot_p99_ms,
-            precision=precision, market=where.market, clouds=where.clouds, regions=where.regions,
-            engine=language_model.engine, kv_precision=language_model.kv_precision,
-            features=language_model,
-        )  # fmt: skip
-        note = lengths.note if lengths else None
-        question = replace(question, bill=bill)
-        if served is not None:
-            from perdollar.ask.policy import with_serving_objective
-
-            goal, data = served
-            question = with_serving_objective(replace(question, data=data), goal.objective)
         return recommend_llm_inference(question, lengths_note=note, **common_args)
     from perdollar.cli.inference_cmd import recommend_inference
 
@@ -250,36 +206,12 @@ def _recommend_fleet(
 ) -> int:  # fmt: skip
     """``recommend --inference --load-curve/--trace``: a language model's fleet over the day, within
     its quotas, in its managed service's market, ranked by its objective (cost, or carbon)."""
-    from perdollar.ask.policy import with_serving_objective
-    from perdollar.cli.llm_fleet_cmd import read_traffic, recommend_llm_fleet
-    from perdollar.cli.llm_inference_cmd import llm_serving_question
+    from perdollar.cli.llm_fleet_cmd import recommend_llm_fleet
 
-    if family != "language-model":
-        raise PerdollarError(
-            "--load-curve and --trace size a language model's fleet", "drop them, or name a language model"
-        )
-    if serving.rps is not None or serving.tokens_per_day is not None:
-        raise PerdollarError(
-            "--rps/--tokens-per-day and a load curve or trace both give the rate", "give one of them"
-        )
-    curve, kind, text = read_traffic(
-        serving.load_curve, serving.trace, language_model.input_tokens, language_model.output_tokens
-    )
-    mean_rps = sum(i.requests_per_second * i.duration_s for i in curve.intervals) / curve.span_s
-    question = llm_serving_question(
-        workload, rps=mean_rps, tokens_per_day=None, input_tokens=curve.classes[0].input_tokens,
-        output_tokens=curve.classes[0].output_tokens, ttft_p99_ms=language_model.ttft_p99_ms,
-        tpot_p99_ms=language_model.tpot_p99_ms, precision=precision, market=where.market,
-        clouds=where.clouds, regions=where.regions, engine=language_model.engine,
-        kv_precision=language_model.kv_precision, features=language_model,
-    )  # fmt: skip
-    traffic = FleetTraffic(kind, curve.source, text, fleet.target_utilisation, fleet.min_replicas,
-                           fleet.instance_start_s, fleet.availability)  # fmt: skip
-    bill, goal = billed
-    question = with_serving_objective(replace(question, traffic=traffic, bill=bill), goal.objective)
+    question = fleet_question(workload, family, serving, where, language_model, precision, fleet, billed)
     return recommend_llm_fleet(
-        question, curve, json_output=shown.json_output,
-        report_path=shown.report, store_url=store.store_url, store=store.enabled,
+        question, json_output=shown.json_output, report_path=shown.report, store_url=store.store_url,
+        store=store.enabled,
     )  # fmt: skip
 
 
@@ -320,25 +252,10 @@ def compare_command(
             workload, configs, family=family, serving=serving, language_model=language_model,
             precision=precision, json_output=json_output, store=store,
         )  # fmt: skip
-    token_target, settings = language_model_settings(
-        workload, language_model, plan_flags, tokens=target.tokens, samples=target.samples
-    )
-    target_samples = token_target or recommend_inputs.target_samples(target.samples, None, None)
-    deadline = target.deadline
-    deadline_hours = common.parse_duration_hours(deadline, "--deadline") if deadline else None
-    if deadline_hours and not target_samples:
-        raise PerdollarError("--deadline needs a target", "add --samples N (--tokens N for a language model)")
-    question = Question(
-        workload_name=canonical_spec(workload),
-        target_samples=target_samples,
-        deadline_hours=deadline_hours,
-        batch_size=batch_size,
-        precision=precision,
+    question = comparison_question(
+        workload, configs, target, language_model, plan_flags, batch_size=batch_size, precision=precision,
         spot=spot,
-        family=family,
-        language_model=settings,
-        configurations=tuple(configs),
-    )
+    )  # fmt: skip
     with common.progress("compare", quiet=json_output) as handle:
         answer = compare_question(
             question, measurements=recommend_inputs.load_measurements(measurements),
@@ -354,8 +271,8 @@ def compare_command(
     )
     show_comparison(
         answer.comparison, workload=workload, catalog_captured_at=answer.catalog_captured_at,
-        assumptions=answer.assumptions, unit=answer.sample_unit, has_target=bool(target_samples),
-        deadline_hours=deadline_hours, json_output=json_output, stored_id=stored,
+        assumptions=answer.assumptions, unit=answer.sample_unit, has_target=bool(question.target_samples),
+        deadline_hours=question.deadline_hours, json_output=json_output, stored_id=stored,
     )  # fmt: skip
     if store_failure is not None:
         raise store_failure

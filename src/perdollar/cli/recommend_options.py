@@ -1,135 +1,16 @@
-"""The options of ``recommend``, ``compare`` and ``sweep`` that are not settings of the question
-itself: the target and goal as typed (``1e9``, ``72h``), where to look, how to serve, what to show.
-
-Declared once here and generated onto each command by :func:`perdollar.cli.declared.takes`; the
-question is built from them in :mod:`perdollar.cli.recommend_inputs`.
+"""What ``recommend`` shows and where else it goes; the options that make up its question are
+declared in :mod:`perdollar.ask.options` (and named here too, where the commands take them from).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from perdollar.errors import PerdollarError
+from perdollar.ask.options import PRECISION_HELP, Goal, Serving, Shape, Target, Where
 from perdollar.question import declared
-from perdollar.vocabulary import BUNDLED_CLOUDS_TEXT
 
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """How much to process and by when, as the user typed it."""
-
-    samples: str | None = declared(None, "--samples", "Target samples to process, e.g. 1e9 or 250M.")
-    epochs: float | None = declared(None, "--epochs", "Target epochs (with --dataset-size).", scope="epochs")
-    dataset_size: str | None = declared(
-        None,
-        "--dataset-size",
-        "Samples per epoch, e.g. 1.28M (with --epochs); or the data's size in bytes, e.g. 20TB, to"
-        " price moving it from --data-region.",
-        scope="epochs",
-    )
-    deadline: str | None = declared(None, "--deadline", "Finish within this time, e.g. 72h or 3d.")
-    tokens: str | None = declared(
-        None, "--tokens", "Language model: target tokens, e.g. 2e10.", unit="tokens", scope="tokens"
-    )
-
-
-PRECISION_HELP = (
-    "fp32, tf32, amp-bf16, amp-fp16, bf16, fp16; language models also fp8 (FP8 linear layers, a scale"
-    " per tensor) and fp8-rowwise (torchao's row-wise recipe)."
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """The candidates' node counts and the workload's step: the rest of a training question's shape."""
-
-    max_nodes: int = declared(4, "--max-nodes", "Largest node count tried (1, 2, 4, … up to it).")
-    batch_size: int | None = declared(None, "--batch-size", "Per-device batch size.", short="-b")
-    precision: str | None = declared(None, "--precision", PRECISION_HELP, short="-p")
-
-
-@dataclass(frozen=True, slots=True)
-class Goal:
-    """What to optimise and within which limits."""
-
-    budget: float | None = declared(None, "--budget", "Expected cost cap.", unit="USD")
-    objective: str = declared(
-        "samples-per-dollar", "--objective", "samples-per-dollar | time | cost | weighted | carbon (kg CO2e)."
-    )
-    weights: str | None = declared(None, "--weights", "For --objective weighted: time=1,cost=2.")
-    confidence: float = declared(0.9, "--confidence", "Required P(finish by --deadline).")
-
-
-@dataclass(frozen=True, slots=True)
-class Where:
-    """Which offers may be candidates."""
-
-    market: str = declared(
-        "any",
-        "--market",
-        "on-demand | spot | committed-1y | committed-3y | committed (both terms) | any (committed terms"
-        " too with --horizon); several with commas: on-demand,committed.",
-    )
-    clouds: tuple[str, ...] = declared(
-        (), "--cloud", f"Allowed cloud (repeatable): {BUNDLED_CLOUDS_TEXT}, or one a refresh added."
-    )
-    regions: tuple[str, ...] = declared((), "--region", "Allowed region or pattern (repeatable): us-*.")
-
-
-@dataclass(frozen=True, slots=True)
-class Serving:
-    """A serving question: the rate to serve and the latency to keep."""
-
-    inference: bool = declared(
-        False,
-        "--inference",
-        "Serving: rank deployments by cost per million requests (tokens for a language model).",
-    )
-    qps: float | None = declared(
-        None, "--qps", "--inference: requests per second (the same rate as --rps).", unit="requests/s",
-        scope="network",
-    )
-    p99_ms: float | None = declared(
-        None, "--p99-ms", "--inference: p99 latency SLO.", unit="ms", scope="network"
-    )
-    p95_ms: float | None = declared(
-        None, "--p95-ms", "--inference: p95 latency SLO.", unit="ms", scope="network"
-    )
-    max_wait_ms: float | None = declared(
-        None, "--max-wait-ms", "--inference: batching wait cap.", unit="ms", scope="network"
-    )
-    rps: float | None = declared(
-        None, "--rps", "--inference: requests per second, for a network or a language model (--qps is "
-        "the same rate).", unit="requests/s"
-    )
-    tokens_per_day: str | None = declared(
-        None,
-        "--tokens-per-day",
-        "Language model --inference: output tokens a day (instead of --rps).",
-        unit="tokens/day",
-    )
-    lengths_file: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
-        None,
-        "--lengths-file",
-        "Language model --inference: real requests' token lengths (CSV or JSON Lines) instead of "
-        "--input-tokens/--output-tokens.",
-        scope="language-model-traffic",
-    )
-    load_curve: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
-        None,
-        "--load-curve",
-        "Language model --inference: a day of traffic, CSV with hour (0-23 or ISO timestamp) and "
-        "requests_per_second; sizes a fleet per hour instead of one --rps.",
-        scope="language-model-traffic",
-    )
-    trace: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
-        None,
-        "--trace",
-        "Language model --inference: requests as they came, CSV or JSON Lines with arrival_s, "
-        "input_tokens and output_tokens; sizes a fleet per hour of it.",
-        scope="language-model-traffic",
-    )
+__all__ = ["PRECISION_HELP", "Goal", "Serving", "Shape", "Shown", "Target", "Where"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,17 +23,3 @@ class Shown:
     report: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
         None, "--report", "Also write an HTML report to this file."
     )
-
-
-def with_one_rate(serving: Serving, family: str) -> Serving:
-    """``serving`` with its request rate under the name its kind reads: ``--rps`` and ``--qps`` are
-    one quantity, requests per second, so either serves a network or a language model."""
-    if serving.rps is not None and serving.qps is not None and serving.rps != serving.qps:
-        raise PerdollarError(
-            f"--rps {serving.rps:g} and --qps {serving.qps:g} name one rate twice", "give one of them"
-        )
-    rate = serving.rps if serving.rps is not None else serving.qps
-    if rate is None:
-        return serving
-    language_model = family == "language-model"
-    return replace(serving, rps=rate if language_model else None, qps=None if language_model else rate)

@@ -124,7 +124,6 @@ def reevaluate(
     perdollar history reevaluate 3f9a2c --json
     """
     from perdollar.ask import answer
-    from perdollar.catalog import load
     from perdollar.cli.persist import save_recommendation
     from perdollar.cli.stored_rows import read_back
     from perdollar.report.changes import compare
@@ -142,11 +141,10 @@ def reevaluate(
         measurements = store.measurements_for(old.question.workload_fingerprint)
     _check_workload_file(stored.id, old.question, allowed=run_workload_file)
     with progress(f"re-asking {old.question.workload_name} against today's catalog", quiet=json_output):
-        catalog = load()
-        new = answer(old.question, catalog=catalog, measurements=measurements)
+        new = answer(old.question, measurements=measurements)  # today's catalog, loaded once and kept
     _check_same_workload(old.question, new.question)
     result = compare(old, new, price_index(snapshot.offers) if snapshot else None)
-    new_id = save_recommendation(new, store_url=store_url, enabled=store_new, catalog=catalog)
+    new_id = save_recommendation(new, store_url=store_url, enabled=store_new)
     if json_output:
         emit_json({"stored_id": stored.id, "new_id": new_id, **dataclasses.asdict(result)})
         return
@@ -288,8 +286,8 @@ def check(
     perdollar check mlp
     perdollar check vit-b16 --instance g5.xlarge --duration 5
     """
+    from perdollar.ask.checklist import run_checks
     from perdollar.cli.persist import check_store, save_measurement
-    from perdollar.report.check_run import run_checks
 
     check_store(store.store_url, enabled=store.enabled)
     with progress(f"checking {workload}", total=5 if nproc > 1 else 4, quiet=json_output) as bar:

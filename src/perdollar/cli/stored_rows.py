@@ -36,8 +36,8 @@ def read_back(stored: StoredRecommendation) -> StoredRecommendation:
 
 def damage(stored: StoredRecommendation) -> str | None:
     """What is wrong with a decoded row, in a few words; None when it can be reported and asked again."""
+    from perdollar.ask.fleet import stored_curve
     from perdollar.ask.policy import check_policy
-    from perdollar.cli.fleet_history import stored_curve
     from perdollar.report.fleet_html import check_fleet_figures
     from perdollar.store.codec import mistyped
 

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from perdollar.ask.building import asked_training_question
 from perdollar.ask.questions import PlanFlags
 from perdollar.cli import common
 from perdollar.cli.declared import Group, StoreChoice, takes
 from perdollar.cli.output_files import ensure_folder, refuse_links_under
 from perdollar.cli.persist import check_store
-from perdollar.cli.recommend_inputs import asked_training_question
 from perdollar.cli.recommend_options import Shape, Target, Where
 from perdollar.cli.sweep_options import JobGoal, NodeSetup, SweepFlags
 from perdollar.cli.sweep_render import outcome_row, print_event, print_plan, print_result

@@ -16,7 +16,7 @@ def _target(recommendation: Recommendation, measurements: list[Measurement]) -> 
     if top is not None:
         try:
             from perdollar.catalog import load
-            from perdollar.report.check_run import target_for_instance
+            from perdollar.report.checklist_inputs import target_for_instance
 
             catalog = load()
             target = target_for_instance(catalog.instance(top.instance_type, cloud=top.cloud), catalog)
@@ -26,7 +26,7 @@ def _target(recommendation: Recommendation, measurements: list[Measurement]) -> 
             return replace(target, predicted_samples_per_second=per_device)
         except Exception:
             pass
-    from perdollar.report.check_run import target_for_host
+    from perdollar.report.checklist_inputs import target_for_host
 
     return target_for_host(measurements[-1].host, None)
 

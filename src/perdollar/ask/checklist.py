@@ -1,4 +1,5 @@
-"""`perdollar check`: run the measurements the checklist needs, then evaluate it."""
+"""``perdollar check``: run the measurements the checklist needs, profile and predict the workload,
+then evaluate the checklist (:mod:`perdollar.report.checklist`, which renders its items)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from perdollar.measure.result import HostFingerprint, Measurement
-from perdollar.report.checklist import (
-    CheckItem,
-    Target,
-    evaluate,
+from perdollar.measure.result import Measurement
+from perdollar.report.checklist import CheckItem, Target, evaluate
+from perdollar.report.checklist_inputs import (
+    evidence_from_measurements,
+    max_batch_for,
+    target_for_host,
+    target_for_instance,
 )
-from perdollar.report.checklist_inputs import evidence_from_measurements, max_batch_for
-
-GIB = 2**30
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,62 +24,6 @@ class CheckRun:
     target: Target
     measurements: tuple[Measurement, ...]
     items: tuple[CheckItem, ...]
-
-
-def target_for_instance(instance: Any, catalog: Any) -> Target:
-    """A catalog instance type as the machine to judge against."""
-    count = float(instance.accelerator_count or 0)
-    accelerator = None
-    if instance.accelerator_key:
-        try:
-            accelerator = catalog.accelerator(instance.accelerator_key)
-        except Exception:
-            accelerator = None
-    if count:
-        memory = (
-            instance.accelerator_memory_gib_total / count * GIB
-            if instance.accelerator_memory_gib_total
-            else None
-        )
-    else:
-        memory = instance.memory_gib * GIB
-    return Target(
-        name=f"{instance.cloud} {instance.name}",
-        vcpus=float(instance.vcpus),
-        accelerators=count,
-        accelerator_name=instance.accelerator_name or (accelerator.key if accelerator else None),
-        memory_bytes_per_device=memory,
-        supports_bf16=accelerator.supports_bf16 if accelerator else None,
-        network_gbps=instance.network_gbps,
-    )
-
-
-def target_for_host(host: HostFingerprint, catalog: Any | None) -> Target:
-    """This machine: its accelerator from the catalog's table where known, else its CPU and RAM."""
-    accelerator = None
-    if host.accelerator_key and catalog is not None:
-        try:
-            accelerator = catalog.accelerator(host.accelerator_key)
-        except Exception:
-            accelerator = None
-    name = "this host" if host.instance_type in ("", "unknown") else host.instance_type
-    if host.accelerator_count and accelerator is not None:
-        return Target(
-            name=name,
-            vcpus=host.cpu_cores,
-            accelerators=host.accelerator_count,
-            accelerator_name=accelerator.key,
-            memory_bytes_per_device=accelerator.memory_gib * GIB,
-            supports_bf16=accelerator.supports_bf16,
-        )
-    return Target(
-        name=name,
-        vcpus=host.cpu_cores,
-        accelerators=float(host.accelerator_count),
-        accelerator_name=host.accelerator or f"CPU ({host.cpu_model})",
-        memory_bytes_per_device=host.memory_gib * GIB,
-        supports_bf16=None,
-    )
 
 
 def run_checks(
