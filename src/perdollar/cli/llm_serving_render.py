@@ -202,8 +202,10 @@ def load_lines(load: LoadFigures, engine: str) -> list[str]:
     )
     scheduler = (
         f"scheduler: {engine} {serving_engine(engine).version} defaults, {budget}, up to {load.running_cap} "
-        f"running a replica; {load.measured_requests} requests simulated in steady state"
+        f"running a replica"
     )
+    if not load.over_capacity:
+        scheduler += f"; {load.measured_requests} requests simulated in steady state"
     if load.over_capacity:
         return [
             f"over capacity: {load.load.label} offered, the replicas serve at most "
