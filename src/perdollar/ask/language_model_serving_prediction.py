@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from perdollar.catalog.model import Accelerator
     from perdollar.predict.llm_serving.formats import ServingFormat
     from perdollar.predict.llm_serving.load import Workload
+    from perdollar.predict.llm_serving.offered_load import OfferedLoad
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class LanguageModelServingPrediction:
     work: Any
     result: Any
     worth: dict[str, dict[str, Any]] = field(default_factory=dict)  # per feature: with it and without
+    load: Any = None  # the figures at --concurrency/--rps (offered_load.LoadFigures), else None
 
 
 BUNDLED_CONFIGS = Path(__file__).resolve().parents[1] / "workload" / "llm" / "configs"
@@ -65,13 +67,16 @@ def predict_language_model_serving(
     kv_precision: str | None = None,
     expert_parallel: int | None = None,
     features: LanguageModelSettings | None = None,
+    load: OfferedLoad | None = None,
 ) -> LanguageModelServingPrediction:
     """One replica shape of ``workload`` served on ``gpus`` of ``accelerator``, checked and predicted.
 
     ``features``: the serving-engine features asked for (prefix caching, speculative decoding,
-    disaggregation); ``expert_parallel`` without ``tensor_parallel`` runs attention data parallel.
+    disaggregation); ``expert_parallel`` without ``tensor_parallel`` runs attention data parallel;
+    ``load``: the requests in flight or the request rate to predict latencies at.
     """
     from perdollar import catalog as catalog_mod
+    from perdollar.ask.serving_at_load import refuse_a_second_load
     from perdollar.predict.llm_serving import GroupShape, Workload, serving_format
     from perdollar.predict.llm_serving.disaggregate import disaggregation
     from perdollar.predict.llm_serving.features import checked_prefix_share, checked_speculation, speculation
@@ -91,6 +96,7 @@ def predict_language_model_serving(
         raise PerdollarError("--input-tokens and --output-tokens must be at least 1", "give token counts ≥ 1")
     settings = features or LanguageModelSettings()
     split = disaggregation(settings.disaggregate)
+    refuse_a_second_load(load, batch, split)
     spec = speculation(settings.speculative, settings.acceptance, settings.speculative_tokens)
     prefix = checked_prefix_share(settings.prefix_share)
     default_degree = (
@@ -126,9 +132,22 @@ def predict_language_model_serving(
     work = Workload(input_tokens, output_tokens, prefix, spec)
     if chip.software_stack not in SUPPORTED_STACKS:
         _refuse_what_the_stack_cannot_honour(chip, engine, kv_precision, expert_parallel, split)
+        if load is not None:
+            raise PerdollarError(
+                f"--concurrency and --rps are modelled for the GPU serving engines, not {chip.key}'s stack",
+                "drop --concurrency/--rps (a max-load or --batch prediction still works), or choose a GPU",
+            )
         return _on_own_stack(arch, chip, fmt, work, degree, pipeline_parallel,
                              batch, gpus, group, kv_precision)  # fmt: skip
-    return _predicted(arch, chip, fmt, work, shape, gpus, unit, split, batch, engine, kv_precision)
+    predicted = _predicted(arch, chip, fmt, work, shape, gpus, unit, split, batch, engine, kv_precision)
+    if load is None:
+        return predicted
+    from perdollar.ask.serving_at_load import at_load
+
+    served, figures = at_load(
+        arch, chip, fmt, work, shape, predicted.replicas, predicted.result, kv_precision, load
+    )
+    return replace(predicted, result=served, load=figures)
 
 
 def _predicted(

@@ -37,6 +37,9 @@ class PredictionAsked:
     measurements_file: Path | None = None
     data_bytes_per_sample: float | None = None
     input_rate_per_core: float | None = None
+    # A language model served: the load to predict latencies at (requests in flight, or arriving a second).
+    concurrency: int | None = None
+    requests_per_second: float | None = None
 
     @property
     def family(self) -> Family:
@@ -63,10 +66,24 @@ def _instance(asked: PredictionAsked) -> str:
     return asked.instance
 
 
+def refuse_a_misplaced_load(asked: PredictionAsked) -> None:
+    """--concurrency and --rps describe a served language model's traffic; elsewhere they would be ignored."""
+    if asked.concurrency is None and asked.requests_per_second is None:
+        return
+    if asked.family == "language-model" and asked.inference:
+        return
+    flag = "--concurrency" if asked.concurrency is not None else "--rps"
+    raise PerdollarError(
+        f"{flag} is the load of a language model served (predict LLM --inference), not of this prediction",
+        f"add --inference with a language model, or drop {flag}",
+    )
+
+
 def _network(asked: PredictionAsked, reach: Reach) -> Any:
     from perdollar.ask.inputs import measurements_from_file
     from perdollar.ask.prediction import predict_network
 
+    refuse_a_misplaced_load(asked)
     instance = _instance(asked)
     language_model_settings(asked.workload, asked.settings, asked.flags)  # refuses them for a network
     found = measurements_from_file(asked.measurements_file) if asked.measurements_file is not None else []
@@ -82,6 +99,7 @@ def _language_model_training(asked: PredictionAsked, reach: Reach) -> Any:
     from perdollar.ask.language_model_prediction import predict_llm
 
     instance = _instance(asked)
+    refuse_a_misplaced_load(asked)
     reach.progress(f"planning {asked.workload}")
     return predict_llm(
         asked.workload, instance, asked.cloud, asked.nodes, asked.precision, asked.settings, asked.flags,
@@ -122,15 +140,17 @@ def _served_on(asked: PredictionAsked) -> tuple[str | None, int]:
 
 def _language_model_serving(asked: PredictionAsked, reach: Reach) -> Any:
     from perdollar.ask.language_model_serving_prediction import predict_language_model_serving
+    from perdollar.predict.llm_serving.offered_load import offered_load
 
     settings, flags = asked.settings, asked.flags
+    load = offered_load(asked.concurrency, asked.requests_per_second)
     accelerator, gpus = _served_on(asked)
     return predict_language_model_serving(
         asked.workload, accelerator=accelerator, gpus=gpus, tensor_parallel=flags.tensor_parallel,
         pipeline_parallel=flags.pipeline_parallel or 1, input_tokens=settings.input_tokens,
         output_tokens=settings.output_tokens, precision=asked.precision, batch=asked.batch_size,
         engine=settings.engine, kv_precision=settings.kv_precision, expert_parallel=flags.expert_parallel,
-        features=settings,
+        features=settings, load=load,
     )  # fmt: skip
 
 

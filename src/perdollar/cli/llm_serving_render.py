@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich.console import Console
@@ -9,6 +10,7 @@ from rich.markup import escape
 
 from perdollar.fmt import format_band, format_number
 from perdollar.predict.llm_serving import LLMServingPrediction, Workload
+from perdollar.predict.llm_serving.offered_load import LoadFigures
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 BAND_LEVEL = 0.8
@@ -22,10 +24,13 @@ def prediction_document(
     work: Workload,
     p: LLMServingPrediction,
     worth: dict[str, dict[str, Any]] | None = None,
+    *,
+    load: LoadFigures | None = None,
 ) -> dict[str, Any]:
     """Rates total over all ``gpus`` (``replicas`` independent copies of one replica, or of one
-    xPyD set of replicas when disaggregated); ``worth``: each feature in use, with it and without."""
-    return {
+    xPyD set of replicas when disaggregated); ``worth``: each feature in use, with it and without;
+    ``load``: the figures at the requests in flight or the rate asked for."""
+    document = {
         "model": arch.name,
         "accelerator": accelerator,
         "gpus": gpus,
@@ -71,6 +76,53 @@ def prediction_document(
             "max_concurrent_sequences": "sequences of input + output tokens, all replicas",
         },
     }
+    if load is not None:
+        document.update(load_document(load, p.engine))
+        document["units"].update(LOAD_UNITS)
+    return document
+
+
+LOAD_UNITS = {
+    "ttft_p50_ms": "ms from a request's arrival to its first token, queueing included",
+    "tpot_p50_ms": "ms per output token after the first, per request: (end-to-end − TTFT) / (output − 1)",
+    "itl_p50_ms": "ms between two tokens of one sequence, over every token",
+    "e2e_p50_ms": "ms from a request's arrival to its last token",
+    "requests_per_second": "requests/s served, total over all GPUs",
+    "capacity_requests_per_second": "requests/s the replicas serve with every admitted slot busy",
+    "prefill_token_budget": "prompt and decode tokens the engine schedules in one step (null: whole prompts)",
+    "mean_running": "requests admitted on a replica, on average",
+}
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def load_document(load: LoadFigures, engine: str) -> dict[str, Any]:
+    """The keys a load adds: quantiles in ms (null over capacity), what was offered, the scheduler."""
+    from perdollar.predict.llm_serving.engines import serving_engine
+
+    figures: dict[str, Any] = {
+        "concurrency": load.load.concurrency,
+        "offered_requests_per_second": load.load.requests_per_second,
+        "over_capacity": load.over_capacity,
+        "queue": "grows without bound" if load.over_capacity else "steady",
+    }
+    for name, quantiles in (("ttft", load.ttft_ms), ("tpot", load.tpot_ms), ("itl", load.itl_ms),
+                            ("e2e", load.e2e_ms)):  # fmt: skip
+        figures[f"{name}_p50_ms"] = _finite(quantiles.p50)
+        figures[f"{name}_p99_ms"] = _finite(quantiles.p99)
+    version = serving_engine(engine).version
+    figures |= {
+        "capacity_requests_per_second": load.capacity_requests_per_second,
+        "mean_running": load.mean_running,
+        "running_cap": load.running_cap,
+        "prefill_token_budget": load.prefill_token_budget,
+        "measured_requests": load.measured_requests,
+        "engine_version": version,
+        "engine_build": f"{engine} {version}",
+    }
+    return figures
 
 
 def print_prediction(
@@ -82,6 +134,8 @@ def print_prediction(
     work: Workload,
     p: LLMServingPrediction,
     worth: dict[str, dict[str, Any]] | None = None,
+    *,
+    load: LoadFigures | None = None,
 ) -> None:
     layout = f"TP {p.tensor_parallel}" + (f" × PP {p.pipeline_parallel}" if p.pipeline_parallel > 1 else "")
     if p.expert_parallel > 1:
@@ -97,22 +151,29 @@ def print_prediction(
         label = "cannot run" if p.bottleneck in ("unsupported-format", "model-shape") else "does not fit"
         console.print(f"[yellow]{label}:[/] {escape(p.fit_reason)}")
         return
-    load = (
-        f"static batch {p.batch:g}"
-        if p.mode == "static-batch"
-        else f"max load, {p.batch:g} running per replica"
-    )
+    if load is not None:
+        label = f"at {load.load.label}, {p.batch:.3g} running per replica on average"
+    elif p.mode == "static-batch":
+        label = f"static batch {p.batch:g}"
+    else:
+        label = f"max load, {p.batch:g} running per replica"
     band = format_band(
         p.output_tokens_per_second * replicas,
         p.output_tokens_per_second_low * replicas,
         p.output_tokens_per_second_high * replicas,
         "output tokens/s",
     )
-    console.print(f"throughput: {band}  [dim]({load}; 80% band; basis: {p.basis})[/]")
-    console.print(
-        f"latency: TTFT {format_number(p.ttft_ms)} ms (prompt alone) · TPOT {format_number(p.tpot_ms)} ms "
-        f"· bottleneck: {p.bottleneck}"
-    )
+    console.print(f"throughput: {band}  [dim]({label}; 80% band; basis: {p.basis})[/]")
+    if load is not None:
+        for line in load_lines(load, p.engine):
+            console.print(line, highlight=False, markup=False)
+    if load is None:
+        console.print(
+            f"latency: TTFT {format_number(p.ttft_ms)} ms (prompt alone) · TPOT "
+            f"{format_number(p.tpot_ms)} ms · bottleneck: {p.bottleneck}"
+        )
+    else:
+        console.print(f"one request alone: TTFT {format_number(p.ttft_ms)} ms · bottleneck: {p.bottleneck}")
     console.print(
         f"memory per GPU: weights {p.weights_gib_per_gpu:.1f} GiB · KV cache {p.kv_cache_gib:.1f} GiB "
         f"→ {p.max_concurrent_sequences * replicas} concurrent sequences"
@@ -128,6 +189,47 @@ def print_prediction(
         )
     for line in worth_lines(worth or {}):
         console.print(line, highlight=False, markup=False)
+
+
+def load_lines(load: LoadFigures, engine: str) -> list[str]:
+    """The latencies at the load asked for, p50 and p99, and the scheduler they come from."""
+    from perdollar.predict.llm_serving.engines import serving_engine
+
+    budget = (
+        f"chunked prefill, {load.prefill_token_budget} tokens a step"
+        if load.prefill_token_budget
+        else "whole prompts a step"
+    )
+    scheduler = (
+        f"scheduler: {engine} {serving_engine(engine).version} defaults, {budget}, up to {load.running_cap} "
+        f"running a replica"
+    )
+    if not load.over_capacity:
+        scheduler += f"; {load.measured_requests} requests simulated in steady state"
+    if load.over_capacity:
+        return [
+            f"over capacity: {load.load.label} offered, the replicas serve at most "
+            f"{format_number(load.capacity_requests_per_second)} requests/s: the queue grows without bound, "
+            "so no latency holds; add GPUs (--gpus) or lower --rps",
+            scheduler,
+        ]
+
+    def pair(quantiles: Any, scale: float = 1.0) -> str:
+        return f"{format_number(quantiles.p50 / scale)} / {format_number(quantiles.p99 / scale)}"
+
+    lines = [
+        f"latency p50 / p99: TTFT {pair(load.ttft_ms)} ms · TPOT {pair(load.tpot_ms)} ms · ITL "
+        f"{pair(load.itl_ms)} ms · end-to-end {pair(load.e2e_ms, 1e3)} s",
+        f"served: {format_number(load.requests_per_second)} requests/s (capacity "
+        f"{format_number(load.capacity_requests_per_second)} requests/s)",
+        scheduler,
+    ]
+    if load.load.concurrency is not None and load.mean_running < load.load.concurrency - 0.5:
+        lines.append(
+            f"note: {load.running_cap} requests fit a replica at once; the others wait in the queue, "
+            "and their wait is in the TTFT"
+        )
+    return lines
 
 
 # The step's parts as the breakdown names them, in the order a step runs them.

@@ -123,19 +123,31 @@ def predict_command(
     gpus: int = typer.Option(
         1, "--gpus", min=1, help="LLM --inference: GPUs in all (replicas × TP × PP); or give --instance."
     ),
+    concurrency: int = typer.Option(
+        None, "--concurrency", help="LLM --inference: requests in flight (closed loop): TTFT/TPOT p50, p99."
+    ),
+    rps: float = typer.Option(
+        None, "--rps", help="LLM --inference: requests/s arriving (Poisson): TTFT/TPOT p50, p99."
+    ),
     *,
     language_model: LanguageModelSettings,
     plan_flags: PlanFlags,
     store: StoreChoice,
 ) -> None:
-    from perdollar.ask.predicting import PredictionAsked, Reach, predict_configuration
+    from perdollar.ask.predicting import (
+        PredictionAsked,
+        Reach,
+        predict_configuration,
+        refuse_a_misplaced_load,
+    )
 
     asked = PredictionAsked(
         workload, instance=instance, nodes=nodes, cloud=cloud, batch_size=batch_size, precision=precision,
         inference=inference, accelerator=accelerator, gpus=gpus, settings=language_model, flags=plan_flags,
         measurements_file=measurements, data_bytes_per_sample=data_bytes_per_sample,
-        input_rate_per_core=input_rate_per_core,
+        input_rate_per_core=input_rate_per_core, concurrency=concurrency, requests_per_second=rps,
     )  # fmt: skip
+    refuse_a_misplaced_load(asked)
     # A served language model is predicted in well under a second: no progress line to clear.
     quiet = json_output or (asked.family == "language-model" and asked.inference)
     with progress(f"predicting {workload}", quiet=quiet) as bar:
@@ -157,9 +169,9 @@ def _render(answer: object, json_output: bool) -> None:
 
         parts = (answer.architecture, answer.accelerator, answer.gpus, answer.replicas, answer.work)
         if json_output:
-            emit_json(prediction_document(*parts, answer.result, answer.worth))
+            emit_json(prediction_document(*parts, answer.result, answer.worth, load=answer.load))
         else:
-            print_prediction(console, *parts, answer.result, answer.worth)
+            print_prediction(console, *parts, answer.result, answer.worth, load=answer.load)
     elif isinstance(answer, NetworkPrediction):
         if json_output:
             emit_json(
