@@ -181,6 +181,7 @@ def predict_llm(
         "basis": p.basis,
         "calibration": calibration.note if calibration else "",
         "breakdown_s": p.breakdown_s,
+        "moe": p.moe,  # a mixture of experts' routing, grouped products and exchange (else empty)
     }
 
 

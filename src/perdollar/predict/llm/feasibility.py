@@ -27,7 +27,11 @@ def plan_problem(
             f"tensor {tp} × pipeline {pp} × context parallel {plan.context_parallel} does not divide "
             f"{gpus_per_node * nodes} GPUs"
         )
-    experts = expert_parallel_problem(plan, arch, plan.gradient_group_size(gpus_per_node * nodes))
+    # The expert layers fold tensor parallelism into their own layout (Megatron-Core's parallel
+    # folding, torchtitan's expert mesh): their ranks are the tensor- and data-parallel ones.
+    experts = expert_parallel_problem(
+        plan, arch, plan.gradient_group_size(gpus_per_node * nodes) * plan.tensor_parallel
+    )
     if experts:
         return experts
     chunks = pp * plan.virtual_stages  # interleaving splits each stage's layers into its chunks
@@ -50,7 +54,7 @@ def expert_parallel_problem(plan: TrainingPlan, arch: DecoderArchitecture, group
     if arch.num_experts % ep:
         return f"expert parallel {ep} does not divide the model's {arch.num_experts} experts"
     if group % ep:
-        return f"expert parallel {ep} does not divide the {group} data- and context-parallel ranks"
+        return f"expert parallel {ep} does not divide the {group} tensor-, data- and context-parallel ranks"
     return ""
 
 

@@ -159,6 +159,9 @@ def model_states(
     # Only the moments live in the optimizer's unified memory; the float32 master is the parameter.
     pageable = optimizer * chosen.moment_share(precision) if chosen.paged else 0.0
     layer_share = per_layer / max(total, 1.0)
+    # A layer gathered whole (FSDP's unsharded buffers) holds only the rank's own experts: 1/E_p.
+    if experts:
+        layer_share *= 1 - experts * (1 - 1 / plan.expert_parallel)
     layer_weights = (frozen_bytes + trained * weight_b) * layer_share / plan.tensor_parallel
     gradients = per_gpu(graded * grad_b, shard_g)
     if plan.optimizer_in_backward:

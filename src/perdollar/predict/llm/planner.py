@@ -25,6 +25,7 @@ data-parallel ranks × micro-batch must divide the global batch.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm.context_search import context_shapes
@@ -102,7 +103,9 @@ def plan_shapes(
 IN_HOST_PIPELINES = (2, 4)
 VIRTUAL_STAGES = (2,)
 PIPELINE_STRATEGIES = ("ddp", "zero1")
-EXPERT_PARALLEL = (2, 4, 8)
+# Expert-parallel degrees searched: inside a host and across hosts, wherever they divide the experts
+# and the gradient group (Megatron-Core and torchtitan take any such degree).
+EXPERT_PARALLEL = (2, 4, 8, 16, 32, 64)
 
 
 def pipeline_shapes(
@@ -132,14 +135,12 @@ def pipeline_shapes(
                         )
                     )  # fmt: skip
     pipelines = [s for s in base + shapes if s.pipeline_parallel > 1]
-    if arch.is_moe and "expert" in runs:  # experts spread over the data-parallel ranks of a host
+    if arch.is_moe and "expert" in runs:  # experts spread over the data-parallel ranks, a host's or more
         shapes += [
             replace(s, expert_parallel=ep)
             for s in base
             for ep in EXPERT_PARALLEL
-            if arch.num_experts % ep == 0
-            and s.tensor_parallel * ep <= gpus_per_node
-            and s.data_parallel_size(gpus_per_node * nodes) % ep == 0
+            if arch.num_experts % ep == 0 and s.data_parallel_size(gpus_per_node * nodes) % ep == 0
         ]
     for virtual in VIRTUAL_STAGES:
         shapes += [
@@ -153,6 +154,7 @@ def pipeline_shapes(
 def _complexity(plan: TrainingPlan) -> tuple[int, ...]:
     return (
         plan.tensor_parallel * plan.pipeline_parallel * plan.context_parallel,
+        plan.expert_parallel,
         plan.virtual_stages,
         STRATEGIES.index(plan.strategy),
         int(plan.activation_checkpointing),
@@ -198,6 +200,30 @@ def search_plans(
         arch, gpus_per_node, nodes, finetune=finetune, lora_rank=lora_rank, framework=framework,
         optimizer=optimizer, seq_len=seq_len, global_batch=global_batch,
     )  # fmt: skip
+    found = _search(arch, accelerator, candidates, context, link, precision, micro_batch)
+    offloadable = [replace(s, cpu_offload=True) for s in candidates if not s.cpu_offload]
+    if found.best is None and found.nearest_miss is not None and offloadable:
+        # Nothing fits on the GPUs: the frameworks keep the optimizer in host memory when asked
+        # (Megatron-Core's --optimizer-cpu-offload, FSDP's CPUOffload, DeepSpeed's offload_optimizer),
+        # so "does not fit" is said only once that too is out of reach; the plan's text says so.
+        offloaded = _search(arch, accelerator, offloadable, context, link, precision, micro_batch)
+        if offloaded.best is not None:
+            return replace(offloaded, evaluated=found.evaluated + offloaded.evaluated)
+        return replace(found, evaluated=found.evaluated + offloaded.evaluated)
+    return found
+
+
+def _search(
+    arch: DecoderArchitecture,
+    accelerator: Accelerator,
+    candidates: list[TrainingPlan],
+    context: dict[str, int],
+    link: dict[str, Any],
+    precision: str,
+    micro_batch: int | None,
+) -> PlanSearch:
+    gpus_per_node, nodes, global_batch = context["gpus_per_node"], context["nodes"], context["global_batch"]
+    eff, attention_kernel = link["efficiency"], link["attention_kernel"]
     feasible: list[LLMTrainingPrediction] = []
     misses: list[tuple[float, TrainingPlan]] = []
     evaluated = 0

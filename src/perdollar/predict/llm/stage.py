@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm import collectives as cx
-from perdollar.predict.llm.context_expert import (
-    context_link,
-    context_ring_seconds,
-    expert_all_to_all_seconds,
-    expert_link,
-)
+from perdollar.predict.llm.context_expert import context_link, context_ring_seconds
 from perdollar.predict.llm.device import micro_batch_times, weight_cast_seconds
+from perdollar.predict.llm.moe_training import (
+    TRAINING_EXPERT_LOAD_SKEW,
+    MoEStageTimes,
+    expert_flop_share,
+    moe_stage_times,
+)
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.params import shipped_model
 from perdollar.workload.llm.architecture import DecoderArchitecture
@@ -61,6 +62,12 @@ class LLMEfficiency:
     rdma_efficiency: float = 0.9
     tcp_efficiency: float = 0.6
     memory_headroom: float = 0.10
+    # A mixture of experts' grouped expert products against the dense GEMMs' rate, beyond their
+    # tiles' padding (perdollar.predict.llm.moe_training); fitted on published MoE training runs
+    # (benchmarks/llm_training_moe_accuracy.py).
+    grouped_gemm_efficiency: float = 1.0
+    # Spread of an expert's routed rows (moe_training.TRAINING_EXPERT_LOAD_SKEW; 0: balance forced)
+    expert_load_skew: float = TRAINING_EXPERT_LOAD_SKEW
     # Measured ÷ predicted tokens/s of the user's own bench runs of this model (predict.llm.measured).
     calibration_factor: float = 1.0
     basis: str = "spec"  # spec until calibrated on the user's own measurements
@@ -90,12 +97,17 @@ class StageTimes:
     intra: cx.Link
     inter: cx.Link
     context_ring: float = 0.0  # what is left of the ring attention's traffic once its share hides
-    expert_all_to_all: float = 0.0
+    moe: MoEStageTimes = field(default_factory=MoEStageTimes)  # a mixture of experts' own parts
+
+    @property
+    def expert_all_to_all(self) -> float:
+        return self.moe.all_to_all_s
 
     @property
     def total(self) -> float:
         communication = self.tensor_parallel + self.p2p + self.context_ring + self.expert_all_to_all
-        return self.forward + self.backward + self.recompute + communication + self.overhead
+        moe_compute = self.moe.routing_s + self.moe.grouped_gemm_s
+        return self.forward + self.backward + self.recompute + communication + moe_compute + self.overhead
 
 
 def stage_times(
@@ -148,17 +160,31 @@ def stage_times(
     activation_message = plan.micro_batch * seq_len / cp * arch.hidden_size * 2.0  # bf16 hidden states
     all_reduces = 4 + (2 if plan.activation_checkpointing else 0)
     tp_seconds = layers * cx.all_reduce_seconds(activation_message, tp, intra) * all_reduces
+    layer_recompute = (
+        times.layer_forward
+        if plan.activation_checkpointing
+        else times.layer_selective_recompute
+        if plan.selective_checkpointing
+        else 0.0
+    )
+    moe = MoEStageTimes()
+    if arch.is_moe:
+        moe_layers = math.ceil(arch.moe_layers / pp)
+        layer_compute = (times.layer_forward + times.layer_backward + layer_recompute) * (
+            1 - times.memory_bound_share
+        )
+        moe = moe_stage_times(
+            arch, accelerator, plan, seq_len,
+            expert_compute_s=moe_layers * layer_compute * expert_flop_share(arch, seq_len // cp),
+            gemm_flops_per_s=(accelerator.peak_tflops("bf16") or accelerator.peak_tflops("fp32") or 1.0)
+            * 1e12 * eff.gemm_efficiency * shipped_model().params.tensor_core_efficiency,
+            gpus_per_node=gpus_per_node, intra=intra, inter=inter,
+            grouped_gemm_efficiency=eff.grouped_gemm_efficiency, load_skew=eff.expert_load_skew,
+        )  # fmt: skip
     return StageTimes(
         forward=layers * times.layer_forward + times.other_forward + casts,
         backward=layers * times.layer_backward + times.other_backward,
-        recompute=layers
-        * (
-            times.layer_forward
-            if plan.activation_checkpointing
-            else times.layer_selective_recompute
-            if plan.selective_checkpointing
-            else 0.0
-        ),
+        recompute=layers * layer_recompute,
         tensor_parallel=tp_seconds * (1 - tensor_parallel_hidden(plan, eff)),
         p2p=pipeline_send_seconds(
             plan, activation_message / tp, intra if plan.pipeline_inside_host(nodes) else inter
@@ -169,9 +195,7 @@ def stage_times(
         inter=inter,
         context_ring=(1 - tensor_parallel_hidden(plan, eff))
         * context_ring_seconds(arch, plan, seq_len, layers, context_link(plan, gpus_per_node, intra, inter)),
-        expert_all_to_all=expert_all_to_all_seconds(
-            arch, plan, seq_len, layers, expert_link(plan, gpus_per_node, intra, inter)
-        ),
+        moe=moe,
     )
 
 
@@ -228,6 +252,20 @@ class DataParallelTimes:
     before_forward: dict[str, float] = field(default_factory=dict)  # once a step, beside the next forward
     waited: dict[str, float] = field(default_factory=dict)  # each micro-batch, beside nothing
     alone: dict[str, float] = field(default_factory=dict)  # once a step, beside nothing
+
+    def merged(self, other: DataParallelTimes, *, prefix: str) -> DataParallelTimes:
+        """These collectives and ``other``'s, each of those named with ``prefix``."""
+
+        def both(mine: dict[str, float], theirs: dict[str, float]) -> dict[str, float]:
+            return {**mine, **{prefix + name: seconds for name, seconds in theirs.items()}}
+
+        return DataParallelTimes(
+            per_micro=both(self.per_micro, other.per_micro),
+            after_backward=both(self.after_backward, other.after_backward),
+            before_forward=both(self.before_forward, other.before_forward),
+            waited=both(self.waited, other.waited),
+            alone=both(self.alone, other.alone),
+        )
 
     def blocked(self) -> DataParallelTimes:
         """The same collectives when each waits for the compute before it to finish."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm.compiled import compiled_adapter_saved_bytes_per_token
+from perdollar.predict.llm.context_expert import expert_params_share
 from perdollar.predict.llm.device import optimizer_seconds
 from perdollar.predict.llm.feasibility import (  # noqa: F401  (re-exported: callers import them here)
     expert_parallel_problem,
@@ -36,6 +37,7 @@ from perdollar.predict.llm.memory import (
     model_states,
     state_bytes_per_param,
 )
+from perdollar.predict.llm.moe_training import expert_data_parallel
 from perdollar.predict.llm.optimizers import paging_seconds
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.llm.stage import (
@@ -74,6 +76,8 @@ class LLMTrainingPrediction:
     global_batch: int = 1  # sequences per optimizer step, as the plan runs it
     memory_gib: dict[str, float] = field(default_factory=dict)
     largest_micro_batch: int = 0
+    # A mixture of experts' own parts of one micro-batch (perdollar.predict.llm.moe_training)
+    moe: dict[str, float | bool] = field(default_factory=dict)
 
 
 MFU_CONVENTION = (
@@ -223,17 +227,27 @@ def predict_llm_training(
     )
     if plan.strategy in ("zero1", "zero2"):
         weight_bytes = trained * weight_b
+    layers_per_stage = max(arch.num_layers // pp, 1)
+    spans = plan.hosts_per_stage(nodes) > 1
+    expert_share = expert_params_share(arch) if plan.expert_parallel > 1 and plan.finetune == "full" else 0.0
+    if expert_share:  # the whole model's bytes a model-parallel split holds, the experts then taken apart
+        grad_bytes = arch.total_params / (plan.tensor_parallel * pp) * grad_b * states.gradient_share
+        weight_bytes = arch.total_params / (plan.tensor_parallel * pp) * weight_b
     collectives = data_parallel_seconds(
-        plan,
-        grad_bytes,
-        weight_bytes,
-        dp,
-        dp_in_node,
-        plan.hosts_per_stage(nodes) > 1,
-        times.intra,
-        times.inter,
-        max(arch.num_layers // pp, 1),
-    )
+        plan, grad_bytes * (1 - expert_share), weight_bytes * (1 - expert_share), dp, dp_in_node, spans,
+        times.intra, times.inter, layers_per_stage,
+    )  # fmt: skip
+    if expert_share:
+        # A rank's experts (1/E_p of them) are reduced, and sharded, over the ranks holding the same
+        # experts: the expert-data-parallel group, strided over the hosts beside the expert ranks.
+        ep = plan.expert_parallel
+        expert_dp = expert_data_parallel(plan, dp)
+        expert_dp_in_node = max(dp_in_node // ep, 1)
+        experts = data_parallel_seconds(
+            plan, grad_bytes * expert_share / ep, weight_bytes * expert_share / ep, expert_dp,
+            expert_dp_in_node, expert_dp > expert_dp_in_node, times.intra, times.inter, layers_per_stage,
+        )  # fmt: skip
+        collectives = collectives.merged(experts, prefix="expert ")
     if plan.data_parallel_comm == "blocking":  # +blocking: each waits for the compute before it
         collectives = collectives.blocked()
     exposed = _exposed(collectives, micro_batches, eff.communication_overlap, forward, backward, recompute)
@@ -255,6 +269,8 @@ def predict_llm_training(
         "memory-bound kernels": compute_total * times.memory_bound_share,
         "tensor-parallel all-reduce": micro_batches * tp_seconds,
         "context-parallel ring": micro_batches * times.context_ring,
+        "MoE router and permute": micro_batches * times.moe.routing_s,
+        "MoE grouped GEMM (tile padding, busiest rank)": micro_batches * times.moe.grouped_gemm_s,
         "expert all-to-all": micro_batches * times.expert_all_to_all,
         "pipeline send/receive": micro_batches * p2p,
         "pipeline bubble": bubble,
@@ -290,6 +306,7 @@ def predict_llm_training(
         global_batch=sequences,
         memory_gib=memory.to_gib(),
         largest_micro_batch=memory.largest_micro_batch,
+        moe=times.moe.to_dict() if arch.is_moe else {},
     )
 
 

@@ -1,0 +1,153 @@
+"""Accuracy of perdollar's mixture-of-experts training prediction on published MoE training runs.
+
+    PYTHONPATH=src python benchmarks/llm_training_moe_accuracy.py [--csv FILE]
+
+Every row of ``published_llm_training_moe.csv`` (torchtitan's DeepEP Qwen3-30B-A3B scaling tables on
+B200, the Megatron MoE model zoo's Qwen3-235B-A22B runs on 256 H100) is predicted at its own plan,
+GPU, hosts and network; runs that forced balanced routing are predicted with no load skew. Prints
+the absolute percentage error of tokens/s per GPU by source: first at the shipped
+``LLMEfficiency``, then leave-one-source-out: each source predicted with the MoE efficiency
+(``grouped_gemm_efficiency``) fitted on the other sources only. Run against an older tree (its
+``src`` on PYTHONPATH) to print that tree's errors on the same rows: the fit needs this tree's model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import json
+import statistics
+import tempfile
+from pathlib import Path
+from typing import Any
+
+CSV = Path(__file__).with_name("published_llm_training_moe.csv")
+# Qwen/Qwen3-235B-A22B config.json (architecture keys), not among the built-in configs.
+EXTRA_CONFIGS = {
+    "qwen3-235b-a22b": {
+        "model_type": "qwen3_moe", "hidden_size": 4096, "num_hidden_layers": 94, "num_attention_heads": 64,
+        "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 12288, "moe_intermediate_size": 1536,
+        "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1, "mlp_only_layers": [],
+        "vocab_size": 151936, "max_position_embeddings": 40960, "tie_word_embeddings": False,
+    },
+}  # fmt: skip
+GRID = [round(0.40 + 0.05 * i, 2) for i in range(13)]  # grouped_gemm_efficiency candidates, 0.40 … 1.00
+
+
+def load_rows(path: Path) -> list[dict[str, Any]]:
+    from perdollar import catalog
+    from perdollar.predict.llm import parse_plan
+    from perdollar.workload.llm import load_llm_workload
+
+    cat = catalog.load()
+    rows = []
+    folder = Path(tempfile.mkdtemp())
+    for row in csv.DictReader(path.open()):
+        spec = row["model"]
+        if spec in EXTRA_CONFIGS:
+            config = folder / f"{spec}.json"
+            config.write_text(json.dumps(EXTRA_CONFIGS[spec]))
+            spec = str(config)
+        workload = load_llm_workload(spec, seq_len=int(row["seq_len"]), global_batch=int(row["global_batch"]))
+        rows.append(
+            {
+                **row,
+                "arch": workload.architecture,
+                "accelerator": cat.accelerators[row["gpu"]],
+                "plan": parse_plan(row["plan"]),
+                "measured": float(row["tokens_per_second_per_gpu"]),
+            }
+        )
+    return rows
+
+
+def predict(row: dict[str, Any], efficiency: Any) -> float | None:
+    from perdollar.errors import PerdollarError
+    from perdollar.predict.llm import predict_llm_training
+
+    gpus_per_node, nodes = int(row["gpus_per_node"]), int(row["nodes"])
+    if row["balance"] == "forced" and hasattr(efficiency, "expert_load_skew"):
+        efficiency = dataclasses.replace(efficiency, expert_load_skew=0.0)
+    try:
+        p = predict_llm_training(
+            row["arch"], row["accelerator"], gpus_per_node=gpus_per_node, nodes=nodes, plan=row["plan"],
+            seq_len=int(row["seq_len"]), global_batch=int(row["global_batch"]), efficiency=efficiency,
+            network_gbps=float(row["network_gbps_per_node"]),
+        )  # fmt: skip
+    except PerdollarError as refused:
+        _say_once(f"  refused: {row['model']} {row['plan'].token()}: {refused}")
+        return None
+    if not p.fits:
+        _say_once(
+            f"  predicted not to fit (the source ran it): {row['model']} {row['plan'].token()}: "
+            + p.fit_reason
+        )
+    return p.tokens_per_second / p.gpus
+
+
+_SAID: set[str] = set()
+
+
+def _say_once(message: str) -> None:
+    if message not in _SAID:
+        _SAID.add(message)
+        print(message)
+
+
+def errors(rows: list[dict[str, Any]], efficiency: Any) -> list[float]:
+    out = []
+    for row in rows:
+        predicted = predict(row, efficiency)
+        if predicted is not None:
+            out.append(abs(predicted / row["measured"] - 1))
+    return out
+
+
+def line(label: str, errs: list[float]) -> str:
+    if not errs:
+        return f"{label:<70} no rows"
+    return f"{label:<70} n={len(errs):>2}  median {100 * statistics.median(errs):5.1f}%  max {100 * max(errs):5.1f}%"
+
+
+def fit(rows: list[dict[str, Any]], start: Any) -> Any:
+    """The grid value of grouped_gemm_efficiency with the least median error on ``rows``."""
+    best = min(
+        GRID,
+        key=lambda g: statistics.median(errors(rows, dataclasses.replace(start, grouped_gemm_efficiency=g))),
+    )
+    return dataclasses.replace(start, grouped_gemm_efficiency=best)
+
+
+def main() -> None:
+    from perdollar.predict.llm import LLMEfficiency
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--csv", type=Path, default=CSV)
+    args = parser.parse_args()
+    rows = load_rows(args.csv)
+    for row in rows:  # a source is its repository: one team's runs, whichever of its tables
+        row["source"] = row["source"].split(" ")[0]
+    sources = sorted({row["source"] for row in rows})
+    shipped = LLMEfficiency()
+    print("shipped efficiencies:")
+    everything = []
+    for source in sources:
+        errs = errors([r for r in rows if r["source"] == source], shipped)
+        everything += errs
+        print(line(source[:70], errs))
+    print(line("all MoE training rows", everything))
+    if not hasattr(shipped, "grouped_gemm_efficiency"):
+        return
+    print("\nleave-one-source-out (grouped_gemm_efficiency fitted on the other sources):")
+    held = []
+    for source in sources:
+        fitted = fit([r for r in rows if r["source"] != source], shipped)
+        errs = errors([r for r in rows if r["source"] == source], fitted)
+        held += errs
+        print(line(f"{source[:52]} (g={fitted.grouped_gemm_efficiency})", errs))
+    print(line("all MoE training rows, held out", held))
+
+
+if __name__ == "__main__":
+    main()
