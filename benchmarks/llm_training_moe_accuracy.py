@@ -107,7 +107,8 @@ def errors(rows: list[dict[str, Any]], efficiency: Any) -> list[float]:
 def line(label: str, errs: list[float]) -> str:
     if not errs:
         return f"{label:<70} no rows"
-    return f"{label:<70} n={len(errs):>2}  median {100 * statistics.median(errs):5.1f}%  max {100 * max(errs):5.1f}%"
+    median, worst = 100 * statistics.median(errs), 100 * max(errs)
+    return f"{label:<70} n={len(errs):>2}  median {median:5.1f}%  max {worst:5.1f}%"
 
 
 def fit(rows: list[dict[str, Any]], start: Any) -> Any:

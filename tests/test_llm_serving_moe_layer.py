@@ -13,21 +13,23 @@ import pytest
 
 from cli_runner import run_perdollar
 from perdollar import catalog as catalog_mod
+from perdollar.predict.expert_load import (
+    PUBLISHED_EXPERTS_PER_RANK,
+    PUBLISHED_IMBALANCE,
+    PUBLISHED_RANKS,
+    PUBLISHED_ROWS_PER_RANK,
+    tile_efficiency,
+)
 from perdollar.predict.llm_serving import Workload, serving_format
 from perdollar.predict.llm_serving.engine_cases import load_published_rows
 from perdollar.predict.llm_serving.engines import ENGINES
 from perdollar.predict.llm_serving.load import predict_llm_serving, serving_shape_problem
 from perdollar.predict.llm_serving.moe_layer import (
-    PUBLISHED_EXPERTS_PER_RANK,
-    PUBLISHED_IMBALANCE,
-    PUBLISHED_RANKS,
-    PUBLISHED_ROWS_PER_RANK,
     MoELayout,
     Rates,
     busiest_rank_load,
     exchange_s,
     moe_layer_time,
-    tile_efficiency,
 )
 from perdollar.predict.llm_serving.moe_stage import moe_layout
 from perdollar.predict.llm_serving.timing import (

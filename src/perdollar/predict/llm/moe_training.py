@@ -9,9 +9,9 @@ dense GEMMs' rate. A trainer runs it otherwise, per micro-batch and per MoE laye
   the gradients the same way) and again in a recomputed forward;
 - **grouped expert products**: each local expert multiplies only the rows routed to it, tokens ×
   k × E_p / E a rank on average (E_p expert-parallel ranks, E experts); the last tile of each is
-  padding (:func:`~perdollar.predict.llm_serving.moe_layer.tile_efficiency`, the serving model's);
+  padding (:func:`~perdollar.predict.expert_load.tile_efficiency`, the serving model's);
   and under expert parallelism the rank that receives the most rows sets the layer's time (the
-  serving model's normal rank loads, :func:`~perdollar.predict.llm_serving.moe_layer.busiest_of`
+  serving model's normal rank loads, :func:`~perdollar.predict.expert_load.busiest_of`
   standard deviations above the mean, with a training run's own expert skew,
   :data:`TRAINING_EXPERT_LOAD_SKEW`); ``grouped_gemm_efficiency`` is the grouped kernels' rate
   against the dense GEMMs', fitted;
@@ -31,9 +31,9 @@ import math
 from dataclasses import dataclass
 
 from perdollar.catalog.model import Accelerator
+from perdollar.predict.expert_load import busiest_of, tile_efficiency
 from perdollar.predict.llm import collectives as cx
 from perdollar.predict.llm.plan import TrainingPlan
-from perdollar.predict.llm_serving.moe_layer import busiest_of, tile_efficiency
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 ACTIVATION_BYTES = 2.0  # bf16 hidden states and their gradients
