@@ -12,7 +12,7 @@ from perdollar.cli import common
 from perdollar.cli.declared import StoreChoice
 from perdollar.cli.recommend_options import Serving
 from perdollar.errors import EXIT_OK, PerdollarError
-from perdollar.question import LanguageModelSettings
+from perdollar.question import LanguageModelSettings, NearSettings
 from perdollar.terminal_tables import FittingTable
 from perdollar.vocabulary import Family
 
@@ -27,6 +27,7 @@ def compare_llm_serving(
     precision: str | None,
     json_output: bool,
     store: StoreChoice,
+    near: NearSettings = NearSettings(),
 ) -> int:
     """Each configuration sized for the rate under each ``--engine`` (a comma list, or ``any``)."""
     from perdollar.ask.compare_serving import compare_language_model_serving, compared_engines
@@ -49,7 +50,7 @@ def compare_llm_serving(
     )  # fmt: skip
     # The question keeps --engine as written: the comparison reads its list of engines from it.
     settings = replace(question.language_model or language_model, engine=language_model.engine)
-    question = replace(question, language_model=settings)
+    question = replace(question, language_model=settings, near=near)
     with common.progress("compare --inference", quiet=json_output) as bar:
         comparison = compare_language_model_serving(
             question, configs, store_url=store.store_url, use_store=store.enabled,
