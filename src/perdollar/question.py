@@ -245,6 +245,24 @@ class LanguageModelSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class NearSettings:
+    """Where the users of a deployment are: only regions within a round trip of them may serve."""
+
+    places: tuple[str, ...] = declared(
+        (), "--near",
+        "Serving: keep only regions within --near-rtt-ms of this region or city (repeatable, or a comma"
+        " list): us-east-1, us-central1, eastus, aws:eu-west-1, frankfurt.",
+        scope="serving",
+    )
+    # None: DEFAULT_NEAR_RTT_MS (perdollar.catalog.region_places).
+    rtt_ms: float | None = declared(
+        None, "--near-rtt-ms",
+        "With --near: the longest estimated round trip from a user's place to a kept region (default 30).",
+        unit="ms", scope="serving",
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class FleetTraffic:
     """The traffic a fleet over a day is sized for, kept whole so that the question can be asked
     again after its file is gone, and how the fleet autoscales."""
@@ -291,6 +309,7 @@ class Question:
     data: DataSettings = field(default_factory=DataSettings)
     bill: BillSettings = field(default_factory=BillSettings)
     traffic: FleetTraffic | None = None  # a fleet over a day (--load-curve/--trace)
+    near: NearSettings = field(default_factory=NearSettings)  # serving: the users' places
 
     @property
     def has_target(self) -> bool:

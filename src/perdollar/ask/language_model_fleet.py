@@ -22,6 +22,7 @@ from perdollar.ask.language_model_serving import (
     slo_label,
     with_default_ttft,
 )
+from perdollar.ask.near import near_notes
 from perdollar.ask.offers import bill_notes, billed_offers, in_market, wants_committed
 from perdollar.ask.policy import CARBON, check_policy
 from perdollar.catalog import Catalog, bill_data
@@ -43,6 +44,7 @@ from perdollar.predict.llm_serving.frame import llm_serving_frame
 from perdollar.predict.llm_serving.load import Workload
 from perdollar.predict.llm_serving.timing import GroupShape, weight_bytes_per_gpu
 from perdollar.price.fleet import DAYS_PER_MONTH, Fleet, FleetOption, FleetPolicy, month_cost
+from perdollar.price.fleet_floor import ROOM_FOR_ONE_RECLAIM, IntervalSurvival, fleet_survival
 from perdollar.price.fleet_limits import co2e_g
 from perdollar.price.fleet_options import POWER, class_capacities, fleet_options
 from perdollar.price.llm_energy import deployment_kw
@@ -62,6 +64,7 @@ class FleetAnswer:
     policy: FleetPolicy
     notes: tuple[str, ...]
     added_by_replay: tuple[int, ...] = ()  # instances the replay added, per interval
+    survival: tuple[IntervalSurvival, ...] = ()  # the chosen fleet through spot reclaims, per interval
 
     @property
     def durations(self) -> list[float]:
@@ -231,6 +234,7 @@ def answer_language_model_fleet(
     repaired = repaired_by_replay(choice.mixed, [first[h] for h in range(len(durations))], replay_again,
                                   durations, policy)  # fmt: skip
     choice = replace(choice, mixed=repaired.fleet)
+    survival = fleet_survival(choice.mixed, durations)
     classes = "; ".join(
         f"{c.name}: {c.input_tokens} in, {c.output_tokens} out ({share:.0%})"
         for c, share in zip(curve.classes, _day_shares(curve), strict=True)
@@ -242,13 +246,58 @@ def answer_language_model_fleet(
         f"{instance_start_s:.0f} s, assumed, + weights over min(network, disk)) and billed from then",
         f"spot: reclaim waves from the interruption share; spot capacity discounted by the wave where "
         f"a wave is likelier than {1 - policy.availability:.2%} of intervals; on-demand fallback priced",
+        _floor_note(survival, policy, [_hour(i.start_s) for i in curve.intervals]),
         f"the mixed fleet: an integer program over {choice.short_list} of {choice.candidates} candidates",
         engine_note(settings.engine, settings.kv_precision),
         *ttft_note,
         *_repair_note(repaired),
         *_bill_notes(question, policy),
+        *near_notes(
+            question, _regions_of(options), _busiest_region(choice.mixed, durations), catalog.offers_frame()
+        ),
     )
-    return FleetAnswer(curve, choice, repaired.replay, label, policy, notes, repaired.added_instances)
+    return FleetAnswer(
+        curve, choice, repaired.replay, label, policy, notes, repaired.added_instances, survival
+    )
+
+
+def _regions_of(options: Sequence[FleetOption]) -> pd.DataFrame:
+    return pd.DataFrame({"cloud": [o.cloud for o in options], "region": [o.region for o in options]})
+
+
+def _busiest_region(fleet: Fleet, durations: Sequence[float]) -> tuple[str, str] | None:
+    """The (cloud, region) of the fleet's option with the most instance-hours."""
+    hours = [sum(row[k] * d for row, d in zip(fleet.instances, durations, strict=True))
+             for k in range(len(fleet.options))]  # fmt: skip
+    if not hours:
+        return None
+    option = fleet.options[max(range(len(hours)), key=hours.__getitem__)]
+    return option.cloud, option.region
+
+
+def _hour(start_s: float) -> str:
+    minutes = int(start_s // 60) % (24 * 60)
+    return f"{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def _floor_note(survival: Sequence[IntervalSurvival], policy: FleetPolicy, starts: Sequence[str]) -> str:
+    """How the fleet rides out spot reclaims: its on-demand floor, and per interval the replicas
+    one reclaim leaves against those the load needs."""
+    rule = (
+        "and, at 99% or more, room for one reclaim wherever spot serves (a lone spot replica runs on demand)"
+        if policy.availability >= ROOM_FOR_ONE_RECLAIM
+        else "(below 99% a lone spot replica may serve alone)"
+    )
+    shown = "; ".join(
+        f"{start} {s.after_one_reclaim} of {s.needed_replicas} needed ({s.on_demand_instances} on demand)"
+        for start, s in zip(starts, survival, strict=True)
+    )
+    least = min((s.kept_probability for s in survival), default=1.0)
+    return (
+        f"on-demand floor: each interval keeps the replicas its load needs through independent spot reclaims "
+        f"(each pool's monthly rate) with probability ≥ {policy.availability:.2%} {rule}; the least likely "
+        f"interval keeps them with {least:.3%}; replicas left after one spot reclaim, per interval: {shown}"
+    )
 
 
 def _nothing_feasible(

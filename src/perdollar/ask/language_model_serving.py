@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.ask.inputs import Progress, quiet
+from perdollar.ask.near import chosen_region, near_notes
 from perdollar.ask.offers import (
     bill_notes,
     billed_offers,
@@ -192,6 +193,7 @@ def answer_language_model_serving(
             *refused,
             *_bill_notes(question, every_market, frame),
             *left_out_notes(every_market, question),
+            *near_notes(question, every_market, chosen_region(frame), catalog.offers_frame()),
             describe_serving_bill(placement),
         ),
         sample_unit="output tokens",

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from perdollar.ask.near import near_offers
 from perdollar.catalog import Catalog
 from perdollar.catalog.committed import with_committed
 from perdollar.catalog.filters import allowed_offers
@@ -48,8 +49,8 @@ def wants_committed(market: str, horizon_months: float | None) -> bool:
 def billed_offers(
     question: Question, catalog: Catalog, *, use: str, priced_only: bool = False
 ) -> pd.DataFrame:
-    """Every market's offers in the question's clouds and regions, priced as billed (committed terms
-    over the horizon, with their break-even); ``use`` is training or inference."""
+    """Every market's offers in the question's clouds and regions (and near its users), priced as
+    billed (committed terms over the horizon, with their break-even); ``use`` is training or inference."""
     check_market(question.market)
     offers = catalog.offers_frame()
     bill = question.bill
@@ -72,7 +73,7 @@ def billed_offers(
     elif wants_committed(question.market, bill.horizon_months):
         offers = bill_over_horizon(with_committed(offers), bill.horizon_months)
     offers = allowed_offers(offers, clouds=question.clouds, regions=question.regions, priced_only=priced_only)
-    return with_capacity_flags(offers)
+    return with_capacity_flags(near_offers(offers, question))
 
 
 def in_market(offers: pd.DataFrame, question: Question) -> pd.DataFrame:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 import pandas as pd
 
 from perdollar.ask.inputs import Progress, quiet
+from perdollar.ask.near import chosen_region, near_notes
 from perdollar.ask.offers import (
     billed_offers,
     check_market,
@@ -120,6 +121,7 @@ def answer_serving(
             f"queueing: closed-form M/D/1 with dynamic batching, sized for {target.headroom:g}× the rate",
             f"serving mode: {hint[0]}",
             *left_out_notes(every_market, question),
+            *near_notes(question, every_market, chosen_region(frame), catalog.offers_frame()),
         ),
         sample_unit="requests",
     )

@@ -168,6 +168,7 @@ def recommend_inference(
                 "excluded": excluded,
                 "explanation": recommendation.explanation,
                 "serving_mode": {"mode": answer.hint[0], "why": answer.hint[1]},
+                "notes": list(recommendation.notes),
                 "catalog_captured_at": recommendation.catalog_captured_at,
                 "recommendation_id": stored_id,
             },
@@ -185,6 +186,8 @@ def recommend_inference(
                 highlight=False,
             )
         common.console.print(recommendation.explanation, highlight=False)
+        for note in recommendation.notes:
+            common.console.print(f"[dim]{escape(note)}[/]", highlight=False)
         if stored_id:
             common.console.print(f"Stored as recommendation {stored_id}.", highlight=False)
         if report_path is not None:

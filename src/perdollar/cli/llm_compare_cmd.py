@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from rich.markup import escape
@@ -11,7 +12,7 @@ from perdollar.ask.options import Serving
 from perdollar.cli import common
 from perdollar.cli.declared import StoreChoice
 from perdollar.errors import EXIT_OK
-from perdollar.question import LanguageModelSettings
+from perdollar.question import LanguageModelSettings, NearSettings
 from perdollar.terminal_tables import FittingTable
 from perdollar.vocabulary import Family
 
@@ -26,6 +27,7 @@ def compare_llm_serving(
     precision: str | None,
     json_output: bool,
     store: StoreChoice,
+    near: NearSettings = NearSettings(),
 ) -> int:
     """Each configuration sized for the rate under each ``--engine`` (a comma list, or ``any``)."""
     from perdollar.ask.building import serving_comparison_question
@@ -34,6 +36,7 @@ def compare_llm_serving(
     question = serving_comparison_question(
         workload, family=family, serving=serving, language_model=language_model, precision=precision
     )
+    question = replace(question, near=near)
     with common.progress("compare --inference", quiet=json_output) as bar:
         comparison = compare_language_model_serving(
             question, configs, store_url=store.store_url, use_store=store.enabled,

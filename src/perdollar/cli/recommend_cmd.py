@@ -27,7 +27,7 @@ from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_options import Shown
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.errors import EXIT_OK, PerdollarError
-from perdollar.question import BillSettings, DataSettings, LanguageModelSettings, SpotSettings
+from perdollar.question import BillSettings, DataSettings, LanguageModelSettings, NearSettings, SpotSettings
 from perdollar.vocabulary import Family
 
 if TYPE_CHECKING:
@@ -89,6 +89,7 @@ COMPARE_HELP = (
     store=StoreChoice,
     bill=BillSettings,
     fleet=FleetFlags,
+    near=Group(NearSettings, panel="Where the users are"),
 )
 def recommend(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
@@ -110,6 +111,7 @@ def recommend(
     store: StoreChoice,
     bill: BillSettings,
     fleet: FleetFlags,
+    near: NearSettings,
 ) -> int:
     batch_size, precision = shape.batch_size, shape.precision
     check_store(store.store_url, enabled=store.enabled)
@@ -126,12 +128,16 @@ def recommend(
         if serving.load_curve is not None or serving.trace is not None:
             return _recommend_fleet(
                 workload, family, serving, where, language_model, precision, shown, fleet, store,
-                billed=(bill, goal),
+                billed=(bill, goal), near=near,
             )  # fmt: skip
         return _recommend_serving(
             workload, family, serving, where, language_model, batch_size, precision, shown, store, bill,
-            served=(goal, data),
+            served=(goal, data), near=near,
         )  # fmt: skip
+    if near.places or near.rtt_ms is not None:  # a training job has no users waiting on its replies
+        raise PerdollarError(
+            "--near places a serving deployment near its users", "add --inference, or drop --near"
+        )
     for flag, given in (("--load-curve", serving.load_curve), ("--trace", serving.trace)):
         if given is not None:  # it shapes a serving fleet's traffic over a day: a training question has none
             raise PerdollarError(f"{flag} is for serving questions", f"add --inference, or drop {flag}")
@@ -174,7 +180,7 @@ def _stored_and_shown(recommendation: Recommendation, shown: Shown, store: Store
 def _recommend_serving(
     workload: str, family: Family, serving: Serving, where: Where, language_model: LanguageModelSettings,
     batch_size: int | None, precision: str | None, shown: Shown, store: StoreChoice, bill: BillSettings,
-    served: tuple[Goal, DataSettings] | None = None,
+    served: tuple[Goal, DataSettings] | None = None, near: NearSettings = NearSettings(),
 ) -> int:  # fmt: skip
     """``recommend --inference``: a network served per request, a language model per token
     (``served``: its objective, ``--objective carbon`` or the cost, and where its weights are stored)."""
@@ -188,6 +194,7 @@ def _recommend_serving(
         question, note = language_model_serving_question(
             workload, serving, where, language_model, precision, bill, served
         )
+        question = replace(question, near=near)
         return recommend_llm_inference(question, lengths_note=note, **common_args)
     from perdollar.cli.inference_cmd import recommend_inference
 
@@ -196,19 +203,21 @@ def _recommend_serving(
         max_wait_ms=serving.max_wait_ms, batch_size=batch_size, precision=precision, market=where.market,
         clouds=where.clouds, regions=where.regions,
     )  # fmt: skip
-    return recommend_inference(replace(question, bill=bill), **common_args)
+    return recommend_inference(replace(question, bill=bill, near=near), **common_args)
 
 
 def _recommend_fleet(
     workload: str, family: Family, serving: Serving, where: Where, language_model: LanguageModelSettings,
     precision: str | None, shown: Shown, fleet: FleetFlags, store: StoreChoice,
-    billed: tuple[BillSettings, Goal],
+    billed: tuple[BillSettings, Goal], near: NearSettings = NearSettings(),
 ) -> int:  # fmt: skip
     """``recommend --inference --load-curve/--trace``: a language model's fleet over the day, within
     its quotas, in its managed service's market, ranked by its objective (cost, or carbon)."""
     from perdollar.cli.llm_fleet_cmd import recommend_llm_fleet
 
-    question = fleet_question(workload, family, serving, where, language_model, precision, fleet, billed)
+    question = replace(
+        fleet_question(workload, family, serving, where, language_model, precision, fleet, billed), near=near
+    )
     return recommend_llm_fleet(
         question, json_output=shown.json_output, report_path=shown.report, store_url=store.store_url,
         store=store.enabled,
@@ -224,6 +233,7 @@ def _recommend_fleet(
     plan_flags=Group(PlanFlags, ("training",), panel="Language model: plan"),
     spot=SpotSettings,
     store=StoreChoice,
+    near=Group(NearSettings, panel="Where the users are"),
 )
 def compare_command(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
@@ -241,6 +251,7 @@ def compare_command(
     plan_flags: PlanFlags,
     spot: SpotSettings,
     store: StoreChoice,
+    near: NearSettings,
 ) -> int:
     check_store(store.store_url, enabled=store.enabled)
     family = family_of(workload)
@@ -250,8 +261,12 @@ def compare_command(
 
         return compare_llm_serving(
             workload, configs, family=family, serving=serving, language_model=language_model,
-            precision=precision, json_output=json_output, store=store,
+            precision=precision, json_output=json_output, store=store, near=near,
         )  # fmt: skip
+    if near.places or near.rtt_ms is not None:
+        raise PerdollarError(
+            "--near places a serving deployment near its users", "add --inference, or drop --near"
+        )
     question = comparison_question(
         workload, configs, target, language_model, plan_flags, batch_size=batch_size, precision=precision,
         spot=spot,

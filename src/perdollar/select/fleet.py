@@ -23,6 +23,7 @@ from perdollar.price.fleet import (
     spot_terms,
     with_added_instances,
 )
+from perdollar.price.fleet_floor import with_on_demand_floor
 from perdollar.price.fleet_limits import QuotaGroup, co2e_g, quota_groups, within_quotas
 
 SHORT_LIST_BY_MIX = 12
@@ -76,8 +77,12 @@ def choose_fleet(
     carbon, among the candidates whose emissions are known)."""
     if policy.by_carbon:
         options = [o for o in options if math.isfinite(o.co2e_g_per_hour)]
-    statics = [f for o in options if (f := single_type_fleet(o, rates, durations, policy, static=True))]
-    scaled = [f for o in options if (f := single_type_fleet(o, rates, durations, policy, static=False))]
+    # Each fleet keeps its on-demand floor before it is weighed: a spot fleet that needs on-demand
+    # twins to meet the availability target is priced with them.
+    statics = [with_on_demand_floor(f, durations, policy) for o in options
+               if (f := single_type_fleet(o, rates, durations, policy, static=True))]  # fmt: skip
+    scaled = [with_on_demand_floor(f, durations, policy) for o in options
+              if (f := single_type_fleet(o, rates, durations, policy, static=False))]  # fmt: skip
     if not statics or not scaled:
         return None
 
@@ -89,9 +94,11 @@ def choose_fleet(
     totals = [sum(r[c] * d for r, d in zip(rates, durations, strict=True)) for c in range(len(rates[0]))]
     mix = [t / sum(totals) for t in totals]
     listed = short_list(options, mix, max(durations), policy)
-    if autoscaled.options[0] not in listed:
-        listed.append(autoscaled.options[0])
+    for option in autoscaled.options:  # with its on-demand twin, where the floor gave it one
+        if option not in listed:
+            listed.append(option)
     mixed = mixed_fleet(listed, rates, durations, policy)
+    mixed = with_on_demand_floor(mixed, durations, policy) if mixed is not None else None
     if mixed is None or ranked(mixed) > ranked(autoscaled):
         mixed = autoscaled
     return FleetChoice(static_peak, autoscaled, mixed, len(options), len(listed))
