@@ -11,13 +11,22 @@ CLOUDS = ("aws", "gcp", "azure")
 GPU_CLOUDS = ("coreweave", "hyperstack", "lambda", "nebius", "runpod", "vultr")
 BUNDLED_CLOUDS_TEXT = ", ".join((*CLOUDS, *GPU_CLOUDS))
 
-Market = Literal["on-demand", "spot", "committed-1y", "committed-3y"]
+Market = Literal[
+    "on-demand", "spot", "flex-start", "capacity-block", "reservation", "committed-1y", "committed-3y"
+]
 # The markets a catalog snapshot holds; committed terms are derived from on-demand prices.
 MARKETS: tuple[Market, ...] = ("on-demand", "spot")
 COMMITTED_MARKETS: tuple[Market, ...] = ("committed-1y", "committed-3y")
-# "committed": both terms; "any": every market.
-MARKET_CHOICES = ("on-demand", "spot", *COMMITTED_MARKETS, "committed", "any")
-MARKET_CHOICES_TEXT = "on-demand, spot, committed-1y, committed-3y, committed (both terms) or any"
+# Capacity bought ahead of the run at the cloud's own published prices (catalog/market_prices.csv):
+# GCP Flex-start (Dynamic Workload Scheduler), AWS EC2 Capacity Blocks for ML, and machines sold
+# only through reservations. Asked for by name: "any" does not wait for a queue or a booked date.
+AHEAD_MARKETS: tuple[Market, ...] = ("flex-start", "capacity-block", "reservation")
+# "committed": both terms; "any": on-demand and spot (committed terms too with a horizon).
+MARKET_CHOICES = ("on-demand", "spot", *AHEAD_MARKETS, *COMMITTED_MARKETS, "committed", "any")
+MARKET_CHOICES_TEXT = (
+    "on-demand, spot, flex-start, capacity-block, reservation, committed-1y, committed-3y, "
+    "committed (both terms) or any"
+)
 MARKET_WORDS = {
     "spot": "spot", "on-demand": "on-demand", "ondemand": "on-demand", "od": "on-demand",
     "committed-1y": "committed-1y", "committed-3y": "committed-3y",

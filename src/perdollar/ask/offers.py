@@ -1,5 +1,6 @@
-"""The offers a question may buy, as billed: its market (committed terms included), its managed
-service, its horizon and the known capacity constraints — and, after pricing, its quotas."""
+"""The offers a question may buy, as billed: its market (committed terms and capacity bought ahead
+included), its managed service, its horizon and the known capacity constraints — and, after
+pricing, its quotas."""
 
 from __future__ import annotations
 
@@ -14,6 +15,13 @@ from perdollar.catalog import Catalog
 from perdollar.catalog.committed import with_committed
 from perdollar.catalog.filters import allowed_offers
 from perdollar.catalog.managed import has_managed_spot, managed_offers
+from perdollar.catalog.markets import (
+    ahead_market_note,
+    ahead_markets_named,
+    no_price_reason,
+    unpriced_offers,
+    with_market_offers,
+)
 from perdollar.catalog.purchase import unranked_reasons, with_capacity_flags
 from perdollar.catalog.quotas import check_known, over_quota_reasons, read_quotas
 from perdollar.errors import PerdollarError
@@ -70,8 +78,10 @@ def billed_offers(
                 f"leave --market out (or give --market {' or '.join(sorted(sold - {'any'}))}) with --service",
             )
         offers = managed_offers(offers, bill.service, use)
-    elif wants_committed(question.market, bill.horizon_months):
-        offers = bill_over_horizon(with_committed(offers), bill.horizon_months)
+    else:
+        if wants_committed(question.market, bill.horizon_months):
+            offers = bill_over_horizon(with_committed(offers), bill.horizon_months)
+        offers = with_market_offers(offers, ahead_markets_named(question.market))
     offers = allowed_offers(offers, clouds=question.clouds, regions=question.regions, priced_only=priced_only)
     return with_capacity_flags(near_offers(offers, question))
 
@@ -79,7 +89,21 @@ def billed_offers(
 def in_market(offers: pd.DataFrame, question: Question) -> pd.DataFrame:
     """The offers the question's market may rank: in that market, sold in it, at a standard price."""
     chosen = allowed_offers(offers, market=question.market)
-    return chosen[unranked_reasons(chosen) == ""]
+    ranked = chosen[unranked_reasons(chosen) == ""]
+    if ranked.empty and (named := ahead_markets_named(question.market)):
+        # A market bought ahead whose machines carry no bundled price: say so, not "no offer".
+        unpriced = pd.concat([unpriced_offers(offers, m) for m in named])
+        if not unpriced.empty:
+            machines = sorted(set(unpriced["instance_type"].astype(str)))
+            raise PerdollarError(
+                f"--market {question.market}: {no_price_reason(' or '.join(named))} of "
+                f"{', '.join(machines[:4])}{' and more' if len(machines) > 4 else ''} in the allowed "
+                "clouds and regions",
+                "ask for a market with published prices (on-demand, spot, flex-start, capacity-block) "
+                "or widen --cloud/--region",
+                exit_code=3,
+            )
+    return ranked
 
 
 def _offers_per_machine(offers: pd.DataFrame) -> collections.Counter[str]:
@@ -88,11 +112,18 @@ def _offers_per_machine(offers: pd.DataFrame) -> collections.Counter[str]:
 
 
 def left_out_notes(offers: pd.DataFrame, question: Question) -> tuple[str, ...]:
-    """One line per reason the question's market left offers out, naming a few machines of each."""
+    """One line per reason the question's market left offers out, naming a few machines of each:
+    not sold in it, not at a standard rate, or (a market bought ahead) no published price."""
     chosen = allowed_offers(offers, market=question.market)
+    named = ahead_markets_named(question.market)
+    unpriced = [unpriced_offers(offers, m) for m in named]
+    no_price = (
+        np.full(len(rows), no_price_reason(m), dtype=object) for rows, m in zip(unpriced, named, strict=True)
+    )
+    reasons = np.concatenate([unranked_reasons(chosen), *no_price])
+    chosen = pd.concat([chosen, *unpriced], ignore_index=True) if unpriced else chosen
     if chosen.empty:
         return ()
-    reasons = unranked_reasons(chosen)
     notes = []
     for reason in dict.fromkeys(r for r in reasons if r):
         rows = chosen[reasons == reason]
@@ -188,13 +219,27 @@ def same_machine(offers: pd.DataFrame, top: pd.Series) -> pd.DataFrame:
 
 def training_bill_notes(question: Question, offers: pd.DataFrame, ranked: pd.DataFrame) -> tuple[str, ...]:
     """Training pays every node in every market: the top shape's bill is its nodes × each rate."""
+    ahead = tuple(ahead_market_note(m) for m in ahead_markets_named(question.market))
     if ranked.empty:
-        return bill_notes(question, None, "")
+        return bill_notes(question, None, "") + ahead
     top = ranked.iloc[0]
     nodes = int(top["nodes"])
     rows = same_machine(offers, top)
     bills = pd.DataFrame({"market": rows["market"], "usd_per_hour": rows["price_per_hour"] * nodes})
-    return bill_notes(question, bills, f"{nodes}x {top['instance_type']} ({top['cloud']} {top['region']})")
+    label = f"{nodes}x {top['instance_type']} ({top['cloud']} {top['region']})"
+    return bill_notes(question, bills, label) + ahead + _booked_blocks(top, label)
+
+
+def _booked_blocks(top: pd.Series, label: str) -> tuple[str, ...]:
+    """The days of capacity blocks the top choice books, where it is one."""
+    days = top.get("block_days")
+    if top["market"] != "capacity-block" or days is None or not days > 0:
+        return ()
+    hours = float(top["expected_time_hours"])
+    return (
+        f"{label} books {days:.0f} day(s) of capacity blocks for {hours / 24:.1f} days of work: "
+        f"its cost pays the whole blocks (${float(top['expected_cost_usd']):,.0f})",
+    )
 
 
 def labelled_offers(question: Question, catalog: Catalog) -> pd.DataFrame:

@@ -6,7 +6,8 @@ does, then adds the bill's other lines as their own columns and into the totals:
 - ``egress_usd``, ``transfer_hours``: copying the dataset from its region (``price.data_movement``);
   the copy happens before the run, so the deadline left for the run is shorter by it;
 - ``storage_usd``: the kept checkpoints, and the dataset's copy away from home, for the run's hours;
-- ``energy_kwh``, ``carbon_kg`` (and per sample): ``price.energy``.
+- ``energy_kwh``, ``carbon_kg`` (and per sample): ``price.energy``;
+- a capacity block's booked hours the job leaves idle (``price.blocks``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from perdollar.catalog.bill_data import CloudDataRates
 from perdollar.catalog.price_age import is_stale
 from perdollar.frames import map_distinct, require_columns
 from perdollar.predict.frame import PREDICTION_COLUMNS
+from perdollar.price.blocks import billed_in_whole_blocks
 from perdollar.price.data_movement import DEFAULT_CHECKPOINTS_KEPT, movement_columns, storage_usd
 from perdollar.price.energy import energy_columns
 from perdollar.price.frame import PRICED_COLUMNS, SpotAssumptions, Target, price_frame
@@ -89,6 +91,7 @@ def _add_data_lines(
     # Storage is priced with the data's placement: without it the question says nothing about storage.
     kept = placement.state_bytes * placement.checkpoints_kept if placement.region else 0.0
     stored = kept + np.where(moved, placement.size_bytes, 0.0)
+
     def storage_rate(cloud: object) -> float:
         return rates[str(cloud)].storage_usd_per_gb_month if str(cloud) in rates else np.nan
 
@@ -135,7 +138,7 @@ def priced_with_bill(
     # Energy is drawn by the run itself, before the copy time is added to the totals.
     energy = energy_columns(priced, tdp_by_key, bill_data.energy_factors(), bill_data.grid_carbon())
     priced = pd.concat([priced, energy], axis=1)
-    priced = _add_data_lines(priced, placement, rates, target)
+    priced = billed_in_whole_blocks(_add_data_lines(priced, placement, rates, target), target)
     require_columns(priced, BILL_COLUMNS, "the billed table")
     return require_columns(priced, PRICED_COLUMNS, "the priced table")
 
