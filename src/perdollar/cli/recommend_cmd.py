@@ -129,6 +129,7 @@ def recommend(
     serving = with_one_rate(serving, family)
     if serving.inference:
         _refuse_training_targets(target, data, family)
+        _refuse_training_limits(shape)
         if serving.load_curve is not None or serving.trace is not None:
             return _recommend_fleet(
                 workload, family, serving, where, language_model, precision, shown, fleet, store,
@@ -175,6 +176,16 @@ def _refuse_training_targets(target: Target, data: DataSettings, family: Family)
             " network moves neither",
             "drop --data-region",
         )
+
+
+def _refuse_training_limits(shape: Shape) -> None:
+    """The chip cap and the stacks shape training clusters; a serving question sizes its own."""
+    for flag, value in (("--max-accelerators", shape.max_accelerators), ("--stack", shape.stacks)):
+        if value:
+            raise PerdollarError(
+                f"{flag} limits training candidates; a serving question sizes its deployments itself",
+                f"drop {flag}, or drop --inference",
+            )
 
 
 def _stored_and_shown(recommendation: Recommendation, shown: Shown, store: StoreChoice) -> int:

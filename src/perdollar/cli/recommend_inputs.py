@@ -8,7 +8,7 @@ from typing import Any
 
 from perdollar.ask import measurements_from_file
 from perdollar.cli import common
-from perdollar.cli.recommend_options import Goal, Shape, Target, Where
+from perdollar.cli.recommend_options import Goal, Shape, Target, Where, node_cap
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.question import BillSettings, DataSettings, LanguageModelSettings, Question, SpotSettings
@@ -73,6 +73,8 @@ def training_question(
     *,
     max_nodes: int,
     batch_size: int | None,
+    max_accelerators: int | None = None,
+    stacks: tuple[str, ...] = (),
     precision: str | None,
     spot: SpotSettings | None = None,
     data: DataSettings | None = None,
@@ -105,6 +107,8 @@ def training_question(
         clouds=tuple(where.clouds),
         regions=tuple(where.regions),
         max_nodes=max_nodes,
+        max_accelerators=max_accelerators,
+        stacks=stacks_given(stacks),
         batch_size=batch_size,
         precision=precision,
         spot=spot or SpotSettings(),
@@ -140,11 +144,21 @@ def asked_training_question(
         workload, language_model, plan_flags, tokens=target.tokens, samples=target.samples
     )
     question = training_question(
-        workload, target, goal, where, max_nodes=shape.max_nodes, batch_size=shape.batch_size,
+        workload, target, goal, where, max_nodes=node_cap(shape.max_nodes, shape.max_accelerators),
+        batch_size=shape.batch_size,
+        max_accelerators=shape.max_accelerators, stacks=shape.stacks,
         precision=shape.precision, spot=spot, data=data, top=top, token_target=token_target,
         language_model=settings, family=family,
     )  # fmt: skip
     return replace(question, bill=bill) if bill is not None else question
+
+
+def stacks_given(typed: tuple[str, ...]) -> tuple[str, ...]:
+    """``--stack`` as typed, repeated or with commas, in the catalog's names (``tpu`` → ``xla``)."""
+    from perdollar.ask.policy import canonical_stack
+
+    names = [part.strip() for text in typed for part in str(text).split(",")]
+    return tuple(dict.fromkeys(canonical_stack(name) for name in names if name))
 
 
 def _with_dataset_bytes(data: DataSettings, dataset_size: str | None) -> DataSettings:

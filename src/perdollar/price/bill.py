@@ -6,7 +6,9 @@ does, then adds the bill's other lines as their own columns and into the totals:
 - ``egress_usd``, ``transfer_hours``: copying the dataset from its region (``price.data_movement``);
   the copy happens before the run, so the deadline left for the run is shorter by it;
 - ``storage_usd``: the kept checkpoints, and the dataset's copy away from home, for the run's hours;
-- ``energy_kwh``, ``carbon_kg`` (and per sample): ``price.energy``.
+- ``energy_kwh``, ``carbon_kg`` (and per sample): ``price.energy``;
+- ``fixed_hours``, ``fixed_usd``: what every node does before the first step (``price.fixed_costs``),
+  waited for once and billed on every node; like the copy, it shortens the deadline left for the run.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from perdollar.frames import map_distinct, require_columns
 from perdollar.predict.frame import PREDICTION_COLUMNS
 from perdollar.price.data_movement import DEFAULT_CHECKPOINTS_KEPT, movement_columns, storage_usd
 from perdollar.price.energy import energy_columns
+from perdollar.price.fixed_costs import FixedCosts, fixed_hours
 from perdollar.price.frame import PRICED_COLUMNS, SpotAssumptions, Target, price_frame
 from perdollar.price.table import join_predictions
 
@@ -40,6 +43,8 @@ BILL_COLUMNS = (
     "carbon_kg_per_sample",
     "grid_gco2e_per_kwh",
     "grid_carbon_year",
+    "fixed_hours",
+    "fixed_usd",
 )
 _TIME_COLUMNS = (
     "time_to_target_hours",
@@ -108,6 +113,27 @@ def _add_data_lines(
     return out
 
 
+def _add_fixed_costs(priced: pd.DataFrame, hours: np.ndarray, target: Target) -> pd.DataFrame:
+    """The fixed hours waited for once and billed on every node, into the totals."""
+    out = priced
+    billed = hours * out["price_per_hour"].to_numpy(dtype=np.float64)
+    out["fixed_hours"] = hours
+    out["fixed_usd"] = billed
+    if not np.any(hours > 0):
+        return out
+    for column in _TIME_COLUMNS:
+        out[column] = out[column].to_numpy(dtype=np.float64) + hours
+    for column in _COST_COLUMNS:
+        out[column] = out[column].to_numpy(dtype=np.float64) + billed
+    samples = target.samples or 0.0
+    if samples:
+        out["bill_usd_per_sample"] = out["bill_usd_per_sample"].to_numpy(dtype=np.float64) + billed / samples
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_dollar = out["effective_samples_per_dollar"].to_numpy(dtype=np.float64)
+            out["effective_samples_per_dollar"] = 1.0 / (1.0 / per_dollar + billed / samples)
+    return out
+
+
 def priced_with_bill(
     offers: pd.DataFrame,
     predictions: pd.DataFrame,
@@ -116,8 +142,10 @@ def priced_with_bill(
     *,
     placement: DataPlacement,
     tdp_by_key: Mapping[str, float | None],
+    fixed: FixedCosts | None = None,
 ) -> pd.DataFrame:
-    """One priced row per (offer, node count), the bill's other lines included."""
+    """One priced row per (offer, node count), the bill's other lines included; with ``fixed``
+    and a target, each job's fixed costs too (a rate without a target has no job to charge)."""
     require_columns(predictions, PREDICTION_COLUMNS, "the prediction frame")
     rates = bill_data.data_rates()
     joined = join_predictions(offers, predictions)
@@ -131,11 +159,16 @@ def priced_with_bill(
         copy_gbps=placement.copy_gbps,
     )
     joined = pd.concat([joined, movement], axis=1)
-    priced = _priced_by_lead(joined, movement["transfer_hours"].to_numpy(), target, assumptions)
+    before_run = np.zeros(len(joined))
+    if fixed is not None and target.samples:
+        before_run = fixed_hours(joined, fixed)
+    lead = movement["transfer_hours"].to_numpy(dtype=np.float64) + before_run
+    priced = _priced_by_lead(joined, lead, target, assumptions)
     # Energy is drawn by the run itself, before the copy time is added to the totals.
     energy = energy_columns(priced, tdp_by_key, bill_data.energy_factors(), bill_data.grid_carbon())
     priced = pd.concat([priced, energy], axis=1)
     priced = _add_data_lines(priced, placement, rates, target)
+    priced = _add_fixed_costs(priced, before_run, target)
     require_columns(priced, BILL_COLUMNS, "the billed table")
     return require_columns(priced, PRICED_COLUMNS, "the priced table")
 

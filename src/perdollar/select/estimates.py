@@ -71,6 +71,7 @@ def estimates_from_frame(
                 if row["market"] == "spot"
                 else None,
                 flags=flags,
+                stack_label=_text(row.get("stack_label")),
                 **_plan_fields(row),
                 **_bill_fields(row),
             )
@@ -100,7 +101,7 @@ def _bill_fields(row: dict[str, object]) -> dict[str, object]:
         **{
             name: _number(row.get(name))
             for name in ("egress_usd", "transfer_hours", "storage_usd", "energy_kwh", "carbon_kg",
-                         "grid_gco2e_per_kwh")
+                         "grid_gco2e_per_kwh", "fixed_hours", "fixed_usd")
         },
         "grid_carbon_year": int(year) if year else None,
     }  # fmt: skip
