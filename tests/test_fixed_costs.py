@@ -55,3 +55,18 @@ def test_the_dataset_is_shared_over_the_nodes_and_the_weights_read_by_each() -> 
     assert weights[0] == pytest.approx(weights[1]) and weights[0] > 0
     assert data[0] == pytest.approx(4 * data[1], rel=0.01)
     assert bare[0] * 3600 == pytest.approx(PROVISIONING_SECONDS + STARTUP_SECONDS + 10e9 / 150e6, abs=1)
+
+
+def test_compare_bills_the_fixed_costs_a_ranking_bills() -> None:
+    done = run_perdollar("compare", "vit-b16", "4x g5.2xlarge on-demand", "1x g5.12xlarge on-demand",
+                         "--samples", "1e8", "--no-store", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    four, one = json.loads(done.stdout)["comparison"]["estimates"]
+    assert one["fixed_hours"] == pytest.approx(four["fixed_hours"], rel=0.05) and one["fixed_hours"] > 0.2
+    for estimate in (four, one):
+        assert estimate["fixed_usd"] == pytest.approx(estimate["fixed_hours"] * estimate["price_per_hour"])
+        # On demand every hour is billed: the run's and the fixed ones alike.
+        run_hours = estimate["expected_time_hours"] - estimate["fixed_hours"]
+        assert estimate["expected_cost_usd"] - estimate["fixed_usd"] == pytest.approx(
+            run_hours * estimate["price_per_hour"], rel=1e-6
+        )

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -27,8 +27,15 @@ from perdollar.frames import map_distinct, require_columns
 from perdollar.predict.frame import PREDICTION_COLUMNS
 from perdollar.price.data_movement import DEFAULT_CHECKPOINTS_KEPT, movement_columns, storage_usd
 from perdollar.price.energy import energy_columns
-from perdollar.price.fixed_costs import FixedCosts, fixed_hours
-from perdollar.price.frame import PRICED_COLUMNS, SpotAssumptions, Target, price_frame
+from perdollar.price.fixed_costs import (
+    COST_COLUMNS,
+    TIME_COLUMNS,
+    FixedCosts,
+    add_fixed_costs,
+    fixed_hours,
+    priced_after,
+)
+from perdollar.price.frame import PRICED_COLUMNS, SpotAssumptions, Target
 from perdollar.price.table import join_predictions
 
 # What the bill adds to the priced table.
@@ -46,15 +53,6 @@ BILL_COLUMNS = (
     "fixed_hours",
     "fixed_usd",
 )
-_TIME_COLUMNS = (
-    "time_to_target_hours",
-    "expected_time_hours",
-    "expected_time_hours_low",
-    "expected_time_hours_high",
-)
-_COST_COLUMNS = ("cost_to_target_usd", "expected_cost_usd", "expected_cost_usd_low", "expected_cost_usd_high")
-# A deadline the copy alone uses up leaves the run no time at all.
-_NO_TIME_LEFT = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,20 +65,6 @@ class DataPlacement:
     copy_gbps: float | None = None  # None: the clouds' stated staged-copy throughput
     state_bytes: float = 0.0  # one checkpoint: weights and optimizer state
     checkpoints_kept: int = DEFAULT_CHECKPOINTS_KEPT
-
-
-def _priced_by_lead(
-    joined: pd.DataFrame, lead: np.ndarray, target: Target, assumptions: SpotAssumptions
-) -> pd.DataFrame:
-    """:func:`price_frame` per distinct copy time, each with the deadline the copy leaves."""
-    if not target.deadline_hours or not np.any(lead > 0):
-        return price_frame(joined, target, assumptions)
-    parts = []
-    for value in np.unique(lead):
-        rows = joined[lead == value]
-        left = max(target.deadline_hours - float(value), _NO_TIME_LEFT)
-        parts.append(price_frame(rows, replace(target, deadline_hours=left), assumptions))
-    return pd.concat(parts).loc[joined.index]
 
 
 def _add_data_lines(
@@ -100,9 +84,9 @@ def _add_data_lines(
     per_gb_month = np.asarray(map_distinct(out["cloud"], storage_rate), dtype=np.float64)
     out["storage_usd"] = storage_usd(stored, run_hours, per_gb_month)
     extra = out["egress_usd"].to_numpy(dtype=np.float64) + np.nan_to_num(out["storage_usd"].to_numpy())
-    for column in _TIME_COLUMNS:
+    for column in TIME_COLUMNS:
         out[column] = out[column].to_numpy(dtype=np.float64) + lead
-    for column in _COST_COLUMNS:
+    for column in COST_COLUMNS:
         out[column] = out[column].to_numpy(dtype=np.float64) + extra
     samples = target.samples or 0.0
     out["bill_usd_per_sample"] = extra / samples if samples else 0.0
@@ -110,27 +94,6 @@ def _add_data_lines(
         with np.errstate(divide="ignore", invalid="ignore"):
             per_dollar = out["effective_samples_per_dollar"].to_numpy(dtype=np.float64)
             out["effective_samples_per_dollar"] = 1.0 / (1.0 / per_dollar + extra / samples)
-    return out
-
-
-def _add_fixed_costs(priced: pd.DataFrame, hours: np.ndarray, target: Target) -> pd.DataFrame:
-    """The fixed hours waited for once and billed on every node, into the totals."""
-    out = priced
-    billed = hours * out["price_per_hour"].to_numpy(dtype=np.float64)
-    out["fixed_hours"] = hours
-    out["fixed_usd"] = billed
-    if not np.any(hours > 0):
-        return out
-    for column in _TIME_COLUMNS:
-        out[column] = out[column].to_numpy(dtype=np.float64) + hours
-    for column in _COST_COLUMNS:
-        out[column] = out[column].to_numpy(dtype=np.float64) + billed
-    samples = target.samples or 0.0
-    if samples:
-        out["bill_usd_per_sample"] = out["bill_usd_per_sample"].to_numpy(dtype=np.float64) + billed / samples
-        with np.errstate(divide="ignore", invalid="ignore"):
-            per_dollar = out["effective_samples_per_dollar"].to_numpy(dtype=np.float64)
-            out["effective_samples_per_dollar"] = 1.0 / (1.0 / per_dollar + billed / samples)
     return out
 
 
@@ -163,12 +126,12 @@ def priced_with_bill(
     if fixed is not None and target.samples:
         before_run = fixed_hours(joined, fixed)
     lead = movement["transfer_hours"].to_numpy(dtype=np.float64) + before_run
-    priced = _priced_by_lead(joined, lead, target, assumptions)
+    priced = priced_after(joined, lead, target, assumptions)
     # Energy is drawn by the run itself, before the copy time is added to the totals.
     energy = energy_columns(priced, tdp_by_key, bill_data.energy_factors(), bill_data.grid_carbon())
     priced = pd.concat([priced, energy], axis=1)
     priced = _add_data_lines(priced, placement, rates, target)
-    priced = _add_fixed_costs(priced, before_run, target)
+    priced = add_fixed_costs(priced, before_run, target)
     require_columns(priced, BILL_COLUMNS, "the billed table")
     return require_columns(priced, PRICED_COLUMNS, "the priced table")
 

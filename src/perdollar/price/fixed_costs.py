@@ -16,13 +16,14 @@ node is billed for them (node-hours × the node's price). Interruptions during t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from perdollar.fmt import format_hours
 from perdollar.predict.llm_serving.fleet import DEFAULT_DISK_BYTES_PER_S, DEFAULT_NETWORK_GBPS
+from perdollar.price.frame import SpotAssumptions, Target, price_frame
 
 # Provisioning a GPU node until it takes commands: an assumption, generous on purpose (large GPU
 # instances often take several minutes to be placed and boot); the sweep's per-job spend caps
@@ -39,6 +40,18 @@ IMAGE_BYTES = 10e9
 IMAGE_PULL_BYTES_PER_S = 150e6
 # A base model's weights as published for fine-tuning: bf16 safetensors, two bytes a parameter.
 WEIGHT_BYTES_PER_PARAMETER = 2.0
+
+
+# The priced columns a lead before the run (a data copy, the fixed costs) lengthens and bills.
+TIME_COLUMNS = (
+    "time_to_target_hours",
+    "expected_time_hours",
+    "expected_time_hours_low",
+    "expected_time_hours_high",
+)
+COST_COLUMNS = ("cost_to_target_usd", "expected_cost_usd", "expected_cost_usd_low", "expected_cost_usd_high")
+# A deadline the lead alone uses up leaves the run no time at all.
+_NO_TIME_LEFT = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,3 +112,40 @@ def describe_fixed_costs(fixed: FixedCosts, hours: np.ndarray | None = None) -> 
         )
         added = f": {span} added to every job's time and billed on each of its nodes"
     return f"fixed costs per node: {', '.join(parts)}{added}"
+
+
+def priced_after(
+    joined: pd.DataFrame, lead: np.ndarray, target: Target, assumptions: SpotAssumptions
+) -> pd.DataFrame:
+    """:func:`price_frame` per distinct lead before the run, each with the deadline the lead leaves."""
+    if not target.deadline_hours or not np.any(lead > 0):
+        return price_frame(joined, target, assumptions)
+    parts = []
+    for value in np.unique(lead):
+        rows = joined[lead == value]
+        left = max(target.deadline_hours - float(value), _NO_TIME_LEFT)
+        parts.append(price_frame(rows, replace(target, deadline_hours=left), assumptions))
+    return pd.concat(parts).loc[joined.index]
+
+
+def add_fixed_costs(priced: pd.DataFrame, hours: np.ndarray, target: Target) -> pd.DataFrame:
+    """``priced`` with its fixed hours waited for once and billed on every node, in the totals."""
+    out = priced
+    billed = hours * out["price_per_hour"].to_numpy(dtype=np.float64)
+    out["fixed_hours"] = hours
+    out["fixed_usd"] = billed
+    if not np.any(hours > 0):
+        return out
+    for column in TIME_COLUMNS:
+        out[column] = out[column].to_numpy(dtype=np.float64) + hours
+    for column in COST_COLUMNS:
+        out[column] = out[column].to_numpy(dtype=np.float64) + billed
+    samples = target.samples or 0.0
+    if samples:
+        if "bill_usd_per_sample" in out:
+            per_sample = out["bill_usd_per_sample"].to_numpy(dtype=np.float64)
+            out["bill_usd_per_sample"] = per_sample + billed / samples
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_dollar = out["effective_samples_per_dollar"].to_numpy(dtype=np.float64)
+            out["effective_samples_per_dollar"] = 1.0 / (1.0 / per_dollar + billed / samples)
+    return out

@@ -94,14 +94,16 @@ def _plan_fields(row: dict[str, object]) -> dict[str, object]:
 
 def _bill_fields(row: dict[str, object]) -> dict[str, object]:
     """The bill's other lines (absent where the table was priced without them)."""
+    fixed = {name: _number(row.get(name)) for name in ("fixed_hours", "fixed_usd") if name in row}
     if "egress_usd" not in row:
-        return {}
+        return fixed
     year = _number(row.get("grid_carbon_year"))
     return {
+        **fixed,
         **{
             name: _number(row.get(name))
             for name in ("egress_usd", "transfer_hours", "storage_usd", "energy_kwh", "carbon_kg",
-                         "grid_gco2e_per_kwh", "fixed_hours", "fixed_usd")
+                         "grid_gco2e_per_kwh")
         },
         "grid_carbon_year": int(year) if year else None,
     }  # fmt: skip
