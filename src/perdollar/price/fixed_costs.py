@@ -104,12 +104,15 @@ def describe_fixed_costs(fixed: FixedCosts, hours: np.ndarray | None = None) -> 
     parts.append(f"start-up {fixed.startup_s:.0f} s")
     added = ""
     if hours is not None and np.size(hours) and np.isfinite(hours).any():
-        low, high = float(np.nanmin(hours)), float(np.nanmax(hours))
-        span = (
-            format_hours(low)
-            if format_hours(low) == format_hours(high)
-            else (f"{format_hours(low)}–{format_hours(high)}")
-        )
+        low, high = format_hours(float(np.nanmin(hours))), format_hours(float(np.nanmax(hours)))
+        low_number, _, low_unit = low.partition(" ")
+        high_number, _, high_unit = high.partition(" ")
+        if low == high:
+            span = low
+        elif low_unit == high_unit:
+            span = f"{low_number}–{high_number} {high_unit}"  # 14–15 min
+        else:
+            span = f"{low}–{high}"
         added = f": {span} added to every job's time and billed on each of its nodes"
     return f"fixed costs per node: {', '.join(parts)}{added}"
 
