@@ -66,9 +66,9 @@ def test_piped_recommendation_prints_every_figure_of_the_json_answer_whole() -> 
     for row, estimate in zip(rows, feasible, strict=True):
         _rank, configuration, nodes, rate, bound, price, per_dollar, to_target, energy = row
         assert configuration.replace(" ⚠", "") == estimate["label"]
-        assert (
-            nodes == f"{estimate['nodes']}× {estimate['accelerators_per_node']:g}×{estimate['accelerator']}"
-        )
+        per_node = estimate["accelerators_per_node"]
+        chips = estimate["nodes"] * per_node
+        assert nodes == f"{chips:g}× {estimate['accelerator']} ({estimate['nodes']} × {per_node:g})"
         low, high = estimate["samples_per_second_low"], estimate["samples_per_second_high"]
         band = f"({_compact(low)}–{_compact(high)})"
         assert rate == f"{_compact(estimate['samples_per_second'])} {band} {estimate['basis']}"

@@ -298,6 +298,10 @@ class Question:
     clouds: tuple[str, ...] = ()
     regions: tuple[str, ...] = ()
     max_nodes: int = 1
+    # The most accelerator chips a candidate may use, GPUs and TPU chips counted alike (None: no cap).
+    max_accelerators: int | None = None
+    # The software stacks a candidate's chips may run (the catalog's names: cuda, xla …); (): any.
+    stacks: tuple[str, ...] = ()
     batch_size: int | None = None
     precision: str | None = None
     spot: SpotSettings = field(default_factory=SpotSettings)

@@ -200,6 +200,8 @@ def recommend(
     clouds: Sequence[str] = (),
     regions: Sequence[str] = (),
     max_nodes: int = 1,
+    max_accelerators: int | None = None,
+    stacks: Sequence[str] = (),
     batch_size: int | None = None,
     precision: str | None = None,
     weights: str | None = None,
@@ -220,7 +222,7 @@ def recommend(
         workload, samples=samples, epochs=epochs, dataset_size=dataset_size, deadline_hours=deadline_hours,
         budget_usd=budget_usd, objective=objective, market=market, clouds=clouds, regions=regions,
         max_nodes=max_nodes, batch_size=batch_size, precision=precision, weights=weights,
-        confidence=confidence, spot=spot, top=top,
+        confidence=confidence, spot=spot, top=top, max_accelerators=max_accelerators, stacks=stacks,
     )  # fmt: skip
     return answer(
         question,

@@ -1,7 +1,5 @@
-"""Where every question is built: from the command line's options or the Python API's arguments,
-each checked first, so that both refuse the same input with the same one-line error.
-
-``recommend``, ``compare``, ``sweep`` and ``perdollar.recommend``/``perdollar.compare`` all build
+"""Where every question is built, from the command line's options or the Python API's arguments,
+each checked first, so that both refuse the same input with the same one-line error: ``recommend``, ``compare``, ``sweep`` and ``perdollar.recommend``/``perdollar.compare`` all build
 their :class:`~perdollar.question.Question` here; :func:`perdollar.ask.answer` answers it.
 """
 
@@ -18,10 +16,11 @@ from perdollar.ask.option_checks import (
     check_serving_comparison,
     engine_features,
     request_lengths,
+    stacks_given,
     target_samples,
     with_dataset_bytes,
 )
-from perdollar.ask.options import FleetFlags, Goal, Serving, Shape, Target, Where
+from perdollar.ask.options import FleetFlags, Goal, Serving, Shape, Target, Where, node_cap
 from perdollar.ask.questions import PlanFlags, family_of, language_model_settings
 from perdollar.errors import PerdollarError
 from perdollar.question import (
@@ -47,6 +46,8 @@ def training_question(
     *,
     max_nodes: int,
     batch_size: int | None,
+    max_accelerators: int | None = None,
+    stacks: tuple[str, ...] = (),
     precision: str | None,
     spot: SpotSettings | None = None,
     data: DataSettings | None = None,
@@ -78,6 +79,8 @@ def training_question(
         clouds=tuple(where.clouds),
         regions=tuple(where.regions),
         max_nodes=max_nodes,
+        max_accelerators=max_accelerators,
+        stacks=stacks_given(stacks),
         batch_size=batch_size,
         precision=precision,
         spot=spot or SpotSettings(),
@@ -109,7 +112,8 @@ def asked_training_question(
         workload, language_model, plan_flags, tokens=target.tokens, samples=target.samples
     )
     question = training_question(
-        workload, target, goal, where, max_nodes=shape.max_nodes, batch_size=shape.batch_size,
+        workload, target, goal, where, max_nodes=node_cap(shape.max_nodes, shape.max_accelerators),
+        batch_size=shape.batch_size, max_accelerators=shape.max_accelerators, stacks=shape.stacks,
         precision=shape.precision, spot=spot, data=data, top=top, token_target=token_target,
         language_model=settings, family=family,
     )  # fmt: skip
@@ -135,17 +139,15 @@ def recommend_question(
     confidence: float,
     spot: SpotSettings | None,
     top: int,
+    max_accelerators: int | None = None,
+    stacks: Sequence[str] = (),
 ) -> tuple[Question, Workload | None]:
     """``perdollar.recommend``'s question from its keyword arguments, and the workload it was given
     (with the batch size and precision asked for), if it was given one rather than a name."""
     target = checked_target(
-        samples=samples,
-        epochs=epochs,
-        dataset_size=dataset_size,
-        deadline_hours=deadline_hours,
-        budget_usd=budget_usd,
-        confidence=confidence,
-    )
+        samples=samples, epochs=epochs, dataset_size=dataset_size, deadline_hours=deadline_hours,
+        budget_usd=budget_usd, confidence=confidence,
+    )  # fmt: skip
     if not isinstance(workload, Workload):
         amounts.text(workload, "workload", "vit-b16")
     amounts.check_value("max_nodes", max_nodes, integer=True)
@@ -167,6 +169,8 @@ def recommend_question(
         clouds=tuple(clouds),
         regions=tuple(regions),
         max_nodes=max_nodes,
+        max_accelerators=max_accelerators,
+        stacks=tuple(stacks),
         batch_size=batch_size,
         precision=precision,
         spot=spot or SpotSettings(),

@@ -16,6 +16,7 @@ import pandas as pd
 from perdollar.ask.inputs import Inputs, Progress, load_inputs, quiet, with_stored_measurements
 from perdollar.ask.offers import labelled_offers
 from perdollar.ask.questions import decided
+from perdollar.ask.training import TRAINING_FIXED_COSTS
 from perdollar.catalog import Catalog
 from perdollar.catalog import load as load_catalog
 from perdollar.catalog.model import InstanceType
@@ -120,7 +121,7 @@ def compare_language_model(
     assumptions: SpotAssumptions,
 ) -> Comparison:
     """Each configuration under the plan its label names (else the user's, else the planner's best)."""
-    from perdollar.ask.language_model import fixed_plan
+    from perdollar.ask.language_model import fixed_costs, fixed_plan
     from perdollar.predict.llm import parse_plan
     from perdollar.predict.llm.frame import llm_prediction_frame
 
@@ -135,7 +136,8 @@ def compare_language_model(
         only = replace(catalog, instance_types={(instance.cloud, instance.name): instance})
         plan = parse_plan(spec.plan) if spec.plan else fixed_plan(settings, workload)
         predictions = llm_prediction_frame(workload, only, (spec.nodes,), plan=plan)
-        priced = price_table(_offer_for(offers, spec, instance), predictions, target, assumptions)
+        offer = _offer_for(offers, spec, instance)
+        priced = price_table(offer, predictions, target, assumptions, fixed_costs(question, workload))
         rows.append(mark_constraints(priced, target, confidence=question.confidence, stacks=stacks))
     return compare_priced(pd.concat(rows, ignore_index=True), texts, target, assumptions, unit="tokens")
 
@@ -168,7 +170,7 @@ def priced_configurations(question: Question, specs: Sequence[Configuration], in
     for spec, instance in zip(specs, instances, strict=True):
         offer = _offer_for(offers, spec, instance)
         prediction = _prediction_row(predictions, instance, spec.nodes)
-        priced = price_table(offer, prediction, target, assumptions)
+        priced = price_table(offer, prediction, target, assumptions, TRAINING_FIXED_COSTS)
         rows.append(mark_constraints(priced, target, confidence=question.confidence, stacks=stacks))
     return pd.concat(rows, ignore_index=True)
 

@@ -22,7 +22,8 @@ from perdollar.ask.offers import (
     training_bill_notes,
     without_lone_clusters,
 )
-from perdollar.ask.training import check_question
+from perdollar.ask.policy import candidate_limits, no_candidate_within_limits
+from perdollar.ask.training import check_question, fixed_costs_note
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
@@ -34,6 +35,7 @@ from perdollar.predict.llm.frameworks import framework_choice, framework_for
 from perdollar.predict.llm.measured import calibrated
 from perdollar.predict.llm.memory import lora_params
 from perdollar.price.bill import describe_bill, priced_with_bill
+from perdollar.price.fixed_costs import WEIGHT_BYTES_PER_PARAMETER, FixedCosts
 from perdollar.price.frame import assumptions_for, describe_assumptions, target_of
 from perdollar.price.placement import data_placement
 from perdollar.question import LanguageModelSettings, Question
@@ -96,6 +98,16 @@ def checkpoint_bytes(workload: LLMWorkload) -> float:
     return float(trained) * CHECKPOINT_BYTES_PER_PARAMETER
 
 
+def fixed_costs(question: Question, workload: LLMWorkload) -> FixedCosts:
+    """What each node reads before the first step: a fine-tune's base weights, whole on every node,
+    and the dataset, when its size is given, a shard per node."""
+    settings = question.language_model or LanguageModelSettings()
+    weights = (
+        float(workload.architecture.total_params) * WEIGHT_BYTES_PER_PARAMETER if settings.finetune else 0.0
+    )
+    return FixedCosts(weights_bytes=weights, data_bytes=question.data.dataset_bytes or 0.0)
+
+
 def answer_language_model(
     question: Question,
     *,
@@ -129,7 +141,11 @@ def answer_language_model(
     plan = fixed_plan(question.language_model or LanguageModelSettings(), workload)
     progress(f"planning {workload.name} on every instance type × {len(counts)} node counts")
     efficiency = calibration.efficiency
-    predictions = llm_prediction_frame(workload, catalog, counts, plan=plan, efficiency=efficiency)
+    predictions = llm_prediction_frame(
+        workload, catalog, counts, plan=plan, efficiency=efficiency, limits=candidate_limits(question)
+    )
+    if predictions.empty:
+        raise no_candidate_within_limits(question)
     progress(f"pricing {len(offers):,} offers")
     target = target_of(question)
     assumptions = assumptions_for(question.spot, checkpoint_bytes(workload))
@@ -138,10 +154,12 @@ def answer_language_model(
               if chip.software_stack not in TRAINING_STACKS}  # fmt: skip
     # The whole bill: the dataset copied from its region, the checkpoints kept, energy and carbon.
     placement = data_placement(question.data, catalog, checkpoint_bytes(workload))
+    fixed = fixed_costs(question, workload)
     billed = priced_with_bill(
         offers, predictions, target, assumptions, placement=placement,
-        tdp_by_key={key: chip.tdp_w for key, chip in catalog.accelerators.items()},
+        tdp_by_key={key: chip.tdp_w for key, chip in catalog.accelerators.items()}, fixed=fixed,
     )  # fmt: skip
+    billed["stack_label"] = billed["accelerator_key"].map(stack_labels(catalog)).fillna("")
     priced, lone_note = without_lone_clusters(
         mark_constraints(
             quota_excluded(billed, question, "nodes"), target, confidence=question.confidence, stacks=stacks
@@ -164,7 +182,10 @@ def answer_language_model(
         selection,
         catalog_captured_at=str(catalog.captured_at),
         catalog_snapshot_id=str(catalog.snapshot_id),
-        notes=(describe_assumptions(assumptions), describe_bill(placement), counts_note, planner_note)
+        notes=(describe_assumptions(assumptions), describe_bill(placement))
+        + fixed_costs_note(question, fixed, selection.ranked)
+        + (counts_note, planner_note)
+        + stack_note(selection.ranked, question)
         + ((calibration.note,) if calibration.note else ())
         + training_bill_notes(question, every_market, selection.ranked)
         + left_out_notes(every_market, question)
@@ -174,6 +195,28 @@ def answer_language_model(
     if not alone:
         return recommendation
     return replace(recommendation, explanation=f"{recommendation.explanation}\n{alone}")
+
+
+def stack_labels(catalog: Catalog) -> dict[str, str]:
+    """The training stack of each chip that does not run the PyTorch code as it is (TPU: MaxText)."""
+    return {
+        key: TRAINING_STACKS[chip.software_stack].label
+        for key, chip in catalog.accelerators.items()
+        if chip.software_stack in TRAINING_STACKS
+    }
+
+
+def stack_note(ranked: pd.DataFrame, question: Question) -> tuple[str, ...]:
+    """What a ranked row on another stack asks of the user: moving the job there, unless kept out."""
+    if "stack_label" not in ranked or question.stacks:
+        return ()
+    labels = sorted({str(label) for label in ranked["stack_label"] if label})
+    if not labels:
+        return ()
+    return (
+        f"stacks: rows on {' and '.join(labels)} mean porting the training code to that stack, not "
+        "running the PyTorch job as it is; --stack cuda (or rocm) keeps to GPUs",
+    )
 
 
 def one_gpu_sentence(priced: pd.DataFrame, workload: LLMWorkload) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from perdollar import amounts
-from perdollar.ask.options import Serving, Target
+from perdollar.ask.options import Serving, Shape, Target
 from perdollar.errors import PerdollarError
 from perdollar.question import DataSettings, LanguageModelSettings
 from perdollar.vocabulary import Family
@@ -156,3 +156,21 @@ def check_fleet_traffic(serving: Serving, family: Family) -> None:
         raise PerdollarError(
             "--rps/--tokens-per-day and a load curve or trace both give the rate", "give one of them"
         )
+
+
+def refuse_training_limits(shape: Shape) -> None:
+    """The chip cap and the stacks shape training clusters; a serving question sizes its own."""
+    for flag, value in (("--max-accelerators", shape.max_accelerators), ("--stack", shape.stacks)):
+        if value:
+            raise PerdollarError(
+                f"{flag} limits training candidates; a serving question sizes its deployments itself",
+                f"drop {flag}, or drop --inference",
+            )
+
+
+def stacks_given(typed: tuple[str, ...]) -> tuple[str, ...]:
+    """``--stack`` as typed, repeated or with commas, in the catalog's names (``tpu`` → ``xla``)."""
+    from perdollar.ask.policy import canonical_stack
+
+    names = [part.strip() for text in typed for part in str(text).split(",")]
+    return tuple(dict.fromkeys(canonical_stack(name) for name in names if name))

@@ -47,11 +47,49 @@ PRECISION_HELP = (
 )
 
 
+DEFAULT_MAX_NODES = 4
+# The GPUs of the largest common GPU host: with a chip cap and no node cap, GPU clusters are tried
+# up to the cap's chips on hosts of this size, as a TPU slice is.
+GPUS_PER_LARGE_HOST = 8
+# Beyond this node count a chip cap alone does not widen the search (each count is planned on every
+# instance type); --max-nodes reaches further.
+DERIVED_NODE_CAP = 32
+
+
+def node_cap(max_nodes: int | None, max_accelerators: int | None) -> int:
+    """The node count tried up to: the one given, else enough large GPU hosts for the chip cap."""
+    if max_nodes is not None:
+        return max_nodes
+    if max_accelerators is None or max_accelerators < GPUS_PER_LARGE_HOST * DEFAULT_MAX_NODES:
+        return DEFAULT_MAX_NODES
+    return min(int(max_accelerators) // GPUS_PER_LARGE_HOST, DERIVED_NODE_CAP)
+
+
 @dataclass(frozen=True, slots=True)
 class Shape:
     """The candidates' node counts and the workload's step: the rest of a training question's shape."""
 
-    max_nodes: int = declared(4, "--max-nodes", "Largest node count tried (1, 2, 4, … up to it).")
+    max_nodes: int | None = declared(
+        None,
+        "--max-nodes",
+        f"Largest node count tried (1, 2, 4, … up to it). Default {DEFAULT_MAX_NODES}, or with"
+        " --max-accelerators as many 8-GPU hosts as it allows.",
+    )
+    max_accelerators: int | None = declared(
+        None,
+        "--max-accelerators",
+        "Most accelerator chips a candidate may use: GPUs per node × nodes, or a TPU slice's chips ×"
+        " slices, counted alike (default: no cap beyond --max-nodes).",
+        unit="chips",
+        minimum=1,
+    )
+    stacks: tuple[str, ...] = declared(
+        (),
+        "--stack",
+        "Keep to chips of this software stack (repeatable, or commas): cuda, rocm, neuron (Trainium),"
+        " xla (TPU; also 'tpu'), habana (Gaudi). A TPU or Trainium row means moving the job to its"
+        " stack (MaxText on JAX, NxD Training); --stack cuda keeps to NVIDIA GPUs.",
+    )
     batch_size: int | None = declared(None, "--batch-size", "Per-device batch size.", short="-b")
     precision: str | None = declared(None, "--precision", PRECISION_HELP, short="-p")
 

@@ -9,12 +9,16 @@ that sets it.
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import replace
+from typing import get_args
 
 from perdollar.ask.offers import check_market
 from perdollar.ask.questions import decided
+from perdollar.catalog.model import SoftwareStack
 from perdollar.errors import PerdollarError
+from perdollar.predict.limits import CandidateLimits
 from perdollar.price.fleet import MIN_TARGET_UTILISATION, FleetPolicy
 from perdollar.question import FleetTraffic, Question
 from perdollar.vocabulary import SERVING_OBJECTIVE, TOKEN_SERVING_OBJECTIVE, TRAINING_OBJECTIVES
@@ -23,6 +27,29 @@ CARBON = "carbon"
 # A deployment is ranked by its cost per request or token, or (a language model's) by its carbon.
 LANGUAGE_MODEL_SERVING_OBJECTIVES = (TOKEN_SERVING_OBJECTIVE, CARBON)
 TRAFFIC_KINDS = ("load-curve", "trace")
+# The catalog's software stacks (each accelerator record's ``software_stack``), and the names people
+# give them by their chips.
+STACKS: tuple[str, ...] = get_args(SoftwareStack)
+STACK_ALIASES = {
+    "tpu": "xla", "jax": "xla", "maxtext": "xla", "trainium": "neuron", "inferentia": "neuron",
+    "gaudi": "habana", "nvidia": "cuda", "amd": "rocm",
+}  # fmt: skip
+
+
+def canonical_stack(name: str) -> str:
+    """A ``--stack`` name in the catalog's words, or a one-line refusal naming the near ones."""
+    typed = name.strip().lower()
+    if typed in STACKS:
+        return typed
+    if typed in STACK_ALIASES:
+        return STACK_ALIASES[typed]
+    known = [*STACKS, *STACK_ALIASES]
+    near = difflib.get_close_matches(typed, known, n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    raise PerdollarError(
+        f"unknown software stack {name!r} for --stack",
+        f"{hint}choose from {', '.join(STACKS)} (tpu, trainium and gaudi name theirs)",
+    )
 
 
 def objectives_for(question: Question) -> tuple[str, ...]:
@@ -64,12 +91,39 @@ def check_policy(question: Question) -> None:
     check_market(question.market)
     if not _whole(question.max_nodes) or question.max_nodes < 1:
         raise PerdollarError(f"--max-nodes must be at least 1, got {question.max_nodes}", "give 1, 2, 4, 8 …")
+    chips = question.max_accelerators
+    if chips is not None and (not _whole(chips) or chips < 1):
+        raise PerdollarError(
+            f"--max-accelerators must be a whole number of chips, at least 1, got {chips!r}",
+            "give e.g. --max-accelerators 64",
+        )
+    for stack in question.stacks:
+        canonical_stack(str(stack))
     if not _number(question.confidence) or not 0.0 < question.confidence < 1.0:
         raise PerdollarError(
             f"--confidence {question.confidence} is not a probability", "give a value like 0.9"
         )
     if question.traffic is not None:
         fleet_policy(question.traffic)
+
+
+def candidate_limits(question: Question) -> CandidateLimits:
+    """The clusters a training question admits: its chip cap and its stacks, in the catalog's words."""
+    return CandidateLimits(
+        max_accelerators=None if question.max_accelerators is None else int(question.max_accelerators),
+        stacks=frozenset(canonical_stack(str(stack)) for stack in question.stacks),
+    )
+
+
+def no_candidate_within_limits(question: Question) -> PerdollarError:
+    """The refusal when the chip cap or the stacks leave no cluster to rank."""
+    given = [f"--max-accelerators {question.max_accelerators}"] if question.max_accelerators else []
+    given += [f"--stack {','.join(question.stacks)}"] if question.stacks else []
+    return PerdollarError(
+        f"no instance or cluster within {' and '.join(given)}",
+        "raise --max-accelerators or add stacks to --stack (cuda, rocm, xla, neuron, habana)",
+        exit_code=3,
+    )
 
 
 def fleet_policy(traffic: FleetTraffic) -> FleetPolicy:

@@ -22,13 +22,15 @@ from perdollar.ask.offers import (
     training_bill_notes,
     without_lone_clusters,
 )
-from perdollar.ask.policy import check_policy
+from perdollar.ask.policy import candidate_limits, check_policy, no_candidate_within_limits
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
 from perdollar.predict import Calibration, predict_frame
 from perdollar.predict.frame import node_counts
+from perdollar.predict.limits import within_limits
 from perdollar.predict.measured import apply_measured
 from perdollar.price.bill import describe_bill, priced_with_bill
+from perdollar.price.fixed_costs import FixedCosts, describe_fixed_costs
 from perdollar.price.frame import assumptions_for, describe_assumptions, target_of
 from perdollar.price.placement import data_placement
 from perdollar.question import Question
@@ -39,6 +41,10 @@ from perdollar.select import (
     mark_constraints,
     select_candidates,
 )
+
+# A network's training reads its data as it goes (the predictor's input pipeline and ingest
+# ceilings), from weights it initialises itself: its nodes download only the image.
+TRAINING_FIXED_COSTS = FixedCosts()
 
 
 def check_question(question: Question, catalog: Catalog) -> None:
@@ -79,12 +85,16 @@ def priced_candidates(
     predictions = apply_measured(
         predict_frame(profile, catalog, counts, calibration=calibration), profile, usable
     )
+    predictions = within_limits(predictions, catalog.accelerators, candidate_limits(question))
+    if predictions.empty:
+        raise no_candidate_within_limits(question)
     progress(f"pricing {len(offers):,} offers × {len(counts)} node counts")
     target = target_of(question)
     priced = priced_with_bill(
         offers, predictions, target, assumptions_for(question.spot, _state_bytes(inputs)),
         placement=data_placement(question.data, catalog, _state_bytes(inputs)),
         tdp_by_key={key: chip.tdp_w for key, chip in catalog.accelerators.items()},
+        fixed=TRAINING_FIXED_COSTS,
     )  # fmt: skip
     priced = quota_excluded(priced, question, "nodes")
     stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()}
@@ -125,12 +135,21 @@ def answer_training(question: Question, inputs: Inputs, progress: Progress = qui
         notes=(
             describe_assumptions(assumptions),
             describe_bill(data_placement(question.data, inputs.catalog, _state_bytes(inputs))),
+            *fixed_costs_note(question, TRAINING_FIXED_COSTS, selection.ranked),
             counts,
             *training_bill_notes(question, every_market, selection.ranked),
             *left_out_notes(every_market, question),
             *lone_note,
         ),
     )
+
+
+def fixed_costs_note(question: Question, fixed: FixedCosts, ranked: pd.DataFrame) -> tuple[str, ...]:
+    """What fixed time the ranked jobs carry; a rate without a target has no job to carry it."""
+    if not question.target_samples:
+        return ()
+    hours = ranked["fixed_hours"].to_numpy(dtype=float) if "fixed_hours" in ranked else None
+    return (describe_fixed_costs(fixed, hours),)
 
 
 def _state_bytes(inputs: Inputs) -> float:

@@ -45,7 +45,7 @@ def age_line(catalog: Any) -> str:
         f"{catalog.captured_at} (newest is {age} days old; priced = each row's date, on-demand / spot "
         "where they differ); USD per instance-hour, Linux. "
         "Refresh with `perdollar catalog refresh`; flags: `perdollar catalog flags`. "
-        "Spot: lowest…highest zone; "
+        "Spot: the typical zone's price (the zones' median, or mean), spot zones = lowest…highest; "
         "est. = estimated from the Spot Advisor; interrupt = AWS Spot Advisor monthly bucket, "
         "? = not published (GCP, Azure, GPU clouds)."
     )
@@ -64,7 +64,7 @@ def listing_table(rows: list[dict[str, Any]], title: str, *, with_instance: bool
     headers += [
         ("region", "left", 0), ("vCPU", "right", 4), ("RAM GiB", "right", 5), ("accelerators", "left", 0),
         ("net Gb/s", "right", 6), ("on-demand $/h", "right", 0), ("spot $/h", "right", 0),
-        ("interrupt", "left", 3), ("priced", "left", 1), ("flags", "left", 2),
+        ("spot zones $/h", "right", 7), ("interrupt", "left", 3), ("priced", "left", 1), ("flags", "left", 2),
     ]  # fmt: skip
     for header, justify, drop_order in headers:
         table.add_column(
@@ -75,18 +75,18 @@ def listing_table(rows: list[dict[str, Any]], title: str, *, with_instance: bool
         )
     for row in rows:
         spot = format_price(row["spot_price_per_hour"])
-        # The typical zone's price, then the zones' range where they differ.
+        # The zones' range where they differ: the typical price above may be paid in neither.
         low, high = row.get("spot_price_min_per_hour"), row["spot_price_max_per_hour"]
         low = low if low is not None and low == low else row["spot_price_per_hour"]
-        if high is not None and high == high and high != low:
-            spot += f" ({format_price(low)}…{format_price(high)})"
+        spread = high is not None and high == high and high != low
+        zones = f"{format_price(low)}…{format_price(high)}" if spread else ""
         if row["spot_price_basis"] and str(row["spot_price_basis"]).startswith("estimated"):
             spot += " est."
         interruption = row["spot_interruption"] or ("?" if row["spot_price_per_hour"] is not None else "")
         cells = [row["instance_type"], row["cloud"]] if with_instance else []
         cells += [
             row["region"], quantity(row["vcpus"]), quantity(row["memory_gib"]), accelerator_cell(row),
-            quantity(row["network_gbps"]), format_price(row["price_per_hour"]), spot, interruption,
+            quantity(row["network_gbps"]), format_price(row["price_per_hour"]), spot, zones, interruption,
             price_dates(row),
             " ".join([FLAG_MARKS.get(f, f) for f in row["flags"]] + (
                 [NOT_FOR_TRAINING] if row.get("excluded_reason") else [])),

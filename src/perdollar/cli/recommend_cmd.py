@@ -18,7 +18,7 @@ from perdollar.ask.building import (
 )
 from perdollar.ask.compare import compare_question
 from perdollar.ask.inputs import workload_to_measure
-from perdollar.ask.option_checks import refuse_training_targets, with_one_rate
+from perdollar.ask.option_checks import refuse_training_limits, refuse_training_targets, with_one_rate
 from perdollar.ask.options import PRECISION_HELP, FleetFlags, Goal, Serving, Shape, Target, Where
 from perdollar.ask.questions import PlanFlags, family_of
 from perdollar.cli import common, recommend_inputs
@@ -125,6 +125,7 @@ def recommend(
     serving = with_one_rate(serving, family)
     if serving.inference:
         refuse_training_targets(target, data, family)
+        refuse_training_limits(shape)
         if serving.load_curve is not None or serving.trace is not None:
             return _recommend_fleet(
                 workload, family, serving, where, language_model, precision, shown, fleet, store,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perdollar.cli.recommend_options import Goal
+from perdollar.price.fixed_costs import PROVISIONING_SECONDS
 from perdollar.question import declared
 
 
@@ -33,7 +34,10 @@ class SweepFlags:
         None, "--max-dollars-per-run", "Cap per job (default: what --duration costs).", unit="USD"
     )
     overhead: str = declared(
-        "600", "--overhead-seconds", "Billed provisioning + setup time assumed per job.", unit="s"
+        f"{PROVISIONING_SECONDS:g}",
+        "--overhead-seconds",
+        "Billed provisioning + setup time assumed per job.",
+        unit="s",
     )
 
 

@@ -14,13 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from perdollar.errors import PerdollarError
+from perdollar.price.fixed_costs import PROVISIONING_SECONDS, STARTUP_SECONDS
 
 # Billed time before the benchmark starts: provisioning, image pull, `pip install`. Generous on
-# purpose: the cap is an upper bound on spend, so underestimating it would break the promise.
-DEFAULT_OVERHEAD_SECONDS = 600.0
+# purpose: the cap is an upper bound on spend, so underestimating it would break the promise. The
+# training answers bill the same provisioning time, so both read it from one place.
+DEFAULT_OVERHEAD_SECONDS = PROVISIONING_SECONDS
 # Time the benchmark command gets beyond its measuring window: interpreter and CUDA start-up,
-# model build, warm-up until step times settle.
-STARTUP_ALLOWANCE_SECONDS = 180.0
+# model build, warm-up until step times settle (the start-up a training answer bills per node).
+STARTUP_ALLOWANCE_SECONDS = STARTUP_SECONDS
 DEFAULT_BENCH_DURATION_S = 60.0
 MIN_BENCH_DURATION_S = 5.0
 # The environment variable through which a job gets the shared store's URL (a secret: it may

@@ -8,13 +8,15 @@ does, then adds the bill's other lines as their own columns and into the totals:
 - ``storage_usd``: the kept checkpoints, and the dataset's copy away from home, for the run's hours;
 - ``energy_kwh``, ``carbon_kg`` (and per sample): ``price.energy``;
 - a capacity block's booked hours the job leaves idle (``price.blocks``).
+- ``fixed_hours``, ``fixed_usd``: what every node does before the first step (``price.fixed_costs``),
+  waited for once and billed on every node; like the copy, it shortens the deadline left for the run.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -27,7 +29,15 @@ from perdollar.predict.frame import PREDICTION_COLUMNS
 from perdollar.price.blocks import billed_in_whole_blocks
 from perdollar.price.data_movement import DEFAULT_CHECKPOINTS_KEPT, movement_columns, storage_usd
 from perdollar.price.energy import energy_columns
-from perdollar.price.frame import PRICED_COLUMNS, SpotAssumptions, Target, price_frame
+from perdollar.price.fixed_costs import (
+    COST_COLUMNS,
+    TIME_COLUMNS,
+    FixedCosts,
+    add_fixed_costs,
+    fixed_hours,
+    priced_after,
+)
+from perdollar.price.frame import PRICED_COLUMNS, SpotAssumptions, Target
 from perdollar.price.table import join_predictions
 
 # What the bill adds to the priced table.
@@ -42,16 +52,9 @@ BILL_COLUMNS = (
     "carbon_kg_per_sample",
     "grid_gco2e_per_kwh",
     "grid_carbon_year",
+    "fixed_hours",
+    "fixed_usd",
 )
-_TIME_COLUMNS = (
-    "time_to_target_hours",
-    "expected_time_hours",
-    "expected_time_hours_low",
-    "expected_time_hours_high",
-)
-_COST_COLUMNS = ("cost_to_target_usd", "expected_cost_usd", "expected_cost_usd_low", "expected_cost_usd_high")
-# A deadline the copy alone uses up leaves the run no time at all.
-_NO_TIME_LEFT = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,20 +67,6 @@ class DataPlacement:
     copy_gbps: float | None = None  # None: the clouds' stated staged-copy throughput
     state_bytes: float = 0.0  # one checkpoint: weights and optimizer state
     checkpoints_kept: int = DEFAULT_CHECKPOINTS_KEPT
-
-
-def _priced_by_lead(
-    joined: pd.DataFrame, lead: np.ndarray, target: Target, assumptions: SpotAssumptions
-) -> pd.DataFrame:
-    """:func:`price_frame` per distinct copy time, each with the deadline the copy leaves."""
-    if not target.deadline_hours or not np.any(lead > 0):
-        return price_frame(joined, target, assumptions)
-    parts = []
-    for value in np.unique(lead):
-        rows = joined[lead == value]
-        left = max(target.deadline_hours - float(value), _NO_TIME_LEFT)
-        parts.append(price_frame(rows, replace(target, deadline_hours=left), assumptions))
-    return pd.concat(parts).loc[joined.index]
 
 
 def _add_data_lines(
@@ -98,9 +87,9 @@ def _add_data_lines(
     per_gb_month = np.asarray(map_distinct(out["cloud"], storage_rate), dtype=np.float64)
     out["storage_usd"] = storage_usd(stored, run_hours, per_gb_month)
     extra = out["egress_usd"].to_numpy(dtype=np.float64) + np.nan_to_num(out["storage_usd"].to_numpy())
-    for column in _TIME_COLUMNS:
+    for column in TIME_COLUMNS:
         out[column] = out[column].to_numpy(dtype=np.float64) + lead
-    for column in _COST_COLUMNS:
+    for column in COST_COLUMNS:
         out[column] = out[column].to_numpy(dtype=np.float64) + extra
     samples = target.samples or 0.0
     out["bill_usd_per_sample"] = extra / samples if samples else 0.0
@@ -119,8 +108,10 @@ def priced_with_bill(
     *,
     placement: DataPlacement,
     tdp_by_key: Mapping[str, float | None],
+    fixed: FixedCosts | None = None,
 ) -> pd.DataFrame:
-    """One priced row per (offer, node count), the bill's other lines included."""
+    """One priced row per (offer, node count), the bill's other lines included; with ``fixed``
+    and a target, each job's fixed costs too (a rate without a target has no job to charge)."""
     require_columns(predictions, PREDICTION_COLUMNS, "the prediction frame")
     rates = bill_data.data_rates()
     joined = join_predictions(offers, predictions)
@@ -134,11 +125,16 @@ def priced_with_bill(
         copy_gbps=placement.copy_gbps,
     )
     joined = pd.concat([joined, movement], axis=1)
-    priced = _priced_by_lead(joined, movement["transfer_hours"].to_numpy(), target, assumptions)
+    before_run = np.zeros(len(joined))
+    if fixed is not None and target.samples:
+        before_run = fixed_hours(joined, fixed)
+    lead = movement["transfer_hours"].to_numpy(dtype=np.float64) + before_run
+    priced = priced_after(joined, lead, target, assumptions)
     # Energy is drawn by the run itself, before the copy time is added to the totals.
     energy = energy_columns(priced, tdp_by_key, bill_data.energy_factors(), bill_data.grid_carbon())
     priced = pd.concat([priced, energy], axis=1)
-    priced = billed_in_whole_blocks(_add_data_lines(priced, placement, rates, target), target)
+    priced = _add_data_lines(priced, placement, rates, target)
+    priced = billed_in_whole_blocks(add_fixed_costs(priced, before_run, target), target)
     require_columns(priced, BILL_COLUMNS, "the billed table")
     return require_columns(priced, PRICED_COLUMNS, "the priced table")
 

@@ -153,6 +153,9 @@ def price_frame(frame: pd.DataFrame, target: Target, assumptions: SpotAssumption
     overhead = outcome.overhead
     out["interruptions_per_hour"] = outcome.job_hazard_per_hour
     out["checkpoint_interval_hours"] = np.where(hazard > 0, outcome.interval_hours, np.nan)
+    out["checkpoint_young_daly_hours"] = np.where(hazard > 0, outcome.young_daly_hours, np.nan)
+    out["checkpoint_final_only"] = outcome.final_checkpoint_only
+    out["lost_work_per_interruption_hours"] = np.where(hazard > 0, outcome.lost_work_hours, np.nan)
     out["spot_overhead"] = overhead
     with np.errstate(divide="ignore", invalid="ignore"):
         out["effective_samples_per_second"] = rate / overhead

@@ -118,6 +118,9 @@ class Estimate:
     plan_text: str = ""
     mfu: float | None = None
     memory_per_gpu_gib: float | None = None
+    # The training stack a non-GPU chip runs ("MaxText (JAX/XLA)"): choosing it means moving the job
+    # there. Empty on GPUs, which run the PyTorch code as it is.
+    stack_label: str = ""
 
     # The bill beyond instance-hours (already inside the expected time and cost): copying the data
     # from its region, storing checkpoints, and the run's energy and emissions.
@@ -128,6 +131,10 @@ class Estimate:
     carbon_kg: float | None = None
     grid_gco2e_per_kwh: float | None = None
     grid_carbon_year: int | None = None
+    # What every node does before the first step (provisioning, image, downloads, start-up): the
+    # hours inside the expected time and what they cost on all nodes, inside the expected cost.
+    fixed_hours: float | None = None
+    fixed_usd: float | None = None
 
     # Written into every JSON form of an estimate (``--json``, the store) beside the fields.
     json_properties: ClassVar[tuple[str, ...]] = ("label",)

@@ -167,6 +167,12 @@ class SpotOutcome:
     expected_interruptions: FloatArray
     loss_mean_hours: FloatArray  # lost work + restart, per interruption
     loss_var_hours2: FloatArray
+    # Work lost to one interruption, on average: the time since the last checkpoint.
+    lost_work_hours: FloatArray
+    # Young/Daly's interval before the cap: what the interruption rate alone asks for.
+    young_daly_hours: FloatArray
+    # The job is shorter than one interval: only the final checkpoint is written.
+    final_checkpoint_only: NDArray[np.bool_]
 
 
 def spot_outcome(
@@ -222,6 +228,9 @@ def spot_outcome(
         expected_interruptions=np.where(calm, 0.0, interruptions),
         loss_mean_hours=strike_mean + restart,
         loss_var_hours2=strike_var,
+        lost_work_hours=np.where(calm, 0.0, strike_mean),
+        young_daly_hours=optimal,
+        final_checkpoint_only=single & ~calm,
     )
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from perdollar.frames import map_distinct, require_columns
 from perdollar.predict.frame import PREDICTION_COLUMNS
+from perdollar.price.fixed_costs import FixedCosts, add_fixed_costs, fixed_hours, priced_after
 from perdollar.price.frame import PRICED_COLUMNS, SpotAssumptions, Target, price_frame
 
 
@@ -62,9 +63,19 @@ def join_predictions(offers: pd.DataFrame, predictions: pd.DataFrame) -> pd.Data
 
 
 def price_table(
-    offers: pd.DataFrame, predictions: pd.DataFrame, target: Target, assumptions: SpotAssumptions
+    offers: pd.DataFrame,
+    predictions: pd.DataFrame,
+    target: Target,
+    assumptions: SpotAssumptions,
+    fixed: FixedCosts | None = None,
 ) -> pd.DataFrame:
-    """One priced row per (offer, node count)."""
+    """One priced row per (offer, node count); with ``fixed`` and a target, each job's fixed costs
+    in its time and cost, as a ranking bills them."""
     require_columns(predictions, PREDICTION_COLUMNS, "the prediction frame")
-    priced = price_frame(join_predictions(offers, predictions), target, assumptions)
+    joined = join_predictions(offers, predictions)
+    if fixed is None or not target.samples:
+        priced = price_frame(joined, target, assumptions)
+    else:
+        hours = fixed_hours(joined, fixed)
+        priced = add_fixed_costs(priced_after(joined, hours, target, assumptions), hours, target)
     return require_columns(priced, PRICED_COLUMNS, "the priced table")

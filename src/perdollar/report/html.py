@@ -23,6 +23,7 @@ from perdollar.report.banner import banner
 from perdollar.report.carbon_plot import carbon_section
 from perdollar.report.checklist import CheckItem
 from perdollar.report.page import GENERATOR_MARK, document, escape, figure, plotly_bundle, table
+from perdollar.report.tables import shape
 from perdollar.select.model import Recommendation
 
 ReportKind = Literal["training", "serving", "fleet"]
@@ -52,7 +53,7 @@ def _ranked_row(rank: int, estimate: Estimate, tie: bool, target: float, dated: 
     return [
         f"{rank}{' ≈' if tie else ''}",
         escape(estimate.label),
-        escape(f"{estimate.accelerator or 'CPU'} × {estimate.accelerators_per_node:g}"),
+        escape(shape(estimate).replace("\n", " ")),
         escape(
             format_band(
                 estimate.samples_per_second, estimate.samples_per_second_low, estimate.samples_per_second_high
@@ -74,8 +75,8 @@ def _ranked_section(recommendation: Recommendation) -> str:
     excluded = [e for e in recommendation.estimates if not e.feasible]
     ties = set(recommendation.ties)
     target, target_text = plots.target_samples(recommendation)
-    headers = ["#", "candidate", "accelerators/node", "samples/s (band, basis)", "bottleneck", "USD/h",
-               "samples/USD", f"time to {target_text}", "cost", "P(deadline)"]  # fmt: skip
+    headers = ["#", "candidate", "accelerators (nodes × each)", "samples/s (band, basis)", "bottleneck",
+               "USD/h", "samples/USD", f"time to {target_text}", "cost", "P(deadline)"]  # fmt: skip
     from perdollar.catalog.price_age import price_date_note
 
     rows = [

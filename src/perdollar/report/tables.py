@@ -16,12 +16,18 @@ from perdollar.terminal_tables import Column, FittedTable, fitted_table, print_f
 BASIS_MARK = {"measured": "measured", "calibrated": "calibrated", "spec": "spec"}
 
 
+SHAPE_HEADER = "accelerators\n(nodes × each)"
+
+
 def shape(estimate: Estimate) -> str:
-    """``2× 4×A10G``: nodes × accelerators per node × accelerator."""
+    """``8× A10G`` over ``(2 × 4)``: the chips of the whole candidate, GPUs and TPU chips counted
+    alike, then the nodes (or slices) that carry them, and a non-GPU chip's training stack."""
     per_node = estimate.accelerators_per_node
-    count = f"{per_node:g}×" if per_node else ""
     chip = estimate.accelerator or "CPU"
-    return f"{estimate.nodes}× {count}{chip}"
+    if not per_node:
+        return f"{chip}\n({estimate.nodes} node{'s' if estimate.nodes > 1 else ''})"
+    stack = f" {estimate.stack_label}" if estimate.stack_label else ""
+    return f"{estimate.nodes * per_node:g}× {chip}\n({estimate.nodes} × {per_node:g}){stack}"
 
 
 def _rate_with_basis(estimate: Estimate) -> str:
@@ -75,7 +81,7 @@ def recommendation_table(
         title += f" — target {format_number(question.target_samples)} {unit}"
     rank = Column("#", "right")
     label = Column("configuration")
-    nodes = Column("nodes × accel", drop_order=4)
+    nodes = Column(SHAPE_HEADER, drop_order=4)
     rate = Column(f"{unit}/s\n(band) basis", "right", drop_order=2)
     bound = Column("bound by", drop_order=5)
     price = Column("$/h\n(all)", "right", drop_order=3)
@@ -179,7 +185,7 @@ def training_bill_figures(estimates: Iterable[Estimate]) -> list[BillFigures]:
 
 def excluded_table(recommendation: Recommendation, *, limit: int, width: int | None = None) -> FittedTable:
     label = Column("configuration")
-    nodes = Column("nodes × accel", drop_order=1)
+    nodes = Column(SHAPE_HEADER, drop_order=1)
     why = Column("why not", wraps=True)  # a reason wraps over lines rather than being cut
     excluded = [e for e in recommendation.estimates if not e.feasible]
     for estimate in excluded[:limit]:
@@ -245,7 +251,7 @@ def comparison_table(
     width: int | None = None,
 ) -> FittedTable:
     label = Column("configuration")
-    nodes = Column("nodes × accel", drop_order=4)
+    nodes = Column(SHAPE_HEADER, drop_order=4)
     rate = Column(f"{unit}/s (band, basis)", "right", drop_order=2)
     bound = Column("bound by", drop_order=5)
     price = Column("$/h (all)", "right", drop_order=3)

@@ -73,6 +73,7 @@ def estimates_from_frame(
                 if row["market"] == "spot"
                 else None,
                 flags=flags,
+                stack_label=_text(row.get("stack_label")),
                 **_plan_fields(row),
                 **_bill_fields(row),
             )
@@ -95,10 +96,12 @@ def _plan_fields(row: dict[str, object]) -> dict[str, object]:
 
 def _bill_fields(row: dict[str, object]) -> dict[str, object]:
     """The bill's other lines (absent where the table was priced without them)."""
+    fixed = {name: _number(row.get(name)) for name in ("fixed_hours", "fixed_usd") if name in row}
     if "egress_usd" not in row:
-        return {}
+        return fixed
     year = _number(row.get("grid_carbon_year"))
     return {
+        **fixed,
         **{
             name: _number(row.get(name))
             for name in ("egress_usd", "transfer_hours", "storage_usd", "energy_kwh", "carbon_kg",

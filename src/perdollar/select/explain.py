@@ -88,16 +88,43 @@ def _bucket_words(row: pd.Series) -> str:
     return "rate unpublished, default assumed"
 
 
+def _checkpoint_words(row: pd.Series) -> str:
+    """How often the job checkpoints and what one interruption costs it in lost work.
+
+    A job shorter than the interval its interruption rate asks for writes one final checkpoint:
+    "every 3.7 d" for a 3.7-day job would read as advice to checkpoint that often.
+    """
+    interval = _number(row.get("checkpoint_interval_hours"))
+    young_daly = _number(row.get("checkpoint_young_daly_hours"))
+    lost = _number(row.get("lost_work_per_interruption_hours"))
+    final_only = bool(row.get("checkpoint_final_only", False))
+    loss = ""
+    if lost is not None and interval:
+        part = "the job" if final_only else "an interval"
+        share = f"{lost / interval:.0%} of {part}"
+        loss = f", an interruption losing {format_hours(lost)} of work on average ({share})"
+    if final_only:
+        rate = f" ({format_hours(young_daly)} at this interruption rate)" if young_daly else ""
+        return f"one final checkpoint, as the job is shorter than a Young/Daly interval{rate}{loss}"
+    return f"checkpoint every {format_hours(interval)} (Young/Daly at this interruption rate){loss}"
+
+
+def _number(value: object) -> float | None:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _spot_sentence(row: pd.Series, target: Target) -> str:
     if row["market"] != "spot":
         return ""
-    interval = row.get("checkpoint_interval_hours")
     overhead = float(row.get("spot_overhead", 1.0))
     per_month = float(row.get("interruptions_per_hour") or 0.0) * 730
     text = (
         f"Spot risk priced in: {per_month:.2g} expected interruptions per month of running "
-        f"({_bucket_words(row)}), checkpoint every {format_hours(interval)}, "
-        f"{(overhead - 1) * 100:.2g}% time overhead"
+        f"({_bucket_words(row)}), {_checkpoint_words(row)}, {(overhead - 1) * 100:.2g}% time overhead"
     )
     if target.samples:
         expected = f"{format_hours(row['expected_time_hours'])} and {format_money(row['expected_cost_usd'])}"

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from perdollar.predict.frame import PREDICTION_COLUMNS, SUPPORTED_STACKS
+from perdollar.predict.limits import CandidateLimits
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.llm.planner import PlanSearch, search_plans
@@ -163,11 +164,13 @@ def llm_prediction_frame(
     plan: TrainingPlan | None = None,
     efficiency: LLMEfficiency | None = None,
     keep: bool = True,
+    limits: CandidateLimits = CandidateLimits(),
 ) -> pd.DataFrame:
     """One row per (instance type, node count), each with its best plan (or ``plan``); samples are tokens.
 
     With ``keep``, each cluster's search is read from the data directory when an earlier process
     made it (see :mod:`perdollar.predict.llm.search_store`) and kept there when this one makes it.
+    A cluster ``limits`` does not admit (too many chips, another stack) is neither planned nor listed.
     """
     from perdollar.predict.llm.search_store import KeptSearches, kept_searches
 
@@ -179,7 +182,10 @@ def llm_prediction_frame(
     for instance in catalog.instance_types.values():
         accelerator = accelerators.get(instance.accelerator_key or "")
         excluded = excluded_reason(instance, accelerator, workload)
+        stack = accelerator.software_stack if accelerator is not None else None
         for nodes in counts:
+            if not limits.admits(float(instance.accelerator_count or 0), nodes, stack):
+                continue
             lone = getattr(instance, "single_node_reason", "") if nodes > 1 else ""
             if excluded or lone:
                 rows.append(_row(instance, nodes, None, excluded or lone, ""))
