@@ -23,6 +23,7 @@ from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict.frame import SUPPORTED_STACKS
+from perdollar.predict.llm_serving.bands import deployment_bands
 from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of, refused_readings
 from perdollar.predict.llm_serving.engines import (
     ANY_ENGINE,
@@ -50,6 +51,7 @@ from perdollar.price.placement import data_placement
 from perdollar.price.serving import ranked, spot_extra_instances
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select.llm_serving import explain_llm_serving, llm_deployment_estimates
+from perdollar.select.llm_serving_ties import cost_ties, ties_sentence, with_cost_band
 from perdollar.select.model import Recommendation
 from perdollar.select.ranking import with_price_sentences
 from perdollar.workload.llm import load_llm_workload
@@ -157,6 +159,9 @@ def answer_language_model_serving(
     deployments = _foreign_stacks_excluded(deployments, catalog)
     deployments = _with_own_stacks(deployments, workload.architecture, catalog, Workload(
         input_tokens, output_tokens, prefix, spec), rps, settings, formats)  # fmt: skip
+    deployments = deployment_bands(
+        deployments, moe=workload.architecture.is_moe, accelerators=catalog.accelerators
+    )
     frame = price_llm_deployments(
         deployments,
         offers,
@@ -171,14 +176,17 @@ def answer_language_model_serving(
     if question.bill.quotas or question.objective == "carbon":
         frame = ranked(frame, *RANKED_BY.get(question.objective, RANKED_BY[""]))
     label = slo_label(settings)
+    frame = with_cost_band(frame)
     estimates = llm_deployment_estimates(frame, rps, label, by_carbon=question.objective == "carbon")
     created_at = pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds")
     explanation = explain_llm_serving(frame, rps, label, by_carbon=question.objective == "carbon")
+    ties = () if question.objective == "carbon" else cost_ties(estimates)
     recommendation = Recommendation(
         question=question,
         estimates=estimates,
         pareto=tuple(range(min(sum(1 for e in estimates if e.feasible), 1))),
-        explanation=with_price_sentences(explanation, estimates, created_at),
+        ties=ties,
+        explanation=with_price_sentences(explanation + ties_sentence(estimates, ties), estimates, created_at),
         catalog_captured_at=str(catalog.captured_at),
         catalog_snapshot_id=str(catalog.snapshot_id),
         created_at=created_at,

@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from perdollar.fmt import format_band, format_number
 from perdollar.predict.llm_serving import LLMServingPrediction, Workload
+from perdollar.predict.llm_serving.bands import Band
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 BAND_LEVEL = 0.8
@@ -22,9 +23,13 @@ def prediction_document(
     work: Workload,
     p: LLMServingPrediction,
     worth: dict[str, dict[str, Any]] | None = None,
+    bands: dict[str, Band] | None = None,
 ) -> dict[str, Any]:
     """Rates total over all ``gpus`` (``replicas`` independent copies of one replica, or of one
-    xPyD set of replicas when disaggregated); ``worth``: each feature in use, with it and without."""
+    xPyD set of replicas when disaggregated); ``worth``: each feature in use, with it and without;
+    ``bands``: each figure's band from the held-out error of predictions like it."""
+    figures = {"throughput": p.output_tokens_per_second * replicas, "ttft": p.ttft_ms, "tpot": p.tpot_ms}
+    banded = {name: band.document(figures[name]) for name, band in (bands or {}).items() if p.fits}
     return {
         "model": arch.name,
         "accelerator": accelerator,
@@ -38,6 +43,7 @@ def prediction_document(
         "speculative": work.speculation.method if work.speculation else None,
         "precision": p.precision,
         "engine": p.engine,
+        "engine_build": engine_build(p.engine),
         "kv_precision": p.kv_precision,
         "input_tokens": work.input_tokens,
         "output_tokens": work.output_tokens,
@@ -50,7 +56,9 @@ def prediction_document(
             "level": BAND_LEVEL,
             "low": p.output_tokens_per_second_low * replicas,
             "high": p.output_tokens_per_second_high * replicas,
+            **({"group": banded["throughput"]["group"]} if "throughput" in banded else {}),
         },
+        "bands": banded,
         "requests_per_second": p.requests_per_second * replicas,
         "ttft_ms": p.ttft_ms,
         "tpot_ms": p.tpot_ms,
@@ -82,6 +90,7 @@ def print_prediction(
     work: Workload,
     p: LLMServingPrediction,
     worth: dict[str, dict[str, Any]] | None = None,
+    bands: dict[str, Band] | None = None,
 ) -> None:
     layout = f"TP {p.tensor_parallel}" + (f" × PP {p.pipeline_parallel}" if p.pipeline_parallel > 1 else "")
     if p.expert_parallel > 1:
@@ -108,11 +117,17 @@ def print_prediction(
         p.output_tokens_per_second_high * replicas,
         "output tokens/s",
     )
-    console.print(f"throughput: {band}  [dim]({load}; 80% band; basis: {p.basis})[/]")
+    bands = bands or {}
+    origin = escape(_band_origin(bands.get("throughput")))
+    console.print(f"throughput: {band}  [dim]({load}; {origin}; basis: {p.basis})[/]")
     console.print(
-        f"latency: TTFT {format_number(p.ttft_ms)} ms (prompt alone) · TPOT {format_number(p.tpot_ms)} ms "
-        f"· bottleneck: {p.bottleneck}"
+        f"latency: TTFT {_banded(p.ttft_ms, bands.get('ttft'))} ms (prompt alone) · TPOT "
+        f"{_banded(p.tpot_ms, bands.get('tpot'))} ms · bottleneck: {p.bottleneck}"
     )
+    if bands:
+        build = engine_build(p.engine)
+        assumes = f"; the figures assume the {build} build" if build else ""
+        console.print(f"[dim]{escape(band_line(bands) + assumes)}[/]")
     console.print(
         f"memory per GPU: weights {p.weights_gib_per_gpu:.1f} GiB · KV cache {p.kv_cache_gib:.1f} GiB "
         f"→ {p.max_concurrent_sequences * replicas} concurrent sequences"
@@ -128,6 +143,44 @@ def print_prediction(
         )
     for line in worth_lines(worth or {}):
         console.print(line, highlight=False, markup=False)
+
+
+def engine_build(engine: str) -> str | None:
+    """The engine build whose record the figures come from ("vllm 0.10"), None when unknown."""
+    from perdollar.errors import PerdollarError
+    from perdollar.predict.llm_serving.engines import serving_engine
+
+    if not engine:
+        return None
+    try:
+        record = serving_engine(engine)
+    except PerdollarError:
+        return None
+    return f"{record.name} {record.version}"
+
+
+def _band_origin(band: Band | None) -> str:
+    if band is None:
+        return "80% band"
+    if not band.validated:
+        return "80% band: unvalidated, wide"
+    return f"80% band of {band.rows} held-out rows like it"
+
+
+def _banded(value: float, band: Band | None) -> str:
+    if band is None:
+        return format_number(value)
+    return format_band(value, *band.around(value))
+
+
+def band_line(bands: dict[str, Band]) -> str:
+    """Where each figure's band comes from: the group of held-out rows, or that none was checked."""
+    labels = {"throughput": "throughput", "ttft": "TTFT", "tpot": "TPOT"}
+    parts = [
+        f"{band.group} ({band.rows} rows)" if band.validated else f"{labels.get(name, name)} unvalidated"
+        for name, band in bands.items()
+    ]
+    return "80% bands from held-out errors: " + "; ".join(parts)
 
 
 # The step's parts as the breakdown names them, in the order a step runs them.

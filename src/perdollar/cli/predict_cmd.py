@@ -157,9 +157,9 @@ def _render(answer: object, json_output: bool) -> None:
 
         parts = (answer.architecture, answer.accelerator, answer.gpus, answer.replicas, answer.work)
         if json_output:
-            emit_json(prediction_document(*parts, answer.result, answer.worth))
+            emit_json(prediction_document(*parts, answer.result, answer.worth, answer.bands))
         else:
-            print_prediction(console, *parts, answer.result, answer.worth)
+            print_prediction(console, *parts, answer.result, answer.worth, answer.bands)
     elif isinstance(answer, NetworkPrediction):
         if json_output:
             emit_json(
