@@ -268,7 +268,7 @@ def main() -> None:
     print("\ncoverage: share of held-out rows inside their 80% band")
     print("\n".join(coverage_report(rows, table)))
     if args.write:
-        BANDS_PATH.write_text(json.dumps(table, indent=1) + "\n")
+        BANDS_PATH.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n")
         print(f"\nwrote {BANDS_PATH}")
     print(f"\n{time.perf_counter() - started:.0f} s")
 
