@@ -27,6 +27,7 @@ import csv
 import datetime
 import json
 import math
+import statistics
 import sys
 import time
 from collections import defaultdict
@@ -63,6 +64,14 @@ class HeldOutRow:
     figure: FigureRow
     source: str
     log_error: float  # log(predicted / published) of the figure
+    build: str = ""  # the engine version the source ran ('' where it does not say)
+    build_date: str = ""  # when the source published it (a year at least; '' where undated)
+
+    @property
+    def speed(self) -> float:
+        """How fast the source ran against the prediction (above 1: faster than predicted)."""
+        time_figure = self.figure.figure in TIME_FIGURES
+        return math.exp(self.log_error if time_figure else -self.log_error)
 
 
 def _log_error(case: Any, predicted: float, figure: str) -> float:
@@ -96,6 +105,7 @@ def _gpu_rows(data_dir: Path) -> list[HeldOutRow]:
     dev, _ = load_cases(data_dir / "measurements" / "published_dev.csv", catalog)
     llama = [case for case in dev if case.engine == "llama.cpp"]
     chips = {key: catalog.accelerator(key) for key in {case.gpu for case in cuda + rocm + llama}}
+    builds = _published_builds(HERE / "published_llm_serving_engines.csv", catalog)
     pairs: list[tuple[Any, Any]] = []  # (case, the efficiency that predicts it held out)
     full: dict[str, Any] = {}
     for engine in sorted({SHIPS_FIT_OF.get(case.engine, case.engine) for case in cuda}):
@@ -125,8 +135,46 @@ def _gpu_rows(data_dir: Path) -> list[HeldOutRow]:
         chip = chips[case.gpu]
         row = FigureRow(figure, case.arch.is_moe, chip.software_stack, case.engine, chip.architecture)
         source = case.source if case.engine != "llama.cpp" else f"{case.source} ({case.gpu})"
-        out.append(HeldOutRow(row, source, _log_error(case, predicted, figure)))
+        build, date = builds.get(_build_key(case), ("", ""))
+        out.append(HeldOutRow(row, source, _log_error(case, predicted, figure), build, date))
     return out
+
+
+def _build_key(case: Any) -> tuple[str, str, str, str, float]:
+    return (case.source, case.engine, case.gpu, case.model, round(case.measured, 6))
+
+
+def _published_builds(path: Path, catalog: Any) -> dict[tuple[str, str, str, str, float], tuple[str, str]]:
+    """Each published engine row's version and date, by what its case carries."""
+    from perdollar.predict.llm_serving.engine_cases import _kind
+
+    out = {}
+    with path.open() as handle:
+        for r in csv.DictReader(handle):
+            try:
+                gpu = catalog.accelerator(r["gpu"]).key
+            except Exception:
+                continue
+            _, measured = _kind(r["metric"], float(r["value"]))
+            key = (r["source_url"], r["engine"], gpu, r["model"], round(measured, 6))
+            out[key] = (r["engine_version"], r["source_date"])
+    return out
+
+
+def build_table(rows: Iterable[HeldOutRow]) -> dict[str, list[dict[str, Any]]]:
+    """Per engine and year of the dated builds its rows ran: how fast they ran against the
+    prediction (the median of their held-out speed ratios), with the versions and rows behind it."""
+    grouped: dict[tuple[str, str], list[HeldOutRow]] = defaultdict(list)
+    for row in rows:
+        if row.build and row.build_date:
+            grouped[(row.figure.engine, row.build_date[:4])].append(row)
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for (engine, year), mine in sorted(grouped.items()):
+        versions = sorted({row.build for row in mine})
+        out[engine].append({"year": year, "versions": versions, "rows": len(mine),
+                            "sources": len({row.source for row in mine}),
+                            "speed": statistics.median(row.speed for row in mine)})  # fmt: skip
+    return dict(out)
 
 
 def _nongpu_rows() -> list[HeldOutRow]:
@@ -167,7 +215,7 @@ def held_out_rows(data_dir: Path) -> list[HeldOutRow]:
     return _gpu_rows(data_dir) + _nongpu_rows()
 
 
-ROW_FIELDS = ("figure", "moe", "stack", "engine", "family", "source", "log_error")
+ROW_FIELDS = ("figure", "moe", "stack", "engine", "family", "source", "log_error", "build", "build_date")
 
 
 def write_rows(rows: list[HeldOutRow], path: Path) -> None:
@@ -176,9 +224,8 @@ def write_rows(rows: list[HeldOutRow], path: Path) -> None:
         writer.writerow(ROW_FIELDS)
         for row in rows:
             f = row.figure
-            writer.writerow(
-                [f.figure, int(f.moe), f.stack, f.engine, f.family, row.source, repr(row.log_error)]
-            )
+            fields = [f.figure, int(f.moe), f.stack, f.engine, f.family, row.source, repr(row.log_error)]
+            writer.writerow([*fields, row.build, row.build_date])
 
 
 def read_rows(path: Path) -> list[HeldOutRow]:
@@ -186,7 +233,7 @@ def read_rows(path: Path) -> list[HeldOutRow]:
     with path.open() as handle:
         for r in csv.DictReader(handle):
             figure = FigureRow(r["figure"], r["moe"] == "1", r["stack"], r["engine"], r["family"])
-            out.append(HeldOutRow(figure, r["source"], float(r["log_error"])))
+            out.append(HeldOutRow(figure, r["source"], float(r["log_error"]), r["build"], r["build_date"]))
     return out
 
 
@@ -259,12 +306,19 @@ def main() -> None:
         if args.rows is not None:
             write_rows(rows, args.rows)
     table = band_table(_pairs(rows))
+    table["builds"] = build_table(rows)
     table["computed"] = datetime.date.today().isoformat()
     table["command"] = "python3 benchmarks/llm_serving_bands.py SHARED_DATA_DIR --write"
     print(f"{len(rows)} held-out rows; bands at {LEVEL:.0%}, a group needs {MIN_ROWS} rows")
     print(f"{'group':<44} {'rows':>5} {'sources':>7} {'low':>6} {'high':>6}")
     for key, group in table["groups"].items():
         print(f"{key:<44} {group['rows']:>5} {group['sources']:>7} {group['low']:6.2f} {group['high']:6.2f}")
+    print("\nengine builds by year: how fast they ran against the prediction (median, held out)")
+    for engine, years in table["builds"].items():
+        for b in years:
+            versions = ", ".join(b["versions"])
+            counts = f"{b['rows']:>3} rows, {b['sources']} sources"
+            print(f"  {engine:<8} {b['year']}  {b['speed']:5.2f}x  {counts}, {versions}")
     print("\ncoverage: share of held-out rows inside their 80% band")
     print("\n".join(coverage_report(rows, table)))
     if args.write:

@@ -17,6 +17,7 @@ from perdollar.predict.llm_serving.bands import (
     band_table,
     stored_table,
 )
+from perdollar.predict.llm_serving.engines import ENGINES
 
 VLLM_H100 = FigureRow("tpot", False, "cuda", "vllm", "Hopper")
 
@@ -82,6 +83,10 @@ def test_predict_inference_gives_throughput_ttft_and_tpot_each_a_band_and_its_gr
         band = bands[name]
         assert band["low"] < value < band["high"] and band["level"] == 0.8 and band["group"]
         assert band["validated"] == (band["group"] != UNVALIDATED)
+    assert answer["engine_build"] == f"vllm {ENGINES['vllm'].version}"
+    years = [build["year"] for build in answer["engine_builds_held_out"]]
+    assert years == sorted(years) and len(years) >= 2  # vLLM's dated builds behind the bands
+    assert all(build["rows"] > 0 and build["speed"] > 0 for build in answer["engine_builds_held_out"])
     assert answer["band"]["low"] == bands["throughput"]["low"]
     assert answer["band"]["group"] == bands["throughput"]["group"]
     if model == "qwen3-30b-a3b":  # a mixture of experts is banded by mixture-of-experts rows only
@@ -97,6 +102,10 @@ def test_the_text_answer_says_where_each_band_comes_from() -> None:
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert "80% bands from held-out errors: throughput · dense · cuda" in completed.stdout
     assert "TTFT" in completed.stdout and "…" in completed.stdout.split("latency:")[1].splitlines()[0]
+    assert (
+        f"the figures assume the vllm {ENGINES['vllm'].version} build; held out, vllm ran at "
+        in completed.stdout
+    )
 
 
 def test_recommend_inference_bands_each_deployment_and_ties_those_within_the_top_ones_band() -> None:
@@ -122,3 +131,4 @@ def test_recommend_inference_bands_each_deployment_and_ties_those_within_the_top
     assert overlapping and all(r["ties_with_top"] for r in overlapping)
     assert not any(r["ties_with_top"] for r in apart) and not top["ties_with_top"]
     assert "tie with it within the 80% bands of cost per output token" in answer["explanation"]
+    assert any(note.startswith(f"the figures assume the {top['engine']} ") for note in answer["notes"])

@@ -23,7 +23,7 @@ from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict.frame import SUPPORTED_STACKS
-from perdollar.predict.llm_serving.bands import deployment_bands
+from perdollar.predict.llm_serving.bands import builds_sentence, deployment_bands
 from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of, refused_readings
 from perdollar.predict.llm_serving.engines import (
     ANY_ENGINE,
@@ -194,6 +194,7 @@ def answer_language_model_serving(
             f"{input_tokens} tokens in, {output_tokens} out per request; replicas loaded to at most 90% "
             "of their ceiling; continuous batching (prefill and decode in one iteration)",
             engine_note(settings.engine, settings.kv_precision),
+            *_builds_note(frame),
             *ttft_note,
             *feature_notes(prefix, spec, moe=workload.architecture.is_moe),
             *([calibration.describe(workload.name)] if calibration and _moves(calibration, settings) else []),
@@ -205,6 +206,19 @@ def answer_language_model_serving(
         sample_unit="output tokens",
     )
     return LanguageModelServingAnswer(recommendation, frame, label)
+
+
+def _builds_note(frame: pd.DataFrame) -> tuple[str, ...]:
+    """Which build of the top deployment's engine the figures assume, and how dated builds ran."""
+    feasible = frame[frame["feasible"]]
+    if feasible.empty:
+        return ()
+    engine = str(feasible.iloc[0]["engine"])
+    try:
+        version = serving_engine(engine).version
+    except PerdollarError:
+        return ()
+    return (builds_sentence(engine, version),)
 
 
 def _with_bill(frame: pd.DataFrame, question: Question, catalog: Catalog, arch: DecoderArchitecture,

@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from perdollar.fmt import format_band, format_number
 from perdollar.predict.llm_serving import LLMServingPrediction, Workload
-from perdollar.predict.llm_serving.bands import Band
+from perdollar.predict.llm_serving.bands import Band, builds_sentence, engine_builds
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 BAND_LEVEL = 0.8
@@ -44,6 +44,7 @@ def prediction_document(
         "precision": p.precision,
         "engine": p.engine,
         "engine_build": engine_build(p.engine),
+        "engine_builds_held_out": [b.document() for b in engine_builds(p.engine)],
         "kv_precision": p.kv_precision,
         "input_tokens": work.input_tokens,
         "output_tokens": work.output_tokens,
@@ -125,9 +126,10 @@ def print_prediction(
         f"{_banded(p.tpot_ms, bands.get('tpot'))} ms · bottleneck: {p.bottleneck}"
     )
     if bands:
-        build = engine_build(p.engine)
-        assumes = f"; the figures assume the {build} build" if build else ""
-        console.print(f"[dim]{escape(band_line(bands) + assumes)}[/]")
+        console.print(f"[dim]{escape(band_line(bands))}[/]")
+        version = _engine_version(p.engine)
+        if version:
+            console.print(f"[dim]{escape(builds_sentence(p.engine, version))}[/]")
     console.print(
         f"memory per GPU: weights {p.weights_gib_per_gpu:.1f} GiB · KV cache {p.kv_cache_gib:.1f} GiB "
         f"→ {p.max_concurrent_sequences * replicas} concurrent sequences"
@@ -145,18 +147,22 @@ def print_prediction(
         console.print(line, highlight=False, markup=False)
 
 
-def engine_build(engine: str) -> str | None:
-    """The engine build whose record the figures come from ("vllm 0.10"), None when unknown."""
+def _engine_version(engine: str) -> str | None:
     from perdollar.errors import PerdollarError
     from perdollar.predict.llm_serving.engines import serving_engine
 
     if not engine:
         return None
     try:
-        record = serving_engine(engine)
+        return serving_engine(engine).version
     except PerdollarError:
         return None
-    return f"{record.name} {record.version}"
+
+
+def engine_build(engine: str) -> str | None:
+    """The engine build whose record the figures come from ("vllm 0.10"), None when unknown."""
+    version = _engine_version(engine)
+    return f"{engine} {version}" if version else None
 
 
 def _band_origin(band: Band | None) -> str:

@@ -191,3 +191,32 @@ def deployment_bands(frame: Any, *, moe: bool, accelerators: Any) -> Any:
 def cost_band(usd: Any, throughput_low: Any, throughput_high: Any) -> tuple[Any, Any]:
     """The cost per token's band: the replicas a rate needs scale as one over what each serves."""
     return usd / throughput_high, usd / throughput_low
+
+
+@dataclass(frozen=True, slots=True)
+class BuildSpeed:
+    """How fast one year's dated builds of an engine ran against the prediction, held out."""
+
+    year: str
+    versions: tuple[str, ...]
+    rows: int
+    speed: float  # median published speed / predicted speed (below 1: slower than predicted)
+
+    def document(self) -> dict[str, Any]:
+        return {"year": self.year, "versions": list(self.versions), "rows": self.rows, "speed": self.speed}
+
+
+def engine_builds(engine: str) -> tuple[BuildSpeed, ...]:
+    """The dated builds of ``engine`` that held-out rows ran, oldest first (none where undated)."""
+    years = stored_table().get("builds", {}).get(engine, [])
+    return tuple(BuildSpeed(b["year"], tuple(b["versions"]), b["rows"], b["speed"]) for b in years)
+
+
+def builds_sentence(engine: str, version: str) -> str:
+    """Which build the figures assume, and how the dated builds behind the bands ran against them."""
+    builds = engine_builds(engine)
+    if not builds:
+        return f"the figures assume the {engine} {version} build"
+    ran = ", ".join(f"{b.year} builds {b.speed:.2g}× ({b.rows} rows)" for b in builds)
+    assumed = f"the figures assume the {engine} {version} build"
+    return f"{assumed}; held out, {engine} ran at {ran} the predicted speed"
