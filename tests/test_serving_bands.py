@@ -102,10 +102,7 @@ def test_the_text_answer_says_where_each_band_comes_from() -> None:
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert "80% bands from held-out errors: throughput · dense · cuda" in completed.stdout
     assert "TTFT" in completed.stdout and "…" in completed.stdout.split("latency:")[1].splitlines()[0]
-    assert (
-        f"the figures assume the vllm {ENGINES['vllm'].version} build; held out, vllm ran at "
-        in completed.stdout
-    )
+    assert f"the figures assume vllm {ENGINES['vllm'].version}; held out, vllm ran at " in completed.stdout
 
 
 def test_recommend_inference_bands_each_deployment_and_ties_those_within_the_top_ones_band() -> None:
@@ -131,4 +128,4 @@ def test_recommend_inference_bands_each_deployment_and_ties_those_within_the_top
     assert overlapping and all(r["ties_with_top"] for r in overlapping)
     assert not any(r["ties_with_top"] for r in apart) and not top["ties_with_top"]
     assert "tie with it within the 80% bands of cost per output token" in answer["explanation"]
-    assert any(note.startswith(f"the figures assume the {top['engine']} ") for note in answer["notes"])
+    assert any(note.startswith(f"the figures assume {top['engine']} ") for note in answer["notes"])

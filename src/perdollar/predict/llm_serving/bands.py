@@ -214,9 +214,10 @@ def engine_builds(engine: str) -> tuple[BuildSpeed, ...]:
 
 def builds_sentence(engine: str, version: str) -> str:
     """Which build the figures assume, and how the dated builds behind the bands ran against them."""
+    build = f"{engine} {version}" if version[:1].isdigit() else f"{engine} ({version})"
+    assumed = f"the figures assume {build}"
     builds = engine_builds(engine)
     if not builds:
-        return f"the figures assume the {engine} {version} build"
+        return assumed
     ran = ", ".join(f"{b.year} builds {b.speed:.2g}× ({b.rows} rows)" for b in builds)
-    assumed = f"the figures assume the {engine} {version} build"
     return f"{assumed}; held out, {engine} ran at {ran} the predicted speed"
