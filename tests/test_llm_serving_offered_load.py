@@ -49,6 +49,11 @@ def test_eight_in_flight_wait_for_their_own_prompt_not_eight_prompts_at_once() -
     assert loaded["output_tokens_per_second"] == pytest.approx(served * 2000)
     for key in ("ttft_p50_ms", "tpot_p50_ms", "itl_p50_ms", "e2e_p50_ms"):
         assert key in loaded["units"]
+    # Each quantile at the load carries its figure's held-out band, around it.
+    for name in ("ttft", "tpot"):
+        for quantile in ("p50", "p99"):
+            band = loaded["bands"][f"{name}_{quantile}"]
+            assert band["low"] < loaded[f"{name}_{quantile}_ms"] < band["high"] and band["group"]
 
 
 def test_one_in_flight_is_the_single_request_figure() -> None:

@@ -1,7 +1,6 @@
 """Where every question is built, from the command line's options or the Python API's arguments,
-each checked first, so that both refuse the same input with the same one-line error: ``recommend``, ``compare``, ``sweep`` and ``perdollar.recommend``/``perdollar.compare`` all build
-their :class:`~perdollar.question.Question` here; :func:`perdollar.ask.answer` answers it.
-"""
+each checked first, so that both refuse the same input with the same one-line error: ``recommend``,
+``compare``, ``sweep`` and ``perdollar.recommend``/``compare`` build their ``Question`` here."""
 
 from __future__ import annotations
 

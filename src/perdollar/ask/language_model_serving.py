@@ -24,6 +24,7 @@ from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict.frame import SUPPORTED_STACKS
+from perdollar.predict.llm_serving.bands import builds_sentence, deployment_bands
 from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of, refused_readings
 from perdollar.predict.llm_serving.engines import (
     ANY_ENGINE,
@@ -51,6 +52,7 @@ from perdollar.price.placement import data_placement
 from perdollar.price.serving import ranked, spot_extra_instances
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select.llm_serving import explain_llm_serving, llm_deployment_estimates
+from perdollar.select.llm_serving_ties import cost_ties, ties_sentence, with_cost_band
 from perdollar.select.model import Recommendation
 from perdollar.select.ranking import with_price_sentences
 from perdollar.workload.llm import load_llm_workload
@@ -158,6 +160,9 @@ def answer_language_model_serving(
     deployments = _foreign_stacks_excluded(deployments, catalog)
     deployments = _with_own_stacks(deployments, workload.architecture, catalog, Workload(
         input_tokens, output_tokens, prefix, spec), rps, settings, formats)  # fmt: skip
+    deployments = deployment_bands(
+        deployments, moe=workload.architecture.is_moe, accelerators=catalog.accelerators
+    )
     frame = price_llm_deployments(
         deployments,
         offers,
@@ -172,14 +177,17 @@ def answer_language_model_serving(
     if question.bill.quotas or question.objective == "carbon":
         frame = ranked(frame, *RANKED_BY.get(question.objective, RANKED_BY[""]))
     label = slo_label(settings)
+    frame = with_cost_band(frame)
     estimates = llm_deployment_estimates(frame, rps, label, by_carbon=question.objective == "carbon")
     created_at = pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds")
     explanation = explain_llm_serving(frame, rps, label, by_carbon=question.objective == "carbon")
+    ties = () if question.objective == "carbon" else cost_ties(estimates)
     recommendation = Recommendation(
         question=question,
         estimates=estimates,
         pareto=tuple(range(min(sum(1 for e in estimates if e.feasible), 1))),
-        explanation=with_price_sentences(explanation, estimates, created_at),
+        ties=ties,
+        explanation=with_price_sentences(explanation + ties_sentence(estimates, ties), estimates, created_at),
         catalog_captured_at=str(catalog.captured_at),
         catalog_snapshot_id=str(catalog.snapshot_id),
         created_at=created_at,
@@ -187,6 +195,7 @@ def answer_language_model_serving(
             f"{input_tokens} tokens in, {output_tokens} out per request; replicas loaded to at most 90% "
             "of their ceiling; continuous batching (prefill and decode in one iteration)",
             engine_note(settings.engine, settings.kv_precision),
+            *_builds_note(frame),
             *ttft_note,
             *feature_notes(prefix, spec, moe=workload.architecture.is_moe),
             *([calibration.describe(workload.name)] if calibration and _moves(calibration, settings) else []),
@@ -199,6 +208,19 @@ def answer_language_model_serving(
         sample_unit="output tokens",
     )
     return LanguageModelServingAnswer(recommendation, frame, label)
+
+
+def _builds_note(frame: pd.DataFrame) -> tuple[str, ...]:
+    """Which build of the top deployment's engine the figures assume, and how dated builds ran."""
+    feasible = frame[frame["feasible"]]
+    if feasible.empty:
+        return ()
+    engine = str(feasible.iloc[0]["engine"])
+    try:
+        version = serving_engine(engine).version
+    except PerdollarError:
+        return ()
+    return (builds_sentence(engine, version),)
 
 
 def _with_bill(frame: pd.DataFrame, question: Question, catalog: Catalog, arch: DecoderArchitecture,

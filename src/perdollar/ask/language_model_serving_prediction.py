@@ -31,6 +31,7 @@ class LanguageModelServingPrediction:
     result: Any
     worth: dict[str, dict[str, Any]] = field(default_factory=dict)  # per feature: with it and without
     load: Any = None  # the figures at --concurrency/--rps (offered_load.LoadFigures), else None
+    bands: dict[str, Any] = field(default_factory=dict)  # per figure: its held-out 80% band (bands.py)
 
 
 BUNDLED_CONFIGS = Path(__file__).resolve().parents[1] / "workload" / "llm" / "configs"
@@ -175,7 +176,9 @@ def _predicted(
                                        efficiency=chosen.step_efficiency())  # fmt: skip
         result = replace(pooled, engine=result.engine, kv_precision=result.kv_precision)
     worth = feature_worth(predict, work, shape, result)
-    return LanguageModelServingPrediction(arch, chip.key, gpus, gpus // unit, work, result, worth)
+    return with_bands(
+        LanguageModelServingPrediction(arch, chip.key, gpus, gpus // unit, work, result, worth), chip
+    )
 
 
 def _refuse_what_the_stack_cannot_honour(chip: Accelerator, engine: str | None, kv_precision: str | None,
@@ -237,4 +240,19 @@ def _on_own_stack(arch: DecoderArchitecture, chip: Accelerator, fmt: ServingForm
     result = predict_llm_serving(arch, chip, held, work, shape=shape, batch=batch,
                                  efficiency=engine.step_efficiency())  # fmt: skip
     result = replace(result, engine=engine.name, kv_precision=kv_precision_name(held))
-    return LanguageModelServingPrediction(arch, chip.key, gpus, gpus // group, work, result)
+    return with_bands(LanguageModelServingPrediction(arch, chip.key, gpus, gpus // group, work, result), chip)
+
+
+def with_bands(
+    prediction: LanguageModelServingPrediction, chip: Accelerator
+) -> LanguageModelServingPrediction:
+    """The prediction with each figure's band from the held-out error of predictions like it; the
+    throughput's low and high are that band's."""
+    from perdollar.predict.llm_serving.bands import serving_bands
+
+    result = prediction.result
+    bands = serving_bands(moe=prediction.architecture.is_moe, stack=chip.software_stack,
+                          engine=result.engine, family=chip.architecture)  # fmt: skip
+    low, high = bands["throughput"].around(result.output_tokens_per_second)
+    result = replace(result, output_tokens_per_second_low=low, output_tokens_per_second_high=high)
+    return replace(prediction, result=result, bands=bands)

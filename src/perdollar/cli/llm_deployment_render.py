@@ -13,10 +13,13 @@ from perdollar.price.model import Estimate, ServingFigures
 from perdollar.terminal_tables import FittingTable
 
 
-def llm_deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[str, Any]]:
+def llm_deployment_rows(
+    estimates: Sequence[Estimate], top: int, ties: Sequence[int] = ()
+) -> list[dict[str, Any]]:
     """The best ``top`` feasible deployments, as the select stage kept them (best region per
-    machine, degree and format)."""
+    machine, degree and format); ``ties``: the estimates that tie with the top one within bands."""
     rows = []
+    tied = {id(estimates[i]) for i in ties}
     for estimate in [e for e in estimates if e.feasible][:top]:
         figures = estimate.serving or ServingFigures()
         rows.append(
@@ -49,9 +52,48 @@ def llm_deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[st
                 "weights_egress_usd": figures.weights_egress_usd,
                 "weights_load_s": figures.weights_load_s,
                 "price_basis": figures.price_basis,  # its date is where_it_runs' price_captured_at
+                "band": _band(figures),
+                "ties_with_top": id(estimate) in tied,
             }
         )
     return rows
+
+
+def _band(figures: ServingFigures) -> dict[str, Any] | None:
+    """The deployment's 80% bands (cost per output token, TTFT and TPOT p99) and their group."""
+    if figures.band_group is None:
+        return None
+    return {
+        "level": 0.8,
+        "group": figures.band_group,
+        "rows": figures.band_rows,
+        "validated": figures.band_group != "unvalidated",
+        "usd_per_million_output_tokens": {"low": figures.usd_per_million_output_tokens_low,
+                                          "high": figures.usd_per_million_output_tokens_high},
+        "ttft_p99_ms": {"low": figures.ttft_p99_ms_low, "high": figures.ttft_p99_ms_high},
+        "tpot_p99_ms": {"low": figures.tpot_p99_ms_low, "high": figures.tpot_p99_ms_high},
+    }  # fmt: skip
+
+
+def _cost_cell(row: dict[str, Any]) -> str:
+    """$/M output tokens, its band beneath, ≈ where it ties with the top deployment."""
+    text = f"${row['usd_per_million_output_tokens']:.3g}"
+    band = row.get("band")
+    if not band:
+        return text
+    cost = band["usd_per_million_output_tokens"]
+    mark = "≈ " if row.get("ties_with_top") else ""
+    wide = "?" if not band["validated"] else ""
+    return f"{mark}{text}\n{cost['low']:.2g}…{cost['high']:.2g}{wide}"
+
+
+def _latency_cell(row: dict[str, Any]) -> str:
+    text = f"{row['ttft_p99_ms']:.0f} / {row['tpot_p99_ms']:.1f}"
+    band = row.get("band")
+    if not band:
+        return text
+    ttft, tpot = band["ttft_p99_ms"], band["tpot_p99_ms"]
+    return f"{text}\n{ttft['low']:.0f}…{ttft['high']:.0f} / {tpot['low']:.1f}…{tpot['high']:.1f}"
 
 
 def llm_excluded_rows(estimates: Sequence[Estimate]) -> list[dict[str, Any]]:
@@ -128,9 +170,9 @@ def llm_deployment_table(
             escape(f"{head.split(' with ')[0]}\n({where.split(' with ')[0]}"),
             f"TP{row['tensor_parallel']} × {row['precision']} ({row['engine']}, KV {row['kv_precision']})",
             f"{row['replicas']} ({machines})",
-            f"{row['ttft_p99_ms']:.0f} / {row['tpot_p99_ms']:.1f}",
+            _latency_cell(row),
             price_cell(row, lambda usd: f"${usd:,.2f}"),
-            f"${row['usd_per_million_output_tokens']:.3g}",
+            _cost_cell(row),
             f"${row['usd_per_million_tokens']:.3g}",
             *_bill_cells(row, pulled),
             f"{row['bottleneck']} ({row['basis']})",

@@ -42,7 +42,7 @@ def recommend_llm_inference(
         from perdollar.report.html import write_report
 
         write_report(recommendation, report_path)
-    rows = llm_deployment_rows(recommendation.estimates, top)
+    rows = llm_deployment_rows(recommendation.estimates, top, recommendation.ties)
     excluded = llm_excluded_rows(recommendation.estimates)
     rps = question.serving.qps if question.serving else 0.0
     if json_output:

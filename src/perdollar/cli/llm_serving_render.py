@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from perdollar.fmt import format_band, format_number
 from perdollar.predict.llm_serving import LLMServingPrediction, Workload
+from perdollar.predict.llm_serving.bands import Band, builds_sentence, engine_builds
 from perdollar.predict.llm_serving.offered_load import LoadFigures
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
@@ -24,12 +25,16 @@ def prediction_document(
     work: Workload,
     p: LLMServingPrediction,
     worth: dict[str, dict[str, Any]] | None = None,
+    bands: dict[str, Band] | None = None,
     *,
     load: LoadFigures | None = None,
 ) -> dict[str, Any]:
     """Rates total over all ``gpus`` (``replicas`` independent copies of one replica, or of one
     xPyD set of replicas when disaggregated); ``worth``: each feature in use, with it and without;
-    ``load``: the figures at the requests in flight or the rate asked for."""
+    ``bands``: each figure's band from the held-out error of predictions like it; ``load``: the
+    figures at the requests in flight or the rate asked for."""
+    figures = {"throughput": p.output_tokens_per_second * replicas, "ttft": p.ttft_ms, "tpot": p.tpot_ms}
+    banded = {name: band.document(figures[name]) for name, band in (bands or {}).items() if p.fits}
     document = {
         "model": arch.name,
         "accelerator": accelerator,
@@ -43,6 +48,8 @@ def prediction_document(
         "speculative": work.speculation.method if work.speculation else None,
         "precision": p.precision,
         "engine": p.engine,
+        "engine_build": engine_build(p.engine),
+        "engine_builds_held_out": [b.document() for b in engine_builds(p.engine)],
         "kv_precision": p.kv_precision,
         "input_tokens": work.input_tokens,
         "output_tokens": work.output_tokens,
@@ -55,7 +62,9 @@ def prediction_document(
             "level": BAND_LEVEL,
             "low": p.output_tokens_per_second_low * replicas,
             "high": p.output_tokens_per_second_high * replicas,
+            **({"group": banded["throughput"]["group"]} if "throughput" in banded else {}),
         },
+        "bands": banded,
         "requests_per_second": p.requests_per_second * replicas,
         "ttft_ms": p.ttft_ms,
         "tpot_ms": p.tpot_ms,
@@ -79,6 +88,13 @@ def prediction_document(
     if load is not None:
         document.update(load_document(load, p.engine))
         document["units"].update(LOAD_UNITS)
+        # The figures at the load carry the band of their figure, around each quantile.
+        for name in ("ttft", "tpot"):
+            band = (bands or {}).get(name)
+            for quantile in ("p50", "p99"):
+                value = document.get(f"{name}_{quantile}_ms")
+                if band is not None and value is not None and p.fits:
+                    banded[f"{name}_{quantile}"] = band.document(value)
     return document
 
 
@@ -134,6 +150,7 @@ def print_prediction(
     work: Workload,
     p: LLMServingPrediction,
     worth: dict[str, dict[str, Any]] | None = None,
+    bands: dict[str, Band] | None = None,
     *,
     load: LoadFigures | None = None,
 ) -> None:
@@ -163,17 +180,24 @@ def print_prediction(
         p.output_tokens_per_second_high * replicas,
         "output tokens/s",
     )
-    console.print(f"throughput: {band}  [dim]({label}; 80% band; basis: {p.basis})[/]")
+    bands = bands or {}
+    origin = escape(_band_origin(bands.get("throughput")))
+    console.print(f"throughput: {band}  [dim]({label}; {origin}; basis: {p.basis})[/]")
     if load is not None:
         for line in load_lines(load, p.engine):
             console.print(line, highlight=False, markup=False)
     if load is None:
         console.print(
-            f"latency: TTFT {format_number(p.ttft_ms)} ms (prompt alone) · TPOT "
-            f"{format_number(p.tpot_ms)} ms · bottleneck: {p.bottleneck}"
+            f"latency: TTFT {_banded(p.ttft_ms, bands.get('ttft'))} ms (prompt alone) · TPOT "
+            f"{_banded(p.tpot_ms, bands.get('tpot'))} ms · bottleneck: {p.bottleneck}"
         )
     else:
         console.print(f"one request alone: TTFT {format_number(p.ttft_ms)} ms · bottleneck: {p.bottleneck}")
+    if bands:
+        console.print(f"[dim]{escape(band_line(bands))}[/]")
+        version = _engine_version(p.engine)
+        if version:
+            console.print(f"[dim]{escape(builds_sentence(p.engine, version))}[/]")
     console.print(
         f"memory per GPU: weights {p.weights_gib_per_gpu:.1f} GiB · KV cache {p.kv_cache_gib:.1f} GiB "
         f"→ {p.max_concurrent_sequences * replicas} concurrent sequences"
@@ -230,6 +254,48 @@ def load_lines(load: LoadFigures, engine: str) -> list[str]:
             "and their wait is in the TTFT"
         )
     return lines
+
+
+def _engine_version(engine: str) -> str | None:
+    from perdollar.errors import PerdollarError
+    from perdollar.predict.llm_serving.engines import serving_engine
+
+    if not engine:
+        return None
+    try:
+        return serving_engine(engine).version
+    except PerdollarError:
+        return None
+
+
+def engine_build(engine: str) -> str | None:
+    """The engine build whose record the figures come from ("vllm 0.10"), None when unknown."""
+    version = _engine_version(engine)
+    return f"{engine} {version}" if version else None
+
+
+def _band_origin(band: Band | None) -> str:
+    if band is None:
+        return "80% band"
+    if not band.validated:
+        return "80% band: unvalidated, wide"
+    return f"80% band of {band.rows} held-out rows like it"
+
+
+def _banded(value: float, band: Band | None) -> str:
+    if band is None:
+        return format_number(value)
+    return format_band(value, *band.around(value))
+
+
+def band_line(bands: dict[str, Band]) -> str:
+    """Where each figure's band comes from: the group of held-out rows, or that none was checked."""
+    labels = {"throughput": "throughput", "ttft": "TTFT", "tpot": "TPOT"}
+    parts = [
+        f"{band.group} ({band.rows} rows)" if band.validated else f"{labels.get(name, name)} unvalidated"
+        for name, band in bands.items()
+    ]
+    return "80% bands from held-out errors: " + "; ".join(parts)
 
 
 # The step's parts as the breakdown names them, in the order a step runs them.

@@ -169,9 +169,10 @@ def _render(answer: object, json_output: bool) -> None:
 
         parts = (answer.architecture, answer.accelerator, answer.gpus, answer.replicas, answer.work)
         if json_output:
-            emit_json(prediction_document(*parts, answer.result, answer.worth, load=answer.load))
+            figures = (*parts, answer.result, answer.worth, answer.bands)
+            emit_json(prediction_document(*figures, load=answer.load))
         else:
-            print_prediction(console, *parts, answer.result, answer.worth, load=answer.load)
+            print_prediction(console, *parts, answer.result, answer.worth, answer.bands, load=answer.load)
     elif isinstance(answer, NetworkPrediction):
         if json_output:
             emit_json(

@@ -58,6 +58,16 @@ class ServingFigures:
     weights_load_s: float | None = None
     # How the catalog got the price (a cloud's list price, a spot price history, an estimate).
     price_basis: str | None = None
+    # Language models' 80% bands from the held-out error of predictions like them (what the cost
+    # per output token, TTFT and TPOT may be), and the group of held-out rows that set them.
+    usd_per_million_output_tokens_low: float | None = None
+    usd_per_million_output_tokens_high: float | None = None
+    ttft_p99_ms_low: float | None = None
+    ttft_p99_ms_high: float | None = None
+    tpot_p99_ms_low: float | None = None
+    tpot_p99_ms_high: float | None = None
+    band_group: str | None = None  # "unvalidated" where no held-out row is like it
+    band_rows: int | None = None
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> ServingFigures:

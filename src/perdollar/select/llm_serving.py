@@ -12,6 +12,7 @@ from perdollar.configuration import Configuration
 from perdollar.price.model import Estimate, ServingFigures
 from perdollar.price.serving import plausibly_priced
 from perdollar.select.estimates import deployment_estimate
+from perdollar.select.llm_serving_ties import band_figures
 
 MAX_FEASIBLE_ESTIMATES = 200
 # One deployment shape: a region's best of each (machine, market, tensor-parallel degree, format).
@@ -96,6 +97,7 @@ def llm_deployment_estimates(
             usd_per_million_tokens=_number(row["usd_per_million_tokens"]),
             price_basis=_text(row.get("price_basis")),
             **_bill_figures(row),
+            **band_figures(row),
         )
         estimates.append(
             deployment_estimate(
