@@ -182,6 +182,7 @@ def predict_llm(
         "calibration": calibration.note if calibration else "",
         "breakdown_s": p.breakdown_s,
         "moe": p.moe,  # a mixture of experts' routing, grouped products and exchange (else empty)
+        "fp8": p.fp8,  # the FP8 recipe: products in FP8, what stays bf16, quantising's cost (else empty)
     }
 
 

@@ -25,6 +25,7 @@ from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm.compiled import compiled_adapter_chains, fused_loss
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS, fp8_linears, rowwise_ops
+from perdollar.predict.llm.fp8_recipes import cast_ops, checked_recipe
 from perdollar.predict.llm.frameworks import HOST_SECONDS_PER_OPERATOR, framework_for
 from perdollar.predict.llm.lora import adapter_ops
 from perdollar.predict.llm.optimizers import (
@@ -94,6 +95,9 @@ class MicroBatchTimes:
     # What selective checkpointing recomputes of a layer's forward: all but attention and half the
     # matrix products (PyTorch's per-operator policy saves every other one).
     layer_selective_recompute: float = 0.0
+    # Of a layer's forward and backward, the FP8 recipe's quantising kernels (fp8 only).
+    layer_fp8_casts_forward: float = 0.0
+    layer_fp8_casts_backward: float = 0.0
 
 
 def _split(op: OperatorRecord, ways: int) -> OperatorRecord:
@@ -192,9 +196,11 @@ def micro_batch_times(
     lora_rank: int = 16,
     framework: str = "megatron",
     context_parallel: int = 1,
+    micro_batches: int = 1,
 ) -> MicroBatchTimes:
     """One GPU's share of a micro-batch of ``seq_len``-token sequences (under context parallelism,
-    its chunk: attention then looks over ``context_parallel`` times as many keys)."""
+    its chunk: attention then looks over ``context_parallel`` times as many keys), one of the
+    ``micro_batches`` of a step (a recipe that keeps its FP8 weights quantises them once a step)."""
     if attention_kernel not in ATTENTION_KERNELS:
         raise PerdollarError(
             f"unknown attention kernel {attention_kernel!r}", f"use one of {', '.join(ATTENTION_KERNELS)}"
@@ -204,8 +210,17 @@ def micro_batch_times(
     compiled = runner.compiles_eager_code
     tokens = micro_batch * seq_len
     fp8 = precision in FP8_PRECISIONS
-    traced_layer = _split_all(fp8_linears(trace.layer_ops) if fp8 else trace.layer_ops, tensor_parallel)
+    # Per-tensor fp8 runs its framework's recipe, whose quantising kernels are counted apart;
+    # the row-wise recipe keeps its per-product casts and adds its own kernels.
+    layer_ops_traced = fp8_linears(trace.layer_ops, with_casts=precision != "fp8") if fp8 else trace.layer_ops
+    traced_layer = _split_all(layer_ops_traced, tensor_parallel)
     extra_ops: tuple[OperatorRecord, ...] = ()
+    casts = {"forward": 0.0, "backward": 0.0}
+    if precision == "fp8":
+        recipe = checked_recipe(runner.name, accelerator, runner.compiled)
+        for op in cast_ops(recipe, arch, accelerator, tokens, tensor_parallel,
+                           train_base=finetune == "full", micro_batches=micro_batches):  # fmt: skip
+            casts[op.phase] += streamed_seconds(op, accelerator)
     if precision == "fp8-rowwise":
         extra_ops += rowwise_ops(arch, tokens, tensor_parallel, train_base=finetune == "full")
     adapters: tuple[OperatorRecord, ...] = ()
@@ -237,20 +252,37 @@ def micro_batch_times(
     other_ops, other, other_memory, other_back = _grouped_seconds(
         other_groups, accelerator, gemm_efficiency, rates, 1, arch.head_dim
     )
-    total = arch.num_layers * layer.sum() + other.sum()
-    memory = arch.num_layers * layer_memory.sum() + other_memory.sum()
+    layer_casts = casts["forward"] + casts["backward"]
+    total = arch.num_layers * (layer.sum() + layer_casts) + other.sum()
+    memory = arch.num_layers * (layer_memory.sum() + layer_casts) + other_memory.sum()
     forward = ~layer_back
     classes = np.array([op.op_class for op in layer_ops])
     share = np.where(classes == "attention", 0.0, np.where(classes == "matmul", 0.5, 1.0))
     host = HOST_SECONDS_PER_OPERATOR if runner.eager_host else 0.0
     return MicroBatchTimes(
+        layer_fp8_casts_forward=casts["forward"],
+        layer_fp8_casts_backward=casts["backward"],
         layer_selective_recompute=float((layer * share)[forward].sum()),
-        layer_forward=max(float(layer[~layer_back].sum()), host * operator_calls(layer_ops, "forward")),
-        layer_backward=max(float(layer[layer_back].sum()), host * operator_calls(layer_ops, "backward")),
+        layer_forward=max(
+            float(layer[~layer_back].sum()) + casts["forward"], host * operator_calls(layer_ops, "forward")
+        ),
+        layer_backward=max(
+            float(layer[layer_back].sum()) + casts["backward"], host * operator_calls(layer_ops, "backward")
+        ),
         other_forward=max(float(other[~other_back].sum()), host * operator_calls(other_ops, "forward")),
         other_backward=max(float(other[other_back].sum()), host * operator_calls(other_ops, "backward")),
         memory_bound_share=float(memory / total) if total > 0 else 0.0,
     )
+
+
+def streamed_seconds(op: OperatorRecord, accelerator: Accelerator) -> float:
+    """Seconds of a kernel that streams its bytes once, as the FP8 quantising kernels and the fused
+    optimizer step do: at ``STREAMING_BANDWIDTH_SHARE`` of the memory bandwidth, plus the launch of
+    each of its ``count`` kernels (the roofline's memory rate is fitted on eager models' many
+    small kernels)."""
+    streamed = accelerator.memory_bandwidth_gbps * 1e9 * STREAMING_BANDWIDTH_SHARE
+    launches = op.count * shipped_model().params.kernel_overhead_s
+    return (op.bytes_read + op.bytes_written) / streamed + launches
 
 
 def _split_all(ops: tuple[OperatorRecord, ...], ways: int) -> tuple[OperatorRecord, ...]:

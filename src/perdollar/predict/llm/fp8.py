@@ -33,12 +33,13 @@ TRANSPOSED_CAST_BYTES = {"activation": 5.0, "weight": 7.0}
 RESCALE_BYTES = 4.0
 
 
-def fp8_linears(ops: tuple[OperatorRecord, ...]) -> tuple[OperatorRecord, ...]:
-    """A layer's linear GEMMs at FP8, each with the cast of its two operands to FP8.
+def fp8_linears(ops: tuple[OperatorRecord, ...], with_casts: bool = True) -> tuple[OperatorRecord, ...]:
+    """A layer's linear GEMMs at FP8, each (``with_casts``) with the cast of its two operands to FP8.
 
     Attention, norms and the LM head (outside the layer) stay in bf16, as FP8 training recipes
     leave them. The casts read the bf16 operands and write them at one byte per element; scaling
-    factors are negligible.
+    factors are negligible. Without casts, the recipe's own quantising kernels are added apart
+    (:mod:`perdollar.predict.llm.fp8_recipes`).
     """
     out: list[OperatorRecord] = []
     for op in ops:
@@ -47,6 +48,8 @@ def fp8_linears(ops: tuple[OperatorRecord, ...]) -> tuple[OperatorRecord, ...]:
             continue
         operands = op.bytes_read
         out.append(replace(op, dtype="fp8", bytes_read=operands / 2))
+        if not with_casts:
+            continue
         out.append(OperatorRecord(name="fp8.cast", op_class="elementwise", phase=op.phase, flops=operands / 2,
                                   bytes_read=operands, bytes_written=operands / 2, dtype="bf16",
                                   count=op.count))  # fmt: skip

@@ -22,6 +22,8 @@ from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm import collectives as cx
 from perdollar.predict.llm.context_expert import context_link, context_ring_seconds
 from perdollar.predict.llm.device import micro_batch_times, weight_cast_seconds
+from perdollar.predict.llm.fp8 import FP8_PRECISIONS
+from perdollar.predict.llm.fp8_recipes import library_of
 from perdollar.predict.llm.moe_training import (
     TRAINING_EXPERT_LOAD_SKEW,
     MoEStageTimes,
@@ -37,13 +39,14 @@ from perdollar.workload.llm.architecture import DecoderArchitecture
 class LLMEfficiency:
     """The parameters of the training model.
 
-    Four are fitted on published multi-GPU training figures (LLM Foundry, Megatron-LM,
+    Three are fitted on published multi-GPU training figures (LLM Foundry, Megatron-LM,
     Megatron-Core, NeMo, fms-fsdp; torchtitan and torchao held out) by ``python benchmarks/
     llm_training_accuracy.py --fit --save FILE``, starting from :data:`FIT_START`: how much of the
-    elementwise chains the trainers fuse, the FP8 GEMMs' rate and the two overlaps of
-    communication with compute. The kernels' rates come from measurements elsewhere (the
-    roofline's GEMM rate, FlashAttention-2's published share of it) and the links' shares of their
-    line rate are NCCL's usual figures: fitted too, they trade against one another on these runs.
+    elementwise chains the trainers fuse and the two overlaps of communication with compute; the
+    FP8 GEMMs' two rates on the FP8 rows alone (``benchmarks/llm_training_fp8_accuracy.py``). The
+    kernels' rates come from measurements elsewhere (the roofline's GEMM rate, FlashAttention-2's
+    published share of it) and the links' shares of their line rate are NCCL's usual figures:
+    fitted too, they trade against one another on these runs.
     """
 
     gemm_efficiency: float = 1.0  # multiplies the roofline's GEMM rate (fitted on measured GPUs)
@@ -55,7 +58,13 @@ class LLMEfficiency:
     # backward does 2.5 times the forward's), where cuBLAS bf16 GEMMs reach 84.8%
     # (benchmarks/published_gemm_rates.csv).
     attention_efficiency: float = 0.773
-    fp8_efficiency: float = 0.994  # FP8 GEMMs' rate against the roofline's FP8 figure
+    # FP8 GEMMs' rate against the roofline's FP8 figure: under Transformer Engine (Megatron-Core,
+    # NeMo, Composer) and under torchao (torchtitan's float8, tensorwise and rowwise), each fitted
+    # on its own library's FP8 rows by benchmarks/llm_training_fp8_accuracy.py. Transformer
+    # Engine's 1.056 is 2 ** 0.08: its FP8 products reach the share of their peak that bf16 ones
+    # reach of theirs, where the roofline's large-chip law charges the doubled FP8 peak.
+    fp8_efficiency: float = 1.056
+    fp8_torchao_efficiency: float = 0.937
     communication_overlap: float = 0.879  # share of the overlapping compute that hides DP/FSDP collectives
     tensor_parallel_overlap: float = 0.716  # share of an overlapped plan's TP all-reduces hidden
     intra_link_efficiency: float = 0.7  # NCCL bus bandwidth over the link's line rate
@@ -78,6 +87,7 @@ class LLMEfficiency:
 FIT_START = LLMEfficiency(
     fusion=0.0,
     fp8_efficiency=1.0,
+    fp8_torchao_efficiency=1.0,
     communication_overlap=0.8,
     tensor_parallel_overlap=0.0,
 )
@@ -97,6 +107,7 @@ class StageTimes:
     intra: cx.Link
     inter: cx.Link
     context_ring: float = 0.0  # what is left of the ring attention's traffic once its share hides
+    fp8_casts: float = 0.0  # of forward, backward and recompute, the FP8 recipe's quantising kernels
     moe: MoEStageTimes = field(default_factory=MoEStageTimes)  # a mixture of experts' own parts
 
     @property
@@ -127,6 +138,13 @@ def stage_times(
 ) -> StageTimes:
     tp, pp = plan.tensor_parallel, plan.pipeline_parallel
     cp = plan.context_parallel
+    runner = plan.resolved_framework
+    fp8_rate = eff.fp8_efficiency
+    if (
+        precision in FP8_PRECISIONS
+        and library_of(precision, runner.name, accelerator, runner.compiled) == "torchao"
+    ):
+        fp8_rate = eff.fp8_torchao_efficiency
     times = micro_batch_times(
         arch,
         accelerator,
@@ -139,10 +157,11 @@ def stage_times(
         gemm_efficiency=eff.gemm_efficiency,
         fusion=eff.fusion,
         attention_efficiency=eff.attention_efficiency,
-        fp8_efficiency=eff.fp8_efficiency,
+        fp8_efficiency=fp8_rate,
         attention_kernel=attention_kernel,
         lora_rank=plan.lora_rank,
         framework=plan.resolved_framework.name,
+        micro_batches=plan.gradient_accumulation,
     )
     layers = math.ceil(arch.num_layers / pp)
     intra = cx.intra_host_link(
@@ -167,6 +186,9 @@ def stage_times(
         if plan.selective_checkpointing
         else 0.0
     )
+    # Full recomputation quantises the forward's tensors again; selective keeps the products' inputs.
+    recast = times.layer_fp8_casts_forward if plan.activation_checkpointing else 0.0
+    fp8_casts = layers * (times.layer_fp8_casts_forward + times.layer_fp8_casts_backward + recast)
     moe = MoEStageTimes()
     if arch.is_moe:
         moe_layers = math.ceil(arch.moe_layers / pp)
@@ -196,6 +218,7 @@ def stage_times(
         context_ring=(1 - tensor_parallel_hidden(plan, eff))
         * context_ring_seconds(arch, plan, seq_len, layers, context_link(plan, gpus_per_node, intra, inter)),
         moe=moe,
+        fp8_casts=fp8_casts,
     )
 
 

@@ -27,6 +27,7 @@ from perdollar.predict.llm.feasibility import (  # noqa: F401  (re-exported: cal
     plan_problem,
 )
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS
+from perdollar.predict.llm.fp8_recipes import recipe_for, recipe_summary
 from perdollar.predict.llm.frameworks import LOSS_EXTRA_BYTES_PER_LOGIT
 from perdollar.predict.llm.lora import adapter_saved_bytes_per_token
 from perdollar.predict.llm.memory import (
@@ -55,6 +56,7 @@ from perdollar.workload.llm.architecture import DecoderArchitecture
 # order ZeRO-Offload reports for its vectorised CPU Adam), and PCIe at an achievable 20 GB/s.
 CPU_ADAM_PARAMS_PER_S = 1.0e9
 OFFLOAD_PCIE_BYTES_PER_S = 20e9
+FP8_QUANTISE = "FP8 quantise (casts, transposed copies)"  # the breakdown's part for the FP8 recipe's casts
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,8 @@ class LLMTrainingPrediction:
     largest_micro_batch: int = 0
     # A mixture of experts' own parts of one micro-batch (perdollar.predict.llm.moe_training)
     moe: dict[str, float | bool] = field(default_factory=dict)
+    # FP8 training's recipe, its products in FP8 and what stays bf16 (perdollar.predict.llm.fp8_recipes)
+    fp8: dict[str, object] = field(default_factory=dict)
 
 
 MFU_CONVENTION = (
@@ -264,9 +268,13 @@ def predict_llm_training(
         optimizer += paging_seconds(memory.paged_out)
     compute_total = micro_batches * (forward + backward + recompute + overhead)
     bubble = pipeline_bubble_stages(pp, plan.virtual_stages) * stage
+    # The quantising kernels are memory-bound: shown apart from the rest of the memory-bound time.
+    memory_bound = compute_total * times.memory_bound_share
+    casts = min(micro_batches * times.fp8_casts, memory_bound)
     breakdown = {
         "compute": compute_total * (1 - times.memory_bound_share),
-        "memory-bound kernels": compute_total * times.memory_bound_share,
+        "memory-bound kernels": memory_bound - casts,
+        FP8_QUANTISE: casts,
         "tensor-parallel all-reduce": micro_batches * tp_seconds,
         "context-parallel ring": micro_batches * times.context_ring,
         "MoE router and permute": micro_batches * times.moe.routing_s,
@@ -307,7 +315,19 @@ def predict_llm_training(
         memory_gib=memory.to_gib(),
         largest_micro_batch=memory.largest_micro_batch,
         moe=times.moe.to_dict() if arch.is_moe else {},
+        fp8=_fp8_summary(plan, accelerator, precision, breakdown.get(FP8_QUANTISE, 0.0)),
     )
+
+
+def _fp8_summary(
+    plan: TrainingPlan, accelerator: Accelerator, precision: str, cast_s: float
+) -> dict[str, object]:
+    """The per-tensor FP8 recipe the plan's framework runs here and what its quantising costs a step."""
+    if precision != "fp8":
+        return {}
+    framework = plan.resolved_framework
+    return {**recipe_summary(recipe_for(framework.name, accelerator, framework.compiled)),
+            "quantise_s_per_step": cast_s}  # fmt: skip
 
 
 def _exposed(
