@@ -250,6 +250,7 @@ def _on_own_stack(workload: Any, instance: Any, accelerator: Any, nodes: int, se
         "memory_gib": {"capacity": accelerator.memory_gib * USABLE_MEMORY_SHARE},
         "largest_micro_batch": None, "fits": True, "fit_reason": "", "bottleneck": row["bottleneck"],
         "basis": row["basis"], "calibration": "", "breakdown_s": {},
+        "stack": row["stack"], "activations_offloaded_to_host": row["activations_offloaded"],
     }  # fmt: skip
 
 

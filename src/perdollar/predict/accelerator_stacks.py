@@ -96,20 +96,23 @@ TRAINING_STACKS: dict[SoftwareStack, TrainingStack] = {
     ),
     "xla": TrainingStack(
         name="maxtext",
-        label="MaxText (JAX/XLA)",
+        label="MaxText/JAX",
         software_stack="xla",
         chips=_MAXTEXT_TPUS,
-        model_types=_LLAMA_LIKE | frozenset({"gemma", "gemma2", "gemma3", "deepseek_v3"}),
+        # gpt2: the GPT-3 family's decoder (learned positions, GELU MLP), MaxText's gpt3 decoder block.
+        model_types=_LLAMA_LIKE | frozenset({"gemma", "gemma2", "gemma3", "deepseek_v3", "gpt2"}),
         precisions=frozenset({"amp-bf16", "bf16"}),
         tensor_parallel=(1, 2, 4, 8),  # a mesh axis of the slice's ICI torus
         strategy="fsdp",
+        # One share for every TPU (benchmarks/nongpu_llm_accuracy.py); training takes each
+        # generation's own share, slice loss and DCN time from perdollar.predict.maxtext_tpu.
         model_flops_fraction=0.577,
         version="MaxText 2025",
         sources={
-            "v5e/v5p": "AI-Hypercomputer/maxtext MaxText/configs/v5e|v5p/README.md",
-            "v6e": "AI-Hypercomputer/maxtext docs/reference/models/tiering.md",
+            "v4/v5e/v5p": "AI-Hypercomputer/maxtext src/maxtext/configs/tpu/v4|v5e|v5p/README.md",
+            "v5p/v6e": "AI-Hypercomputer/maxtext docs/reference/models/tiering.md",
         },
-        fitted_on=frozenset({"TPU-v5e", "TPU-v5p", "TPU-v6e"}),
+        fitted_on=frozenset({"TPU-v4", "TPU-v5e", "TPU-v5p", "TPU-v6e"}),
     ),
     "habana": TrainingStack(
         name="optimum-habana",

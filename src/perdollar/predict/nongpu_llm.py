@@ -10,6 +10,7 @@ does not support is a row excluded with that reason.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -36,6 +37,7 @@ from perdollar.predict.llm_serving.engines import serving_engine_for
 from perdollar.predict.llm_serving.features import Speculation
 from perdollar.predict.llm_serving.formats import kv_precision_name, serving_format
 from perdollar.predict.llm_serving.frame import ReplicaRate
+from perdollar.predict.maxtext_tpu import SYSTEMS, SliceRun, maxtext_step_s, training_stack_text
 from perdollar.workload.llm.architecture import DecoderArchitecture
 from perdollar.workload.llm.workload import ATTENTION_KERNELS, LLMWorkload
 
@@ -85,17 +87,52 @@ def _gpu_settings_problem(accelerator: Accelerator, stack: TrainingStack, worklo
     return ""
 
 
-def _memory_per_chip_gib(arch: DecoderArchitecture, stack: TrainingStack, tp: int, chips: int,
-                         micro_batch: int, seq_len: int) -> float:  # fmt: skip
+def _states_gib(
+    arch: DecoderArchitecture, stack: TrainingStack, tp: int, chips: int, chips_per_node: int
+) -> float:
+    """Weights, gradients and optimizer state per chip. MaxText shards them over one slice's chips
+    (FSDP over ICI) and replicates them across slices (data parallel over DCN); NxD shards the
+    optimizer state over every data-parallel rank."""
     params = float(arch.total_params)
     if stack.strategy == "fsdp":
-        states = params * (WEIGHT_AND_GRADIENT_BYTES + OPTIMIZER_BYTES) / chips
-    else:
-        states = params * WEIGHT_AND_GRADIENT_BYTES / tp + params * OPTIMIZER_BYTES / chips
-    tokens = micro_batch * seq_len
-    # Full activation checkpointing: each layer's 16-bit input kept, one layer's working set live.
-    activations = tokens * arch.hidden_size * (2.0 * arch.num_layers + LAYER_WORKING_BYTES) / tp
-    return (states + activations) / GIB
+        return params * (WEIGHT_AND_GRADIENT_BYTES + OPTIMIZER_BYTES) / chips_per_node / GIB
+    return (params * WEIGHT_AND_GRADIENT_BYTES / tp + params * OPTIMIZER_BYTES / chips) / GIB
+
+
+def _saved_inputs_gib(arch: DecoderArchitecture, tp: int, micro_batch: int, seq_len: int) -> float:
+    """Full activation checkpointing keeps each layer's 16-bit input for the backward."""
+    return micro_batch * seq_len * arch.hidden_size * 2.0 * arch.num_layers / tp / GIB
+
+
+def _working_gib(arch: DecoderArchitecture, tp: int, micro_batch: int, seq_len: int) -> float:
+    """One layer's working set, live while it runs forward or backward."""
+    return micro_batch * seq_len * arch.hidden_size * LAYER_WORKING_BYTES / tp / GIB
+
+
+def _memory_per_chip_gib(
+    arch: DecoderArchitecture, stack: TrainingStack, tp: int, chips: int, micro_batch: int, seq_len: int,
+    chips_per_node: int | None = None,
+) -> float:  # fmt: skip
+    states = _states_gib(arch, stack, tp, chips, chips_per_node or chips)
+    return (
+        states
+        + _saved_inputs_gib(arch, tp, micro_batch, seq_len)
+        + _working_gib(arch, tp, micro_batch, seq_len)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StackPlan:
+    """The plan a stack runs, its memory per chip, and where the saved activations live.
+
+    offloaded: MaxText's offloading remat policy (``decoder_layer_input: offload``) keeps each
+    layer's input in the host's memory, not the chip's; host_gib is what that takes per chip."""
+
+    plan: TrainingPlan | None
+    memory_gib: float
+    problem: str
+    offloaded: bool = False
+    host_gib: float = 0.0
 
 
 def stack_plan_problem(stack: TrainingStack, plan: TrainingPlan) -> str:
@@ -120,11 +157,26 @@ def best_training_plan(
 ) -> tuple[TrainingPlan | None, float, str]:  # fmt: skip
     """(plan, memory per chip GiB, problem): the smallest tensor-parallel degree that fits (of
     ``degrees`` where given, else of the stack's)."""
+    found = best_stack_plan(arch, accelerator, stack, chips_per_node=chips_per_node, nodes=nodes,
+                            seq_len=seq_len, global_batch=global_batch, degrees=degrees,
+                            micro_batch=micro_batch)  # fmt: skip
+    return found.plan, found.memory_gib, found.problem
+
+
+def best_stack_plan(
+    arch: DecoderArchitecture, accelerator: Accelerator, stack: TrainingStack, *, chips_per_node: int,
+    nodes: int, seq_len: int, global_batch: int, degrees: tuple[int, ...] | None = None, micro_batch: int = 1,
+) -> StackPlan:  # fmt: skip
+    """The smallest tensor-parallel degree that fits the chip's memory, each degree tried with the
+    saved activations in the chip's memory and then, on a TPU whose host memory is published, in the
+    host's (MaxText's offloading remat policy)."""
     chips = chips_per_node * nodes
     problem = slice_problem(accelerator, chips_per_node)
     if problem:
-        return None, math.nan, problem
+        return StackPlan(None, math.nan, problem)
     usable = accelerator.memory_gib * USABLE_MEMORY_SHARE
+    system = SYSTEMS.get(accelerator.key) if stack.software_stack == "xla" else None
+    host_usable = (system.host_memory_gib_per_chip or 0.0) * USABLE_MEMORY_SHARE if system else 0.0
     nearest = math.inf
     tried = degrees or stack.tensor_parallel
     for tp in tried:
@@ -133,15 +185,19 @@ def best_training_plan(
         data_parallel = chips // tp
         if global_batch < data_parallel * micro_batch:
             continue
-        memory = _memory_per_chip_gib(arch, stack, tp, chips, micro_batch, seq_len)
-        nearest = min(nearest, memory)
+        memory = _memory_per_chip_gib(arch, stack, tp, chips, micro_batch, seq_len, chips_per_node)
+        host = _saved_inputs_gib(arch, tp, micro_batch, seq_len)
+        nearest = min(nearest, memory - host if host_usable else memory)
+        accumulation = max(global_batch // (data_parallel * micro_batch), 1)
+        plan = TrainingPlan(strategy=stack.strategy, tensor_parallel=tp, activation_checkpointing=True,
+                            micro_batch=micro_batch, gradient_accumulation=accumulation)  # fmt: skip
         if memory <= usable:
-            accumulation = max(global_batch // (data_parallel * micro_batch), 1)
-            plan = TrainingPlan(strategy=stack.strategy, tensor_parallel=tp, activation_checkpointing=True,
-                                micro_batch=micro_batch, gradient_accumulation=accumulation)  # fmt: skip
-            return plan, memory, ""
+            return StackPlan(plan, memory, "")
+        on_chip = memory - host
+        if host_usable and on_chip <= usable and host <= host_usable:
+            return StackPlan(plan, on_chip, "", offloaded=True, host_gib=host)
     if math.isinf(nearest):
-        return (
+        return StackPlan(
             None,
             math.nan,
             (
@@ -150,12 +206,13 @@ def best_training_plan(
                 f"{global_batch}" + (f" at micro-batch {micro_batch}" if micro_batch > 1 else "")
             ),
         )
-    return (
+    offload = " even with the saved activations offloaded to host memory" if host_usable else ""
+    return StackPlan(
         None,
         nearest,
         (
             f"needs {nearest:.1f} GiB per chip for full training under {stack.label} with its largest "
-            f"tensor-parallel degree; has {usable:.1f} GiB"
+            f"tensor-parallel degree{offload}; has {usable:.1f} GiB"
         ),
     )
 
@@ -176,10 +233,11 @@ def training_row(
             f"{stack.label} takes tensor parallel {', '.join(map(str, stack.tensor_parallel))}, not {degree}"
         )
     micro_batch = fixed.micro_batch if fixed is not None else workload.micro_batch or 1
-    plan, memory, problem = (None, math.nan, "") if excluded else best_training_plan(
+    found = StackPlan(None, math.nan, "") if excluded else best_stack_plan(
         arch, accelerator, stack, chips_per_node=chips_per_node, nodes=nodes, seq_len=workload.seq_len,
         global_batch=workload.global_batch, degrees=(degree,) if degree else None, micro_batch=micro_batch,
     )  # fmt: skip
+    plan, memory, problem = found.plan, found.memory_gib, found.problem
     row: dict[str, Any] = {"cloud": instance.cloud, "instance_type": instance.name,
                            "accelerator_key": instance.accelerator_key, "nodes": nodes,
                            "accelerators_per_node": float(chips_per_node), "excluded_reason": excluded,
@@ -193,22 +251,41 @@ def training_row(
                       "communication_time_s": nan, "fits": False, "fit_reason": problem,
                       "tokens_per_second": nan, "sequences_per_second": nan, "mfu": nan, "plan": None,
                       "plan_text": ""}  # fmt: skip
-    fraction = stack.model_flops_fraction or 0.0
     chips = chips_per_node * nodes
     # The stacks' model-FLOPs fractions were fitted with the input embedding counted in N.
     params = float(arch.active_params + arch.lookup_params)
     per_token = model_flops_per_token(params, arch.num_layers, arch.hidden_size, workload.seq_len)
-    tokens = fraction * (accelerator.peak_bf16_tflops or 0.0) * 1e12 * chips / per_token
-    step = workload.global_batch * workload.seq_len / tokens
+    tokens_per_step = float(workload.global_batch * workload.seq_len)
+    peak = (accelerator.peak_bf16_tflops or 0.0) * 1e12
+    communication = 0.0
+    if stack.software_stack == "xla":
+        offloaded_gib = found.host_gib * found.plan.gradient_accumulation if found.offloaded else 0.0
+        run = SliceRun(chips_per_node, nodes, float(arch.total_params), tokens_per_step / chips)
+        compute, communication, offload = maxtext_step_s(accelerator, run, per_token, offloaded_gib)
+        step = max(compute, offload) + communication
+        bottleneck = (
+            "host offload"
+            if offload > compute
+            else ("communication" if communication > compute else "compute")
+        )
+    else:
+        compute = tokens_per_step * per_token / ((stack.model_flops_fraction or 0.0) * peak * chips)
+        step, bottleneck = compute, "compute"
+    tokens = tokens_per_step / step
     text = f"{stack.label}: {plan.text(chips, framework=False)}".replace(" GPU", " chip")
+    if found.offloaded:
+        text += f", saved activations offloaded to host memory ({found.host_gib:.1f} GiB a chip)"
+    if nodes > 1 and stack.software_stack == "xla":
+        text += f", data parallel over DCN between {nodes} slices"
     note = fit_note(accelerator, stack)
     text = f"{text} ({note})" if note else text
     return row | {
         "samples_per_second": tokens, "samples_per_second_low": tokens * TRAINING_BAND[0],
-        "samples_per_second_high": tokens * TRAINING_BAND[1], "basis": "spec", "bottleneck": "compute",
-        "step_time_s": step, "compute_time_s": step, "communication_time_s": 0.0, "fits": True,
+        "samples_per_second_high": tokens * TRAINING_BAND[1], "basis": "spec", "bottleneck": bottleneck,
+        "step_time_s": step, "compute_time_s": compute, "communication_time_s": communication, "fits": True,
         "fit_reason": "", "tokens_per_second": tokens, "sequences_per_second": tokens / workload.seq_len,
-        "mfu": fraction, "plan": plan, "plan_text": text,
+        "mfu": tokens * per_token / (peak * chips), "plan": plan, "plan_text": text,
+        "stack": training_stack_text(accelerator, stack), "activations_offloaded": found.offloaded,
     }  # fmt: skip
 
 
