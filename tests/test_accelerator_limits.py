@@ -30,8 +30,10 @@ def _chips(estimate: dict[str, Any]) -> float:
 def test_max_accelerators_counts_tpu_chips_and_gpus_alike() -> None:
     estimates = _estimates("--max-accelerators", "64", "--max-nodes", "4")
     assert estimates and max(_chips(e) for e in estimates) <= 64
-    feasible = [e for e in estimates if e["feasible"]]
-    chips = {str(e["accelerator"]) for e in feasible}
+    # TPU slices and GPU clusters are both priced under the one cap (a slice this size misses the
+    # deadline at MaxText's published v6e share: it is ranked, excluded, with the reason).
+    assert any(e["feasible"] for e in estimates)
+    chips = {str(e["accelerator"]) for e in estimates}
     assert any(chip.startswith("TPU") for chip in chips), chips
     assert any(not chip.startswith("TPU") for chip in chips), chips
 
@@ -53,7 +55,7 @@ def test_stack_cuda_keeps_the_ranking_to_gpus() -> None:
 def test_a_tpu_row_names_the_stack_it_moves_the_job_to() -> None:
     estimates = _estimates("--stack", "tpu", "--max-accelerators", "32", "--deadline", "100d")
     assert estimates and all(str(e["accelerator"]).startswith("TPU") for e in estimates)
-    assert all(e["stack_label"] == "MaxText (JAX/XLA)" for e in estimates if e["feasible"])
+    assert all(e["stack_label"] == "MaxText/JAX" for e in estimates)
 
 
 def test_the_training_table_counts_the_chips_of_every_candidate() -> None:

@@ -106,13 +106,12 @@ TRAINING_STACKS: dict[SoftwareStack, TrainingStack] = {
         strategy="fsdp",
         # One share for every TPU (benchmarks/nongpu_llm_accuracy.py); training takes each
         # generation's own share, slice loss and DCN time from perdollar.predict.maxtext_tpu.
-        model_flops_fraction=0.577,
+        model_flops_fraction=0.611,
         version="MaxText 2025",
         sources={
             "v4/v5e/v5p": "AI-Hypercomputer/maxtext src/maxtext/configs/tpu/v4|v5e|v5p/README.md",
-            "v5p/v6e": "AI-Hypercomputer/maxtext docs/reference/models/tiering.md",
         },
-        fitted_on=frozenset({"TPU-v4", "TPU-v5e", "TPU-v5p", "TPU-v6e"}),
+        fitted_on=frozenset({"TPU-v4", "TPU-v5e", "TPU-v5p"}),
     ),
     "habana": TrainingStack(
         name="optimum-habana",
@@ -160,7 +159,7 @@ SERVING_STACKS: dict[SoftwareStack, ServingStack] = {
         # the 2024 engines' per-step host work. Other TPU generations take the v5e fractions.
         bandwidth=0.671,
         step_s=12.28e-3,
-        compute=0.577,  # MaxText's training fraction: no published table measures TPU prefill alone
+        compute=0.611,  # MaxText's training fraction: no published table measures TPU prefill alone
         fitted=True,
         version="JetStream 2024 (jetstream-pytorch, MaxText engine)",
         sources={

@@ -3,7 +3,7 @@ data-parallel gradient all-reduce over the data-centre network (DCN) between sli
 memory that MaxText's offloading remat policies move saved activations to.
 
 The fitted quantities come from MaxText's own published tables (benchmarks/published_maxtext_tpu.csv:
-the v4, v5e and v5p configuration READMEs and the models' tiering page), and
+the v4, v5e and v5p configuration READMEs), and
 ``benchmarks/maxtext_tpu_accuracy.py`` prints the fit and each source held out of it. The network and
 host figures are Google's Cloud TPU system-architecture pages.
 """
@@ -86,11 +86,11 @@ def spec_efficiency(intercept: float, slope: float, accelerator: Accelerator) ->
 # Fitted on every row of benchmarks/published_maxtext_tpu.csv (benchmarks/maxtext_tpu_accuracy.py
 # prints the same numbers; tests/test_maxtext_tpu.py checks they are the fit of those rows).
 FIT = MaxTextFit(
-    efficiency={"TPU-v4": 0.573, "TPU-v5e": 0.617, "TPU-v5p": 0.662, "TPU-v6e": 0.442},
-    slice_loss=0.0179,
-    spec_intercept=1.234,
-    spec_slope=1.84e-3,
-    source="MaxText's published tables (v4, v5e, v5p configuration READMEs; tiering page for v5p, v6e)",
+    efficiency={"TPU-v4": 0.573, "TPU-v5e": 0.617, "TPU-v5p": 0.663},
+    slice_loss=0.0180,
+    spec_intercept=1.146,
+    spec_slope=2.26e-3,
+    source="MaxText's published tables (v4, v5e, v5p configuration READMEs; others by the spec line)",
 )
 
 
