@@ -108,6 +108,9 @@ class Estimate:
     effective_samples_per_dollar: float | None = None
     interruptions_per_hour: float | None = None  # all nodes together (N × per-node hazard)
     flags: tuple[str, ...] = ()  # catalog data-quality flags of the offer
+    # What the prediction assumed that the user should know before renting: a memory fit inside the
+    # estimate's reserve ("tight: …"), a precision the chip falls back to ("fp16 with loss scaling: …").
+    remarks: tuple[str, ...] = ()
 
     # Language models: the training plan this configuration runs (token and sentence), its model
     # FLOPs utilisation and the memory it holds per GPU; samples are then tokens.

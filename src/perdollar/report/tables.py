@@ -215,6 +215,8 @@ def print_recommendation(
     flagged = flags_note(e.flags for e in recommendation.estimates[:top] if e.feasible)
     if flagged:
         console.print(f"[dim]{flagged}[/]", highlight=False)
+    for line in remarks_lines([e for e in recommendation.estimates if e.feasible][:top]):
+        console.print(line, highlight=False, markup=False)
     if show_excluded:
         print_fitted(console, excluded_table(recommendation, limit=max(top, 20), width=console.width))
     console.print()
@@ -228,6 +230,12 @@ def print_recommendation(
         f"refresh with `perdollar catalog refresh`.[/]",
         highlight=False,
     )
+
+
+def remarks_lines(shown: Sequence[Estimate]) -> list[str]:
+    """``#3 1x g6e.xlarge spot (aws us-east-1): tight: 0.2 GiB over …``: what each ranked row
+    assumed that the user should know (a tight memory fit, a precision fallback)."""
+    return [f"#{rank} {e.label}: {'; '.join(e.remarks)}" for rank, e in enumerate(shown, 1) if e.remarks]
 
 
 def flags_note(flag_sets: Iterable[Iterable[str]]) -> str:

@@ -71,11 +71,22 @@ def estimates_from_frame(
                 if row["market"] == "spot"
                 else None,
                 flags=flags,
+                remarks=row_remarks(row),
                 **_plan_fields(row),
                 **_bill_fields(row),
             )
         )
     return estimates
+
+
+def row_remarks(row: Mapping[str, object]) -> tuple[str, ...]:
+    """A fitting row's memory remark (its ``fit_reason``: how tight) and its precision remark."""
+    remarks = []
+    if bool(row.get("fits", True)) and _text(row.get("fit_reason")):
+        remarks.append(_text(row.get("fit_reason")))
+    if _text(row.get("precision_remark")):
+        remarks.append(_text(row.get("precision_remark")))
+    return tuple(remarks)
 
 
 def _plan_fields(row: dict[str, object]) -> dict[str, object]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from perdollar.predict.fp16_fallback import as_run, bf16_refusal, fp16_fallback_remark
 from perdollar.predict.frame import PREDICTION_COLUMNS, SUPPORTED_STACKS
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS
 from perdollar.predict.llm.plan import TrainingPlan
@@ -31,6 +32,7 @@ LLM_COLUMNS = (
     "plan",
     "plan_text",
     "memory_per_gpu_gib",
+    "precision_remark",
 )
 
 
@@ -40,8 +42,8 @@ def excluded_reason(instance: Any, accelerator: Any, workload: LLMWorkload) -> s
         return "no GPU" if instance.is_cpu_only else "accelerator not in the accelerator table"
     if accelerator.software_stack not in SUPPORTED_STACKS:
         return training_stack_problem(accelerator, workload)
-    if workload.precision in ("amp-bf16", "bf16") and not accelerator.supports_bf16:
-        return "bf16 not supported by this accelerator"
+    if bf16_refusal(accelerator, workload.precision):  # amp-bf16 falls back to fp16 (fp16_fallback)
+        return bf16_refusal(accelerator, workload.precision)
     if workload.precision in FP8_PRECISIONS and not accelerator.peak_fp8_tflops:
         return "no FP8 tensor cores (fp8 training needs an H100, L4, L40S, MI300 or newer)"
     if (instance.accelerator_count or 0) < 1:
@@ -195,7 +197,8 @@ def llm_prediction_frame(
                 cluster = (accelerator, gpus, nodes, network)
                 found = kept.get(cluster)
                 if found is None:
-                    found = _search(workload, accelerator, gpus, nodes, instance, plan, efficiency)
+                    chip = as_run(accelerator, workload.precision)  # no bf16: its fp16 rate
+                    found = _search(workload, chip, gpus, nodes, instance, plan, efficiency)
                     kept.put(cluster, found)
                 searched[key] = found
             found = searched[key]
@@ -203,6 +206,8 @@ def llm_prediction_frame(
             problem = ""
             if chosen is None:
                 problem = found.problem or "no training plan can run on this cluster"
-            rows.append(_row(instance, nodes, chosen, "", problem))
+            row = _row(instance, nodes, chosen, "", problem)
+            row["precision_remark"] = fp16_fallback_remark(accelerator, workload.precision)
+            rows.append(row)
     kept.save()
     return pd.DataFrame(rows, columns=list(LLM_COLUMNS))

@@ -74,6 +74,7 @@ class LLMTrainingPrediction:
     global_batch: int = 1  # sequences per optimizer step, as the plan runs it
     memory_gib: dict[str, float] = field(default_factory=dict)
     largest_micro_batch: int = 0
+    memory_tight: bool = False  # runs only inside the estimate's memory reserve (fit_reason says how far)
 
 
 MFU_CONVENTION = (
@@ -81,6 +82,14 @@ MFU_CONVENTION = (
     "through, the input embedding excluded; PaLM's convention; 4·N + 8·… for LoRA/QLoRA, which compute "
     "no weight gradients of the base), over the GPUs' dense peak of the precision (bf16 for fp8 runs)"
 )
+
+
+def mfu_formula(finetune: str) -> str:
+    """The model FLOPs per token the MFU of a ``finetune`` run counts, in a few words."""
+    if finetune == "full":
+        return "6·N + attention FLOPs per token"
+    # Frozen base: forward 2N and the activations' gradient 2N, no weight gradient.
+    return "4·N + attention FLOPs per token (frozen base: no weight gradients)"
 
 
 def model_flops_per_token(arch: DecoderArchitecture, seq_len: int, finetune: str = "full") -> float:
@@ -129,13 +138,17 @@ def plan_memory(
     # Unfused attention keeps its 16-bit probabilities for the backward: heads × sequence² a layer.
     scores = 2.0 * arch.num_attention_heads * local_len * seq_len if attention_kernel == "unfused" else 0.0
     layer_saved, other_saved = framework_saved_bytes(arch, plan, per_sequence, local_len)
+    kept_input = per_sequence.hidden_state_bytes
+    if plan.activation_checkpointing and plan.resolved_framework.offloads_checkpoints:
+        # The layers' inputs wait in host memory; the one coming back for its recompute is on the GPU.
+        layer_saved, kept_input = layer_saved + kept_input, 0.0
     memory = memory_per_gpu(
         arch,
         plan,
         states=states,
         layer_saved_per_sequence=layer_saved + scores,
         other_saved_per_sequence=other_saved,
-        hidden_state_per_sequence=per_sequence.hidden_state_bytes,
+        hidden_state_per_sequence=kept_input,
         layer_selective_per_sequence=per_sequence.layer_saved_selective_bytes + scores,
         micro_batches=micro_batches,
         accelerator_memory_gib=accelerator.memory_gib,
@@ -281,7 +294,7 @@ def predict_llm_training(
         mfu=mfu,
         memory_per_gpu_gib=memory.total / GIB,
         fits=memory.fits,
-        fit_reason="" if memory.fits else _miss_reason(memory, plan, gpus),
+        fit_reason=_fit_remark(memory, plan, gpus),
         bottleneck=_bottleneck(breakdown),
         basis=eff.basis,
         breakdown_s=breakdown,
@@ -290,6 +303,7 @@ def predict_llm_training(
         global_batch=sequences,
         memory_gib=memory.to_gib(),
         largest_micro_batch=memory.largest_micro_batch,
+        memory_tight=memory.tight,
     )
 
 
@@ -317,12 +331,19 @@ def _exposed(
     return exposed
 
 
+def _fit_remark(memory: MemoryPerGPU, plan: TrainingPlan, gpus: int) -> str:
+    """Why the plan does not fit, or how tight it is ('' when it fits with room)."""
+    if not memory.fits:
+        return _miss_reason(memory, plan, gpus)
+    return memory.remark() if memory.tight else ""
+
+
 def _miss_reason(memory: MemoryPerGPU, plan: TrainingPlan, gpus: int) -> str:
     # "full" is pre-training and full fine-tuning alike: every weight trained.
     mode = {"full": "full training", "lora": "LoRA", "qlora": "QLoRA"}[plan.finetune]
     return (
         f"needs {memory.total / GIB:.1f} GiB per GPU for {mode} with {plan.text(gpus)}; "
-        f"has {memory.capacity / GIB:.1f} GiB"
+        f"has {memory.capacity / GIB:.1f} GiB ({memory.limit / GIB:.1f} at the tightest)"
     )
 
 
