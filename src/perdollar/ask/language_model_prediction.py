@@ -182,6 +182,7 @@ def predict_llm(
         "fits": p.fits,
         "fit_reason": p.fit_reason,
         "precision_remark": precision_remark,
+        "mfu_remark": p.mfu_remark,
         "bottleneck": p.bottleneck,
         "basis": p.basis,
         "calibration": calibration.note if calibration else "",

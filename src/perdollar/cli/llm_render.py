@@ -33,6 +33,8 @@ def print_llm_prediction(result: dict[str, Any]) -> None:
         f"{format_number(result['step_time_s'])} s · MFU {100 * result['mfu']:.1f}%  "
         f"[dim]({result.get('mfu_formula') or '6·N + attention FLOPs per token'} over the dense peak)[/]"
     )
+    if result.get("mfu_remark"):
+        console.print(f"            [yellow]{escape(result['mfu_remark'])}[/]")
     console.print(f"bottleneck: {result['bottleneck']}")
     memory = result["memory_gib"]
     parts = ", ".join(

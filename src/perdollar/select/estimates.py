@@ -80,12 +80,12 @@ def estimates_from_frame(
 
 
 def row_remarks(row: Mapping[str, object]) -> tuple[str, ...]:
-    """A fitting row's memory remark (its ``fit_reason``: how tight) and its precision remark."""
+    """A fitting row's memory remark (its ``fit_reason``: how tight), its precision remark and its
+    MFU remark (held to the best published)."""
     remarks = []
     if bool(row.get("fits", True)) and _text(row.get("fit_reason")):
         remarks.append(_text(row.get("fit_reason")))
-    if _text(row.get("precision_remark")):
-        remarks.append(_text(row.get("precision_remark")))
+    remarks += [_text(row.get(name)) for name in ("precision_remark", "mfu_remark") if _text(row.get(name))]
     return tuple(remarks)
 
 

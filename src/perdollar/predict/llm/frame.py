@@ -33,6 +33,7 @@ LLM_COLUMNS = (
     "plan_text",
     "memory_per_gpu_gib",
     "precision_remark",
+    "mfu_remark",
 )
 
 
@@ -153,6 +154,7 @@ def _row(
         plan=p.plan,
         plan_text=p.plan.text(p.gpus),
         memory_per_gpu_gib=p.memory_per_gpu_gib,
+        mfu_remark=p.mfu_remark,
     )
     return row
 

@@ -36,6 +36,7 @@ from perdollar.predict.llm.memory import (
     model_states,
     state_bytes_per_param,
 )
+from perdollar.predict.llm.mfu_limits import held_remark, mfu_limit
 from perdollar.predict.llm.optimizers import paging_seconds
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.llm.stage import (
@@ -75,6 +76,7 @@ class LLMTrainingPrediction:
     memory_gib: dict[str, float] = field(default_factory=dict)
     largest_micro_batch: int = 0
     memory_tight: bool = False  # runs only inside the estimate's memory reserve (fit_reason says how far)
+    mfu_remark: str = ""  # held to the best published MFU for the chip and scale (mfu_limits), and why
 
 
 MFU_CONVENTION = (
@@ -278,12 +280,17 @@ def predict_llm_training(
     breakdown = {k: v / eff.calibration_factor for k, v in breakdown.items() if v > 0}
     step = (micro_batches * stage + bubble + sum(exposed.values()) + optimizer) / eff.calibration_factor
     sequences = micro_batches * plan.micro_batch * plan.data_parallel_size(gpus)
+    flops_per_token = model_flops_per_token(arch, seq_len, plan.finetune)
+    mfu = sequences * seq_len / step * flops_per_token / (gpus * _peak_flops(accelerator, precision))
+    limit = mfu_limit(accelerator.architecture, gpus)
+    mfu_remark = ""
+    # A spec prediction above the best published MFU is held to it; the user's own runs are not.
+    if eff.basis == "spec" and precision not in FP8_PRECISIONS and mfu > limit.limit:
+        mfu_remark = held_remark(mfu, limit)
+        held = step * mfu / limit.limit
+        breakdown["held to the published MFU limit"] = held - step
+        step, mfu = held, limit.limit
     tokens_per_second = sequences * seq_len / step
-    mfu = (
-        tokens_per_second
-        * model_flops_per_token(arch, seq_len, plan.finetune)
-        / (gpus * _peak_flops(accelerator, precision))
-    )
     errors = shipped_model().errors_for(eff.basis, accelerator.software_stack)
     return LLMTrainingPrediction(
         tokens_per_second=tokens_per_second,
@@ -304,6 +311,7 @@ def predict_llm_training(
         memory_gib=memory.to_gib(),
         largest_micro_batch=memory.largest_micro_batch,
         memory_tight=memory.tight,
+        mfu_remark=mfu_remark,
     )
 
 
