@@ -143,7 +143,8 @@ def test_the_workload_refuses_an_unknown_attention_kernel_and_keeps_old_fingerpr
     assert default.fingerprint != load_llm_workload("llama-3.1-8b", attention_kernel="native").fingerprint
 
 
-PREDICT = ("predict", "llama-3.1-8b", "--instance", "p5.48xlarge", "--plan", "fsdp", "--seq-len", "8192")
+# Checkpointed, so that neither kernel's rate reaches the MFU held to the best published on H100.
+PREDICT = ("predict", "llama-3.1-8b", "--instance", "p5.48xlarge", "--plan", "fsdp+ac", "--seq-len", "8192")
 
 
 def test_predict_takes_the_attention_kernel() -> None:

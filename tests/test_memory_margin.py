@@ -106,6 +106,12 @@ def test_a_ranked_row_carries_its_remarks_to_the_answer() -> None:
     estimate = estimates_from_frame(pd.DataFrame([row]), Target())[0]
     assert estimate.remarks == (row["fit_reason"],)
     assert remarks_lines([estimate]) == [f"#1 1x g6e.xlarge on-demand (aws us-east-1): {row['fit_reason']}"]
+    # A remark several rows share is said once, after their ranks.
+    shared = dataclasses.replace(estimate, remarks=("fp16 with loss scaling: no bf16 on T4",))
+    assert remarks_lines([shared, estimate, shared]) == [
+        "#1, #3: fp16 with loss scaling: no bf16 on T4",
+        f"#2 1x g6e.xlarge on-demand (aws us-east-1): {row['fit_reason']}",
+    ]
 
 
 def test_predict_says_how_tight_or_how_much_room() -> None:

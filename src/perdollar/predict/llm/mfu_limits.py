@@ -5,7 +5,8 @@ Each limit is the highest MFU (6·N + attention FLOPs per token over the dense b
 convention of :data:`perdollar.predict.llm.step.MFU_CONVENTION`) that a named public source
 reports for that generation, on at most ``max_gpus`` GPUs (None: any number). A roofline that
 predicts more has found an efficiency nobody has shown; until someone does, the answer is held to
-what has been shown. FP8 runs are left alone (their MFU is reported against the bf16 peak, and
+what has been shown. The user's own runs calibrate the held figure, so a run measured faster is
+reproduced as measured. FP8 runs are left alone (their MFU is reported against the bf16 peak, and
 their best published figures are not bf16's).
 """
 

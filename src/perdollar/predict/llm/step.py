@@ -276,20 +276,23 @@ def predict_llm_training(
         **{f"exposed {name}": seconds for name, seconds in exposed.items()},
         "optimizer": optimizer,
     }
-    # A calibration from the user's own runs scales the whole step, each part alike.
-    breakdown = {k: v / eff.calibration_factor for k, v in breakdown.items() if v > 0}
-    step = (micro_batches * stage + bubble + sum(exposed.values()) + optimizer) / eff.calibration_factor
+    step = micro_batches * stage + bubble + sum(exposed.values()) + optimizer
     sequences = micro_batches * plan.micro_batch * plan.data_parallel_size(gpus)
     flops_per_token = model_flops_per_token(arch, seq_len, plan.finetune)
     mfu = sequences * seq_len / step * flops_per_token / (gpus * _peak_flops(accelerator, precision))
     limit = mfu_limit(accelerator.architecture, gpus)
     mfu_remark = ""
-    # A spec prediction above the best published MFU is held to it; the user's own runs are not.
-    if eff.basis == "spec" and precision not in FP8_PRECISIONS and mfu > limit.limit:
+    # The model's own figure above the best published MFU is held to it (before the user's runs
+    # calibrate it: a run measured faster than the limit is reproduced as measured).
+    if precision not in FP8_PRECISIONS and mfu > limit.limit:
         mfu_remark = held_remark(mfu, limit)
         held = step * mfu / limit.limit
         breakdown["held to the published MFU limit"] = held - step
-        step, mfu = held, limit.limit
+        step = held
+    # A calibration from the user's own runs scales the whole step, each part alike.
+    breakdown = {k: v / eff.calibration_factor for k, v in breakdown.items() if v > 0}
+    step /= eff.calibration_factor
+    mfu = sequences * seq_len / step * flops_per_token / (gpus * _peak_flops(accelerator, precision))
     tokens_per_second = sequences * seq_len / step
     errors = shipped_model().errors_for(eff.basis, accelerator.software_stack)
     return LLMTrainingPrediction(
