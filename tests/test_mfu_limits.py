@@ -3,7 +3,9 @@ says so; the MFU line names the convention computed; QLoRA pays for its dequanti
 
 from __future__ import annotations
 
+import csv
 import json
+from pathlib import Path
 
 import pytest
 
@@ -61,15 +63,27 @@ def test_the_mfu_line_of_lora_names_the_4n_it_computes() -> None:
     )
 
 
-def test_qlora_pays_for_dequantising_its_weights_in_every_pass(cat) -> None:
-    # Published: QLoRA of Llama 2 7B on one A100 took 39% longer than LoRA (Raschka 2023); its
-    # dequantisation is a kernel of its own, whichever framework fuses the rest.
+def _measured_tokens_per_second(model: str, finetune: str, seq_len: int, micro_batch: int) -> float:
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_lora_steps_h100.csv"
+    for row in csv.DictReader(path.open(encoding="utf-8")):
+        shape = (row["model"], row["finetune"], int(row["seq_len"]), int(row["micro_batch"]), row["rank"])
+        if shape == (model, finetune, seq_len, micro_batch, "16") and row["status"] == "ok":
+            return float(row["tokens_per_s"])
+    raise AssertionError(f"no measured {model} {finetune} step")
+
+
+def test_qlora_pays_for_dequantising_its_weights_as_measured(cat) -> None:
+    # perdollar's own PEFT + bitsandbytes steps on one H100: QLoRA about 10% below LoRA at one
+    # sequence of 2048 tokens. The dequantisation is a kernel of its own, whatever fuses around it.
     arch = load_llm_workload("llama-3.1-8b").architecture
     h100 = cat.accelerators["H100-SXM5-80GB"]
+    measured = _measured_tokens_per_second("llama-3.1-8b", "lora", 2048, 1) / _measured_tokens_per_second(
+        "llama-3.1-8b", "qlora", 2048, 1
+    )
     for framework in ("hf", "unsloth"):
         rates = {
-            mode: predict_llm_training(arch, h100, gpus_per_node=8, nodes=1, seq_len=2048, global_batch=64,
-                                       plan=parse_plan(f"ddp+ac,{mode}16,{framework}")).tokens_per_second
+            mode: predict_llm_training(arch, h100, gpus_per_node=1, nodes=1, seq_len=2048, global_batch=1,
+                                       plan=parse_plan(f"ddp,{mode}16,{framework}")).tokens_per_second
             for mode in ("lora", "qlora")
         }  # fmt: skip
-        assert 1.15 < rates["lora"] / rates["qlora"] < 1.6, framework
+        assert rates["lora"] / rates["qlora"] == pytest.approx(measured, rel=0.05), framework

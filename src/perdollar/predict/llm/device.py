@@ -61,12 +61,12 @@ ATTENTION_FLOPS_PER_SCORE = {"forward": 4.0, "backward": 10.0}
 
 # Share of the memory bandwidth the NF4 dequantisation of QLoRA's frozen weights reaches, as the
 # frameworks run it (bitsandbytes' dequantize_4bit before each matrix product of MatMul4Bit, in
-# the forward, the recompute and again in the backward). Fitted on one published comparison:
-# Sebastian Raschka, "Practical Tips for Finetuning LLMs Using LoRA" (Ahead of AI, 2023), where
-# QLoRA (NF4, double quantisation) of Llama 2 7B on one A100 took 39% longer than LoRA; the fit
-# takes that run as micro-batch 1 of 512 tokens with checkpointing (Alpaca's short instructions),
-# under eager PyTorch with PEFT-style modules (benchmarks/fit_nf4_dequantise.py).
-NF4_DEQUANTISE_BANDWIDTH_SHARE = 0.467
+# the forward, the recompute and again in the backward), a kernel of its own that no fusion of the
+# chains around it shrinks. Fitted on perdollar's own QLoRA steps under PEFT and bitsandbytes 0.50
+# on one H100 and one H200 (benchmarks/gpu_lora_steps_*.csv; benchmarks/fit_nf4_dequantise.py):
+# the full bandwidth, the fit's bound. An older published comparison on an A100 (Raschka 2023,
+# QLoRA 39% slower than LoRA for Llama 2 7B) is not reproduced: at its shape this gives 13%.
+NF4_DEQUANTISE_BANDWIDTH_SHARE = 1.0
 
 
 def warp_mma_share(accelerator: Accelerator) -> float:
