@@ -63,11 +63,12 @@ def predict_llm(
     With ``read_store`` the bench runs of the model stored earlier calibrate it.
     """
     from perdollar import catalog as catalog_mod
+    from perdollar.predict.fp16_fallback import as_run, fp16_fallback_remark
     from perdollar.predict.llm import MFU_CONVENTION, predict_llm_training
     from perdollar.predict.llm.frame import cluster_settings, excluded_reason
     from perdollar.predict.llm.plan import TrainingPlan
     from perdollar.predict.llm.planner import MAX_TENSOR_PARALLEL, plan_shapes, search_plans
-    from perdollar.predict.llm.step import plan_problem
+    from perdollar.predict.llm.step import mfu_formula, plan_problem
     from perdollar.workload.llm import load_llm_workload
 
     cat = catalog_mod.load()
@@ -99,6 +100,8 @@ def predict_llm(
     if accelerator.software_stack not in SUPPORTED_STACKS:  # its own stack, as a ranking predicts it
         return _on_own_stack(workload, instance, accelerator, nodes, settings, flags)
     calibration = _calibration(workload, cat, store_url, note) if read_store else None
+    precision_remark = fp16_fallback_remark(accelerator, workload.precision)
+    accelerator = as_run(accelerator, workload.precision)  # no bf16: amp-bf16 at the fp16 rate
     gpus = int(instance.accelerator_count)
     efficiency = calibration.efficiency if calibration else None
     common = cluster_settings(workload, instance, gpus, nodes, efficiency)
@@ -166,6 +169,7 @@ def predict_llm(
         "step_time_s": p.step_time_s,
         "mfu": p.mfu,
         "mfu_convention": MFU_CONVENTION,
+        "mfu_formula": mfu_formula(p.plan.finetune),
         "plan": p.plan.to_dict(),
         "framework": p.plan.resolved_framework.name,
         "compiled": p.plan.resolved_framework.compiled,
@@ -177,6 +181,8 @@ def predict_llm(
         "largest_micro_batch": p.largest_micro_batch,
         "fits": p.fits,
         "fit_reason": p.fit_reason,
+        "precision_remark": precision_remark,
+        "mfu_remark": p.mfu_remark,
         "bottleneck": p.bottleneck,
         "basis": p.basis,
         "calibration": calibration.note if calibration else "",

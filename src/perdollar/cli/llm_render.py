@@ -31,8 +31,10 @@ def print_llm_prediction(result: dict[str, Any]) -> None:
     console.print(
         f"            {format_number(result['samples_per_second'])} sequences/s · step "
         f"{format_number(result['step_time_s'])} s · MFU {100 * result['mfu']:.1f}%  "
-        "[dim](6·N + attention FLOPs per token over the dense peak)[/]"
+        f"[dim]({result.get('mfu_formula') or '6·N + attention FLOPs per token'} over the dense peak)[/]"
     )
+    if result.get("mfu_remark"):
+        console.print(f"            [yellow]{escape(result['mfu_remark'])}[/]")
     console.print(f"bottleneck: {result['bottleneck']}")
     memory = result["memory_gib"]
     parts = ", ".join(
@@ -40,11 +42,16 @@ def print_llm_prediction(result: dict[str, Any]) -> None:
         for name in ("weights", "gradients", "optimizer_states", "activations", "buffers")
         if memory.get(name)
     )
-    fit = "fits" if result["fits"] else f"does NOT fit: {result['fit_reason']}"
+    fit = f"does NOT fit: {result['fit_reason']}"
+    if result["fits"]:
+        spare = memory.get("capacity", 0.0) - result["memory_per_gpu_gib"]
+        fit = result["fit_reason"] or f"fits with {spare:.1f} GiB to spare"
     console.print(
         f"memory per GPU: {result['memory_per_gpu_gib']:.1f} GiB of {memory.get('capacity', 0):.1f} usable "
         f"{f'({parts}) ' if parts else ''}— {fit}"
     )
+    if result.get("precision_remark"):
+        console.print(f"precision: {escape(result['precision_remark'])}")
     if result["largest_micro_batch"]:
         console.print(f"largest micro-batch that fits with this plan: {result['largest_micro_batch']}")
     breakdown = result["breakdown_s"]

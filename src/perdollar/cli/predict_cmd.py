@@ -244,10 +244,12 @@ def _print_prediction(name: str, profile: Profile, instance: InstanceType, p: Pr
         f"{format_number(p.compute_time_s * 1e3)} ms + exposed all-reduce "
         f"{format_number(p.communication_time_s * 1e3)} ms"
     )
-    fit = "fits" if p.fits else f"does NOT fit: {p.fit_reason}"
+    fit = (p.fit_reason or "fits") if p.fits else f"does NOT fit: {p.fit_reason}"
     if p.max_batch_that_fits:
         fit += f" (largest batch that fits ≈ {p.max_batch_that_fits})"
     console.print(f"memory: {fit}")
+    if p.precision_remark:
+        console.print(f"precision: {escape(p.precision_remark)}")
     if p.excluded_reason:
         console.print(f"[yellow]excluded:[/] {escape(p.excluded_reason)}")
     if p.breakdown_s:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.catalog.model import Accelerator, InstanceType
+from perdollar.predict import fp16_fallback
 from perdollar.predict.calibration import Calibration
 from perdollar.predict.communication import (
     DEFAULT_BACKWARD_OVERLAP,
@@ -25,6 +26,10 @@ from perdollar.predict.step import device_steps
 from perdollar.profile.model import Profile
 
 MEMORY_HEADROOM = 0.10  # allocator fragmentation, CUDA context, framework workspace
+# A step that needs more than the headroom leaves but no more than the device less this share
+# runs where the allocator packs well: it is "tight", ranked with its margin said, not refused
+# (the language-model planner's rule too: perdollar.predict.llm.memory.TIGHT_FIT_RESERVE).
+TIGHT_FIT_RESERVE = 0.05
 
 
 def usable_memory_bytes(memory_gib: float, share: float = 1.0) -> float:
@@ -117,7 +122,9 @@ def prediction_frame(
     """One row per (instance, node count): the Prediction fields plus ``cloud``."""
     node_counts = sorted({int(n) for n in node_counts if int(n) >= 1}) or [1]
     keys = sorted({i.accelerator_key for i in instances if i.accelerator_key in accelerators})
-    per_acc = _accelerator_rows(profile, [accelerators[k] for k in keys], calibration) if keys else None
+    # A chip without bf16 runs a mixed-precision bf16 step in fp16 with loss scaling (fp16_fallback).
+    as_run = [fp16_fallback.as_run(accelerators[k], profile.precision) for k in keys]
+    per_acc = _accelerator_rows(profile, as_run, calibration) if keys else None
     base = pd.DataFrame(
         {
             "cloud": [i.cloud for i in instances],
@@ -146,6 +153,7 @@ def prediction_frame(
     base["memory_bytes"] = [a.memory_gib * 2**30 if a and a.memory_gib else math.nan for a in acc_of]
     base["stack"] = [a.software_stack if a else "cpu" for a in acc_of]
     base["bf16"] = [a.supports_bf16 if a else True for a in acc_of]
+    base["precision_remark"] = [fp16_fallback.fp16_fallback_remark(a, profile.precision) for a in acc_of]
     _cpu_only(base, profile, calibration)
     frames = []
     for nodes in node_counts:
@@ -155,7 +163,7 @@ def prediction_frame(
     out = pd.concat(frames, ignore_index=True)
     _cluster(out, profile, calibration, data_bytes_per_sample, input_rate_per_core, overlap)
     _memory_fit(out, profile)
-    return out[list(PREDICTION_COLUMNS)]
+    return out[[*PREDICTION_COLUMNS, "precision_remark"]]
 
 
 def _cpu_only(base: pd.DataFrame, profile: Profile, calibration: Calibration | None) -> None:
@@ -238,11 +246,10 @@ def _cluster(
     )
     missing = out["accelerator_key"].isna().to_numpy() & ~out["cpu_only"].to_numpy(dtype=bool)
     reason = np.where(missing, "accelerator not in the accelerator table", reason)
-    if profile.precision in ("amp-bf16", "bf16"):
+    if profile.precision in fp16_fallback.REFUSED_WITHOUT_BF16:
         no_bf16 = ~out["bf16"].to_numpy(dtype=bool)
-        reason = np.where(
-            no_bf16 & (reason == "") & (stack != "cpu"), "bf16 not supported by this accelerator", reason
-        )
+        refusal = fp16_fallback.bf16_refusal_text()
+        reason = np.where(no_bf16 & (reason == "") & (stack != "cpu"), refusal, reason)
     # Several machines of a cloud that states no network between them are not one cluster.
     lone = out["single_node_reason"].to_numpy(dtype=str)
     several = out["nodes"].to_numpy() > 1
@@ -260,7 +267,9 @@ _ACTIVATION_SHARE_FOR_MAX_BATCH = 0.01
 def _memory_fit(out: pd.DataFrame, profile: Profile) -> None:
     per_node = out["accelerators_per_node"].to_numpy(dtype=float)
     capacity = out.get("memory_bytes", pd.Series(np.nan, index=out.index)).to_numpy(dtype=float)
-    capacity = capacity * np.where(per_node < 1, per_node, 1.0) * (1 - MEMORY_HEADROOM)
+    device = capacity * np.where(per_node < 1, per_node, 1.0)
+    capacity = device * (1 - MEMORY_HEADROOM)
+    limit = device * (1 - TIGHT_FIT_RESERVE)
     need = profile.memory.total
     fixed = need - profile.memory.activations
     per_sample = profile.memory.activations / max(profile.batch_size, 1)
@@ -268,7 +277,7 @@ def _memory_fit(out: pd.DataFrame, profile: Profile) -> None:
         # The traced peak came where activations were gone (the optimizer step of a small batch):
         # it says nothing of how memory grows with the batch, and no largest batch is claimed.
         per_sample = 0.0
-    fits = np.where(np.isnan(capacity), True, need <= capacity)
+    fits = np.where(np.isnan(capacity), True, need <= np.maximum(capacity, limit))
     max_batch = np.where(
         np.isnan(capacity) | (per_sample <= 0), np.nan, np.floor((capacity - fixed) / max(per_sample, 1e-9))
     )
@@ -276,10 +285,13 @@ def _memory_fit(out: pd.DataFrame, profile: Profile) -> None:
     gib = 2**30
     out["fit_reason"] = [
         ""
-        if f or math.isnan(c)
+        if math.isnan(c) or (f and need <= c)
+        else f"tight: {(need - c) / gib:.1f} GiB over the estimate's margin ({need / gib:.1f} of "
+        f"{d / gib:.1f} GiB held)"
+        if f
         else f"needs {need / gib:.1f} GiB per device, has {c / gib:.1f} GiB after "
-        f"{MEMORY_HEADROOM:.0%} headroom"
-        for f, c in zip(fits, capacity, strict=True)
+        f"{MEMORY_HEADROOM:.0%} headroom ({lim / gib:.1f} at the tightest)"
+        for f, c, d, lim in zip(fits, capacity, device, limit, strict=True)
     ]
     out["max_batch_that_fits"] = [
         int(b) if np.isfinite(b) and b >= 1 else (0 if np.isfinite(b) else None) for b in max_batch

@@ -28,3 +28,4 @@ class Prediction:
     max_batch_that_fits: int | None = None
     breakdown_s: dict[str, float] = field(default_factory=dict)  # per operator class, one device
     excluded_reason: str = ""  # hard exclusion (software stack, dtype) — empty when usable
+    precision_remark: str = ""  # the precision it runs in instead of the one asked, and why

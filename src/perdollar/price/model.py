@@ -121,6 +121,9 @@ class Estimate:
     # The price's band, all nodes, USD/h: spot over the zones it may land in, widened by its age.
     price_per_hour_low: float | None = None
     price_per_hour_high: float | None = None
+    # What the prediction assumed that the user should know before renting: a memory fit inside the
+    # estimate's reserve ("tight: …"), a precision the chip falls back to ("fp16 with loss scaling: …").
+    remarks: tuple[str, ...] = ()
 
     # Language models: the training plan this configuration runs (token and sentence), its model
     # FLOPs utilisation and the memory it holds per GPU; samples are then tokens.

@@ -221,6 +221,8 @@ def print_recommendation(
     flagged = flags_note(e.flags for e in recommendation.estimates[:top] if e.feasible)
     if flagged:
         console.print(f"[dim]{flagged}[/]", highlight=False)
+    for line in remarks_lines([e for e in recommendation.estimates if e.feasible][:top]):
+        console.print(line, highlight=False, markup=False)
     if show_excluded:
         print_fitted(console, excluded_table(recommendation, limit=max(top, 20), width=console.width))
     console.print()
@@ -234,6 +236,25 @@ def print_recommendation(
         f"refresh with `perdollar catalog refresh`.[/]",
         highlight=False,
     )
+
+
+def remarks_lines(shown: Sequence[Estimate]) -> list[str]:
+    """``#3 1x g6e.xlarge spot (aws us-east-1): tight: 0.2 GiB over …``: what each ranked row
+    assumed that the user should know (a tight memory fit, a precision fallback, a held MFU); a
+    remark several rows share is said once, after their ranks (``#1, #2, #4: fp16 with …``)."""
+    ranks: dict[str, list[int]] = {}
+    for rank, estimate in enumerate(shown, 1):
+        for remark in estimate.remarks:
+            ranks.setdefault(remark, []).append(rank)
+    lines = []
+    for remark, where in ranks.items():
+        head = (
+            f"#{where[0]} {shown[where[0] - 1].label}"
+            if len(where) == 1
+            else ", ".join(f"#{r}" for r in where)
+        )
+        lines.append(f"{head}: {remark}")
+    return lines
 
 
 def flags_note(flag_sets: Iterable[Iterable[str]]) -> str:

@@ -74,11 +74,22 @@ def estimates_from_frame(
                 else None,
                 flags=flags,
                 stack_label=_text(row.get("stack_label")),
+                remarks=row_remarks(row),
                 **_plan_fields(row),
                 **_bill_fields(row),
             )
         )
     return estimates
+
+
+def row_remarks(row: Mapping[str, object]) -> tuple[str, ...]:
+    """A fitting row's memory remark (its ``fit_reason``: how tight), its precision remark and its
+    MFU remark (held to the best published)."""
+    remarks = []
+    if bool(row.get("fits", True)) and _text(row.get("fit_reason")):
+        remarks.append(_text(row.get("fit_reason")))
+    remarks += [_text(row.get(name)) for name in ("precision_remark", "mfu_remark") if _text(row.get(name))]
+    return tuple(remarks)
 
 
 def _plan_fields(row: dict[str, object]) -> dict[str, object]:

@@ -60,6 +60,16 @@ UNFUSED_SCORE_BYTES = {"forward": 8.0, "backward": 14.0}
 ATTENTION_FLOPS_PER_SCORE = {"forward": 4.0, "backward": 10.0}
 
 
+# Share of the memory bandwidth the NF4 dequantisation of QLoRA's frozen weights reaches, as the
+# frameworks run it (bitsandbytes' dequantize_4bit before each matrix product of MatMul4Bit, in
+# the forward, the recompute and again in the backward), a kernel of its own that no fusion of the
+# chains around it shrinks. Fitted on perdollar's own QLoRA steps under PEFT and bitsandbytes 0.50
+# on one H100 and one H200 (benchmarks/gpu_lora_steps_*.csv; benchmarks/fit_nf4_dequantise.py):
+# the full bandwidth, the fit's bound. An older published comparison on an A100 (Raschka 2023,
+# QLoRA 39% slower than LoRA for Llama 2 7B) is not reproduced: at its shape this gives 13%.
+NF4_DEQUANTISE_BANDWIDTH_SHARE = 1.0
+
+
 def warp_mma_share(accelerator: Accelerator) -> float:
     major = (accelerator.compute_capability or "").split(".")[0]
     return WARP_MMA_SHARE.get(major, 1.0)
@@ -77,9 +87,18 @@ def _unfused_attention(ops: tuple[OperatorRecord, ...], head_dim: int) -> tuple[
         scores = op.flops / (ATTENTION_FLOPS_PER_SCORE[op.phase] * head_dim)
         traffic = UNFUSED_SCORE_BYTES[op.phase] * scores
         out.append(replace(op, op_class="matmul", gemm_mnk=None))
-        out.append(OperatorRecord(name="attention.scores", op_class="attention", phase=op.phase, flops=0.0,
-                                  bytes_read=traffic / 2, bytes_written=traffic / 2, dtype=op.dtype,
-                                  count=op.count))
+        out.append(
+            OperatorRecord(
+                name="attention.scores",
+                op_class="attention",
+                phase=op.phase,
+                flops=0.0,
+                bytes_read=traffic / 2,
+                bytes_written=traffic / 2,
+                dtype=op.dtype,
+                count=op.count,
+            )
+        )
     return tuple(out)
 
 
@@ -227,8 +246,8 @@ def micro_batch_times(
     if finetune != "full":
         adapters = adapter_ops(arch, tokens, lora_rank, replace(runner, lora="fused") if compiled else runner)
         adapters += compiled_adapter_chains(arch, tokens, runner) if compiled else ()
-    quantised = _dequantise_ops(arch) if finetune == "qlora" else ()
-    extra_ops += _split_all(adapters + quantised, tensor_parallel)
+    quantised = _split_all(_dequantise_ops(arch), tensor_parallel) if finetune == "qlora" else ()
+    extra_ops += _split_all(adapters, tensor_parallel)
     other_traced, loss_ops = trace.other_ops, ()
     if compiled:
         other_traced, loss_ops = fused_loss(other_traced, tokens * arch.vocab_size)
@@ -240,6 +259,8 @@ def micro_batch_times(
     layer_groups = (
         (traced_layer, layer_rate * (trace.layer_fused_traffic_share if compiled else 1.0)),
         (extra_ops, layer_rate),
+        # Dequantisation is a kernel of its own, whatever fuses around it, at its own achieved rate.
+        (quantised, 1.0 / NF4_DEQUANTISE_BANDWIDTH_SHARE),
     )
     other_groups = (
         (other_traced, other_rate * (trace.other_fused_traffic_share if compiled else 1.0)),

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from perdollar.predict.fp16_fallback import as_run, bf16_refusal, fp16_fallback_remark
 from perdollar.predict.frame import PREDICTION_COLUMNS, SUPPORTED_STACKS
 from perdollar.predict.limits import CandidateLimits
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS
@@ -32,6 +33,8 @@ LLM_COLUMNS = (
     "plan",
     "plan_text",
     "memory_per_gpu_gib",
+    "precision_remark",
+    "mfu_remark",
 )
 
 
@@ -41,8 +44,8 @@ def excluded_reason(instance: Any, accelerator: Any, workload: LLMWorkload) -> s
         return "no GPU" if instance.is_cpu_only else "accelerator not in the accelerator table"
     if accelerator.software_stack not in SUPPORTED_STACKS:
         return training_stack_problem(accelerator, workload)
-    if workload.precision in ("amp-bf16", "bf16") and not accelerator.supports_bf16:
-        return "bf16 not supported by this accelerator"
+    if bf16_refusal(accelerator, workload.precision):  # amp-bf16 falls back to fp16 (fp16_fallback)
+        return bf16_refusal(accelerator, workload.precision)
     if workload.precision in FP8_PRECISIONS and not accelerator.peak_fp8_tflops:
         return "no FP8 tensor cores (fp8 training needs an H100, L4, L40S, MI300 or newer)"
     if (instance.accelerator_count or 0) < 1:
@@ -152,6 +155,7 @@ def _row(
         plan=p.plan,
         plan_text=p.plan.text(p.gpus),
         memory_per_gpu_gib=p.memory_per_gpu_gib,
+        mfu_remark=p.mfu_remark,
     )
     return row
 
@@ -201,7 +205,8 @@ def llm_prediction_frame(
                 cluster = (accelerator, gpus, nodes, network)
                 found = kept.get(cluster)
                 if found is None:
-                    found = _search(workload, accelerator, gpus, nodes, instance, plan, efficiency)
+                    chip = as_run(accelerator, workload.precision)  # no bf16: its fp16 rate
+                    found = _search(workload, chip, gpus, nodes, instance, plan, efficiency)
                     kept.put(cluster, found)
                 searched[key] = found
             found = searched[key]
@@ -209,6 +214,8 @@ def llm_prediction_frame(
             problem = ""
             if chosen is None:
                 problem = found.problem or "no training plan can run on this cluster"
-            rows.append(_row(instance, nodes, chosen, "", problem))
+            row = _row(instance, nodes, chosen, "", problem)
+            row["precision_remark"] = fp16_fallback_remark(accelerator, workload.precision)
+            rows.append(row)
     kept.save()
     return pd.DataFrame(rows, columns=list(LLM_COLUMNS))

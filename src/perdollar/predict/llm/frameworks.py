@@ -100,6 +100,9 @@ class Framework:
     # The kinds of MODEL_PARALLEL it runs (every one unless its source says fewer).
     model_parallel: frozenset[str] = frozenset(MODEL_PARALLEL)
     stacks: frozenset[str] = FRAMEWORK_STACKS  # the accelerator software stacks it runs on
+    # Under activation checkpointing each layer's saved input is copied to host memory and back for
+    # its recompute (Unsloth's use_gradient_checkpointing="unsloth"): only the layer in flight stays.
+    offloads_checkpoints: bool = False
 
     @property
     def compiles_eager_code(self) -> bool:
@@ -146,8 +149,10 @@ FRAMEWORKS: dict[str, Framework] = {
             source="unslothai/unsloth kernels/fast_lora.py (LoRA_MLP, LoRA_QKV, LoRA_W with dropout 0), "
             "kernels/cross_entropy_loss.py, rms_layernorm.py, rope_embedding.py, swiglu.py (Triton); "
             "several GPUs only through Accelerate or DeepSpeed's data parallelism (DDP, FSDP, ZeRO), "
-            "no tensor, pipeline, context or expert parallelism (Unsloth's multi-GPU documentation)",
-            model_parallel=frozenset(),
+            "no tensor, pipeline, context or expert parallelism (Unsloth's multi-GPU documentation); "
+            "use_gradient_checkpointing=\"unsloth\", its documented default, offloads each checkpointed "
+            "layer input to host memory (Unsloth_Offloaded_Gradient_Checkpointer, hidden_states.to(\"cpu\"))",
+            model_parallel=frozenset(), offloads_checkpoints=True,
         ),
         Framework(
             "torchtitan", "torchtitan", fused_chains=True, lora="none", adapter_bytes=4.0,

@@ -16,6 +16,15 @@ The optimizer-state bytes above are AdamW's; the plan's optimizer sets them
 (:mod:`perdollar.predict.llm.optimizers`: 8-bit states, SGD's one state). A paged optimizer's
 moments (not the float32 master weights) may spill to host memory: they count toward the demand
 but not against the fit.
+
+The estimate keeps a reserve of its own (:data:`DEFAULT_MEMORY_HEADROOM` of the device) for what
+it does not count: the CUDA context, the caching allocator's fragmentation, NCCL's buffers. A
+plan that eats into that reserve but leaves :data:`TIGHT_FIT_RESERVE` of the device free is
+*tight*: it runs where the allocator packs well (PyTorch's ``expandable_segments``, a steady
+sequence length), so it is ranked, with the margin said, after plans that fit with room. The
+CUDA context takes about 0.3–0.5 GiB and the allocator's waste on a fixed-shape step a few
+percent (PyTorch's CUDA memory-management notes); 5% of the device covers both on a 16 GB card
+and leaves more on larger ones. Only a plan past that is refused as an overrun.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from perdollar.workload.llm.architecture import DecoderArchitecture
 
 GIB = 2**30
 DEFAULT_MEMORY_HEADROOM = 0.10  # allocator fragmentation, CUDA context, NCCL buffers
+TIGHT_FIT_RESERVE = 0.05  # of the device, left free by a tight plan (see the module's docstring)
 NF4_BYTES_PER_WEIGHT = 4.127 / 8
 DDP_BUCKET_BYTES = 2 * 25 * 2**20  # two 25 MiB gradient buckets in flight
 
@@ -191,6 +201,7 @@ class MemoryPerGPU:
     fixed: float  # everything that does not grow with the micro-batch
     per_sequence: float  # activation bytes per sequence of micro-batch
     pageable: float = 0.0  # of the optimizer states, what a paged optimizer may spill to the host
+    limit: float = 0.0  # the most a tight plan may hold: the device less TIGHT_FIT_RESERVE (0: capacity)
 
     @property
     def demand(self) -> float:
@@ -209,7 +220,29 @@ class MemoryPerGPU:
 
     @property
     def fits(self) -> bool:
-        return self.total <= self.capacity
+        """It runs: within the capacity, or tight (into the estimate's reserve, not past the limit)."""
+        return self.total <= max(self.limit, self.capacity)
+
+    @property
+    def tight(self) -> bool:
+        """It runs only inside the estimate's reserve."""
+        return self.fits and self.total > self.capacity
+
+    @property
+    def spare(self) -> float:
+        """Bytes left under the capacity (negative: how far into the reserve a tight plan goes)."""
+        return self.capacity - self.total
+
+    def remark(self) -> str:
+        """What a fitting plan's margin is, in words ('' when it does not fit)."""
+        if not self.fits:
+            return ""
+        if self.tight:
+            return (
+                f"tight: {-self.spare / GIB:.1f} GiB over the estimate's margin "
+                f"({self.total / GIB:.1f} of {self.limit / (1 - TIGHT_FIT_RESERVE) / GIB:.1f} GiB held)"
+            )
+        return f"fits with {self.spare / GIB:.1f} GiB to spare"
 
     @property
     def largest_micro_batch(self) -> int:
@@ -305,6 +338,7 @@ def memory_per_gpu(
         activations=per_sequence * plan.micro_batch,
         buffers=buffers,
         capacity=accelerator_memory_gib * GIB * (1 - headroom),
+        limit=accelerator_memory_gib * GIB * (1 - TIGHT_FIT_RESERVE),
         fixed=fixed,
         per_sequence=per_sequence,
         pageable=states.pageable_states,

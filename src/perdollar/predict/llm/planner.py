@@ -16,10 +16,12 @@ margin of the best found so far is skipped.
 Price is fixed per cluster, so the fastest feasible plan is best for every objective; among
 plans within ``SIMPLER_PLAN_MARGIN`` of the fastest, the simplest wins (no model parallelism,
 DDP before ZeRO before FSDP, no checkpointing), so a small model keeps plain data parallelism.
-When nothing fits, the nearest miss (fewest bytes over) is reported. Plans the model's shape or
-the global batch rule out are skipped with their reason (:func:`plan_problem`): tensor parallel
-must split the attention and KV heads evenly, pipeline stages cannot outnumber the layers, and
-data-parallel ranks × micro-batch must divide the global batch.
+A plan that fits only inside the memory estimate's reserve (tight, :mod:`.memory`) is chosen only
+where no plan fits with room. When nothing fits, the nearest miss (fewest bytes over) is
+reported. Plans the model's shape or the global batch rule out are skipped with their reason
+(:func:`plan_problem`): tensor parallel must split the attention and KV heads evenly, pipeline
+stages cannot outnumber the layers, and data-parallel ranks × micro-batch must divide the global
+batch.
 """
 
 from __future__ import annotations
@@ -247,7 +249,8 @@ def _search(
             misses.append((memory.total - memory.capacity, first))
             continue
         data_parallel = first.data_parallel_size(gpus_per_node * nodes)
-        largest = micro_batch if micro_batch else memory.largest_micro_batch
+        # A tight first micro-batch (into the reserve) is the largest this shape runs.
+        largest = micro_batch if micro_batch else max(memory.largest_micro_batch, first.micro_batch)
         plain = replace(first, activation_checkpointing=False)
         if not shape.activation_checkpointing:
             largest_without[plain] = largest
@@ -268,8 +271,13 @@ def _search(
             evaluated += 1
             if prediction.fits:
                 feasible.append(prediction)
-                fastest = max(fastest, prediction.tokens_per_second)
+                if not prediction.memory_tight:  # a tight plan prunes nothing: it may not be kept
+                    fastest = max(fastest, prediction.tokens_per_second)
+    # A plan with room beats a tight one, however fast: tight plans are the fallback.
+    roomy = [p for p in feasible if not p.memory_tight]
+    feasible = roomy or feasible
     if feasible:
+        fastest = max(p.tokens_per_second for p in feasible)
         close = [p for p in feasible if p.tokens_per_second >= (1 - SIMPLER_PLAN_MARGIN) * fastest]
         return PlanSearch(min(close, key=lambda p: _complexity(p.plan)), None, evaluated)
     if not misses:

@@ -38,6 +38,7 @@ from perdollar.predict.llm.memory import (
     model_states,
     state_bytes_per_param,
 )
+from perdollar.predict.llm.mfu_limits import held_remark, mfu_limit
 from perdollar.predict.llm.moe_training import expert_data_parallel
 from perdollar.predict.llm.optimizers import paging_seconds
 from perdollar.predict.llm.plan import TrainingPlan
@@ -82,6 +83,8 @@ class LLMTrainingPrediction:
     moe: dict[str, float | bool] = field(default_factory=dict)
     # FP8 training's recipe, its products in FP8 and what stays bf16 (perdollar.predict.llm.fp8_recipes)
     fp8: dict[str, object] = field(default_factory=dict)
+    memory_tight: bool = False  # runs only inside the estimate's memory reserve (fit_reason says how far)
+    mfu_remark: str = ""  # held to the best published MFU for the chip and scale (mfu_limits), and why
 
 
 MFU_CONVENTION = (
@@ -89,6 +92,14 @@ MFU_CONVENTION = (
     "through, the input embedding excluded; PaLM's convention; 4·N + 8·… for LoRA/QLoRA, which compute "
     "no weight gradients of the base), over the GPUs' dense peak of the precision (bf16 for fp8 runs)"
 )
+
+
+def mfu_formula(finetune: str) -> str:
+    """The model FLOPs per token the MFU of a ``finetune`` run counts, in a few words."""
+    if finetune == "full":
+        return "6·N + attention FLOPs per token"
+    # Frozen base: forward 2N and the activations' gradient 2N, no weight gradient.
+    return "4·N + attention FLOPs per token (frozen base: no weight gradients)"
 
 
 def model_flops_per_token(arch: DecoderArchitecture, seq_len: int, finetune: str = "full") -> float:
@@ -137,13 +148,17 @@ def plan_memory(
     # Unfused attention keeps its 16-bit probabilities for the backward: heads × sequence² a layer.
     scores = 2.0 * arch.num_attention_heads * local_len * seq_len if attention_kernel == "unfused" else 0.0
     layer_saved, other_saved = framework_saved_bytes(arch, plan, per_sequence, local_len)
+    kept_input = per_sequence.hidden_state_bytes
+    if plan.activation_checkpointing and plan.resolved_framework.offloads_checkpoints:
+        # The layers' inputs wait in host memory; the one coming back for its recompute is on the GPU.
+        layer_saved, kept_input = layer_saved + kept_input, 0.0
     memory = memory_per_gpu(
         arch,
         plan,
         states=states,
         layer_saved_per_sequence=layer_saved + scores,
         other_saved_per_sequence=other_saved,
-        hidden_state_per_sequence=per_sequence.hidden_state_bytes,
+        hidden_state_per_sequence=kept_input,
         layer_selective_per_sequence=per_sequence.layer_saved_selective_bytes + scores,
         micro_batches=micro_batches,
         accelerator_memory_gib=accelerator.memory_gib,
@@ -285,16 +300,24 @@ def predict_llm_training(
         **{f"exposed {name}": seconds for name, seconds in exposed.items()},
         "optimizer": optimizer,
     }
+    step = micro_batches * stage + bubble + sum(exposed.values()) + optimizer
+    sequences = micro_batches * plan.micro_batch * plan.data_parallel_size(gpus)
+    flops_per_token = model_flops_per_token(arch, seq_len, plan.finetune)
+    mfu = sequences * seq_len / step * flops_per_token / (gpus * _peak_flops(accelerator, precision))
+    limit = mfu_limit(accelerator.architecture, gpus)
+    mfu_remark = ""
+    # The model's own figure above the best published MFU is held to it (before the user's runs
+    # calibrate it: a run measured faster than the limit is reproduced as measured).
+    if precision not in FP8_PRECISIONS and mfu > limit.limit:
+        mfu_remark = held_remark(mfu, limit)
+        held = step * mfu / limit.limit
+        breakdown["held to the published MFU limit"] = held - step
+        step = held
     # A calibration from the user's own runs scales the whole step, each part alike.
     breakdown = {k: v / eff.calibration_factor for k, v in breakdown.items() if v > 0}
-    step = (micro_batches * stage + bubble + sum(exposed.values()) + optimizer) / eff.calibration_factor
-    sequences = micro_batches * plan.micro_batch * plan.data_parallel_size(gpus)
+    step /= eff.calibration_factor
+    mfu = sequences * seq_len / step * flops_per_token / (gpus * _peak_flops(accelerator, precision))
     tokens_per_second = sequences * seq_len / step
-    mfu = (
-        tokens_per_second
-        * model_flops_per_token(arch, seq_len, plan.finetune)
-        / (gpus * _peak_flops(accelerator, precision))
-    )
     errors = shipped_model().errors_for(eff.basis, accelerator.software_stack)
     return LLMTrainingPrediction(
         tokens_per_second=tokens_per_second,
@@ -305,7 +328,7 @@ def predict_llm_training(
         mfu=mfu,
         memory_per_gpu_gib=memory.total / GIB,
         fits=memory.fits,
-        fit_reason="" if memory.fits else _miss_reason(memory, plan, gpus),
+        fit_reason=_fit_remark(memory, plan, gpus),
         bottleneck=_bottleneck(breakdown),
         basis=eff.basis,
         breakdown_s=breakdown,
@@ -316,6 +339,8 @@ def predict_llm_training(
         largest_micro_batch=memory.largest_micro_batch,
         moe=times.moe.to_dict() if arch.is_moe else {},
         fp8=_fp8_summary(plan, accelerator, precision, breakdown.get(FP8_QUANTISE, 0.0)),
+        memory_tight=memory.tight,
+        mfu_remark=mfu_remark,
     )
 
 
@@ -354,12 +379,19 @@ def _exposed(
     return exposed
 
 
+def _fit_remark(memory: MemoryPerGPU, plan: TrainingPlan, gpus: int) -> str:
+    """Why the plan does not fit, or how tight it is ('' when it fits with room)."""
+    if not memory.fits:
+        return _miss_reason(memory, plan, gpus)
+    return memory.remark() if memory.tight else ""
+
+
 def _miss_reason(memory: MemoryPerGPU, plan: TrainingPlan, gpus: int) -> str:
     # "full" is pre-training and full fine-tuning alike: every weight trained.
     mode = {"full": "full training", "lora": "LoRA", "qlora": "QLoRA"}[plan.finetune]
     return (
         f"needs {memory.total / GIB:.1f} GiB per GPU for {mode} with {plan.text(gpus)}; "
-        f"has {memory.capacity / GIB:.1f} GiB"
+        f"has {memory.capacity / GIB:.1f} GiB ({memory.limit / GIB:.1f} at the tightest)"
     )
 
 
