@@ -2,10 +2,14 @@
 
     PYTHONPATH=src python benchmarks/llm_training_moe_accuracy.py [--csv FILE]
 
-Every row of ``published_llm_training_moe.csv`` (torchtitan's DeepEP Qwen3-30B-A3B scaling tables on
-B200, the Megatron MoE model zoo's Qwen3-235B-A22B runs on 256 H100) is predicted at its own plan,
-GPU, hosts and network; runs that forced balanced routing are predicted with no load skew. Prints
-the absolute percentage error of tokens/s per GPU by source: first at the shipped
+Every row of ``published_llm_training_moe.csv`` (torchtitan's Qwen3-30B-A3B runs on B200, DeepEP's
+scaling tables and its default expert parallelism; the Megatron MoE model zoo's Qwen3-235B-A22B
+runs on 256 H100 at 4k tokens, with and without the exchange overlapped, and its long-context
+table, forced and dropless routing at 16k to 128k tokens) is predicted at its own plan, GPU, hosts
+and network; runs that forced balanced routing are predicted with no load skew. Prints the
+absolute percentage error of tokens/s per GPU by source and by table, and the forced ÷ dropless
+throughput of each pair of runs that differ only in routing, predicted against published
+(how well the load skew prices imbalance): first at the shipped
 ``LLMEfficiency``, then leave-one-source-out: each source predicted with the MoE efficiency
 (``grouped_gemm_efficiency``) fitted on the other sources only. Run against an older tree (its
 ``src`` on PYTHONPATH) to print that tree's errors on the same rows: the fit needs this tree's model.
@@ -17,6 +21,7 @@ import argparse
 import csv
 import dataclasses
 import json
+import re
 import statistics
 import tempfile
 from pathlib import Path
@@ -120,6 +125,16 @@ def fit(rows: list[dict[str, Any]], start: Any) -> Any:
     return dataclasses.replace(start, grouped_gemm_efficiency=best)
 
 
+def balance_pairs(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(forced, dropless) runs of one table at the same plan, length and batch."""
+
+    def key(r: dict[str, Any]) -> tuple[str, str, str, str]:
+        return r["table"], r["plan"].token(), r["seq_len"], r["global_batch"]
+
+    dropless = {key(r): r for r in rows if r["balance"] == "dropless"}
+    return [(r, dropless[key(r)]) for r in rows if r["balance"] == "forced" and key(r) in dropless]
+
+
 def main() -> None:
     from perdollar.predict.llm import LLMEfficiency
 
@@ -128,6 +143,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = load_rows(args.csv)
     for row in rows:  # a source is its repository: one team's runs, whichever of its tables
+        row["table"] = re.sub(r" @\S+", "", row["source"])  # its file and table, without the commit
         row["source"] = row["source"].split(" ")[0]
     sources = sorted({row["source"] for row in rows})
     shipped = LLMEfficiency()
@@ -138,6 +154,18 @@ def main() -> None:
         everything += errs
         print(line(source[:70], errs))
     print(line("all MoE training rows", everything))
+    print("\nby table (shipped efficiencies):")
+    for table in sorted({row["table"] for row in rows}):
+        print(line(table.split(" ", 1)[1][:70], errors([r for r in rows if r["table"] == table], shipped)))
+    print("\nforced ÷ dropless throughput, predicted vs published:")
+    for forced, dropless in balance_pairs(rows):
+        predicted = [predict(r, shipped) for r in (forced, dropless)]
+        if None in predicted:
+            continue
+        print(
+            f"  {forced['plan'].token():<48} seq {forced['seq_len']:>6}  predicted "
+            f"{predicted[0] / predicted[1]:.3f}  published {forced['measured'] / dropless['measured']:.3f}"
+        )
     if not hasattr(shipped, "grouped_gemm_efficiency"):
         return
     print("\nleave-one-source-out (grouped_gemm_efficiency fitted on the other sources):")

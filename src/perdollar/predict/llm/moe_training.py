@@ -18,7 +18,12 @@ dense GEMMs' rate. A trainer runs it otherwise, per micro-batch and per MoE laye
 - **exchange**: dispatch and combine all-to-alls, forward and backward (and again in a recomputed
   forward), the peers on the host over its GPU link, the rest through the host's NICs, which all
   its GPUs share; the slower of the two sets the time, and the busiest rank receives its load
-  times the mean. The framework hides what :data:`EXPERT_EXCHANGE_OVERLAP` says it does.
+  times the mean. An all-to-all dispatcher sends every routed copy; DeepEP's sends a token once
+  to each rank holding any of its experts and once to each other host reached, which forwards it
+  to its ranks over the GPU link (:func:`dispatch_volumes`). The framework hides what
+  :data:`EXPERT_EXCHANGE_OVERLAP` says it does by default; a plan that overlaps the exchange
+  (Megatron-Core's ``--overlap-moe-expert-parallel-comm``) hides it behind another micro-batch's
+  compute on the stage, never more than that compute lasts.
 
 The gradients of the experts are reduced over the expert-data-parallel group (the ranks holding the
 same experts: the gradient group ÷ E_p), the rest over the whole gradient group (in
@@ -130,24 +135,54 @@ def expert_flop_share(arch: DecoderArchitecture, seq_len: int) -> float:
     return experts / (experts + projections + scores)
 
 
-def exchange_link_seconds(
-    volume: float, plan: TrainingPlan, gpus_per_node: int, intra: cx.Link, inter: cx.Link
-) -> tuple[float, bool]:
-    """(Seconds of one all-to-all sending ``volume`` bytes from each rank, whether it leaves the host).
+def share_reaching(experts: int, held: float, top_k: int) -> float:
+    """Chance that a token's ``top_k`` distinct experts, drawn evenly from ``experts``, include at
+    least one of the ``held`` experts of one rank or host."""
+    held_whole = min(max(round(held), 0), experts)
+    if top_k >= experts - held_whole + 1:
+        return 1.0
+    return 1.0 - math.comb(experts - held_whole, top_k) / math.comb(experts, top_k)
+
+
+def dispatch_volumes(
+    arch: DecoderArchitecture, plan: TrainingPlan, tokens: float, gpus_per_node: int
+) -> tuple[float, float]:
+    """(Bytes over the GPU link, bytes through the NICs) one rank sends in one dispatch.
 
     The expert layers are laid out on their own (Megatron-Core's parallel folding, Liu et al. 2025,
     arXiv 2504.14960; torchtitan's expert mesh): E_p consecutive ranks, a host's GPUs holding up to
-    that many of them; the copies bound for the others cross the NICs, which every GPU of the host
-    uses at once."""
-    ep = plan.expert_parallel
+    that many of them. An all-to-all dispatcher sends each routed copy to its expert's rank,
+    across the NICs for the ranks on other hosts. DeepEP sends a token once to each other rank
+    holding one of its experts; to another host, once through the NICs, and that host's receiving
+    GPU forwards it over its GPU link to the host's other ranks that need it."""
+    ep, k, experts = plan.expert_parallel, arch.experts_per_token, arch.num_experts
     per_host = max(min(gpus_per_node, ep), 1)
-    remote_share = (ep - per_host) / (ep - 1)
-    local = volume * (1.0 - remote_share) / intra.bandwidth
-    if remote_share <= 0:
+    row = arch.hidden_size * ACTIVATION_BYTES
+    if plan.expert_dispatch != "deepep":
+        copies = cx.all_to_all_bytes(tokens * k * row, ep)
+        remote_share = (ep - per_host) / (ep - 1)
+        return copies * (1.0 - remote_share), copies * remote_share
+    rank_reached = share_reaching(experts, experts / ep, k)
+    local_ranks = (per_host - 1) * rank_reached
+    hosts = ep // per_host
+    if hosts <= 1:
+        return tokens * local_ranks * row, 0.0
+    remote_hosts = (hosts - 1) * share_reaching(experts, experts / hosts, k)
+    # the remote ranks reached, less the one of each host that receives over the NICs
+    forwarded = (ep - per_host) * rank_reached - remote_hosts
+    return tokens * (local_ranks + forwarded) * row, tokens * remote_hosts * row
+
+
+def exchange_link_seconds(
+    local_bytes: float, remote_bytes: float, gpus_per_node: int, intra: cx.Link, inter: cx.Link
+) -> tuple[float, bool]:
+    """(Seconds of one all-to-all, whether it leaves the host): both links carry their share at
+    once and the slower sets the time; the NICs serve every GPU of the host at once."""
+    local = local_bytes / intra.bandwidth
+    if remote_bytes <= 0:
         return local + intra.latency, False
     nic_per_gpu = inter.bandwidth / max(gpus_per_node, 1)
-    remote = volume * remote_share / nic_per_gpu
-    return max(local, remote) + inter.latency, True
+    return max(local, remote_bytes / nic_per_gpu) + inter.latency, True
 
 
 def moe_stage_times(
@@ -157,6 +192,7 @@ def moe_stage_times(
     seq_len: int,
     *,
     expert_compute_s: float,
+    stage_compute_s: float = 0.0,
     gemm_flops_per_s: float,
     gpus_per_node: int,
     intra: cx.Link,
@@ -167,7 +203,8 @@ def moe_stage_times(
     """What one micro-batch's MoE layers on the busiest stage add to the traced dense stand-in.
 
     ``expert_compute_s``: the stand-in's time for the routed experts' products of those layers
-    (forward, backward and any recompute); ``gemm_flops_per_s``: the GEMMs' achieved rate, for the
+    (forward, backward and any recompute); ``stage_compute_s``: the stage's compute that an
+    overlapped exchange can run beside; ``gemm_flops_per_s``: the GEMMs' achieved rate, for the
     router's product."""
     if not arch.is_moe:
         return MoEStageTimes()
@@ -191,13 +228,17 @@ def moe_stage_times(
 
     exchange, spans = 0.0, False
     if plan.expert_parallel > 1:
-        copies = tokens * k * hidden * ACTIVATION_BYTES
-        volume = cx.all_to_all_bytes(copies, plan.expert_parallel) * load
-        one, spans = exchange_link_seconds(volume, plan, gpus_per_node, intra, inter)
+        local_bytes, remote_bytes = dispatch_volumes(arch, plan, tokens, gpus_per_node)
+        one, spans = exchange_link_seconds(
+            local_bytes * load, remote_bytes * load, gpus_per_node, intra, inter
+        )
         # dispatch and combine forward, their gradients backward, and again in a recomputed forward
         count = 4 + (2 if plan.activation_checkpointing else 0)
-        hidden_share = EXPERT_EXCHANGE_OVERLAP.get(plan.resolved_framework.name, 0.0)
-        exchange = layers * count * one * (1.0 - hidden_share)
+        exchange = layers * count * one
+        if plan.expert_parallel_comm == "overlapped":
+            exchange -= min(exchange, stage_compute_s)
+        else:
+            exchange *= 1.0 - EXPERT_EXCHANGE_OVERLAP.get(plan.resolved_framework.name, 0.0)
     return MoEStageTimes(
         routing_s=routing,
         grouped_gemm_s=grouped,

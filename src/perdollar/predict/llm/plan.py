@@ -24,6 +24,14 @@ DDP and ZeRO reduce the gradients beside the backward (PyTorch's DDP buckets, Me
 ``--overlap-grad-reduce``) unless the plan says ``+blocking``: Megatron-LM's own DDP before that
 flag (its 2019 and 2021 releases) reduced them only once the whole backward was done, and ZeRO's
 weight gather then waits for the optimizer step too.
+
+Expert parallelism's dispatch and combine send every routed copy of a token to its expert's rank
+and wait for it (Megatron-Core's alltoall dispatcher, torchtitan's default) unless the plan says
+otherwise. ``ep8-deepep``: DeepEP's kernels (Megatron-Core's flex dispatcher, torchtitan's
+``use_deepep``) send a token once to each rank holding any of its experts and, across hosts, once
+to each host, which forwards it over its GPU link (DeepEP's README, "normal kernels"
+forwarding from NVLink to RDMA). ``ep32-overlapped``: Megatron-Core's
+``--overlap-moe-expert-parallel-comm`` runs one micro-batch's exchange beside another's compute.
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ FINETUNE_MODES = ("full", "lora", "qlora")
 TENSOR_PARALLEL_COMMS = ("overlapped", "blocking")
 BACKWARD_PREFETCHES = ("pre", "post")
 DATA_PARALLEL_COMMS = ("overlapped", "blocking")
+EXPERT_DISPATCHES = ("all-to-all", "deepep")
+EXPERT_PARALLEL_COMMS = ("blocking", "overlapped")
 _REGATHERING = ("fsdp", "hsdp")  # the strategies whose backward gathers the weights again
 _STRATEGY_TEXT = {
     "ddp": "DDP (replicated)",
@@ -81,6 +91,8 @@ class TrainingPlan:
     # Each parameter's update runs as soon as its gradient is complete, and the gradient is freed
     # at once (torchtune's optimizer_in_bwd; PyTorch's register_post_accumulate_grad_hook).
     optimizer_in_backward: bool = False
+    expert_dispatch: str = "all-to-all"  # all-to-all | deepep (see the module's docstring)
+    expert_parallel_comm: str = "blocking"  # blocking | overlapped: the exchange beside compute
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -105,6 +117,16 @@ class TrainingPlan:
             raise PerdollarError(
                 f"unknown data-parallel communication {self.data_parallel_comm!r}",
                 f"use one of {', '.join(DATA_PARALLEL_COMMS)}",
+            )
+        if self.expert_dispatch not in EXPERT_DISPATCHES:
+            raise PerdollarError(
+                f"unknown expert dispatch {self.expert_dispatch!r}",
+                f"use one of {', '.join(EXPERT_DISPATCHES)}",
+            )
+        if self.expert_parallel_comm not in EXPERT_PARALLEL_COMMS:
+            raise PerdollarError(
+                f"unknown expert-parallel communication {self.expert_parallel_comm!r}",
+                f"use one of {', '.join(EXPERT_PARALLEL_COMMS)}",
             )
         if self.data_parallel_comm == "blocking" and self.strategy in _REGATHERING:
             raise PerdollarError(
@@ -213,7 +235,10 @@ class TrainingPlan:
         if self.context_parallel > 1:
             parts.append(f"context parallel {self.context_parallel}")
         if self.expert_parallel > 1:
-            parts.append(f"expert parallel {self.expert_parallel}")
+            how = [("DeepEP dispatch" if self.expert_dispatch == "deepep" else ""),
+                   ("exchange overlapped" if self.expert_parallel_comm == "overlapped" else "")]  # fmt: skip
+            detail = ", ".join(h for h in how if h)
+            parts.append(f"expert parallel {self.expert_parallel}" + (f" ({detail})" if detail else ""))
         if self.finetune == "lora":
             parts.append(f"LoRA rank {self.lora_rank}")
         elif self.finetune == "qlora":
@@ -260,7 +285,9 @@ class TrainingPlan:
         if self.context_parallel > 1:
             parts.append(f"cp{self.context_parallel}")
         if self.expert_parallel > 1:
-            parts.append(f"ep{self.expert_parallel}")
+            deepep = "-deepep" if self.expert_dispatch == "deepep" else ""
+            overlapped = "-overlapped" if self.expert_parallel_comm == "overlapped" else ""
+            parts.append(f"ep{self.expert_parallel}{deepep}{overlapped}")
         if self.finetune != "full":
             parts.append(f"{self.finetune}{self.lora_rank}")
         if self.micro_batch != 1:
@@ -293,6 +320,8 @@ class TrainingPlan:
             "virtual_stages": self.virtual_stages,
             "context_parallel": self.context_parallel,
             "expert_parallel": self.expert_parallel,
+            "expert_dispatch": self.expert_dispatch,
+            "expert_parallel_comm": self.expert_parallel_comm,
             "framework": self.resolved_framework.name,
             "compiled": self.resolved_framework.compiled,
             "optimizer": self.resolved_optimizer.name,
@@ -301,7 +330,8 @@ class TrainingPlan:
         }
 
 
-_PART = re.compile(r"^(tp|pp|vp|cp|ep|mb|ga|lora|qlora)(\d+)(-blocking)?$")
+_PART = re.compile(r"^(tp|pp|vp|cp|ep|mb|ga|lora|qlora)(\d+)((?:-[a-z]+)*)$")
+_SUFFIXES = {"tp": ("-blocking",), "ep": ("-deepep", "-overlapped", "-deepep-overlapped")}
 
 
 def parse_plan(token: str) -> TrainingPlan:
@@ -309,7 +339,8 @@ def parse_plan(token: str) -> TrainingPlan:
     fix = (
         "write it as STRATEGY[+ac|+sac][+offload][+backward-post|+blocking][+optimizer-in-backward]"
         "[,tpN[-blocking]][,ppN]"
-        "[,vpN][,cpN][,epN][,loraR|qloraR][,mbN][,gaN][,FRAMEWORK[+compile|+eager]][,OPTIMIZER], e.g. "
+        "[,vpN][,cpN][,epN[-deepep][-overlapped]][,loraR|qloraR][,mbN][,gaN]"
+        "[,FRAMEWORK[+compile|+eager]][,OPTIMIZER], e.g. "
         "fsdp+ac,mb4 or ddp,qlora16,unsloth,paged-adamw-8bit"
     )
     parts = [p.strip().lower() for p in token.replace(" ", "").split(",") if p.strip()]
@@ -346,11 +377,16 @@ def parse_plan(token: str) -> TrainingPlan:
             values["optimizer"] = part
             continue
         match = _PART.match(part)
-        if match is None or (match.group(3) and match.group(1) != "tp"):
+        suffix = match.group(3) if match else ""
+        if match is None or (suffix and suffix not in _SUFFIXES.get(match.group(1), ())):
             raise PerdollarError(f"cannot read {part!r} in the training plan {token!r}", fix)
         key, number = match.group(1), int(match.group(2))
-        if match.group(3):
+        if key == "tp" and suffix:
             values["tensor_parallel_comm"] = "blocking"
+        if "deepep" in suffix:
+            values["expert_dispatch"] = "deepep"
+        if "overlapped" in suffix:
+            values["expert_parallel_comm"] = "overlapped"
         if key in ("lora", "qlora"):
             values["finetune"], values["lora_rank"] = key, number
         else:

@@ -197,7 +197,9 @@ def stage_times(
         )
         moe = moe_stage_times(
             arch, accelerator, plan, seq_len,
-            expert_compute_s=moe_layers * layer_compute * expert_flop_share(arch, seq_len // cp),
+            # Under context parallelism a rank's queries still attend over the whole sequence.
+            expert_compute_s=moe_layers * layer_compute * expert_flop_share(arch, seq_len),
+            stage_compute_s=layers * layer_compute,
             gemm_flops_per_s=(accelerator.peak_tflops("bf16") or accelerator.peak_tflops("fp32") or 1.0)
             * 1e12 * eff.gemm_efficiency * shipped_model().params.tensor_core_efficiency,
             gpus_per_node=gpus_per_node, intra=intra, inter=inter,
