@@ -7,7 +7,7 @@ The two fitted quantities come from Neuron's published training tables
 (benchmarks/published_nxd_training.csv: the trn1 ``training_data_decoder.csv`` behind the Neuron
 documentation's "Trn1/Trn1n Training Performance" page, releases 2.15 to 2.24), and
 ``benchmarks/nxd_training_accuracy.py`` prints the fit and each release held out of it. The link
-bandwidths are the Neuron architecture pages' (trainium.rst, trainium2.rst); a chip without rows of
+bandwidths are the interconnect table of Neuron's trainium2.rst; a chip without rows of
 its own (Trainium2) keeps Trainium's shares, the compute share scaled by the chips' peak over
 memory bandwidth.
 """
