@@ -89,9 +89,11 @@ TRAINING_STACKS: dict[SoftwareStack, TrainingStack] = {
         precisions=frozenset({"amp-bf16", "bf16"}),
         tensor_parallel=(1, 2, 4, 8, 16),  # 2 to 32 NeuronCores of one instance's NeuronLink ring
         strategy="zero1",
+        # One share for every plan (benchmarks/nongpu_llm_accuracy.py); training takes a compute and a
+        # NeuronLink share with each plan's terms from perdollar.predict.nxd_trainium.
         model_flops_fraction=0.264,
-        version="Neuron 2.16",
-        sources={"trn1": "aws-neuron-sdk general/benchmarks/trn1/training_data_decoder.csv, nlp_data.csv"},
+        version="Neuron 2.15-2.24",
+        sources={"trn1": "aws-neuron-sdk general/benchmarks/trn1/training_data_decoder.csv"},
         fitted_on=frozenset({"Trainium"}),
     ),
     "xla": TrainingStack(

@@ -38,6 +38,7 @@ from perdollar.predict.llm_serving.features import Speculation
 from perdollar.predict.llm_serving.formats import kv_precision_name, serving_format
 from perdollar.predict.llm_serving.frame import ReplicaRate
 from perdollar.predict.maxtext_tpu import SYSTEMS, SliceRun, maxtext_step_s, training_stack_text
+from perdollar.predict.nxd_trainium import FITTED_EFA_GBPS, NxdRun, nxd_stack_text, nxd_step
 from perdollar.workload.llm.architecture import DecoderArchitecture
 from perdollar.workload.llm.workload import ATTENTION_KERNELS, LLMWorkload
 
@@ -268,6 +269,14 @@ def training_row(
             if offload > compute
             else ("communication" if communication > compute else "compute")
         )
+    elif stack.software_stack == "neuron":
+        network = float(instance.network_gbps or FITTED_EFA_GBPS)
+        run = NxdRun(chips_per_node, nodes, plan.tensor_parallel, 1, stack.strategy == "zero1",
+                     plan.micro_batch, workload.global_batch, workload.seq_len, float(arch.total_params),
+                     arch.num_layers, arch.hidden_size, network)  # fmt: skip
+        terms = nxd_step(accelerator, run, per_token)
+        compute, communication, step = terms.compute_s, terms.communication_s, terms.step_s
+        bottleneck = "communication" if communication > compute else "compute"
     else:
         compute = tokens_per_step * per_token / ((stack.model_flops_fraction or 0.0) * peak * chips)
         step, bottleneck = compute, "compute"
@@ -285,7 +294,8 @@ def training_row(
         "step_time_s": step, "compute_time_s": compute, "communication_time_s": communication, "fits": True,
         "fit_reason": "", "tokens_per_second": tokens, "sequences_per_second": tokens / workload.seq_len,
         "mfu": tokens * per_token / (peak * chips), "plan": plan, "plan_text": text,
-        "stack": training_stack_text(accelerator, stack), "activations_offloaded": found.offloaded,
+        "stack": nxd_stack_text(accelerator, stack) if stack.software_stack == "neuron"
+        else training_stack_text(accelerator, stack), "activations_offloaded": found.offloaded,
     }  # fmt: skip
 
 
