@@ -37,6 +37,7 @@ from perdollar.catalog.gpu_cloud_table import (
 )
 from perdollar.catalog.model import InstanceType
 from perdollar.catalog.refresh_gpuhunt import map_provider
+from perdollar.catalog.retired import RETIRED_MACHINES, retired_sources, with_retired_machines
 from perdollar.catalog.snapshot import OFFER_COLUMNS, OFFER_LATER_COLUMNS, read_snapshot
 from perdollar.catalog.snapshot_write import catalog_frames, write_snapshot
 from perdollar.catalog.spec_fills import SPEC_FILLS, with_spec_fills
@@ -204,6 +205,7 @@ def build_frames(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
     offers = _offer_rows(unified, aws_zone_means(data_dir))
     gpu_types, gpu_offers = gpu_cloud_frames(accelerators, aliases, instance_types)
     instance_types = pd.concat([instance_types, gpu_types], ignore_index=True).sort_values(["cloud", "name"])
+    instance_types = with_retired_machines(instance_types)
     offers = pd.concat([offers, gpu_offers], ignore_index=True)
     return accelerators, aliases, instance_types, offers
 
@@ -334,12 +336,9 @@ def build(data_dir: Path, out_dir: Path = BUNDLED_DIR) -> Path:
             "aws_instance_types.csv",
         )
     }
-    sources["network_known.csv (package)"] = {"sha256": _sha256(NETWORK_KNOWN)}
-    sources["accelerator_specs_more.csv (package)"] = {"sha256": _sha256(MORE_SPECS)}
-    sources["accelerator_spec_fills.csv (package)"] = {"sha256": _sha256(SPEC_FILLS)}
-    sources["aliases_more.csv (package)"] = {"sha256": _sha256(MORE_ALIASES)}
-    sources["documented_accelerators.csv (package)"] = {"sha256": _sha256(DOCUMENTED_ACCELERATORS)}
-    sources["gpu_cloud_offers.csv (package)"] = {"sha256": _sha256(GPU_CLOUD_OFFERS)}
+    package_tables = (NETWORK_KNOWN, MORE_SPECS, SPEC_FILLS, MORE_ALIASES, DOCUMENTED_ACCELERATORS,
+                      GPU_CLOUD_OFFERS, RETIRED_MACHINES)  # fmt: skip
+    sources.update({f"{path.name} (package)": {"sha256": _sha256(path)} for path in package_tables})
     manifest = {
         "snapshot_id": "bundled-"
         + hashlib.sha256("".join(s["sha256"] for s in sources.values()).encode()).hexdigest()[:12],
@@ -364,6 +363,7 @@ def build(data_dir: Path, out_dir: Path = BUNDLED_DIR) -> Path:
             f"{row.cloud}:{row.instance_type}": row.source
             for row in pd.read_csv(DOCUMENTED_ACCELERATORS).itertuples()
         },
+        "retired_sources": retired_sources(instance_types),
         "flags": provenance.FLAG_MEANINGS,
         "counts": {
             "accelerators": len(accelerators),
