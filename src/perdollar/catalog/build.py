@@ -2,13 +2,12 @@
 
     python -m perdollar.catalog.build DATA_DIR [--out DIR]
 
-``DATA_DIR`` holds ``instances_unified.csv``, ``accelerator_specs.csv``,
-``gpu_name_aliases.csv`` and ``aws_instance_types.csv`` (the offline snapshot described in its
-own README). The output is the snapshot format read by :mod:`perdollar.catalog.snapshot`:
-``accelerators.csv``, ``aliases.csv``, ``instance_types.csv.gz``, ``offers.csv.gz`` and
-``manifest.json`` (sources, data dates, counts, flag meanings). Chips that published benchmarks
-measure but no cloud rents (GeForce and workstation boards, older data-center cards) come from
-the package's ``accelerator_specs_more.csv``, in the same schema, each row with its source.
+``DATA_DIR`` holds ``instances_unified.csv``, ``accelerator_specs.csv``, ``gpu_name_aliases.csv``
+and ``aws_instance_types.csv`` (the offline snapshot described in its own README). The output is
+the snapshot format read by :mod:`perdollar.catalog.snapshot`: ``accelerators.csv``, ``aliases.csv``,
+``instance_types.csv.gz``, ``offers.csv.gz`` and ``manifest.json`` (sources, data dates, counts,
+flag meanings). Chips that benchmarks measure but no cloud rents (GeForce and workstation boards,
+older data-center cards) come from the package's ``accelerator_specs_more.csv``, each row sourced.
 
 The GPU clouds' list prices (Lambda, RunPod, Nebius, CoreWeave, Hyperstack, Vultr) come from the
 package's ``gpu_cloud_offers.csv``, each row dated and sourced; their machines are made by the same
@@ -27,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from perdollar.catalog import provenance
+from perdollar.catalog.ahead_machines import ahead_only_machines
 from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.documented import DOCUMENTED_ACCELERATORS, with_documented_accelerators
 from perdollar.catalog.gpu_cloud_table import (
@@ -171,9 +171,8 @@ def build_frames(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
     types = unified.drop_duplicates(["cloud", "name"]).copy()
 
     def local_disk(row: pd.Series) -> float:
-        if row["cloud"] != "aws" or row["name"] not in aws_specs.index:
-            return math.nan
-        value = aws_specs.at[row["name"], "local_nvme_gb"]
+        known = row["cloud"] == "aws" and row["name"] in aws_specs.index
+        value = aws_specs.at[row["name"], "local_nvme_gb"] if known else math.nan
         return float(value) if pd.notna(value) else math.nan
 
     instance_types = pd.DataFrame(
@@ -201,7 +200,8 @@ def build_frames(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
         )
     ]
     instance_types["network_gbps"] = filled
-    instance_types = with_documented_accelerators(instance_types)
+    ahead = ahead_only_machines(aws_types, instance_types, accelerators, aliases)
+    instance_types = with_documented_accelerators(pd.concat([instance_types, ahead], ignore_index=True))
     offers = _offer_rows(unified, aws_zone_means(data_dir))
     gpu_types, gpu_offers = gpu_cloud_frames(accelerators, aliases, instance_types)
     instance_types = pd.concat([instance_types, gpu_types], ignore_index=True).sort_values(["cloud", "name"])
