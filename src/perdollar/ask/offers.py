@@ -81,7 +81,7 @@ def billed_offers(
     else:
         if wants_committed(question.market, bill.horizon_months):
             offers = bill_over_horizon(with_committed(offers), bill.horizon_months)
-        offers = with_market_offers(offers, ahead_markets_named(question.market))
+        offers = with_market_offers(offers, ahead_markets_named(question.market), catalog.instances_frame())
     offers = allowed_offers(offers, clouds=question.clouds, regions=question.regions, priced_only=priced_only)
     return with_capacity_flags(near_offers(offers, question))
 

@@ -2,13 +2,12 @@
 
     python -m perdollar.catalog.build DATA_DIR [--out DIR]
 
-``DATA_DIR`` holds ``instances_unified.csv``, ``accelerator_specs.csv``,
-``gpu_name_aliases.csv`` and ``aws_instance_types.csv`` (the offline snapshot described in its
-own README). The output is the snapshot format read by :mod:`perdollar.catalog.snapshot`:
-``accelerators.csv``, ``aliases.csv``, ``instance_types.csv.gz``, ``offers.csv.gz`` and
-``manifest.json`` (sources, data dates, counts, flag meanings). Chips that published benchmarks
-measure but no cloud rents (GeForce and workstation boards, older data-center cards) come from
-the package's ``accelerator_specs_more.csv``, in the same schema, each row with its source.
+``DATA_DIR`` holds ``instances_unified.csv``, ``accelerator_specs.csv``, ``gpu_name_aliases.csv``
+and ``aws_instance_types.csv`` (the offline snapshot described in its own README). The output is
+the snapshot format read by :mod:`perdollar.catalog.snapshot`: ``accelerators.csv``, ``aliases.csv``,
+``instance_types.csv.gz``, ``offers.csv.gz`` and ``manifest.json`` (sources, data dates, counts,
+flag meanings). Chips that benchmarks measure but no cloud rents (GeForce and workstation boards,
+older data-center cards) come from the package's ``accelerator_specs_more.csv``, each row sourced.
 
 The GPU clouds' list prices (Lambda, RunPod, Nebius, CoreWeave, Hyperstack, Vultr) come from the
 package's ``gpu_cloud_offers.csv``, each row dated and sourced; their machines are made by the same
@@ -27,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from perdollar.catalog import provenance
+from perdollar.catalog.ahead_machines import ahead_only_machines
 from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.documented import DOCUMENTED_ACCELERATORS, with_documented_accelerators
 from perdollar.catalog.gpu_cloud_table import (
@@ -37,6 +37,7 @@ from perdollar.catalog.gpu_cloud_table import (
 )
 from perdollar.catalog.model import InstanceType
 from perdollar.catalog.refresh_gpuhunt import map_provider
+from perdollar.catalog.retired import RETIRED_MACHINES, retired_sources, with_retired_machines
 from perdollar.catalog.snapshot import OFFER_COLUMNS, OFFER_LATER_COLUMNS, read_snapshot
 from perdollar.catalog.snapshot_write import catalog_frames, write_snapshot
 from perdollar.catalog.spec_fills import SPEC_FILLS, with_spec_fills
@@ -170,9 +171,8 @@ def build_frames(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
     types = unified.drop_duplicates(["cloud", "name"]).copy()
 
     def local_disk(row: pd.Series) -> float:
-        if row["cloud"] != "aws" or row["name"] not in aws_specs.index:
-            return math.nan
-        value = aws_specs.at[row["name"], "local_nvme_gb"]
+        known = row["cloud"] == "aws" and row["name"] in aws_specs.index
+        value = aws_specs.at[row["name"], "local_nvme_gb"] if known else math.nan
         return float(value) if pd.notna(value) else math.nan
 
     instance_types = pd.DataFrame(
@@ -200,10 +200,12 @@ def build_frames(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
         )
     ]
     instance_types["network_gbps"] = filled
-    instance_types = with_documented_accelerators(instance_types)
+    ahead = ahead_only_machines(aws_types, instance_types, accelerators, aliases)
+    instance_types = with_documented_accelerators(pd.concat([instance_types, ahead], ignore_index=True))
     offers = _offer_rows(unified, aws_zone_means(data_dir))
     gpu_types, gpu_offers = gpu_cloud_frames(accelerators, aliases, instance_types)
     instance_types = pd.concat([instance_types, gpu_types], ignore_index=True).sort_values(["cloud", "name"])
+    instance_types = with_retired_machines(instance_types)
     offers = pd.concat([offers, gpu_offers], ignore_index=True)
     return accelerators, aliases, instance_types, offers
 
@@ -334,12 +336,9 @@ def build(data_dir: Path, out_dir: Path = BUNDLED_DIR) -> Path:
             "aws_instance_types.csv",
         )
     }
-    sources["network_known.csv (package)"] = {"sha256": _sha256(NETWORK_KNOWN)}
-    sources["accelerator_specs_more.csv (package)"] = {"sha256": _sha256(MORE_SPECS)}
-    sources["accelerator_spec_fills.csv (package)"] = {"sha256": _sha256(SPEC_FILLS)}
-    sources["aliases_more.csv (package)"] = {"sha256": _sha256(MORE_ALIASES)}
-    sources["documented_accelerators.csv (package)"] = {"sha256": _sha256(DOCUMENTED_ACCELERATORS)}
-    sources["gpu_cloud_offers.csv (package)"] = {"sha256": _sha256(GPU_CLOUD_OFFERS)}
+    package_tables = (NETWORK_KNOWN, MORE_SPECS, SPEC_FILLS, MORE_ALIASES, DOCUMENTED_ACCELERATORS,
+                      GPU_CLOUD_OFFERS, RETIRED_MACHINES)  # fmt: skip
+    sources.update({f"{path.name} (package)": {"sha256": _sha256(path)} for path in package_tables})
     manifest = {
         "snapshot_id": "bundled-"
         + hashlib.sha256("".join(s["sha256"] for s in sources.values()).encode()).hexdigest()[:12],
@@ -364,6 +363,7 @@ def build(data_dir: Path, out_dir: Path = BUNDLED_DIR) -> Path:
             f"{row.cloud}:{row.instance_type}": row.source
             for row in pd.read_csv(DOCUMENTED_ACCELERATORS).itertuples()
         },
+        "retired_sources": retired_sources(instance_types),
         "flags": provenance.FLAG_MEANINGS,
         "counts": {
             "accelerators": len(accelerators),

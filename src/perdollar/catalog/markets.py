@@ -145,23 +145,30 @@ def _as_date(value: object) -> dt.date:
 
 
 def market_offers(
-    offers: pd.DataFrame, markets: tuple[str, ...], prices: tuple[MarketPrice, ...] | None = None
+    offers: pd.DataFrame,
+    markets: tuple[str, ...],
+    prices: tuple[MarketPrice, ...] | None = None,
+    machines: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One offer per published price in ``markets`` whose machine the catalog lists in that region.
 
     ``offers`` is :meth:`Catalog.offers_frame`; each new row takes the machine's columns from one of
-    its offers in the region and the price, its date and its source from the price row.
+    its offers in the region and the price, its date and its source from the price row. A machine
+    sold only ahead has no offer at all: its rows take the columns of ``machines``
+    (:meth:`Catalog.instances_frame`) and the price's region.
     """
     prices = bundled_prices() if prices is None else prices
     chosen = [p for p in prices if p.market in markets]
     if not chosen or offers.empty:
         return offers.iloc[0:0]
     keys = ["cloud", "instance_type", "region"]
-    machines = offers.drop_duplicates(keys).set_index(keys)
-    found = [p for p in chosen if (p.cloud, p.instance_type, p.region) in machines.index]
+    regional = offers.drop_duplicates(keys).set_index(keys)
+    if machines is not None:
+        regional = pd.concat([regional, _ahead_only_rows(offers, chosen, machines)])
+    found = [p for p in chosen if (p.cloud, p.instance_type, p.region) in regional.index]
     if not found:
         return offers.iloc[0:0]
-    rows = machines.loc[[(p.cloud, p.instance_type, p.region) for p in found]].reset_index()
+    rows = regional.loc[[(p.cloud, p.instance_type, p.region) for p in found]].reset_index()
     captured = [_as_date(c) for c in rows["captured_at"]]
     rows["price_age_days"] = [
         float(age) + (day - p.as_of).days
@@ -178,9 +185,39 @@ def market_offers(
     return rows[list(offers.columns)]
 
 
-def with_market_offers(offers: pd.DataFrame, markets: tuple[str, ...]) -> pd.DataFrame:
-    """``offers`` and the published offers of the ahead ``markets``, one frame."""
-    added = market_offers(offers, markets)
+def _ahead_only_rows(offers: pd.DataFrame, prices: list[MarketPrice], machines: pd.DataFrame) -> pd.DataFrame:
+    """Offer-shaped rows, indexed by (cloud, instance_type, region), for the priced machines that
+    ``offers`` never lists: the machine's columns, the price's region, dated as the price."""
+    listed = set(zip(offers["cloud"], offers["instance_type"], strict=True))
+    by_name = machines.drop_duplicates(["cloud", "instance_type"]).set_index(["cloud", "instance_type"])
+    wanted = [
+        p
+        for p in prices
+        if (p.cloud, p.instance_type) not in listed and (p.cloud, p.instance_type) in by_name.index
+    ]
+    if not wanted:
+        return offers.iloc[0:0].set_index(["cloud", "instance_type", "region"])
+    rows = by_name.loc[[(p.cloud, p.instance_type) for p in wanted]].reset_index()
+    newest = max(_as_date(c) for c in offers["captured_at"])
+    rows = rows.assign(
+        region=[p.region for p in wanted], captured_at=[p.as_of for p in wanted],
+        price_age_days=[float((newest - p.as_of).days) for p in wanted],
+    )  # fmt: skip
+    for column in offers.columns.difference(rows.columns):
+        rows[column] = None
+    return (
+        rows[list(offers.columns)]
+        .drop_duplicates(["cloud", "instance_type", "region"])
+        .set_index(["cloud", "instance_type", "region"])
+    )
+
+
+def with_market_offers(
+    offers: pd.DataFrame, markets: tuple[str, ...], machines: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """``offers`` and the published offers of the ahead ``markets``, one frame (``machines``: the
+    catalog's instance types, for the machines sold only ahead)."""
+    added = market_offers(offers, markets, machines=machines)
     return offers if added.empty else pd.concat([offers, added], ignore_index=True)
 
 

@@ -42,6 +42,8 @@ def excluded_reason(instance: Any, accelerator: Any, workload: LLMWorkload) -> s
     """Why ``instance`` cannot train ``workload`` at all ('' when it can)."""
     if accelerator is None:
         return "no GPU" if instance.is_cpu_only else "accelerator not in the accelerator table"
+    if getattr(instance, "excluded_reason", ""):
+        return str(instance.excluded_reason)  # a retired machine, a desktop-only slice: the catalog says why
     if accelerator.software_stack not in SUPPORTED_STACKS:
         return training_stack_problem(accelerator, workload)
     if bf16_refusal(accelerator, workload.precision):  # amp-bf16 falls back to fp16 (fp16_fallback)

@@ -221,7 +221,10 @@ def _best_engine(rated: list[Rated]) -> Rated:
 def _row(
     record: object, count: int, degree: int, precision: str, rate: ReplicaRate, rps: float, work: Workload
 ) -> dict:
-    feasible = not rate.excluded_reason and rate.rate > 0
+    # The machine's own exclusion (retired, desktop-only) comes before anything about the model.
+    machine_reason = str(getattr(record, "excluded_reason", "") or "")
+    excluded = machine_reason or rate.excluded_reason
+    feasible = not excluded and rate.rate > 0
     replicas = math.ceil(rps / rate.rate) if feasible else 0
     per_instance = count // degree
     point = rate.point
@@ -251,5 +254,5 @@ def _row(
         "basis": "spec",
         "bottleneck": rate.bottleneck,
         "feasible": feasible,
-        "excluded_reason": rate.excluded_reason,
+        "excluded_reason": excluded,
     }
