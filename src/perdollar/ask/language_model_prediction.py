@@ -137,12 +137,13 @@ def predict_llm(
             )
         found = search_plans(arch, accelerator, micro_batch=workload.micro_batch, shapes=shapes, **common)
         searched = found.evaluated
-        prediction = found.best or found.nearest_miss
-        if prediction is None:
+        best = found.best or found.nearest_miss
+        if best is None:
             raise PerdollarError(
                 f"no training plan can run {workload.name} on {nodes} × {instance.name}: {found.problem}",
                 "change --global-batch, --micro-batch or --tensor-parallel/--pipeline-parallel",
             )
+        prediction = best
     p = prediction
     return {
         "workload": workload.name,
