@@ -30,7 +30,7 @@ def prediction_document(
     """Rates total over all ``gpus`` (``replicas`` independent copies of one replica, or of one
     xPyD set of replicas when disaggregated); ``worth``: each feature in use, with it and without;
     ``load``: the figures at the requests in flight or the rate asked for."""
-    document = {
+    document: dict[str, Any] = {
         "model": arch.name,
         "accelerator": accelerator,
         "gpus": gpus,

@@ -178,17 +178,16 @@ def _recommend_serving(
 ) -> int:  # fmt: skip
     """``recommend --inference``: a network served per request, a language model per token
     (``served``: its objective, ``--objective carbon`` or the cost, and where its weights are stored)."""
-    common_args = {
-        "top": shown.top, "json_output": shown.json_output, "store_url": store.store_url,
-        "store": store.enabled, "report_path": shown.report,
-    }  # fmt: skip
     if family == "language-model":
         from perdollar.cli.llm_inference_cmd import recommend_llm_inference
 
         question, note = language_model_serving_question(
             workload, serving, where, language_model, precision, bill, served
         )
-        return recommend_llm_inference(question, lengths_note=note, **common_args)
+        return recommend_llm_inference(
+            question, lengths_note=note, top=shown.top, json_output=shown.json_output,
+            store_url=store.store_url, store=store.enabled, report_path=shown.report,
+        )  # fmt: skip
     from perdollar.cli.inference_cmd import recommend_inference
 
     question = serving_question(
@@ -196,7 +195,10 @@ def _recommend_serving(
         max_wait_ms=serving.max_wait_ms, batch_size=batch_size, precision=precision, market=where.market,
         clouds=where.clouds, regions=where.regions,
     )  # fmt: skip
-    return recommend_inference(replace(question, bill=bill), **common_args)
+    return recommend_inference(
+        replace(question, bill=bill), top=shown.top, json_output=shown.json_output,
+        store_url=store.store_url, store=store.enabled, report_path=shown.report,
+    )  # fmt: skip
 
 
 def _recommend_fleet(

@@ -122,7 +122,7 @@ def _dry_run(
         }
         for (job, why), path in zip(chosen, paths, strict=True)
     ]
-    total = sum(row["cost_cap_usd"] for row in rows)
+    total = sum(job.caps.max_dollars for job, _ in chosen)
     if json_output:
         common.emit_json(
             {
@@ -199,6 +199,7 @@ def sweep(
         return _dry_run(
             sweep_context(question, inputs), recommendation, options, settings, out_dir, json_output
         )
+    assert executor is not None, "every run but a dry run has its executor"
     result, saved, new_recommendation = sweep_workload(
         question, inputs, recommendation, executor, settings, options, store_url=store.store_url,
         store=store.enabled, on_event=partial(print_event, billed=executor.billed), only=only_configurations,
@@ -279,7 +280,7 @@ def _job_options(
 
 
 def _document(
-    workload: str, result: Any, saved: dict[str, str], recommendation_id: str | None, out_dir: Path
+    workload: str, result: Any, saved: dict[str, str | None], recommendation_id: str | None, out_dir: Path
 ) -> dict[str, Any]:
     """The sweep's JSON document, also written to ``sweep.json`` in its folder."""
     document = {
