@@ -181,7 +181,7 @@ def llm_prediction_frame(
         excluded = excluded_reason(instance, accelerator, workload)
         for nodes in counts:
             lone = getattr(instance, "single_node_reason", "") if nodes > 1 else ""
-            if excluded or lone:
+            if excluded or lone or accelerator is None:  # no accelerator: excluded says so
                 rows.append(_row(instance, nodes, None, excluded or lone, ""))
                 continue
             if accelerator.software_stack not in SUPPORTED_STACKS:  # its own stack, not the GPU planner
