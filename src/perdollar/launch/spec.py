@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from perdollar.errors import PerdollarError
+from perdollar.measure.result import Mode
 
 # Billed time before the benchmark starts: provisioning, image pull, `pip install`. Generous on
 # purpose: the cap is an upper bound on spend, so underestimating it would break the promise.
@@ -82,7 +83,7 @@ class BenchmarkJob:
     duration_s: float
     batch_size: int | None = None
     precision: str | None = None
-    mode: str = "cached-input"
+    mode: Mode = "cached-input"
     envs: Mapping[str, str] = field(default_factory=dict)
     workdir: str | None = None  # synced to the node (user workload files, requirements)
     store_url: str | None = None  # where the remote writes its result too (a shared store)

@@ -316,8 +316,7 @@ def _measurement(
     elif status == "ok" and values:
         summary = steady.summarize(values, [], steady_reached=reached)
         rate, cv, warnings = summary.rate, summary.cv, summary.warnings
-    unused_batch = log_format is not None and not log_format.needs_batch_size and batch_size
-    if status == "ok" and unused_batch:
+    if status == "ok" and log_format is not None and not log_format.needs_batch_size and batch_size:
         warnings += (f"--batch-size {batch_size} was not needed: the log reports {log_format.unit}/s",)
     unit = "tokens" if log_format is not None and log_format.unit == "tokens" else "samples"
     return Measurement(

@@ -21,6 +21,7 @@ from perdollar.measure.loop import LoopSettings
 from perdollar.measure.modes import MODES
 from perdollar.measure.result import Measurement, Rate
 from perdollar.sandbox import UserCodeFailed
+from perdollar.vocabulary import Kind
 
 DEFAULT_DURATION_S = 20.0
 
@@ -41,7 +42,7 @@ def _now() -> str:
 
 
 def _workload_reference(
-    spec: Any, batch_size: int | None, precision: str | None, kind: str | None, timeout_s: float
+    spec: Any, batch_size: int | None, precision: str | None, kind: Kind | None, timeout_s: float
 ) -> tuple[Any, str | None]:
     """The loaded workload and the string a fresh child loads it from (None: fork with the object)."""
     from perdollar.workload import load_workload, reference_names
@@ -207,7 +208,7 @@ def run_benchmark(
     nproc: int = 1,
     timeout_s: float | None = None,
     device: str = "auto",
-    kind: str | None = None,
+    kind: Kind | None = None,
     memory_limit_bytes: int | None = None,
     settings: LoopSettings | None = None,
     progress: ProgressCallback | None = None,
