@@ -14,8 +14,7 @@ from torch import nn
 def vit_b16(classes: int = 1000, image_size: int = 224) -> nn.Module:
     from transformers import ViTConfig, ViTForImageClassification
 
-    # num_labels: a keyword every transformers release takes, which version 5's signature does not list.
-    config = ViTConfig(  # type: ignore[call-arg]
+    config = ViTConfig(
         hidden_size=768,
         num_hidden_layers=12,
         num_attention_heads=12,
@@ -75,8 +74,7 @@ def gpt2_small(seq_len: int = 1024) -> nn.Module:
 def llama3_8b() -> nn.Module:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    # rope_theta: version 5 of transformers reads it into rope_parameters, unlisted in its signature.
-    config = LlamaConfig(  # type: ignore[call-arg]
+    config = LlamaConfig(
         hidden_size=4096,
         num_hidden_layers=32,
         num_attention_heads=32,
