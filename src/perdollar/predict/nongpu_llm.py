@@ -14,7 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from perdollar.catalog.model import Accelerator
+from perdollar.catalog.catalog import Catalog
+from perdollar.catalog.model import Accelerator, InstanceType
 from perdollar.predict.accelerator_stacks import (
     SERVING_STACKS,
     TRAINING_STACKS,
@@ -161,7 +162,7 @@ def best_training_plan(
 
 
 def training_row(
-    instance: Any, accelerator: Accelerator, workload: LLMWorkload, nodes: int, *,
+    instance: InstanceType, accelerator: Accelerator, workload: LLMWorkload, nodes: int, *,
     fixed: TrainingPlan | None = None, tensor_parallel: int | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """One LLM_COLUMNS row for ``nodes`` × ``instance`` under the chip's own training stack: with the
@@ -237,7 +238,7 @@ __all__ = [
 
 
 def nongpu_serving_rows(
-    arch: DecoderArchitecture, catalog: Any, *, input_tokens: int, output_tokens: int, rps: float,
+    arch: DecoderArchitecture, catalog: Catalog, *, input_tokens: int, output_tokens: int, rps: float,
     ttft_p99_ms: float | None, tpot_p99_ms: float | None, precisions: tuple[str, ...],
     prefix_share: float = 0.0, speculation: Speculation | None = None, kv_precision: str | None = None,
 ) -> pd.DataFrame:  # fmt: skip
