@@ -12,7 +12,7 @@ import hashlib
 import math
 import time
 from dataclasses import asdict, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perdollar.errors import PerdollarError
 from perdollar.measure.child import ProgressCallback, run_child, run_forked
@@ -22,6 +22,9 @@ from perdollar.measure.modes import MODES
 from perdollar.measure.result import Measurement, Rate
 from perdollar.sandbox import UserCodeFailed
 from perdollar.vocabulary import Kind
+
+if TYPE_CHECKING:
+    from perdollar.workload.spec import Workload
 
 DEFAULT_DURATION_S = 20.0
 
@@ -64,7 +67,7 @@ def _workload_reference(
 
 
 def _mfu(
-    workload: Any, samples_per_second: float, accelerator_key: str | None, accelerator_count: int
+    workload: Workload, samples_per_second: float, accelerator_key: str | None, accelerator_count: int
 ) -> float | None:
     """Model FLOPs utilisation against the catalog's dense peak for the workload's precision."""
     if not accelerator_key or samples_per_second <= 0:
@@ -142,7 +145,7 @@ def make_spec(
 
 
 def to_measurement(
-    result: dict[str, Any], *, workload: Any, mode: str, nproc: int, started_at: str, wall_s: float
+    result: dict[str, Any], *, workload: Workload, mode: str, nproc: int, started_at: str, wall_s: float
 ) -> Measurement:
     host = host_fingerprint()
     status = result["status"]
