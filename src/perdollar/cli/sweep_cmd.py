@@ -23,11 +23,12 @@ from perdollar.cli.sweep_render import outcome_row, print_event, print_plan, pri
 from perdollar.errors import EXIT_FAILURE, PerdollarError
 from perdollar.files import write_file_safely
 from perdollar.question import DataSettings, LanguageModelSettings, SpotSettings
+from perdollar.vocabulary import Word, checked_word
 
 if TYPE_CHECKING:  # types only: importing them would load pandas or the database driver at start-up
     from perdollar.launch.jobs import JobOptions
     from perdollar.launch.plan import SweepContext
-    from perdollar.launch.sweep import SweepSettings
+    from perdollar.launch.sweep import Strategy, SweepSettings
     from perdollar.select.model import Recommendation
 
 SWEEP_HELP = (
@@ -68,12 +69,13 @@ def _duration_seconds(text: str, option: str) -> float:
     return common.parse_duration_hours(text, option) * 3600
 
 
-def _check_choice(value: str, allowed: tuple[str, ...], option: str) -> str:
-    if value not in allowed:
+def _check_choice(value: str, allowed: tuple[Word, ...], option: str) -> Word:
+    try:
+        return checked_word(value, allowed)
+    except ValueError:
         raise PerdollarError(
             f"{option} {value!r} is not one of {', '.join(allowed)}", f"use {option} {allowed[0]}"
-        )
-    return value
+        ) from None
 
 
 def _make_executor(via: str, log_dir: Path) -> Any:
@@ -224,7 +226,8 @@ def _checked_settings(flags: SweepFlags) -> SweepSettings:
     from perdollar.launch.sweep import SweepSettings
 
     _check_choice(flags.via, ("skypilot", "local"), "--via")
-    _check_choice(flags.strategy, ("voi", "top-k"), "--strategy")
+    strategies: tuple[Strategy, ...] = ("voi", "top-k")
+    strategy = _check_choice(flags.strategy, strategies, "--strategy")
     if flags.top is not None and flags.top < 1:
         raise PerdollarError(f"--top {flags.top} measures nothing", "give --top 1 or more")
     if flags.budget is not None and flags.budget <= 0:
@@ -236,7 +239,7 @@ def _checked_settings(flags: SweepFlags) -> SweepSettings:
     if flags.dry_run and flags.via != "skypilot":
         raise PerdollarError("--dry-run writes SkyPilot task YAMLs", "use --via skypilot with --dry-run")
     return SweepSettings(
-        strategy=flags.strategy,  # type: ignore[arg-type]
+        strategy=strategy,
         max_runs=flags.top if flags.top is not None else (None if flags.budget is not None else 3),
         budget_usd=flags.budget,
         parallel=flags.parallel,

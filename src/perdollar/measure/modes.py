@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from perdollar.errors import PerdollarError
+from perdollar.measure.result import Mode
 
 if TYPE_CHECKING:
     from perdollar.workload.spec import Workload
     from perdollar.workload.step import StepRunner
 
-MODES = ("full", "cached-input", "data-only")
+MODES: tuple[Mode, ...] = ("full", "cached-input", "data-only")
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from perdollar.measure.child import ProgressCallback, run_child, run_forked
 from perdollar.measure.host import host_fingerprint
 from perdollar.measure.loop import LoopSettings
 from perdollar.measure.modes import MODES
-from perdollar.measure.result import Measurement, Rate
+from perdollar.measure.result import Measurement, Mode, Rate
 from perdollar.sandbox import UserCodeFailed
-from perdollar.vocabulary import Kind
+from perdollar.vocabulary import Kind, checked_word
 
 if TYPE_CHECKING:
     from perdollar.workload.spec import Workload
@@ -90,7 +90,7 @@ def failed_to_load(
     spec: Any,
     failure: UserCodeFailed,
     *,
-    mode: str,
+    mode: Mode,
     nproc: int,
     started_at: str,
     wall_s: float,
@@ -101,7 +101,7 @@ def failed_to_load(
     name = spec if isinstance(spec, str) else getattr(spec, "name", "workload")
     return Measurement(
         status=failure.status,
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,
         workload_name=name,
         workload_fingerprint=hashlib.sha256(f"unloadable:{name}".encode()).hexdigest()[:16],
         batch_size=batch_size or 0,
@@ -145,7 +145,7 @@ def make_spec(
 
 
 def to_measurement(
-    result: dict[str, Any], *, workload: Workload, mode: str, nproc: int, started_at: str, wall_s: float
+    result: dict[str, Any], *, workload: Workload, mode: Mode, nproc: int, started_at: str, wall_s: float
 ) -> Measurement:
     host = host_fingerprint()
     status = result["status"]
@@ -176,7 +176,7 @@ def to_measurement(
     accelerators = 1 if nproc == 1 else nproc
     return Measurement(
         status=status,
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,
         workload_name=workload.name,
         # A language model's runs at any micro-batch and precision are filed under one key, so that
         # predictions of the model (which choose their own micro-batch) find them all.
@@ -223,8 +223,10 @@ def run_benchmark(
     efficiency: global samples/s over ``nproc`` times the one-process rate. A ``plan``
     ("fsdp+ac", see ``fsdp.py``) applies to the ``nproc`` run; the one-process baseline is plain.
     """
-    if mode not in MODES:
-        raise PerdollarError(f"unknown mode {mode!r}", f"use one of: {', '.join(MODES)}")
+    try:
+        measured_mode = checked_word(mode, MODES)
+    except ValueError:
+        raise PerdollarError(f"unknown mode {mode!r}", f"use one of: {', '.join(MODES)}") from None
     if nproc < 1:
         raise PerdollarError(f"--nproc must be at least 1, got {nproc}", "give a positive process count")
     if duration_s <= 0:
@@ -246,7 +248,7 @@ def run_benchmark(
         return failed_to_load(
             spec,
             failure,
-            mode=mode,
+            mode=measured_mode,
             nproc=nproc,
             started_at=started_at,
             wall_s=time.monotonic() - clock,
@@ -282,7 +284,7 @@ def run_benchmark(
         return to_measurement(
             result,
             workload=workload,
-            mode=mode,
+            mode=measured_mode,
             nproc=processes,
             started_at=started_at,
             wall_s=time.monotonic() - clock,
