@@ -135,7 +135,7 @@ _BYTE_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 def data_size_bytes(text: str | None) -> float | None:
     """``20TB`` → 2e13 bytes (decimal, as clouds bill), ``1.5TiB`` → 1.5·2⁴⁰; None without a byte unit."""
     match = _BYTES.match(text) if isinstance(text, str) else None
-    if not match:
+    if text is None or not match:
         return None
     number, prefix, binary = match.groups()
     base = 1024.0 if binary else 1000.0

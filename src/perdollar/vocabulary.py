@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeVar
 
 # The hyperscalers: any two of a region's machines share the cloud's network, so several may train
 # together. A question's clouds are checked against the catalog it is asked of, not these lists.
@@ -50,6 +50,18 @@ TRAINING_OBJECTIVES = ("samples-per-dollar", "time", "cost", "weighted", "carbon
 SERVING_OBJECTIVE = "usd-per-million-requests"
 # A language model is served by the token: its deployments are ranked by dollars per million tokens.
 TOKEN_SERVING_OBJECTIVE = "usd-per-million-tokens"
+
+Word = TypeVar("Word", bound=str)
+
+
+def checked_word(word: str, words: tuple[Word, ...]) -> Word:
+    """``word`` as the one of ``words`` it equals, typed as they are (a ``Literal``'s values); a
+    ValueError naming them where it is none."""
+    for known in words:
+        if word == known:
+            return known
+    raise ValueError(f"{word!r} is not one of {', '.join(words)}")
+
 
 SECONDS_PER_HOUR = 3600.0
 GIB = float(2**30)

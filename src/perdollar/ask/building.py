@@ -284,9 +284,9 @@ def llm_serving_question(
     for flag, value in (("--input-tokens", input_tokens), ("--output-tokens", output_tokens)):
         if value is not None and value < 1:
             raise PerdollarError(f"{flag} must be at least 1, got {value}", f"give e.g. {flag} 500")
-    for flag, value in (("--ttft-p99-ms", ttft_p99_ms), ("--tpot-p99-ms", tpot_p99_ms)):
-        if value is not None and not value > 0:
-            raise PerdollarError(f"{flag} must be positive, got {value:g}", f"give e.g. {flag} 50")
+    for flag, milliseconds in (("--ttft-p99-ms", ttft_p99_ms), ("--tpot-p99-ms", tpot_p99_ms)):
+        if milliseconds is not None and not milliseconds > 0:
+            raise PerdollarError(f"{flag} must be positive, got {milliseconds:g}", f"give e.g. {flag} 50")
     from perdollar.predict.llm_serving.engines import checked_engine_options
 
     checked_engine_options(engine, kv_precision)

@@ -183,7 +183,7 @@ def _plain(value: object) -> object:
     try:
         number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        return None if pd.isna(value) else str(value)  # type: ignore[call-overload]
+        return None if pd.isna(value) else str(value)
     return None if math.isnan(number) else number
 
 

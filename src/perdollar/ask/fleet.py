@@ -96,7 +96,7 @@ def stored_curve(question: Question) -> LoadCurve:
     traffic = question.traffic
     assert traffic is not None
     settings = question.language_model
-    lengths = (None, None)
+    lengths: tuple[int | None, int | None] = (None, None)
     if traffic.kind == "load-curve" and settings is not None:
         lengths = (settings.input_tokens, settings.output_tokens)
     return parse_traffic(traffic.kind, traffic.text, traffic.source, *lengths,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perdollar.ask.questions import PlanFlags
 from perdollar.errors import PerdollarError
@@ -16,8 +16,13 @@ from perdollar.predict.frame import SUPPORTED_STACKS
 from perdollar.predict.llm.frameworks import framework_choice
 from perdollar.question import LanguageModelSettings
 
+if TYPE_CHECKING:
+    from perdollar.catalog import Accelerator, Catalog, InstanceType
+    from perdollar.predict.llm.plan import TrainingPlan
+    from perdollar.workload.llm.workload import LLMWorkload
 
-def _fixed_plan(settings: LanguageModelSettings, flags: PlanFlags, workload: Any) -> Any:
+
+def _fixed_plan(settings: LanguageModelSettings, flags: PlanFlags, workload: LLMWorkload) -> TrainingPlan:
     from perdollar.predict.llm import parse_plan
 
     plan = parse_plan(settings.plan or "")
@@ -127,8 +132,8 @@ def predict_llm(
             and (flags.context_parallel is None or s.context_parallel == 1)
         ]  # fmt: skip
         shapes = [replace(s, cpu_offload=True) for s in shapes] if flags.cpu_offload else shapes
-        fixed = {n: getattr(flags, n) for n in ("context_parallel", "expert_parallel") if getattr(flags, n)}
-        shapes = [replace(s, **fixed) for s in shapes] if fixed else shapes
+        degrees = {n: getattr(flags, n) for n in ("context_parallel", "expert_parallel") if getattr(flags, n)}
+        shapes = [replace(s, **degrees) for s in shapes] if degrees else shapes
         if not shapes:
             asked = TrainingPlan("ddp", flags.tensor_parallel or 1, flags.pipeline_parallel or 1)
             why = plan_problem(asked, arch, gpus, nodes, workload.global_batch)
@@ -140,12 +145,13 @@ def predict_llm(
             )
         found = search_plans(arch, accelerator, micro_batch=workload.micro_batch, shapes=shapes, **common)
         searched = found.evaluated
-        prediction = found.best or found.nearest_miss
-        if prediction is None:
+        best = found.best or found.nearest_miss
+        if best is None:
             raise PerdollarError(
                 f"no training plan can run {workload.name} on {nodes} × {instance.name}: {found.problem}",
                 "change --global-batch, --micro-batch or --tensor-parallel/--pipeline-parallel",
             )
+        prediction = best
     p = prediction
     return {
         "workload": workload.name,
@@ -192,7 +198,7 @@ def predict_llm(
     }
 
 
-def _refuse_parallelism_the_framework_lacks(workload: Any, flags: PlanFlags) -> None:
+def _refuse_parallelism_the_framework_lacks(workload: LLMWorkload, flags: PlanFlags) -> None:
     """A degree asked for beside a searched plan that the framework cannot split the model by is
     refused naming the frameworks that can, before a search that would find no plan and not say why."""
     from perdollar.predict.llm.frameworks import MODEL_PARALLEL, framework_for, parallelism_problem
@@ -203,8 +209,8 @@ def _refuse_parallelism_the_framework_lacks(workload: Any, flags: PlanFlags) -> 
         raise PerdollarError(problem, "drop that --…-parallel flag, or choose one of those with --framework")
 
 
-def _on_own_stack(workload: Any, instance: Any, accelerator: Any, nodes: int, settings: LanguageModelSettings,
-                  flags: PlanFlags) -> dict[str, Any]:  # fmt: skip
+def _on_own_stack(workload: LLMWorkload, instance: InstanceType, accelerator: Accelerator, nodes: int,
+                  settings: LanguageModelSettings, flags: PlanFlags) -> dict[str, Any]:  # fmt: skip
     """The prediction on a chip that trains under its own stack (Trainium, TPU): the stack's plan,
     with the tensor-parallel degree or fixed plan asked for; what its record cannot run is refused."""
     from perdollar.predict.accelerator_stacks import TRAINING_STACKS
@@ -260,7 +266,9 @@ def _on_own_stack(workload: Any, instance: Any, accelerator: Any, nodes: int, se
     }  # fmt: skip
 
 
-def _calibration(workload: Any, catalog: Any, store_url: str | None, note: Callable[[str], None]) -> Any:
+def _calibration(
+    workload: LLMWorkload, catalog: Catalog, store_url: str | None, note: Callable[[str], None]
+) -> Any:
     """The calibration from the model's stored bench runs; an unreachable store only costs a note."""
     from perdollar.ask.inputs import stored_measurements
     from perdollar.predict.llm.measured import calibrated

@@ -113,13 +113,14 @@ def answer_language_model_serving(
     check_policy(question)
     question, ttft_note = with_default_ttft(question)
     settings = question.language_model or LanguageModelSettings()
-    if question.serving is None or not question.serving.qps > 0:
+    serving = question.serving
+    if serving is None or not serving.qps > 0:
         raise PerdollarError(
             "serving a language model needs a request rate", "add --rps 20 (or --tokens-per-day)"
         )
     workload = load_llm_workload(question.workload_name, kind="inference")
     question = replace(question, workload_fingerprint=workload.fingerprint, kind="inference")
-    rps = question.serving.qps
+    rps = serving.qps
     input_tokens = settings.input_tokens or DEFAULT_INPUT_TOKENS
     output_tokens = settings.output_tokens or DEFAULT_OUTPUT_TOKENS
     every_market = billed_offers(question, catalog, use="inference", priced_only=True)
@@ -168,7 +169,7 @@ def answer_language_model_serving(
         offers,
         output_tokens_per_second=rps * output_tokens,
         input_tokens_per_second=rps * input_tokens,
-        spot_overprovision=question.serving.spot_overprovision,
+        spot_overprovision=serving.spot_overprovision,
     )
     frame, placement = _with_bill(frame, question, catalog, workload.architecture,
                                   ServedRequests(input_tokens, output_tokens))  # fmt: skip

@@ -132,8 +132,8 @@ def left_out_notes(offers: pd.DataFrame, question: Question) -> tuple[str, ...]:
             name if count == everywhere[name] else f"{name} in {count} of {everywhere[name]} regions"
             for name, count in regions.items()
         ]
-        named = ", ".join(machines[:3]) + (f" and {len(machines) - 3} more" if len(machines) > 3 else "")
-        notes.append(f"not ranked: {len(rows):,} offer(s) ({named}): {reason}")
+        listed = ", ".join(machines[:3]) + (f" and {len(machines) - 3} more" if len(machines) > 3 else "")
+        notes.append(f"not ranked: {len(rows):,} offer(s) ({listed}): {reason}")
     return tuple(notes)
 
 

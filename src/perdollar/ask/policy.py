@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import replace
-from typing import get_args
+from typing import TypeGuard, get_args
 
 from perdollar.ask.offers import check_market
 from perdollar.ask.questions import decided
@@ -163,9 +163,9 @@ def with_serving_objective(question: Question, typed: str) -> Question:
     return replace(question, objective=serving_objective(typed, question.objective))
 
 
-def _number(value: object) -> bool:
+def _number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _whole(value: object) -> bool:
-    return _number(value) and float(value) == int(value)  # type: ignore[arg-type]
+    return _number(value) and float(value) == int(value)

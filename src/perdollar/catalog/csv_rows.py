@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from perdollar.errors import PerdollarError
+from perdollar.vocabulary import Word, checked_word
 
 REBUILD_FIX = "rebuild it (python -m perdollar.catalog.build DATA_DIR) or delete the snapshot folder"
 
@@ -91,8 +92,9 @@ def optional(value: float) -> float | None:
     return None if math.isnan(value) else value
 
 
-def choice_cell(rows: Rows, number: int, row: dict[str, str], column: str, allowed: tuple[str, ...]) -> str:
+def choice_cell(rows: Rows, number: int, row: dict[str, str], column: str, allowed: tuple[Word, ...]) -> Word:
     value = row[column].strip()
-    if value not in allowed:
-        raise rows.fail(number, column, value, f"is not one of {', '.join(allowed)}")
-    return value
+    try:
+        return checked_word(value, allowed)
+    except ValueError:
+        raise rows.fail(number, column, value, f"is not one of {', '.join(allowed)}") from None

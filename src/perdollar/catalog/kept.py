@@ -103,13 +103,14 @@ def _to_document(catalog: Catalog, name: str) -> dict[str, Any]:
 class _KeptCatalog(Catalog):
     """A kept catalog, whose Offer objects are built the first time something reads them."""
 
-    @property  # type: ignore[override]
+    @property
     def offers(self) -> tuple[Offer, ...]:
         built = self.__dict__.get("_offers")
         if built is None:
             try:
                 built = tuple(map(Offer, *safe_loads(self.__dict__.pop("_offer_columns"))))
             except Exception:  # damaged or refused columns: the snapshot's own offers
+                assert self.path is not None, "a kept catalog is always built with its snapshot's folder"
                 built = read_snapshot(self.path).offers
             self.__dict__["_offers"] = built
         return built

@@ -127,11 +127,11 @@ def check_known(path: Path, quotas: tuple[Quota, ...], machines: pd.DataFrame) -
         if any(fnmatch.fnmatch(family, quota.family) for family in families):
             continue
         meant = names[quota.cloud].get(quota.family)  # an instance type given for its family
-        close = [meant] if meant else [
+        likely = [meant] if meant else [
             families[f] for f in difflib.get_close_matches(quota.family, list(families), n=3)
         ]  # fmt: skip
         shown = list(families.values())
-        fix = f"did you mean {' or '.join(close)}?" if close else (
+        fix = f"did you mean {' or '.join(likely)}?" if likely else (
             f"write one of its families: {', '.join(shown[:12])}{' …' if len(shown) > 12 else ''}"
         )  # fmt: skip
         raise PerdollarError(

@@ -23,12 +23,12 @@ from typing import Any
 
 from perdollar.catalog.catalog import HARDWARE_COLUMNS, Catalog
 from perdollar.catalog.csv_rows import REBUILD_FIX, Rows, choice_cell, number_cell, optional
-from perdollar.catalog.model import Accelerator, InstanceType, Offer
+from perdollar.catalog.model import Accelerator, InstanceType, Offer, SoftwareStack
 from perdollar.catalog.names import parse_instance_name
 from perdollar.catalog.price_outliers import with_outlier_flags
 from perdollar.catalog.standard_prices import with_standard_price_flags
 from perdollar.errors import PerdollarError
-from perdollar.vocabulary import MARKETS
+from perdollar.vocabulary import MARKETS, checked_word
 
 MANIFEST = "manifest.json"
 ACCELERATORS = "accelerators.csv"
@@ -37,7 +37,7 @@ INSTANCE_TYPES = "instance_types.csv.gz"
 OFFERS = "offers.csv.gz"
 FILES = (MANIFEST, ACCELERATORS, ALIASES, INSTANCE_TYPES, OFFERS)
 
-STACKS = ("cuda", "rocm", "neuron", "xla", "habana", "qaic", "cpu")
+STACKS: tuple[SoftwareStack, ...] = ("cuda", "rocm", "neuron", "xla", "habana", "qaic", "cpu")
 
 ACCELERATOR_COLUMNS = (
     "key",
@@ -115,7 +115,7 @@ def _read_accelerators(folder: Path) -> dict[str, Accelerator]:
             peak_int8_tops=optional(num("peak_int8_tops", optional=True)),
             interconnect=row["interconnect"],
             interconnect_bandwidth_gbps=optional(num("interconnect_bandwidth_gbps", optional=True)),
-            software_stack=choice_cell(rows, number, row, "software_stack", STACKS),  # type: ignore[arg-type]
+            software_stack=choice_cell(rows, number, row, "software_stack", STACKS),
             tdp_w=optional(num("tdp_w", optional=True)),
             compute_capability=row["compute_capability"] or None,
             sm_count=None if math.isnan(sm_count) else int(sm_count),
@@ -160,7 +160,7 @@ def _read_instance_types(
             parts = None  # an unusual name is still a valid machine; it just has no parsed shape
         efa = num("efa_interfaces", optional=True)
         result[(cloud, name)] = InstanceType(
-            cloud=cloud,  # type: ignore[arg-type]
+            cloud=cloud,
             name=name,
             vcpus=num("vcpus", optional=True),
             memory_gib=num("memory_gib", optional=True),
@@ -199,11 +199,11 @@ def _read_offers(folder: Path, instance_types: dict[tuple[str, str], InstanceTyp
             high_value = float(high) if high else None
             low_value = float(low) if low else None
             day = dates.get(captured) or dates.setdefault(captured, dt.date.fromisoformat(captured))
+            market_word = checked_word(market, MARKETS)
             well_formed = (
                 price_value >= 0
                 and (high_value is None or high_value >= 0)
                 and (low_value is None or low_value >= 0)
-                and market in MARKETS
                 and region != ""
                 and (cloud, name) in instance_types
             )
@@ -221,7 +221,7 @@ def _read_offers(folder: Path, instance_types: dict[tuple[str, str], InstanceTyp
                 cloud,
                 name,
                 region,
-                market,
+                market_word,
                 price_value,
                 day,
                 high_value,
@@ -229,7 +229,7 @@ def _read_offers(folder: Path, instance_types: dict[tuple[str, str], InstanceTyp
                 bucket or None,
                 flag_sets[flags],
                 low_value,
-            )  # type: ignore[arg-type]
+            )
         )
     return offers
 
@@ -250,10 +250,10 @@ def _checked_offer(
     if not region:
         raise rows.fail(number, "region", region, "is empty")
     return Offer(
-        cloud=cloud,  # type: ignore[arg-type]
+        cloud=cloud,
         instance_type=name,
         region=region,
-        market=choice_cell(rows, number, row, "market", MARKETS),  # type: ignore[arg-type]
+        market=choice_cell(rows, number, row, "market", MARKETS),
         price_per_hour=number_cell(rows, number, row, "price_per_hour"),
         captured_at=captured,
         price_max_per_hour=optional(number_cell(rows, number, row, "price_max_per_hour", optional=True)),

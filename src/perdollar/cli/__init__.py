@@ -198,7 +198,8 @@ def _without_flag_metavars(command: click.Command) -> None:
             option.metavar = ""
         return option
 
-    command.get_help_option = help_option  # type: ignore[method-assign]
+    # mypy checks a method replaced on one object against the class's unbound method, self and all.
+    command.get_help_option = help_option  # type: ignore[method-assign, assignment]
 
 
 def _chain(error: BaseException) -> list[str]:
@@ -235,7 +236,8 @@ def main(argv: list[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
     # Only perdollar's own --json: one after `--` belongs to the command being measured.
     own = arguments[: arguments.index("--")] if "--" in arguments else arguments
-    command = typer.main.get_command(build_app(_named_command(own)))
+    # Newer typer builds it from its private copy of click, whose classes have click's interface.
+    command: click.Command = typer.main.get_command(build_app(_named_command(own)))  # type: ignore[assignment]
     _format_help(command)
     skip_needless_conversion(command)  # before harden: its refusal of empty text wraps this
     harden(command)

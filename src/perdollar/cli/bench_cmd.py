@@ -79,6 +79,8 @@ def _finish(
     verdict: str | None = None,
 ) -> int:
     """Print, store, and turn the statuses into the exit code."""
+    from functools import partial
+
     from perdollar.cli.persist import attempt_store, save_measurement
     from perdollar.measure.serialize import measurement_to_dict
     from perdollar.measure.text import lines
@@ -86,9 +88,7 @@ def _finish(
     stored: list[str | None] = []
     failure: PerdollarError | None = None
     for measurement in measurements:
-        key, error = attempt_store(
-            lambda m=measurement: save_measurement(m, store_url=store_url, enabled=store)
-        )
+        key, error = attempt_store(partial(save_measurement, measurement, store_url=store_url, enabled=store))
         stored.append(key)
         failure = failure or error
     if json_output:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -17,6 +17,9 @@ from perdollar.cli.catalog_render import (
 from perdollar.cli.common import console, emit_json
 from perdollar.terminal_tables import FittingTable
 from perdollar.vocabulary import BUNDLED_CLOUDS_TEXT
+
+if TYPE_CHECKING:
+    from perdollar.catalog import Catalog, InstanceType
 
 catalog_app = typer.Typer(
     name="catalog",
@@ -178,7 +181,7 @@ def catalog_show(
     console.print(f"[dim]{age_line(catalog)}[/]", soft_wrap=True, highlight=False)
 
 
-def gpu_cloud_price_notes(catalog: Any, instance: Any) -> list[str]:
+def gpu_cloud_price_notes(catalog: Catalog, instance: InstanceType) -> list[str]:
     """Where a bundled GPU-cloud machine's prices were read: its row of the package's table."""
     from perdollar.catalog.gpu_cloud_table import GPU_CLOUD_PRICE_BASIS, read_gpu_cloud_offers
 

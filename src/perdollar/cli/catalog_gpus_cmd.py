@@ -115,5 +115,5 @@ def catalog_flags(
     for header, drop_order in (("flag", 0), ("table mark", 2), ("offers", 1), ("meaning", 0)):
         table.add_column(header, no_wrap=header != "meaning", drop_order=drop_order)
     for row in rows:
-        table.add_row(row["flag"], row["mark"], f"{row['offers']:,}", row["meaning"])
+        table.add_row(str(row["flag"]), str(row["mark"]), f"{row['offers']:,}", str(row["meaning"]))
     print_table(table)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -11,6 +11,9 @@ from rich.table import Table
 from perdollar.catalog.provenance import NOT_FOR_TRAINING
 from perdollar.cli.common import console, print_table
 from perdollar.terminal_tables import FittingTable
+
+if TYPE_CHECKING:
+    from perdollar.catalog import Catalog
 
 
 def format_price(value: Any) -> str:
@@ -38,7 +41,7 @@ def accelerator_cell(row: dict[str, Any]) -> str:
     return f"{quantity(count)}× {name} {quantity(row['accelerator_memory_gib'])}G"
 
 
-def age_line(catalog: Any) -> str:
+def age_line(catalog: Catalog) -> str:
     age = catalog.age_days()
     return (
         f"catalog snapshot {catalog.snapshot_id}: prices captured {catalog.oldest_price_date} … "

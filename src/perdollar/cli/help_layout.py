@@ -65,4 +65,5 @@ def keep_option_names_whole(command: click.Command) -> None:
         with _names_kept_whole():
             format_help(context, formatter)
 
-    command.format_help = laid_out  # type: ignore[method-assign]
+    # mypy checks a method replaced on one object against the class's unbound method, self and all.
+    command.format_help = laid_out  # type: ignore[method-assign, assignment]

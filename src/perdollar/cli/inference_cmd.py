@@ -25,8 +25,10 @@ from perdollar.question import Question
 
 def curve_measurement(curve: Any, host: Any, started_at: str, duration_s: float) -> Any:
     """The curve as a :class:`Measurement` (mode ``inference``) so it can be stored and compared."""
-    from perdollar.measure.result import Measurement, Rate
+    from perdollar.measure.result import Measurement, Rate, Status
+    from perdollar.vocabulary import checked_word
 
+    kept_statuses: tuple[Status, ...] = ("ok", "oom", "error", "timeout")
     ok = [p for p in curve.points if p.status == "ok"]
     best = max(ok, key=lambda p: p.samples_per_second) if ok else None
     single = next((p for p in ok if p.concurrency == 1), None)
@@ -35,7 +37,7 @@ def curve_measurement(curve: Any, host: Any, started_at: str, duration_s: float)
     )
     rate = Rate(best.samples_per_second, best.samples_per_second, best.samples_per_second) if best else None
     return Measurement(
-        status=status if status in ("ok", "oom", "error", "timeout") else "error",
+        status=checked_word(status, kept_statuses) if status in kept_statuses else "error",
         mode="inference",
         workload_name=curve.workload_name,
         workload_fingerprint=curve.workload_fingerprint,

@@ -60,7 +60,7 @@ def compare_llm_serving(
     from perdollar.report.tables import flags_note
 
     common.print_table(_table(comparison.rows, comparison.slo_label, rps))
-    flagged = flags_note(row["flags"] for row in comparison.rows)
+    flagged = flags_note(flags for row in comparison.rows if isinstance(flags := row["flags"], list))
     if flagged:
         common.console.print(f"[dim]{flagged}[/]", highlight=False)
     common.console.print(comparison.summary, highlight=False, markup=False)

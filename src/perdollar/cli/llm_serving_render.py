@@ -35,7 +35,7 @@ def prediction_document(
     figures at the requests in flight or the rate asked for."""
     figures = {"throughput": p.output_tokens_per_second * replicas, "ttft": p.ttft_ms, "tpot": p.tpot_ms}
     banded = {name: band.document(figures[name]) for name, band in (bands or {}).items() if p.fits}
-    document = {
+    document: dict[str, Any] = {
         "model": arch.name,
         "accelerator": accelerator,
         "gpus": gpus,

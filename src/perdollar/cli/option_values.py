@@ -105,7 +105,7 @@ def harden(command: click.Command) -> None:
     for param in numeric_options(command):
         if not getattr(param, "_perdollar_checked", False):
             integer = numeric_kind(param.type_descriptor.annotation) is int  # type: ignore[attr-defined]
-            param.callback = _checked(param.opts[0], integer, param.callback)  # type: ignore[attr-defined]
+            param.callback = _checked(param.opts[0], integer, param.callback)
             param._perdollar_checked = True  # type: ignore[attr-defined]
     for sub in getattr(command, "commands", {}).values():
         harden(sub)

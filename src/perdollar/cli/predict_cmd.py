@@ -195,6 +195,7 @@ def _render(answer: object, json_output: bool) -> None:
         if json_output:
             emit_json(answer)
         else:
+            assert isinstance(answer, dict), "a language model's training prediction is its document"
             print_llm_prediction(answer)
 
 

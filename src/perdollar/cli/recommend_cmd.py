@@ -185,10 +185,6 @@ def _recommend_serving(
 ) -> int:  # fmt: skip
     """``recommend --inference``: a network served per request, a language model per token
     (``served``: its objective, ``--objective carbon`` or the cost, and where its weights are stored)."""
-    common_args = {
-        "top": shown.top, "json_output": shown.json_output, "store_url": store.store_url,
-        "store": store.enabled, "report_path": shown.report,
-    }  # fmt: skip
     if family == "language-model":
         from perdollar.cli.llm_inference_cmd import recommend_llm_inference
 
@@ -196,7 +192,10 @@ def _recommend_serving(
             workload, serving, where, language_model, precision, bill, served
         )
         question = replace(question, near=near)
-        return recommend_llm_inference(question, lengths_note=note, **common_args)
+        return recommend_llm_inference(
+            question, lengths_note=note, top=shown.top, json_output=shown.json_output,
+            store_url=store.store_url, store=store.enabled, report_path=shown.report,
+        )  # fmt: skip
     from perdollar.cli.inference_cmd import recommend_inference
 
     question = serving_question(
@@ -204,7 +203,10 @@ def _recommend_serving(
         max_wait_ms=serving.max_wait_ms, batch_size=batch_size, precision=precision, market=where.market,
         clouds=where.clouds, regions=where.regions,
     )  # fmt: skip
-    return recommend_inference(replace(question, bill=bill, near=near), **common_args)
+    return recommend_inference(
+        replace(question, bill=bill, near=near), top=shown.top, json_output=shown.json_output,
+        store_url=store.store_url, store=store.enabled, report_path=shown.report,
+    )  # fmt: skip
 
 
 def _recommend_fleet(

@@ -55,7 +55,8 @@ def rate_ladder(start: float, stop: float, growth: float) -> list[float]:
             "rates must satisfy 0 < --start-rps ≤ --max-rps and --growth > 1",
             "e.g. --start-rps 5 --max-rps 2000 --growth 2",
         )
-    rates, rate = [], start
+    rates: list[float] = []
+    rate = start
     while rate <= stop * (1 + 1e-9) and len(rates) < MAX_RATE_STEPS:
         rates.append(rate)
         rate *= growth

@@ -23,11 +23,12 @@ from perdollar.cli.sweep_render import outcome_row, print_event, print_plan, pri
 from perdollar.errors import EXIT_FAILURE, PerdollarError
 from perdollar.files import write_file_safely
 from perdollar.question import DataSettings, LanguageModelSettings, SpotSettings
+from perdollar.vocabulary import Word, checked_word
 
 if TYPE_CHECKING:  # types only: importing them would load pandas or the database driver at start-up
     from perdollar.launch.jobs import JobOptions
     from perdollar.launch.plan import SweepContext
-    from perdollar.launch.sweep import SweepSettings
+    from perdollar.launch.sweep import Strategy, SweepSettings
     from perdollar.select.model import Recommendation
 
 SWEEP_HELP = (
@@ -68,12 +69,13 @@ def _duration_seconds(text: str, option: str) -> float:
     return common.parse_duration_hours(text, option) * 3600
 
 
-def _check_choice(value: str, allowed: tuple[str, ...], option: str) -> str:
-    if value not in allowed:
+def _check_choice(value: str, allowed: tuple[Word, ...], option: str) -> Word:
+    try:
+        return checked_word(value, allowed)
+    except ValueError:
         raise PerdollarError(
             f"{option} {value!r} is not one of {', '.join(allowed)}", f"use {option} {allowed[0]}"
-        )
-    return value
+        ) from None
 
 
 def _make_executor(via: str, log_dir: Path) -> Any:
@@ -122,7 +124,7 @@ def _dry_run(
         }
         for (job, why), path in zip(chosen, paths, strict=True)
     ]
-    total = sum(row["cost_cap_usd"] for row in rows)
+    total = sum(job.caps.max_dollars for job, _ in chosen)
     if json_output:
         common.emit_json(
             {
@@ -199,6 +201,7 @@ def sweep(
         return _dry_run(
             sweep_context(question, inputs), recommendation, options, settings, out_dir, json_output
         )
+    assert executor is not None, "every run but a dry run has its executor"
     result, saved, new_recommendation = sweep_workload(
         question, inputs, recommendation, executor, settings, options, store_url=store.store_url,
         store=store.enabled, on_event=partial(print_event, billed=executor.billed), only=only_configurations,
@@ -223,7 +226,8 @@ def _checked_settings(flags: SweepFlags) -> SweepSettings:
     from perdollar.launch.sweep import SweepSettings
 
     _check_choice(flags.via, ("skypilot", "local"), "--via")
-    _check_choice(flags.strategy, ("voi", "top-k"), "--strategy")
+    strategies: tuple[Strategy, ...] = ("voi", "top-k")
+    strategy = _check_choice(flags.strategy, strategies, "--strategy")
     if flags.top is not None and flags.top < 1:
         raise PerdollarError(f"--top {flags.top} measures nothing", "give --top 1 or more")
     if flags.budget is not None and flags.budget <= 0:
@@ -235,7 +239,7 @@ def _checked_settings(flags: SweepFlags) -> SweepSettings:
     if flags.dry_run and flags.via != "skypilot":
         raise PerdollarError("--dry-run writes SkyPilot task YAMLs", "use --via skypilot with --dry-run")
     return SweepSettings(
-        strategy=flags.strategy,  # type: ignore[arg-type]
+        strategy=strategy,
         max_runs=flags.top if flags.top is not None else (None if flags.budget is not None else 3),
         budget_usd=flags.budget,
         parallel=flags.parallel,
@@ -279,7 +283,7 @@ def _job_options(
 
 
 def _document(
-    workload: str, result: Any, saved: dict[str, str], recommendation_id: str | None, out_dir: Path
+    workload: str, result: Any, saved: dict[str, str | None], recommendation_id: str | None, out_dir: Path
 ) -> dict[str, Any]:
     """The sweep's JSON document, also written to ``sweep.json`` in its folder."""
     document = {

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import sys
-from typing import Any
+from typing import Any, TypedDict
 
 from transformers import TrainerCallback
 
@@ -24,7 +24,14 @@ from perdollar.measure.meter import Meter, MeterReading, print_reading
 from perdollar.measure.result import Measurement, Rate
 
 
-class PerdollarCallback(TrainerCallback):  # type: ignore[misc]
+class _PriceOptions(TypedDict):
+    price_per_hour: float | None
+    instance_type: str | None
+    market: str
+    nodes: int
+
+
+class PerdollarCallback(TrainerCallback):
     """Meter a ``transformers.Trainer`` run and store what it measured.
 
     ``tokens_per_sample``: sequence length for tokens/s; by default the length of the training
@@ -46,7 +53,7 @@ class PerdollarCallback(TrainerCallback):  # type: ignore[misc]
     ) -> None:
         if warmup_steps < 0 or (tokens_per_sample is not None and tokens_per_sample < 1):
             raise PerdollarError("warmup_steps must be ≥ 0 and tokens_per_sample ≥ 1", "e.g. warmup_steps=10")
-        self.price_options = {"price_per_hour": price_per_hour, "instance_type": instance_type,
+        self.price_options: _PriceOptions = {"price_per_hour": price_per_hour, "instance_type": instance_type,
                               "market": market, "nodes": nodes}  # fmt: skip
         self.warmup_steps = warmup_steps
         self.tokens_per_sample = tokens_per_sample

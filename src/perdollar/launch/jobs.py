@@ -19,6 +19,7 @@ from perdollar.launch.spec import (
     job_name,
 )
 from perdollar.launch.wheel import remote_path
+from perdollar.measure.result import Mode
 from perdollar.predict.llm.plan import parse_plan
 from perdollar.price.model import Estimate
 
@@ -32,7 +33,7 @@ class JobOptions:
     workload: str
     batch_size: int | None = None
     precision: str | None = None
-    mode: str = "cached-input"
+    mode: Mode = "cached-input"
     duration_s: float = DEFAULT_BENCH_DURATION_S
     max_dollars_per_run: float | None = None
     overhead_seconds: float = DEFAULT_OVERHEAD_SECONDS

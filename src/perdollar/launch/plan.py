@@ -24,7 +24,7 @@ from perdollar.launch.sweep import (
     distinct_candidates,
     hardware_key,
 )
-from perdollar.measure.result import HostFingerprint, Measurement
+from perdollar.measure.result import HostFingerprint, Measurement, Status
 from perdollar.price.model import Estimate
 from perdollar.select.model import Recommendation
 from perdollar.workload import Workload
@@ -77,11 +77,11 @@ def failure_measurement(outcome: JobOutcome, bundle: SweepContext) -> Measuremen
             host = host_fingerprint()
         except Exception:  # the record matters more than its host details
             pass
-    status = "timeout" if outcome.status == "timeout" else "error"
+    status: Status = "timeout" if outcome.status == "timeout" else "error"
     return Measurement(
         status=status,
         mode=job.mode,
-        workload_name=bundle.workload.name,  # type: ignore[arg-type]
+        workload_name=bundle.workload.name,
         workload_fingerprint=bundle.workload.fingerprint,
         batch_size=bundle.workload.batch_size,
         precision=bundle.workload.precision,

@@ -17,7 +17,7 @@ import yaml
 
 from perdollar.errors import PerdollarError
 from perdollar.files import write_file_safely
-from perdollar.launch.outcome import JobOutcome, outcome_from_log
+from perdollar.launch.outcome import JobOutcome, OutcomeStatus, outcome_from_log
 from perdollar.launch.spec import STORE_SECRET, BenchmarkJob
 
 
@@ -237,7 +237,7 @@ class SkyPilotExecutor:
                 returncode = sky.tail_logs(job.name, job_id, follow=True, output_stream=sink)
         except Exception as error:  # every failure of one candidate is a result, never the sweep's end
             kind = type(error).__name__
-            status = "failed-to-provision" if kind in _PROVISION_ERRORS else "crashed"
+            status: OutcomeStatus = "failed-to-provision" if kind in _PROVISION_ERRORS else "crashed"
             first_line = str(error).splitlines()[0] if str(error) else ""
             return JobOutcome(
                 job,

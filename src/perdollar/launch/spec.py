@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from perdollar.errors import PerdollarError
+from perdollar.measure.result import Mode
 from perdollar.price.fixed_costs import PROVISIONING_SECONDS, STARTUP_SECONDS
 
 # Billed time before the benchmark starts: provisioning, image pull, `pip install`. Generous on
@@ -84,7 +85,7 @@ class BenchmarkJob:
     duration_s: float
     batch_size: int | None = None
     precision: str | None = None
-    mode: str = "cached-input"
+    mode: Mode = "cached-input"
     envs: Mapping[str, str] = field(default_factory=dict)
     workdir: str | None = None  # synced to the node (user workload files, requirements)
     store_url: str | None = None  # where the remote writes its result too (a shared store)

@@ -270,7 +270,9 @@ def run_sweep(
         batch_keys: list[str] = []
         if settings.strategy == "voi":
             picks = rank_picks(beliefs, exclude=unrunnable)
-            order = [(p.key, p.value_of_information, p.p_change) for p in picks]
+            order: list[tuple[str, float | None, float | None]] = [
+                (p.key, p.value_of_information, p.p_change) for p in picks
+            ]
         else:
             order = [(key, None, None) for key in fixed_order if key not in unrunnable]
         budget_left = (settings.budget_usd - spent) if settings.budget_usd is not None else math.inf

@@ -98,7 +98,9 @@ def _full_verdict(full: Rate, ceiling: Rate, feed: Rate | None) -> str:
 
 
 def verdict_for(measurements: list[Measurement]) -> str:
-    rates = {m.mode: m.samples_per_second for m in measurements if m.ok and m.samples_per_second}
+    rates: dict[str, Rate] = {
+        m.mode: m.samples_per_second for m in measurements if m.ok and m.samples_per_second
+    }
     return bound_verdict(rates)
 
 

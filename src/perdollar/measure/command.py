@@ -35,7 +35,7 @@ from perdollar.measure.log_formats import (
     user_format,
 )
 from perdollar.measure.redact import redact_arguments, redact_text
-from perdollar.measure.result import Measurement, Rate
+from perdollar.measure.result import Measurement, Rate, Status
 from perdollar.measure.worker import classify_failure
 
 # "<number> samples/second", also "samples/s", "samples/sec" and "samples per second".
@@ -214,7 +214,8 @@ def run_command(
     chosen = best_format(readings.counts(), formats)
     capture = readings.by_format[chosen.name] if chosen else _Capture([], readings.tail)
     capture.tail = readings.tail
-    status, message = "ok", ""
+    status: Status = "ok"
+    message = ""
     if stopped_by_us and not duration_s:
         status, message = "timeout", f"still running after the {timeout_s:.0f} s timeout"
     elif not stopped_by_us and process.returncode != 0:
@@ -296,7 +297,7 @@ def _measurement(
     argv: Sequence[str],
     log_format: LogFormat | None,
     capture: _Capture,
-    status: str,
+    status: Status,
     message: str,
     started_at: str,
     wall: float,
@@ -316,12 +317,11 @@ def _measurement(
     elif status == "ok" and values:
         summary = steady.summarize(values, [], steady_reached=reached)
         rate, cv, warnings = summary.rate, summary.cv, summary.warnings
-    unused_batch = log_format is not None and not log_format.needs_batch_size and batch_size
-    if status == "ok" and unused_batch:
+    if status == "ok" and log_format is not None and not log_format.needs_batch_size and batch_size:
         warnings += (f"--batch-size {batch_size} was not needed: the log reports {log_format.unit}/s",)
     unit = "tokens" if log_format is not None and log_format.unit == "tokens" else "samples"
     return Measurement(
-        status=status,  # type: ignore[arg-type]
+        status=status,
         mode="command",
         workload_name=f"command:{command_name(redact_arguments(argv))}",
         workload_fingerprint=hashlib.sha256(command_line.encode()).hexdigest()[:16],

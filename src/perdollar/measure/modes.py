@@ -10,11 +10,16 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perdollar.errors import PerdollarError
+from perdollar.measure.result import Mode
 
-MODES = ("full", "cached-input", "data-only")
+if TYPE_CHECKING:
+    from perdollar.workload.spec import Workload
+    from perdollar.workload.step import StepRunner
+
+MODES: tuple[Mode, ...] = ("full", "cached-input", "data-only")
 
 
 @dataclass(frozen=True)
@@ -60,13 +65,13 @@ def _endless(loader_factory: Callable[[int], Any], batch_size: int) -> Iterator[
     return itertools.chain.from_iterable(loader_factory(batch_size) for _ in itertools.count())
 
 
-def build_runner(workload: Any, device: str) -> Any:
+def build_runner(workload: Workload, device: str) -> StepRunner:
     from perdollar.workload.step import build_step
 
     return build_step(workload, device)
 
 
-def prepare(workload: Any, mode: str, device: str, runner: Any | None = None) -> PreparedStep:
+def prepare(workload: Workload, mode: str, device: str, runner: StepRunner | None = None) -> PreparedStep:
     """A ``step()`` for ``mode``; ``runner`` lets the caller wrap the model (DDP) beforehand."""
     if mode not in MODES:
         raise PerdollarError(f"unknown mode {mode!r}", f"use one of: {', '.join(MODES)}")

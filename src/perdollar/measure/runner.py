@@ -12,15 +12,19 @@ import hashlib
 import math
 import time
 from dataclasses import asdict, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perdollar.errors import PerdollarError
 from perdollar.measure.child import ProgressCallback, run_child, run_forked
 from perdollar.measure.host import host_fingerprint
 from perdollar.measure.loop import LoopSettings
 from perdollar.measure.modes import MODES
-from perdollar.measure.result import Measurement, Rate
+from perdollar.measure.result import Measurement, Mode, Rate
 from perdollar.sandbox import UserCodeFailed
+from perdollar.vocabulary import Kind, checked_word
+
+if TYPE_CHECKING:
+    from perdollar.workload.spec import Workload
 
 DEFAULT_DURATION_S = 20.0
 
@@ -41,7 +45,7 @@ def _now() -> str:
 
 
 def _workload_reference(
-    spec: Any, batch_size: int | None, precision: str | None, kind: str | None, timeout_s: float
+    spec: Any, batch_size: int | None, precision: str | None, kind: Kind | None, timeout_s: float
 ) -> tuple[Any, str | None]:
     """The loaded workload and the string a fresh child loads it from (None: fork with the object)."""
     from perdollar.workload import load_workload, reference_names
@@ -63,7 +67,7 @@ def _workload_reference(
 
 
 def _mfu(
-    workload: Any, samples_per_second: float, accelerator_key: str | None, accelerator_count: int
+    workload: Workload, samples_per_second: float, accelerator_key: str | None, accelerator_count: int
 ) -> float | None:
     """Model FLOPs utilisation against the catalog's dense peak for the workload's precision."""
     if not accelerator_key or samples_per_second <= 0:
@@ -86,7 +90,7 @@ def failed_to_load(
     spec: Any,
     failure: UserCodeFailed,
     *,
-    mode: str,
+    mode: Mode,
     nproc: int,
     started_at: str,
     wall_s: float,
@@ -97,7 +101,7 @@ def failed_to_load(
     name = spec if isinstance(spec, str) else getattr(spec, "name", "workload")
     return Measurement(
         status=failure.status,
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,
         workload_name=name,
         workload_fingerprint=hashlib.sha256(f"unloadable:{name}".encode()).hexdigest()[:16],
         batch_size=batch_size or 0,
@@ -141,7 +145,7 @@ def make_spec(
 
 
 def to_measurement(
-    result: dict[str, Any], *, workload: Any, mode: str, nproc: int, started_at: str, wall_s: float
+    result: dict[str, Any], *, workload: Workload, mode: Mode, nproc: int, started_at: str, wall_s: float
 ) -> Measurement:
     host = host_fingerprint()
     status = result["status"]
@@ -172,7 +176,7 @@ def to_measurement(
     accelerators = 1 if nproc == 1 else nproc
     return Measurement(
         status=status,
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,
         workload_name=workload.name,
         # A language model's runs at any micro-batch and precision are filed under one key, so that
         # predictions of the model (which choose their own micro-batch) find them all.
@@ -207,7 +211,7 @@ def run_benchmark(
     nproc: int = 1,
     timeout_s: float | None = None,
     device: str = "auto",
-    kind: str | None = None,
+    kind: Kind | None = None,
     memory_limit_bytes: int | None = None,
     settings: LoopSettings | None = None,
     progress: ProgressCallback | None = None,
@@ -219,8 +223,10 @@ def run_benchmark(
     efficiency: global samples/s over ``nproc`` times the one-process rate. A ``plan``
     ("fsdp+ac", see ``fsdp.py``) applies to the ``nproc`` run; the one-process baseline is plain.
     """
-    if mode not in MODES:
-        raise PerdollarError(f"unknown mode {mode!r}", f"use one of: {', '.join(MODES)}")
+    try:
+        measured_mode = checked_word(mode, MODES)
+    except ValueError:
+        raise PerdollarError(f"unknown mode {mode!r}", f"use one of: {', '.join(MODES)}") from None
     if nproc < 1:
         raise PerdollarError(f"--nproc must be at least 1, got {nproc}", "give a positive process count")
     if duration_s <= 0:
@@ -242,7 +248,7 @@ def run_benchmark(
         return failed_to_load(
             spec,
             failure,
-            mode=mode,
+            mode=measured_mode,
             nproc=nproc,
             started_at=started_at,
             wall_s=time.monotonic() - clock,
@@ -278,7 +284,7 @@ def run_benchmark(
         return to_measurement(
             result,
             workload=workload,
-            mode=mode,
+            mode=measured_mode,
             nproc=processes,
             started_at=started_at,
             wall_s=time.monotonic() - clock,

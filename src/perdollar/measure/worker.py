@@ -18,6 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from perdollar.measure.result import Status
 from perdollar.sandbox import mark_sandboxed, user_frame
 
 PROGRESS_PREFIX = "PERDOLLAR-PROGRESS"
@@ -32,7 +33,7 @@ _OOM_WORDS = (
 )
 
 
-def classify_failure(text: str) -> str:
+def classify_failure(text: str) -> Status:
     """``oom`` when an error text says memory ran out, else ``error``."""
     lowered = text.lower()
     return "oom" if any(word in lowered for word in _OOM_WORDS) else "error"

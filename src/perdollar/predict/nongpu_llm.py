@@ -15,7 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from perdollar.catalog.model import Accelerator
+from perdollar.catalog.catalog import Catalog
+from perdollar.catalog.model import Accelerator, InstanceType
 from perdollar.predict.accelerator_stacks import (
     SERVING_STACKS,
     TRAINING_STACKS,
@@ -219,7 +220,7 @@ def best_stack_plan(
 
 
 def training_row(
-    instance: Any, accelerator: Accelerator, workload: LLMWorkload, nodes: int, *,
+    instance: InstanceType, accelerator: Accelerator, workload: LLMWorkload, nodes: int, *,
     fixed: TrainingPlan | None = None, tensor_parallel: int | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """One LLM_COLUMNS row for ``nodes`` × ``instance`` under the chip's own training stack: with the
@@ -260,7 +261,7 @@ def training_row(
     peak = (accelerator.peak_bf16_tflops or 0.0) * 1e12
     communication = 0.0
     if stack.software_stack == "xla":
-        offloaded_gib = found.host_gib * found.plan.gradient_accumulation if found.offloaded else 0.0
+        offloaded_gib = found.host_gib * plan.gradient_accumulation if found.offloaded else 0.0
         run = SliceRun(chips_per_node, nodes, float(arch.total_params), tokens_per_step / chips)
         compute, communication, offload = maxtext_step_s(accelerator, run, per_token, offloaded_gib)
         step = max(compute, offload) + communication
@@ -271,10 +272,10 @@ def training_row(
         )
     elif stack.software_stack == "neuron":
         network = float(instance.network_gbps or FITTED_EFA_GBPS)
-        run = NxdRun(chips_per_node, nodes, plan.tensor_parallel, 1, stack.strategy == "zero1",
+        nxd_run = NxdRun(chips_per_node, nodes, plan.tensor_parallel, 1, stack.strategy == "zero1",
                      plan.micro_batch, workload.global_batch, workload.seq_len, float(arch.total_params),
                      arch.num_layers, arch.hidden_size, network)  # fmt: skip
-        terms = nxd_step(accelerator, run, per_token)
+        terms = nxd_step(accelerator, nxd_run, per_token)
         compute, communication, step = terms.compute_s, terms.communication_s, terms.step_s
         bottleneck = "communication" if communication > compute else "compute"
     else:
@@ -324,7 +325,7 @@ __all__ = [
 
 
 def nongpu_serving_rows(
-    arch: DecoderArchitecture, catalog: Any, *, input_tokens: int, output_tokens: int, rps: float,
+    arch: DecoderArchitecture, catalog: Catalog, *, input_tokens: int, output_tokens: int, rps: float,
     ttft_p99_ms: float | None, tpot_p99_ms: float | None, precisions: tuple[str, ...],
     prefix_share: float = 0.0, speculation: Speculation | None = None, kv_precision: str | None = None,
 ) -> pd.DataFrame:  # fmt: skip

@@ -16,6 +16,7 @@ import pandas as pd
 
 from perdollar.profile import profile_workload
 from perdollar.profile.model import OperatorRecord, Profile
+from perdollar.vocabulary import Kind
 from perdollar.workload import load_workload, reference_for_published_model
 
 # Published precision label → the workload precision that runs the same arithmetic.
@@ -40,9 +41,9 @@ _BASE_BATCHES = (8, 7)
 TRACED: dict[str, Profile] = {}  # every profile traced in this process, by fingerprint (for the fit)
 
 
-def _trace(reference: str, batch: int, precision: str, kind: str) -> Profile | None:
+def _trace(reference: str, batch: int, precision: str, kind: Kind) -> Profile | None:
     try:
-        workload = load_workload(reference, batch_size=batch, precision=precision, kind=kind)  # type: ignore[arg-type]
+        workload = load_workload(reference, batch_size=batch, precision=precision, kind=kind)
         profile = profile_workload(workload)  # shipped for every shape the validation set asks for
     except Exception:  # a reference that cannot be traced here is predicted with the fallback profile
         return None
@@ -50,7 +51,7 @@ def _trace(reference: str, batch: int, precision: str, kind: str) -> Profile | N
     return profile
 
 
-def _traced_pair(reference: str, precision: str, kind: str) -> tuple[Profile, Profile] | None:
+def _traced_pair(reference: str, precision: str, kind: Kind) -> tuple[Profile, Profile] | None:
     for base in _BASE_BATCHES:
         low = _trace(reference, base, precision, kind)
         high = _trace(reference, 2 * base, precision, kind) if low else None
@@ -117,7 +118,7 @@ def published_profile_provider() -> Callable[[pd.Series], Profile | None]:
         batch = row.get("per_gpu_batch")
         if reference is None or precision is None or batch is None or not math.isfinite(batch) or batch < 1:
             return None
-        kind = "train" if row["task"] == "train" else "inference"
+        kind: Kind = "train" if row["task"] == "train" else "inference"
         key = (reference, precision, kind)
         if key not in traced:
             traced[key] = _traced_pair(reference, precision, kind)

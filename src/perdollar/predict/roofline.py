@@ -65,7 +65,7 @@ def _gemm_rate(
     # fp32 GEMMs run partly as TF32 on chips that have it (a policy with a fitted share); on
     # chips with exact-fp32 matrix units (the tf32 column holds their rate) all of them do.
     fp32_ops = dtype == _FP32
-    share = params.tf32_share_of_fp32
+    share: float | np.ndarray = params.tf32_share_of_fp32
     if ops.strict_fp32 is not None:
         share = np.where(ops.strict_fp32, 0.0, share)
     if devices.exact_fp32_on_matrix is not None:  # every fp32 GEMM runs on the matrix units

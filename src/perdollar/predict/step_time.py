@@ -6,6 +6,7 @@ from perdollar.catalog.model import Accelerator
 from perdollar.predict.calibration import Calibration
 from perdollar.predict.step import StepTimeEstimate, band_seconds, device_steps
 from perdollar.profile.model import Profile
+from perdollar.vocabulary import Basis
 
 
 def predict_step_time(
@@ -14,7 +15,8 @@ def predict_step_time(
     """One device's step time (for inference: one forward pass at the profile's batch)."""
     steps = device_steps(profile, [accelerator])
     seconds = device = float(steps.seconds[0])  # device: the kernels' share of the step
-    basis, host_bound = "spec", False
+    basis: Basis = "spec"
+    host_bound = False
     if calibration is not None and calibration.has_device_anchor:
         measured = calibration.measured_samples_per_second.get(accelerator.key)
         if measured:

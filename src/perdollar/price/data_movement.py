@@ -85,7 +85,7 @@ def movement_columns(
         moved = key != (source.cloud, source_region)
         gbps = copy_gbps or min(source.copy_gbps, rates.get(key[0], source).copy_gbps)
         egress[key], hours[key] = cost, transfer_hours(size_bytes, gbps) if moved else 0.0
-    keys = row_keys(frame, ("cloud", "region"))
+    keys = [(cloud, region) for cloud, region in row_keys(frame, ("cloud", "region"))]
     return pd.DataFrame(
         {"egress_usd": [egress[k] for k in keys], "transfer_hours": [hours[k] for k in keys]},
         index=frame.index,

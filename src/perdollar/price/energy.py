@@ -63,7 +63,7 @@ def facility_kw(
 
 def grid_columns(frame: pd.DataFrame, grid: Mapping[tuple[str, str], GridIntensity]) -> pd.DataFrame:
     """Each row's grid intensity (gCO₂e/kWh) and the year of its source; NaN and 0 where unknown."""
-    found = [grid.get(key) for key in row_keys(frame, ("cloud", "region"))]  # type: ignore[call-overload]
+    found = [grid.get((cloud, region)) for cloud, region in row_keys(frame, ("cloud", "region"))]
     return pd.DataFrame(
         {
             "grid_gco2e_per_kwh": [g.gco2e_per_kwh if g else np.nan for g in found],

@@ -230,7 +230,7 @@ def _paired(
         return out
 
     left, right = groups(a), groups(b)
-    pairs = []
+    pairs: list[tuple[OperatorRecord, OperatorRecord]] = []
     for key, first in left.items():
         second = right.get(key)
         if second is None:

@@ -47,13 +47,14 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
+    traces = shipped_traces()
     document = {
         "made_with": {package: metadata.version(package) for package in ("torch", "transformers")},
-        "traces": shipped_traces(),
+        "traces": traces,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_bytes(gzip.compress(json.dumps(document, separators=(",", ":")).encode(), mtime=0))
-    print(f"wrote {len(document['traces'])} traces to {args.out} ({args.out.stat().st_size / 1e3:.0f} kB)")
+    print(f"wrote {len(traces)} traces to {args.out} ({args.out.stat().st_size / 1e3:.0f} kB)")
 
 
 if __name__ == "__main__":

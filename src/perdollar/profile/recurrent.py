@@ -31,8 +31,8 @@ Paused = Callable[[], contextlib.AbstractContextManager[None]]
 def fuse_recurrent_layers(model: nn.Module, record: Record, paused: Paused) -> None:
     """Make every plain LSTM/GRU of ``model`` trace as fused layers (in place, for the trace only)."""
     for module in model.modules():
-        if type(module) in GATES and not getattr(module, "proj_size", 0):
-            module.forward = _fused_forward(module, record, paused)  # type: ignore[method-assign]
+        if isinstance(module, nn.RNNBase) and type(module) in GATES and not getattr(module, "proj_size", 0):
+            module.forward = _fused_forward(module, record, paused)
 
 
 def _fused_forward(module: nn.RNNBase, record: Record, paused: Paused) -> Callable[..., Any]:
@@ -49,7 +49,7 @@ def _fused_forward(module: nn.RNNBase, record: Record, paused: Paused) -> Callab
 
 class _FusedLayers(torch.autograd.Function):
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any, module: nn.RNNBase, record: Record, paused: Paused, n_states: int, input: Any, *tensors: Any
     ) -> Any:
         states = tensors[:n_states]

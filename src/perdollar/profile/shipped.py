@@ -20,6 +20,7 @@ from pathlib import Path
 
 from perdollar.profile.model import Profile
 from perdollar.profile.profile_store import profile_from_dict, profile_to_dict
+from perdollar.vocabulary import Kind
 
 SHIPPED_FILE = "data/reference_profiles.json.gz"
 # The forward-pass batches a serving question traces (``predict.serving.plans.DEFAULT_BATCH_SIZES``,
@@ -60,25 +61,25 @@ def write_profiles(profiles: Mapping[str, Profile], path: Path | None = None) ->
     target.write_bytes(gzip.compress(json.dumps(payload, separators=(",", ":")).encode(), mtime=0))
 
 
-def default_shapes() -> list[tuple[str, int | None, str]]:
+def default_shapes() -> list[tuple[str, int | None, Kind]]:
     """(reference, batch, kind) of every shape a first question about a built-in traces."""
     from perdollar.workload.references import REFERENCES
 
-    shapes: list[tuple[str, int | None, str]] = []
+    shapes: list[tuple[str, int | None, Kind]] = []
     for name in REFERENCES:
         shapes.append((name, None, "train"))
         shapes += [(name, batch, "inference") for batch in SERVING_BATCHES]
     return shapes
 
 
-def traced_defaults(shapes: Iterable[tuple[str, int | None, str]]) -> dict[str, Profile]:
+def traced_defaults(shapes: Iterable[tuple[str, int | None, Kind]]) -> dict[str, Profile]:
     """A fresh trace of each shape (imports torch; minutes for all of them)."""
     from perdollar.profile.profiler import _traced
     from perdollar.workload.loader import load_workload
 
     traced: dict[str, Profile] = {}
     for name, batch, kind in shapes:
-        workload = load_workload(name, batch_size=batch, kind=kind)  # type: ignore[arg-type]
+        workload = load_workload(name, batch_size=batch, kind=kind)
         print(f"  tracing {name} ({kind}, batch {workload.batch_size})", flush=True)
         traced[workload.fingerprint] = _traced(workload)
     return traced

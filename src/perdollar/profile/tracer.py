@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -153,9 +153,10 @@ class _SavedTensors:
         return tensor
 
 
-def _materialise_fake(
-    model: torch.nn.Module, fake_mode: FakeTensorMode, float_dtype: torch.dtype
-) -> torch.nn.Module:
+Model = TypeVar("Model", bound=torch.nn.Module)
+
+
+def _materialise_fake(model: Model, fake_mode: FakeTensorMode, float_dtype: torch.dtype) -> Model:
     """Replace every parameter and buffer with a fake CPU tensor of the same shape (ties kept).
 
     Floating-point tensors take ``float_dtype`` (the precision policy's storage dtype) here, so

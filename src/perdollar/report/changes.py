@@ -142,11 +142,11 @@ def _largest_price_moves(
 ) -> list[str]:
     before: dict[OfferKey, float] = dict(old_prices or {})
     for estimate in old.estimates:
-        before.setdefault(_key(estimate)[:4], _node_price(estimate))  # type: ignore[arg-type]
+        before.setdefault(_key(estimate)[:4], _node_price(estimate))
     moves: list[tuple[float, str]] = []
     seen: set[tuple[str, str]] = set()
     for estimate in new.estimates:
-        key: OfferKey = _key(estimate)[:4]  # type: ignore[assignment]
+        key: OfferKey = _key(estimate)[:4]
         old_price, new_price = before.get(key), _node_price(estimate)
         if old_price is None or (estimate.instance_type, estimate.market) in seen:
             continue

@@ -3,10 +3,13 @@ this host into the machine it is judged against."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perdollar.measure.result import HostFingerprint, Measurement
 from perdollar.report.checklist import Evidence, Target
+
+if TYPE_CHECKING:
+    from perdollar.catalog import Catalog, InstanceType
 
 GIB = 2**30
 
@@ -51,7 +54,7 @@ def max_batch_for(
     return batch if batch > 0 else None
 
 
-def target_for_instance(instance: Any, catalog: Any) -> Target:
+def target_for_instance(instance: InstanceType, catalog: Catalog) -> Target:
     """A catalog instance type as the machine to judge against."""
     count = float(instance.accelerator_count or 0)
     accelerator = None
@@ -79,7 +82,7 @@ def target_for_instance(instance: Any, catalog: Any) -> Target:
     )
 
 
-def target_for_host(host: HostFingerprint, catalog: Any | None) -> Target:
+def target_for_host(host: HostFingerprint, catalog: Catalog | None) -> Target:
     """This machine: its accelerator from the catalog's table where known, else its CPU and RAM."""
     accelerator = None
     if host.accelerator_key and catalog is not None:

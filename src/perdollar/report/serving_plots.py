@@ -9,7 +9,7 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from perdollar.price.model import Estimate, ServingFigures
 from perdollar.report.plots import FONT, MARKET_COLOURS, TITLE_PLACE, log_ticks
@@ -38,7 +38,7 @@ def per_million(usd: float | None) -> str:
     return "—" if usd is None else f"${usd:.3g}"
 
 
-def _finite(value: float | None) -> bool:
+def _finite(value: float | None) -> TypeGuard[float]:
     return value is not None and math.isfinite(value) and value > 0
 
 

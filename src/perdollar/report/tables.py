@@ -77,7 +77,7 @@ def recommendation_table(
     question = recommendation.question
     has_target = question.target_samples is not None
     title = f"Best {top} by {question.objective}"
-    if has_target:
+    if question.target_samples is not None:
         title += f" — target {format_number(question.target_samples)} {unit}"
     rank = Column("#", "right")
     label = Column("configuration")

@@ -193,7 +193,7 @@ def compare_priced(
     spot_sd = [_spot_log_sd(r, assumptions, target) for _, r in frame.iterrows()]
     ratios: list[Ratio] = []
     for index, row in frame.iterrows():
-        i = int(index)  # type: ignore[arg-type]
+        i = int(index)
         if i == best or not usable[i]:
             continue
         throughput_sd = _ratio_log_sd(top, row, log_sd[best], log_sd[i])

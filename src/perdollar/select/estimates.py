@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 
@@ -92,34 +92,58 @@ def row_remarks(row: Mapping[str, object]) -> tuple[str, ...]:
     return tuple(remarks)
 
 
-def _plan_fields(row: dict[str, object]) -> dict[str, object]:
+class _PlanFields(TypedDict, total=False):
+    plan: str
+    plan_text: str
+    mfu: float | None
+    memory_per_gpu_gib: float | None
+
+
+class _BillFields(TypedDict, total=False):
+    fixed_hours: float | None
+    fixed_usd: float | None
+    egress_usd: float | None
+    transfer_hours: float | None
+    storage_usd: float | None
+    energy_kwh: float | None
+    carbon_kg: float | None
+    grid_gco2e_per_kwh: float | None
+    grid_carbon_year: int | None
+
+
+def _plan_fields(row: dict[str, object]) -> _PlanFields:
     """A language model's plan columns (absent from other workloads' tables)."""
     plan = row.get("plan")
     if plan is None or not hasattr(plan, "token"):
         return {}
     return {
-        "plan": plan.token(),  # type: ignore[attr-defined]
+        "plan": plan.token(),
         "plan_text": _text(row.get("plan_text")),
         "mfu": _number(row.get("mfu")),
         "memory_per_gpu_gib": _number(row.get("memory_per_gpu_gib")),
     }
 
 
-def _bill_fields(row: dict[str, object]) -> dict[str, object]:
+def _bill_fields(row: dict[str, object]) -> _BillFields:
     """The bill's other lines (absent where the table was priced without them)."""
-    fixed = {name: _number(row.get(name)) for name in ("fixed_hours", "fixed_usd") if name in row}
+    fixed: _BillFields = {}
+    if "fixed_hours" in row:
+        fixed["fixed_hours"] = _number(row.get("fixed_hours"))
+    if "fixed_usd" in row:
+        fixed["fixed_usd"] = _number(row.get("fixed_usd"))
     if "egress_usd" not in row:
         return fixed
     year = _number(row.get("grid_carbon_year"))
     return {
         **fixed,
-        **{
-            name: _number(row.get(name))
-            for name in ("egress_usd", "transfer_hours", "storage_usd", "energy_kwh", "carbon_kg",
-                         "grid_gco2e_per_kwh")
-        },
+        "egress_usd": _number(row.get("egress_usd")),
+        "transfer_hours": _number(row.get("transfer_hours")),
+        "storage_usd": _number(row.get("storage_usd")),
+        "energy_kwh": _number(row.get("energy_kwh")),
+        "carbon_kg": _number(row.get("carbon_kg")),
+        "grid_gco2e_per_kwh": _number(row.get("grid_gco2e_per_kwh")),
         "grid_carbon_year": int(year) if year else None,
-    }  # fmt: skip
+    }
 
 
 def deployment_estimate(

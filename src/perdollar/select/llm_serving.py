@@ -121,7 +121,7 @@ def _fit_note(row: pd.Series) -> str:
     return f" ({note})" if isinstance(note, str) and note else ""
 
 
-def _bill_figures(row: dict[str, Any]) -> dict[str, float | None]:
+def _bill_figures(row: dict[str, Any]) -> dict[str, Any]:
     """The energy, carbon and weights-pull figures of a row, None where they were not priced."""
     figures: dict[str, float | None] = {}
     for name in _BILL_FIGURES:

@@ -9,7 +9,6 @@ the dataclass default.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 import types
@@ -45,9 +44,15 @@ def build(cls: type[T], data: dict[str, Any], **overrides: Any) -> T:
     return cls(**kwargs)
 
 
-@functools.cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    # A dict, not functools.cache: typeshed's cache takes Hashable arguments, and mypy sees no class as one.
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
 
 
 def _decode(hint: Any, value: Any) -> Any:

@@ -40,8 +40,9 @@ def why(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}"[:200] if text else type(error).__name__
 
 
-def decoded(kind: str, row_id: str, payload: Any, decode: Callable[[dict[str, Any]], T]) -> T | None:
-    """``decode(json of payload)``, or None with a :class:`DamagedRowWarning` naming the row."""
+def decoded(kind: str, row_id: str, payload: Any, decode: Callable[[Any], T]) -> T | None:
+    """``decode(json of payload)``, or None with a :class:`DamagedRowWarning` naming the row (the
+    payload: an object, or a catalog snapshot's list of offers)."""
     try:
         return decode(json.loads(payload))
     except Exception as error:  # any way a row can be damaged must skip it, not stop the command

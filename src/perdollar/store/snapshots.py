@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from perdollar.catalog import Catalog
 
 OFFER_FIELDS = ("cloud", "instance_type", "region", "market", "price_per_hour")
 
 
-def offers_of(catalog: Any) -> list[dict[str, Any]]:
+def offers_of(catalog: Catalog) -> list[dict[str, Any]]:
     """The catalog's offers as ``{cloud, instance_type, region, market, price_per_hour}`` rows."""
     return [{name: getattr(offer, name) for name in OFFER_FIELDS} for offer in catalog.offers]
 

@@ -120,7 +120,8 @@ def summarise(
 def arrival_times(rate: float, max_requests: int, max_seconds: float, seed: int) -> list[float]:
     """Poisson arrivals (exponential gaps) at ``rate``, as many as fit both bounds."""
     draw = random.Random(seed)
-    times, now = [], 0.0
+    times: list[float] = []
+    now = 0.0
     while len(times) < max_requests:
         now += draw.expovariate(rate)
         if now > max_seconds:

@@ -203,7 +203,7 @@ def reference_step_times(cases: Cases, params: ModelParams) -> np.ndarray:
     cached = getattr(cases, "_reference_cache", None)
     if cached is None:
         tables = {pid: OperatorTable.from_profile(p, params.gemm_tile) for pid, p in cases.profiles.items()}
-        picked, case_index, device_rows = [], [], []
+        picked, case_of_op, device_rows = [], [], []
         disabled = (
             rows["tf32_disabled"] if "tf32_disabled" in rows else pd.Series(False, index=rows.index)
         ).to_numpy(dtype=bool)
@@ -215,12 +215,12 @@ def reference_step_times(cases: Cases, params: ModelParams) -> np.ndarray:
             # source says TF32 was off; a user's own profile keeps PyTorch's per-operator default.
             fp32 = table.dtype_index == COMPUTE_DTYPES.index("fp32")
             picked.append(dataclasses.replace(table, strict_fp32=fp32 & bool(disabled[i])))
-            case_index.append(np.full(len(table.flops), i))
+            case_of_op.append(np.full(len(table.flops), i))
             device_rows.append(np.full(len(table.flops), device_row))
         if not picked:
             return result
         ops = _concat_tables(picked)
-        cached = (ops, np.concatenate(case_index), take_devices(cases.devices, np.concatenate(device_rows)))
+        cached = (ops, np.concatenate(case_of_op), take_devices(cases.devices, np.concatenate(device_rows)))
         cases._reference_cache = cached  # type: ignore[attr-defined]
     ops, case_index, devices = cached
     total = operator_times(devices, ops, params, paired=True).total[0]

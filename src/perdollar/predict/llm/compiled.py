@@ -30,7 +30,7 @@ from dataclasses import replace
 
 from perdollar.predict.llm.frameworks import Framework
 from perdollar.predict.llm.lora import PRODUCT_BYTES, AdaptedMatrix, adapted_matrices
-from perdollar.profile.model import OperatorRecord
+from perdollar.profile.model import OperatorRecord, Phase
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 # The eager loss's operators over the whole logits tensor (with its float32 casts, found by size).
@@ -43,13 +43,14 @@ LOSS_OPERATORS = frozenset(
     }
 )
 UPCAST_BYTES_PER_LOGIT = 6.0  # the float32 cast of the bf16 logits: read 2, write 4
-FUSED_LOSS_BYTES = {"forward": (4.0, 0.0), "backward": (10.0, 6.0)}  # (read, written) per logit
-FUSED_LOSS_KERNELS = {"forward": 1, "backward": 3}
+# (read, written) per logit
+FUSED_LOSS_BYTES: dict[Phase, tuple[float, float]] = {"forward": (4.0, 0.0), "backward": (10.0, 6.0)}
+FUSED_LOSS_KERNELS: dict[Phase, int] = {"forward": 1, "backward": 3}
 
 
-def _chain(name: str, phase: str, read: float, written: float, count: int = 1) -> OperatorRecord:
+def _chain(name: str, phase: Phase, read: float, written: float, count: int = 1) -> OperatorRecord:
     return OperatorRecord(
-        name=name, op_class="elementwise", phase=phase,  # type: ignore[arg-type]
+        name=name, op_class="elementwise", phase=phase,
         flops=read / PRODUCT_BYTES, bytes_read=read, bytes_written=written, dtype="bf16", count=count,
     )  # fmt: skip
 

@@ -248,7 +248,8 @@ def micro_batch_times(
         adapters += compiled_adapter_chains(arch, tokens, runner) if compiled else ()
     quantised = _split_all(_dequantise_ops(arch), tensor_parallel) if finetune == "qlora" else ()
     extra_ops += _split_all(adapters, tensor_parallel)
-    other_traced, loss_ops = trace.other_ops, ()
+    other_traced = trace.other_ops
+    loss_ops: tuple[OperatorRecord, ...] = ()
     if compiled:
         other_traced, loss_ops = fused_loss(other_traced, tokens * arch.vocab_size)
     other_traced, loss_ops = _split_all(other_traced, tensor_parallel), _split_all(loss_ops, tensor_parallel)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from perdollar.profile.model import OperatorRecord
+from perdollar.profile.model import OperatorRecord, Phase
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 FP8_PRECISIONS = ("fp8", "fp8-rowwise")
@@ -101,11 +101,14 @@ def rowwise_ops(
             backward += act * rows * whole_output
             rescale += RESCALE_BYTES * weights
         kernels += 1
+    cast_phases: tuple[tuple[Phase, float, int], ...] = (
+        ("forward", forward, kernels if train_base else 0),
+        ("backward", backward, (3 if train_base else 2) * kernels),
+    )
     casts = tuple(
         OperatorRecord(name="fp8.rowwise_transposed_casts", op_class="unclassified", phase=phase, flops=0.0,
                        bytes_read=traffic / 2, bytes_written=traffic / 2, dtype="bf16", count=count)
-        for phase, traffic, count in (("forward", forward, kernels if train_base else 0),
-                                      ("backward", backward, (3 if train_base else 2) * kernels))
+        for phase, traffic, count in cast_phases
     )  # fmt: skip
     scaling = OperatorRecord(name="fp8.rowwise_rescale", op_class="elementwise", phase="backward",
                              flops=rescale / 4, bytes_read=rescale / 2, bytes_written=rescale / 2,

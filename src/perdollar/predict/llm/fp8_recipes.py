@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
-from perdollar.profile.model import OperatorRecord
+from perdollar.profile.model import OperatorRecord, Phase
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 BF16_BYTES = 2.0
@@ -246,7 +246,7 @@ def cast_bytes(
     return {role: value / tensor_parallel for role, value in totals.items()}
 
 
-CAST_PHASES = {"input": "forward", "weight": "forward", "grad_output": "backward"}
+CAST_PHASES: dict[str, Phase] = {"input": "forward", "weight": "forward", "grad_output": "backward"}
 
 
 def cast_ops(

@@ -14,6 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from perdollar.catalog.catalog import Catalog
+from perdollar.catalog.model import Accelerator, InstanceType
 from perdollar.predict.fp16_fallback import as_run, bf16_refusal, fp16_fallback_remark
 from perdollar.predict.frame import PREDICTION_COLUMNS, SUPPORTED_STACKS
 from perdollar.predict.limits import CandidateLimits
@@ -38,7 +40,7 @@ LLM_COLUMNS = (
 )
 
 
-def excluded_reason(instance: Any, accelerator: Any, workload: LLMWorkload) -> str:
+def excluded_reason(instance: InstanceType, accelerator: Accelerator | None, workload: LLMWorkload) -> str:
     """Why ``instance`` cannot train ``workload`` at all ('' when it can)."""
     if accelerator is None:
         return "no GPU" if instance.is_cpu_only else "accelerator not in the accelerator table"
@@ -56,7 +58,7 @@ def excluded_reason(instance: Any, accelerator: Any, workload: LLMWorkload) -> s
 
 
 def cluster_settings(
-    workload: LLMWorkload, instance: Any, gpus: int, nodes: int, efficiency: LLMEfficiency | None
+    workload: LLMWorkload, instance: InstanceType, gpus: int, nodes: int, efficiency: LLMEfficiency | None
 ) -> dict[str, Any]:
     """What every plan of ``workload`` on ``nodes`` × ``instance`` is predicted with, besides the plan."""
     return {
@@ -74,10 +76,10 @@ def cluster_settings(
 
 def _search(
     workload: LLMWorkload,
-    accelerator: Any,
+    accelerator: Accelerator,
     gpus: int,
     nodes: int,
-    instance: Any,
+    instance: InstanceType,
     plan: TrainingPlan | None,
     efficiency: LLMEfficiency | None,
 ) -> PlanSearch:
@@ -102,7 +104,7 @@ def _search(
 
 
 def _row(
-    instance: Any, nodes: int, prediction: LLMTrainingPrediction | None, excluded: str, problem: str
+    instance: InstanceType, nodes: int, prediction: LLMTrainingPrediction | None, excluded: str, problem: str
 ) -> dict[str, Any]:
     row: dict[str, Any] = {
         "cloud": instance.cloud,
@@ -164,7 +166,7 @@ def _row(
 
 def llm_prediction_frame(
     workload: LLMWorkload,
-    catalog: Any,
+    catalog: Catalog,
     node_counts: Iterable[int] = (1,),
     *,
     plan: TrainingPlan | None = None,
@@ -193,7 +195,7 @@ def llm_prediction_frame(
             if not limits.admits(float(instance.accelerator_count or 0), nodes, stack):
                 continue
             lone = getattr(instance, "single_node_reason", "") if nodes > 1 else ""
-            if excluded or lone:
+            if excluded or lone or accelerator is None:  # no accelerator: excluded says so
                 rows.append(_row(instance, nodes, None, excluded or lone, ""))
                 continue
             if accelerator.software_stack not in SUPPORTED_STACKS:  # its own stack, not the GPU planner

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perdollar.predict.llm.frameworks import Framework
-from perdollar.profile.model import OperatorRecord
+from perdollar.profile.model import OperatorRecord, Phase
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 PRODUCT_BYTES = 2.0  # the adapter products run in bf16 under autocast whatever the adapters' storage
@@ -80,10 +80,10 @@ def adapter_flops_per_token(arch: DecoderArchitecture, rank: int) -> float:
     return sum(6.0 * rank * (m.fan_in + m.fan_out) * m.per_token for m in adapted_matrices(arch))
 
 
-def _gemm(name: str, phase: str, m: float, n: int, k: int, count: float) -> OperatorRecord:
+def _gemm(name: str, phase: Phase, m: float, n: int, k: int, count: float) -> OperatorRecord:
     rows = max(round(m), 1)
     return OperatorRecord(
-        name=name, op_class="matmul", phase=phase,  # type: ignore[arg-type]
+        name=name, op_class="matmul", phase=phase,
         flops=2.0 * rows * n * k,
         bytes_read=PRODUCT_BYTES * (rows * k + k * n),
         bytes_written=PRODUCT_BYTES * rows * n,
@@ -91,9 +91,9 @@ def _gemm(name: str, phase: str, m: float, n: int, k: int, count: float) -> Oper
     )  # fmt: skip
 
 
-def _chain(name: str, phase: str, elements: float, read: float, written: float) -> OperatorRecord:
+def _chain(name: str, phase: Phase, elements: float, read: float, written: float) -> OperatorRecord:
     return OperatorRecord(
-        name=name, op_class="elementwise", phase=phase,  # type: ignore[arg-type]
+        name=name, op_class="elementwise", phase=phase,
         flops=elements, bytes_read=read * elements, bytes_written=written * elements, dtype="bf16",
     )  # fmt: skip
 

@@ -14,6 +14,8 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
+from perdollar.catalog.catalog import Catalog
+from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
 from perdollar.measure.fsdp import SHARDING
 from perdollar.predict.llm.plan import TrainingPlan
@@ -32,7 +34,9 @@ class Calibration:
     note: str  # one sentence for the report ('' when nothing was calibrated)
 
 
-def _predicted_for(run: Any, workload: LLMWorkload, accelerator: Any, efficiency: LLMEfficiency) -> float:
+def _predicted_for(
+    run: Any, workload: LLMWorkload, accelerator: Accelerator, efficiency: LLMEfficiency
+) -> float:
     processes = max(int(run.nproc or 1), 1)
     plan = TrainingPlan(
         strategy=SHARDING_STRATEGY.get(str(run.extra.get("sharding", "")), "ddp"),
@@ -54,7 +58,7 @@ def _predicted_for(run: Any, workload: LLMWorkload, accelerator: Any, efficiency
 
 
 def calibrated(
-    workload: LLMWorkload, measurements: list[Any], catalog: Any, base: LLMEfficiency | None = None
+    workload: LLMWorkload, measurements: list[Any], catalog: Catalog, base: LLMEfficiency | None = None
 ) -> Calibration:
     """The efficiency that reproduces the usable runs among ``measurements`` (median factor)."""
     efficiency = base or LLMEfficiency()

@@ -27,7 +27,7 @@ batch.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TypedDict
 
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm.context_search import context_shapes
@@ -164,6 +164,20 @@ def _complexity(plan: TrainingPlan) -> tuple[int, ...]:
     )
 
 
+class _Cluster(TypedDict):
+    gpus_per_node: int
+    nodes: int
+    seq_len: int
+    global_batch: int
+
+
+class _Link(TypedDict):
+    network_gbps: float | None
+    efa_interfaces: int | None
+    efficiency: LLMEfficiency
+    attention_kernel: str
+
+
 def search_plans(
     arch: DecoderArchitecture,
     accelerator: Accelerator,
@@ -186,13 +200,13 @@ def search_plans(
 ) -> PlanSearch:
     """The fastest plan that fits (or the nearest miss) on ``nodes`` × ``gpus_per_node`` GPUs."""
     eff = efficiency or LLMEfficiency()
-    context = {
+    context: _Cluster = {
         "gpus_per_node": gpus_per_node,
         "nodes": nodes,
         "seq_len": seq_len,
         "global_batch": global_batch,
     }
-    link = {
+    link: _Link = {
         "network_gbps": network_gbps,
         "efa_interfaces": efa_interfaces,
         "efficiency": eff,
@@ -219,8 +233,8 @@ def _search(
     arch: DecoderArchitecture,
     accelerator: Accelerator,
     candidates: list[TrainingPlan],
-    context: dict[str, int],
-    link: dict[str, Any],
+    context: _Cluster,
+    link: _Link,
     precision: str,
     micro_batch: int | None,
 ) -> PlanSearch:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm_serving.expert_parallel import expert_parallel_problem
@@ -218,15 +219,16 @@ def predict_llm_serving(
         arch, fmt, accelerator, shape, work.tokens_per_sequence, efficiency,
         shared_prefix_tokens=work.cached_tokens,
     )  # fmt: skip
-    base = {
-        "precision": fmt.name,
-        "tensor_parallel": shape.tensor_parallel,
-        "pipeline_parallel": shape.pipeline_parallel,
-        "expert_parallel": shape.expert_parallel,
-        "max_concurrent_sequences": limit,
-        "kv_cache_gib": max(kv_gib, 0.0),
-        "weights_gib_per_gpu": weights_gib,
-    }
+    prediction = partial(
+        LLMServingPrediction,
+        precision=fmt.name,
+        tensor_parallel=shape.tensor_parallel,
+        pipeline_parallel=shape.pipeline_parallel,
+        expert_parallel=shape.expert_parallel,
+        max_concurrent_sequences=limit,
+        kv_cache_gib=max(kv_gib, 0.0),
+        weights_gib_per_gpu=weights_gib,
+    )
     unsupported = unsupported_reason(accelerator, fmt)
     misshapen = serving_shape_problem(arch, shape)
     reason = unsupported or misshapen or _fit_reason(accelerator, shape, weights_gib, kv_gib, limit)
@@ -234,8 +236,8 @@ def predict_llm_serving(
     if batch is not None and not reason and batch > limit:
         reason = f"a batch of {batch} needs the KV cache of {batch} sequences; {limit} fit"
     if reason:
-        return LLMServingPrediction(
-            **base, output_tokens_per_second=0.0, output_tokens_per_second_low=0.0,
+        return prediction(
+            output_tokens_per_second=0.0, output_tokens_per_second_low=0.0,
             output_tokens_per_second_high=0.0, requests_per_second=0.0, ttft_ms=math.nan, tpot_ms=math.nan,
             batch=0, fits=False, fit_reason=reason,
             bottleneck=cause,
@@ -259,8 +261,7 @@ def predict_llm_serving(
         rate = running / (work.decode_steps * step.seconds)
         ttft_s, mode = first.seconds, "max-load"
     tokens = rate * work.output_tokens
-    return LLMServingPrediction(
-        **base,
+    return prediction(
         output_tokens_per_second=tokens,
         output_tokens_per_second_low=tokens * THROUGHPUT_BAND[0],
         output_tokens_per_second_high=tokens * THROUGHPUT_BAND[1],

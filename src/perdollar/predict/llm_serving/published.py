@@ -258,14 +258,18 @@ def fit_efficiency(
     if not any(case.arch.is_moe for case in cases):
         fixed = fixed | MOE_PARAMETERS
     for _ in range(rounds):
+        # Each field is named at run time, so mypy checks its float against every field, the int ones too.
         for name, grid in _GRIDS.items():
             if name in fixed:
                 continue
             current = _log_error(cases, chips, best)
-            scored = [(_log_error(cases, chips, replace(best, **{name: value})), value) for value in grid]
+            scored = [
+                (_log_error(cases, chips, replace(best, **{name: value})), value)  # type: ignore[arg-type]
+                for value in grid
+            ]
             score, value = min(scored)
             if score < current - 1e-9:  # a parameter no row depends on keeps its starting value
-                best = replace(best, **{name: value})
+                best = replace(best, **{name: value})  # type: ignore[arg-type]
     return best
 
 
