@@ -16,13 +16,8 @@ from perdollar import catalog as catalog_mod
 from perdollar.predict.llm_serving import GroupShape, Workload, serving_format
 from perdollar.predict.llm_serving.engines import serving_engine
 from perdollar.predict.llm_serving.features import speculation
-from perdollar.predict.llm_serving.load import (
-    at_rate,
-    iteration_seconds,
-    load_points,
-    mixed_iteration,
-    predict_llm_serving,
-)
+from perdollar.predict.llm_serving.load import mixed_iteration, predict_llm_serving
+from perdollar.predict.llm_serving.load_points import at_rate, iteration_seconds, load_points
 from perdollar.workload.llm.architecture import from_hf_config, load_config_file
 
 CONFIGS = Path(__file__).resolve().parents[1] / "src" / "perdollar" / "workload" / "llm" / "configs"

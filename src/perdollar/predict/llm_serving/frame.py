@@ -27,7 +27,8 @@ from perdollar.predict.llm_serving.engines import (
 from perdollar.predict.llm_serving.expert_parallel import expert_parallel_problem
 from perdollar.predict.llm_serving.features import Speculation
 from perdollar.predict.llm_serving.formats import kv_precision_name, serving_format, with_kv_precision
-from perdollar.predict.llm_serving.load import LoadPoint, Workload, load_points, predict_llm_serving
+from perdollar.predict.llm_serving.load import Workload, predict_llm_serving
+from perdollar.predict.llm_serving.load_points import LoadPoint, load_points
 from perdollar.predict.llm_serving.timing import DEFAULT_EFFICIENCY, GroupShape, ServingEfficiency
 from perdollar.predict.parallel_limits import context_problem
 from perdollar.workload.llm.architecture import DecoderArchitecture
