@@ -106,9 +106,11 @@ def in_market(offers: pd.DataFrame, question: Question) -> pd.DataFrame:
     return ranked
 
 
-def _offers_per_machine(offers: pd.DataFrame) -> collections.Counter[str]:
-    keys = zip(offers["cloud"], offers["instance_type"], offers["market"], strict=True)
-    return collections.Counter(f"{c} {i} {m}" for c, i, m in keys)
+def _machine_names(offers: pd.DataFrame) -> np.ndarray:
+    """'cloud instance_type market' of every offer (read as plain arrays: a categorical column
+    iterated a value at a time costs more than the whole note)."""
+    columns = (offers[c].to_numpy(dtype=object) for c in ("cloud", "instance_type", "market"))
+    return np.array([f"{c} {i} {m}" for c, i, m in zip(*columns, strict=True)], dtype=object)
 
 
 def left_out_notes(offers: pd.DataFrame, question: Question) -> tuple[str, ...]:
@@ -125,9 +127,11 @@ def left_out_notes(offers: pd.DataFrame, question: Question) -> tuple[str, ...]:
     if chosen.empty:
         return ()
     notes = []
+    names = _machine_names(chosen)
+    everywhere = collections.Counter(names)
     for reason in dict.fromkeys(r for r in reasons if r):
         rows = chosen[reasons == reason]
-        regions, everywhere = _offers_per_machine(rows), _offers_per_machine(chosen)
+        regions = collections.Counter(names[reasons == reason])
         machines = [
             name if count == everywhere[name] else f"{name} in {count} of {everywhere[name]} regions"
             for name, count in regions.items()

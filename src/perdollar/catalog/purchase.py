@@ -62,6 +62,7 @@ def capacity_constraints(path: Path = CAPACITY_FILE) -> tuple[CapacityConstraint
         )
 
 
+@cache  # of the bundled constraints: asked for every machine of a catalog-wide question
 def _constraints_of(cloud: str, instance_type: str) -> tuple[CapacityConstraint, ...]:
     return tuple(
         c
@@ -101,15 +102,15 @@ def with_capacity_flags(offers: pd.DataFrame) -> pd.DataFrame:
 def unranked_reasons(offers: pd.DataFrame) -> np.ndarray:
     """Per offer: why no market may rank it — not sold in its market, or a price that is not the
     machine's standard rate — or "" where it may be ranked."""
-    keys = offers[["cloud", "instance_type", "market"]].drop_duplicates().itertuples(index=False)
-    unsold = {(c, i, m): not_sold_reason(str(c), str(i), str(m)) for c, i, m in keys}
-    reasons = np.array(
-        [unsold[key] for key in zip(offers["cloud"], offers["instance_type"], offers["market"], strict=True)],
-        dtype=object,
-    )
+    # Plain arrays, not the columns: a categorical column iterated a value at a time is slow.
+    columns = [offers[c].to_numpy(dtype=object) for c in ("cloud", "instance_type", "market")]
+    keys = list(zip(*columns, strict=True))
+    unsold = {key: not_sold_reason(*(str(part) for part in key)) for key in dict.fromkeys(keys)}
+    reasons = np.array([unsold[key] for key in keys], dtype=object)
+    flags = offers["flags"].to_numpy(dtype=object)
     for flag, reason in UNRANKED_PRICE_FLAGS.items():
         flagged = np.fromiter(
-            (flag in (f if isinstance(f, tuple | list) else ()) for f in offers["flags"]), bool, len(offers)
+            (flag in (f if isinstance(f, tuple | list) else ()) for f in flags), bool, len(flags)
         )
         reasons[flagged & (reasons == "")] = reason
     return reasons

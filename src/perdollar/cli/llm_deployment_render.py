@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from perdollar.cli.inference_render import price_cell, where_it_runs
+from perdollar.cli.llm_serving_render import engine_build
 from perdollar.price.model import Estimate, ServingFigures
 from perdollar.terminal_tables import FittingTable
 
@@ -28,6 +29,7 @@ def llm_deployment_rows(
                 "tensor_parallel": figures.tensor_parallel,
                 "precision": figures.precision,
                 "engine": figures.engine,
+                "engine_build": engine_build(figures.engine) if figures.engine else None,
                 "kv_precision": figures.kv_precision,
                 "replicas": figures.replicas,
                 "instances": estimate.nodes,

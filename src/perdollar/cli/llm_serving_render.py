@@ -49,6 +49,7 @@ def prediction_document(
         "precision": p.precision,
         "engine": p.engine,
         "engine_build": engine_build(p.engine),
+        "engine_build_speed": engine_build_speed(p.engine),
         "engine_builds_held_out": [b.document() for b in engine_builds(p.engine)],
         "kv_precision": p.kv_precision,
         "input_tokens": work.input_tokens,
@@ -136,7 +137,7 @@ def load_document(load: LoadFigures, engine: str) -> dict[str, Any]:
         "prefill_token_budget": load.prefill_token_budget,
         "measured_requests": load.measured_requests,
         "engine_version": version,
-        "engine_build": f"{engine} {version}",
+        "engine_build": engine_build(engine),
     }
     return figures
 
@@ -269,9 +270,22 @@ def _engine_version(engine: str) -> str | None:
 
 
 def engine_build(engine: str) -> str | None:
-    """The engine build whose record the figures come from ("vllm 0.10"), None when unknown."""
+    """The engine build whose record the figures come from ("vllm 0.10", "vllm 2024 builds"), None
+    when unknown."""
     version = _engine_version(engine)
-    return f"{engine} {version}" if version else None
+    return f"{engine.partition('@')[0]} {version}" if version else None
+
+
+def engine_build_speed(engine: str) -> float | None:
+    """The held-out speed factor of a dated build on today's record (1.0 for today's build)."""
+    from perdollar.errors import PerdollarError
+    from perdollar.predict.llm_serving.engines import serving_engine
+
+    try:
+        build = serving_engine(engine).build if engine else None
+    except PerdollarError:
+        return None
+    return build.speed if build else 1.0
 
 
 def _band_origin(band: Band | None) -> str:

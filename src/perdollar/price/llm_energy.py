@@ -72,12 +72,15 @@ def request_flops(arch: DecoderArchitecture, input_tokens: int, output_tokens: i
 
 def _peak_flops(frame: pd.DataFrame, accelerators: Mapping[str, Accelerator]) -> np.ndarray:
     """Dense peak FLOP/s of one GPU of each row in its format's compute dtype (NaN: unknown)."""
+    by_pair: dict[tuple[str, str], float] = {}  # thousands of rows, a few dozen (chip, format) pairs
     peaks = []
-    for key, precision in zip(frame["accelerator_key"], frame["precision"], strict=True):
-        chip = accelerators.get(str(key))
-        fmt = FORMATS.get(str(precision))
-        rate = peak_tflops(chip, fmt) if chip is not None and fmt is not None else None
-        peaks.append(rate * 1e12 if rate else np.nan)
+    keys = (frame[c].to_numpy(dtype=object) for c in ("accelerator_key", "precision"))
+    for pair in zip(*(map(str, k) for k in keys), strict=True):
+        if pair not in by_pair:
+            chip, fmt = accelerators.get(pair[0]), FORMATS.get(pair[1])
+            rate = peak_tflops(chip, fmt) if chip is not None and fmt is not None else None
+            by_pair[pair] = rate * 1e12 if rate else np.nan
+        peaks.append(by_pair[pair])
     return np.array(peaks, dtype=np.float64)
 
 
@@ -105,8 +108,11 @@ def deployment_kw(
             / (gpus_per_replica * _peak_flops(frame, accelerators))
         )  # fmt: skip
     share = busy_share(compute, _numbers(frame, "batch"))
-    chips = [accelerators.get(str(key)) for key in frame["accelerator_key"]]
-    tdp = np.array([(chip.tdp_w or np.nan) if chip else np.nan for chip in chips], dtype=np.float64)
+    keys = [str(key) for key in frame["accelerator_key"].to_numpy(dtype=object)]
+    tdp_by_key = {
+        key: (chip.tdp_w or np.nan) if (chip := accelerators.get(key)) else np.nan for key in set(keys)
+    }
+    tdp = np.array([tdp_by_key[key] for key in keys], dtype=np.float64)
     instances = _numbers(frame, "instances", 0.0)
     busy_gpus = replicas * gpus_per_replica
     idle_gpus = np.maximum(instances * _numbers(frame, "accelerator_count", 1.0) - busy_gpus, 0.0)

@@ -2,13 +2,8 @@
 
 from perdollar.predict.llm_serving.formats import FORMATS, ServingFormat, serving_format, unsupported_reason
 from perdollar.predict.llm_serving.frame import ReplicaRate, llm_serving_frame, replica_rate
-from perdollar.predict.llm_serving.load import (
-    LLMServingPrediction,
-    LoadPoint,
-    Workload,
-    at_rate,
-    predict_llm_serving,
-)
+from perdollar.predict.llm_serving.load import LLMServingPrediction, Workload, predict_llm_serving
+from perdollar.predict.llm_serving.load_points import LoadPoint, at_rate
 from perdollar.predict.llm_serving.timing import (
     DEFAULT_EFFICIENCY,
     GroupShape,

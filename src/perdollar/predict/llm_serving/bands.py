@@ -40,6 +40,9 @@ FIGURES = ("throughput", "ttft", "tpot")
 UNVALIDATED_WIDENING = 2.0
 UNVALIDATED_FLOOR = 2.0
 UNVALIDATED = "unvalidated"
+# An engine's dated build is named after it: vllm@2024 (predict/llm_serving/builds.py). Its rows are
+# the engine's: bands and builds are looked up by the engine alone.
+BUILD_MARK = "@"
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +147,7 @@ def stored_table() -> dict[str, Any]:
 
 def serving_band(figure: str, *, moe: bool, stack: str, engine: str, family: str) -> Band:
     """The band of one figure of a serving prediction, from the bundled table."""
-    return band_for(stored_table(), FigureRow(figure, moe, stack, engine, family))
+    return band_for(stored_table(), FigureRow(figure, moe, stack, engine.partition(BUILD_MARK)[0], family))
 
 
 def serving_bands(*, moe: bool, stack: str, engine: str, family: str) -> dict[str, Band]:
@@ -208,12 +211,18 @@ class BuildSpeed:
 
 def engine_builds(engine: str) -> tuple[BuildSpeed, ...]:
     """The dated builds of ``engine`` that held-out rows ran, oldest first (none where undated)."""
-    years = stored_table().get("builds", {}).get(engine, [])
+    years = stored_table().get("builds", {}).get(engine.partition(BUILD_MARK)[0], [])
     return tuple(BuildSpeed(b["year"], tuple(b["versions"]), b["rows"], b["speed"]) for b in years)
 
 
 def builds_sentence(engine: str, version: str) -> str:
-    """Which build the figures assume, and how the dated builds behind the bands ran against them."""
+    """Which build the figures assume, and how the dated builds behind the bands ran against them
+    (a dated build, ``vllm@2024``: its factor on today's build and the rows behind it)."""
+    engine, _, year = engine.partition(BUILD_MARK)
+    dated = [b for b in engine_builds(engine) if b.year == year]
+    if dated:
+        return (f"{engine} {year} builds: ×{dated[0].speed:.2f} of today's, from {dated[0].rows} held-out "
+                f"rows ({', '.join(dated[0].versions)})")  # fmt: skip
     build = f"{engine} {version}" if version[:1].isdigit() else f"{engine} ({version})"
     assumed = f"the figures assume {build}"
     builds = engine_builds(engine)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
 from perdollar.predict.accelerator_stacks import SERVING_STACKS, USABLE_MEMORY_SHARE, ServingStack
+from perdollar.predict.llm_serving.bands import BuildSpeed
+from perdollar.predict.llm_serving.builds import at_build_speed, dated_build, split_build
 from perdollar.predict.llm_serving.efficiency import ENGINE_EFFICIENCY, ServingEfficiency
 from perdollar.predict.llm_serving.formats import FORMATS, ServingFormat, kv_precision_name, with_kv_precision
 from perdollar.predict.llm_serving.load import LLMServingPrediction, Workload, predict_llm_serving
@@ -56,17 +58,24 @@ class ServingEngine:
     sources: Mapping[str, str] = field(default_factory=dict)
     formats: frozenset[str] | None = None  # the weight formats it has kernels for (None: every one)
     stacks: frozenset[str] = GPU_STACKS  # the accelerator software stacks it runs on
+    build: BuildSpeed | None = None  # a dated build asked for (vllm@2024); None: today's, the record's
+
+    @property
+    def family(self) -> str:
+        """The engine the record is of, whatever its build (vllm for vllm@2024)."""
+        return split_build(self.name)[0]
 
     def step_efficiency(self, cuda_graphs: bool | None = None) -> ServingEfficiency:
         """The serving model's parameters for this engine as deployed (defaults unless overridden)."""
         graphs = self.cuda_graphs if cuda_graphs is None else cuda_graphs
-        return replace(
+        deployed = replace(
             self.efficiency,
             step_overhead_s=self.host_step_s,
             step_overhead_s_per_layer=0.0 if graphs else self.eager_launch_s_per_layer,
             memory_utilisation=self.memory_utilisation,
             max_batch=self.max_running,
         )
+        return at_build_speed(deployed, self.build.speed) if self.build else deployed
 
     def format_problem(self, fmt: ServingFormat) -> str:
         """Why this engine cannot serve weights in ``fmt`` ('' when it can)."""
@@ -267,23 +276,31 @@ STACK_ENGINES: dict[str, ServingStack] = {stack.name: stack for stack in SERVING
 
 
 def engine_key(name: str | None) -> str:
-    """``name`` as the engine records spell it (None: the default engine)."""
-    key = (name or DEFAULT_ENGINE).strip().lower()
-    return {"trtllm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm", "llamacpp": "llama.cpp",
-            "transformers": "hf", "text-generation-inference": "tgi"}.get(key, key)  # fmt: skip
+    """``name`` as the engine records spell it (None: the default engine), a build asked for kept
+    after it (``vllm@2024``)."""
+    engine, build = split_build((name or DEFAULT_ENGINE).strip().lower())
+    key = {"trtllm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm", "llamacpp": "llama.cpp",
+           "transformers": "hf", "text-generation-inference": "tgi"}.get(engine, engine)  # fmt: skip
+    return f"{key}@{build}" if build else key
 
 
 def serving_engine(name: str | None) -> ServingEngine:
-    """The engine called ``name`` (None: the default engine); a non-GPU stack's engine by its name."""
-    key = engine_key(name)
+    """The engine called ``name`` (None: the default engine); a non-GPU stack's engine by its name;
+    ``ENGINE@BUILD`` (vllm@2024, vllm@0.7): that engine at a dated build's held-out speed."""
+    key, asked = split_build(engine_key(name))
     if key in STACK_ENGINES:
-        return serving_engine_for(STACK_ENGINES[key])
-    if key not in ENGINES:
+        engine = serving_engine_for(STACK_ENGINES[key])
+    elif key in ENGINES:
+        engine = ENGINES[key]
+    else:
         raise PerdollarError(
-            f"unknown serving engine {name!r}",
+            f"unknown serving engine {(name or '').partition('@')[0].strip()!r}",
             f"use one of {', '.join([*ENGINES, *STACK_ENGINES])} (or {ANY_ENGINE})",
         )
-    return ENGINES[key]
+    build = dated_build(engine.name, asked, engine.version) if asked else None
+    if build is None:
+        return engine
+    return replace(engine, name=f"{engine.name}@{build.year}", version=f"{build.year} builds", build=build)
 
 
 def engines_on(accelerator: Accelerator) -> tuple[str, ...]:
@@ -301,7 +318,7 @@ def engine_chip_problem(name: str | None, accelerator: Accelerator) -> str:
     ``any`` stand for the chip's own choice and never fail)."""
     if name is None or name.strip().lower() == ANY_ENGINE:
         return ""
-    key = serving_engine(name).name
+    key = serving_engine(name).family
     allowed = engines_on(accelerator)
     if key in allowed:
         return ""
@@ -321,7 +338,7 @@ def engine_note(name: str | None, kv_precision: str | None) -> str:
     graphs = "CUDA graphs" if engine.cuda_graphs else "no CUDA graphs"
     default_cache = {"auto": "the model's 16-bit dtype", "format": "the checkpoint's precision"}
     cache = f"KV cache in {kv_precision or default_cache.get(engine.kv_precision, engine.kv_precision)}"
-    return (f"serving engine: {engine.name} {engine.version} defaults (up to {engine.max_running} running "
+    return (f"serving engine: {engine.family} {engine.version} defaults (up to {engine.max_running} running "
             f"sequences, {engine.memory_utilisation:.0%} of memory, {graphs}, {cache})")  # fmt: skip
 
 

@@ -27,7 +27,8 @@ from perdollar.predict.llm_serving.engines import (
 from perdollar.predict.llm_serving.expert_parallel import expert_parallel_problem
 from perdollar.predict.llm_serving.features import Speculation
 from perdollar.predict.llm_serving.formats import kv_precision_name, serving_format, with_kv_precision
-from perdollar.predict.llm_serving.load import LoadPoint, Workload, at_rate, predict_llm_serving
+from perdollar.predict.llm_serving.load import Workload, predict_llm_serving
+from perdollar.predict.llm_serving.load_points import LoadPoint, load_points
 from perdollar.predict.llm_serving.timing import DEFAULT_EFFICIENCY, GroupShape, ServingEfficiency
 from perdollar.predict.parallel_limits import context_problem
 from perdollar.workload.llm.architecture import DecoderArchitecture
@@ -88,8 +89,7 @@ def replica_rate(
             and (tpot_p99_ms is None or point.tpot_ms <= tpot_p99_ms)
         )
 
-    def point_at(rate: float) -> LoadPoint:
-        return at_rate(arch, accelerator, fmt, work, rate, shape=shape, efficiency=efficiency, ceiling=top)
+    point_at = load_points(arch, accelerator, fmt, work, shape=shape, efficiency=efficiency, ceiling=top)
 
     high = MAX_UTILISATION * top.requests_per_second
     best = point_at(high)

@@ -40,7 +40,6 @@ from perdollar.workload.llm.architecture import DecoderArchitecture
 # 80% band: the 80th percentile of held-out errors of max-throughput output tokens/s in
 # benchmarks/llm_serving_accuracy.py (24%), taken on both sides.
 THROUGHPUT_BAND = (0.76, 1.24)
-_Z99 = 2.326  # standard normal quantile at 0.99
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,57 +324,3 @@ def _fit_reason(
     if limit < 1:
         return f"no room for one sequence's KV cache ({kv_gib:.2f} GiB left per GPU)"
     return ""
-
-
-@dataclass(frozen=True, slots=True)
-class LoadPoint:
-    """A replica at a request rate: running batch and latency quantiles."""
-
-    requests_per_second: float
-    batch: float
-    ttft_ms: float  # at the quantile
-    tpot_ms: float  # at the quantile
-    tpot_mean_ms: float
-    utilisation: float  # of the replica's maximum sustainable rate
-    stable: bool
-
-
-def at_rate(
-    arch: DecoderArchitecture,
-    accelerator: Accelerator,
-    fmt: ServingFormat,
-    work: Workload,
-    rate: float,
-    *,
-    shape: GroupShape = GroupShape(),
-    quantile: float = 0.99,
-    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
-    ceiling: LLMServingPrediction | None = None,
-) -> LoadPoint:
-    """Continuous batching at ``rate`` requests/s with Poisson arrivals."""
-    top = ceiling or predict_llm_serving(arch, accelerator, fmt, work, shape=shape, efficiency=efficiency)
-    if not top.fits or rate >= top.requests_per_second:
-        return LoadPoint(
-            rate, top.batch, math.inf, math.inf, math.inf, rate / max(top.requests_per_second, 1e-12), False
-        )
-    first = first_token_time(arch, fmt, accelerator, shape, work, efficiency).seconds
-    running = 1.0
-    for _ in range(60):  # Little's law, iterated to its fixed point (a contraction below the ceiling)
-        step = mixed_iteration(arch, fmt, accelerator, shape, running, work, efficiency).seconds
-        updated = min(rate * (first + work.decode_steps * step), top.batch)
-        if abs(updated - running) < 1e-3 * running:
-            break
-        running = max(updated, 1.0)
-    step = mixed_iteration(arch, fmt, accelerator, shape, running, work, efficiency).seconds
-    # Prompts queue for prefill (M/D/1; its wait tail approximated as ρ·exp(−t/θ) with the
-    # Pollaczek–Khinchine mean), then wait for the running iteration to end.
-    rho = min(rate * first, 0.999)
-    theta = first / (2.0 * (1.0 - rho))
-    wait = theta * math.log(rho / (1.0 - quantile)) if rho > 1.0 - quantile else 0.0
-    ttft = wait + first + step
-    # The prompts that arrive during a request's decode (Poisson) slow each of its tokens.
-    arrivals = rate * work.decode_steps * step
-    per_token = step / work.tokens_per_step
-    tpot_tail = per_token + _Z99 * math.sqrt(arrivals) * first / work.output_tokens
-    utilisation = rate / top.requests_per_second
-    return LoadPoint(rate, running, ttft * 1e3, tpot_tail * 1e3, per_token * 1e3, utilisation, True)

@@ -63,7 +63,9 @@ _BACKLOG_SHARE = 0.10
 
 
 def prefill_token_budget(engine: str, accelerator: Accelerator) -> int | None:
-    """Prompt and decode tokens the engine's scheduler puts in one step by default (None: no chunking)."""
+    """Prompt and decode tokens the engine's scheduler puts in one step by default (None: no chunking);
+    a dated build (vllm@2024) is scheduled as its engine is."""
+    engine = engine.partition("@")[0]
     if engine == "vllm":
         large = accelerator.memory_gib >= _VLLM_LARGE_GPU_GIB and "A100" not in accelerator.key.upper()
         return _VLLM_BUDGETS[0] if large else _VLLM_BUDGETS[1]
