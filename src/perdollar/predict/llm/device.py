@@ -27,7 +27,7 @@ from perdollar.predict.llm.compiled import compiled_adapter_chains, fused_loss
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS, fp8_linears, rowwise_ops
 from perdollar.predict.llm.fp8_recipes import cast_ops, checked_recipe
 from perdollar.predict.llm.frameworks import HOST_SECONDS_PER_OPERATOR, framework_for
-from perdollar.predict.llm.lora import adapter_ops
+from perdollar.predict.llm.lora import adapter_ops, dequantise_ops
 from perdollar.predict.llm.optimizers import (
     EIGHT_BIT_WORK_PER_ELEMENT,
     STREAMING_BANDWIDTH_SHARE,
@@ -134,25 +134,6 @@ def _split(op: OperatorRecord, ways: int) -> OperatorRecord:
     )
 
 
-def _dequantise_ops(arch: DecoderArchitecture) -> tuple[OperatorRecord, ...]:
-    from perdollar.predict.llm.memory import NF4_BYTES_PER_WEIGHT, adapted_params
-
-    weights = adapted_params(arch) / arch.num_layers
-    return tuple(
-        OperatorRecord(
-            name="nf4.dequantize",
-            op_class="elementwise",
-            phase=phase,
-            flops=2.0 * weights,
-            bytes_read=NF4_BYTES_PER_WEIGHT * weights,
-            bytes_written=2.0 * weights,
-            dtype="bf16",
-            count=7,
-        )
-        for phase in ("forward", "backward")
-    )
-
-
 def _seconds(
     ops: tuple[OperatorRecord, ...],
     accelerator: Accelerator,
@@ -246,7 +227,7 @@ def micro_batch_times(
     if finetune != "full":
         adapters = adapter_ops(arch, tokens, lora_rank, replace(runner, lora="fused") if compiled else runner)
         adapters += compiled_adapter_chains(arch, tokens, runner) if compiled else ()
-    quantised = _split_all(_dequantise_ops(arch), tensor_parallel) if finetune == "qlora" else ()
+    quantised = _split_all(dequantise_ops(arch), tensor_parallel) if finetune == "qlora" else ()
     extra_ops += _split_all(adapters, tensor_parallel)
     other_traced = trace.other_ops
     loss_ops: tuple[OperatorRecord, ...] = ()

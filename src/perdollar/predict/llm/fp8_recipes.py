@@ -47,11 +47,15 @@ A frozen base (LoRA) computes no weight gradient: one copy of each activation an
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
 from perdollar.profile.model import OperatorRecord, Phase
 from perdollar.workload.llm.architecture import DecoderArchitecture
+
+if TYPE_CHECKING:
+    from perdollar.predict.llm.plan import TrainingPlan
 
 BF16_BYTES = 2.0
 FP8_BYTES = 1.0
@@ -295,3 +299,14 @@ def checked_recipe(framework: str, accelerator: Accelerator, compiled: bool = Fa
     if problem:
         raise PerdollarError(f"fp8 training cannot run here: {problem}", "use --precision amp-bf16")
     return recipe
+
+
+def fp8_summary(
+    plan: TrainingPlan, accelerator: Accelerator, precision: str, cast_s: float
+) -> dict[str, object]:
+    """The per-tensor FP8 recipe the plan's framework runs here and what its quantising costs a step."""
+    if precision != "fp8":
+        return {}
+    framework = plan.resolved_framework
+    return {**recipe_summary(recipe_for(framework.name, accelerator, framework.compiled)),
+            "quantise_s_per_step": cast_s}  # fmt: skip

@@ -152,3 +152,23 @@ def adapter_saved_bytes_per_token(arch: DecoderArchitecture, rank: int, framewor
         return narrow + sum((PRODUCT_BYTES + mask) * m.fan_in * m.per_token for m in matrices)
     distinct = {m.reads: m.fan_in * m.per_token for m in matrices}
     return narrow + PRODUCT_BYTES * sum(distinct.values())
+
+
+def dequantise_ops(arch: DecoderArchitecture) -> tuple[OperatorRecord, ...]:
+    """QLoRA's NF4 weights unpacked to bf16 before each layer's products, forward and backward."""
+    from perdollar.predict.llm.memory import NF4_BYTES_PER_WEIGHT, adapted_params
+
+    weights = adapted_params(arch) / arch.num_layers
+    return tuple(
+        OperatorRecord(
+            name="nf4.dequantize",
+            op_class="elementwise",
+            phase=phase,
+            flops=2.0 * weights,
+            bytes_read=NF4_BYTES_PER_WEIGHT * weights,
+            bytes_written=2.0 * weights,
+            dtype="bf16",
+            count=7,
+        )
+        for phase in ("forward", "backward")
+    )

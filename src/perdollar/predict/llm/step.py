@@ -27,7 +27,7 @@ from perdollar.predict.llm.feasibility import (  # noqa: F401  (re-exported: cal
     plan_problem,
 )
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS
-from perdollar.predict.llm.fp8_recipes import recipe_for, recipe_summary
+from perdollar.predict.llm.fp8_recipes import fp8_summary
 from perdollar.predict.llm.frameworks import LOSS_EXTRA_BYTES_PER_LOGIT
 from perdollar.predict.llm.lora import adapter_saved_bytes_per_token
 from perdollar.predict.llm.memory import (
@@ -338,21 +338,10 @@ def predict_llm_training(
         memory_gib=memory.to_gib(),
         largest_micro_batch=memory.largest_micro_batch,
         moe=times.moe.to_dict() if arch.is_moe else {},
-        fp8=_fp8_summary(plan, accelerator, precision, breakdown.get(FP8_QUANTISE, 0.0)),
+        fp8=fp8_summary(plan, accelerator, precision, breakdown.get(FP8_QUANTISE, 0.0)),
         memory_tight=memory.tight,
         mfu_remark=mfu_remark,
     )
-
-
-def _fp8_summary(
-    plan: TrainingPlan, accelerator: Accelerator, precision: str, cast_s: float
-) -> dict[str, object]:
-    """The per-tensor FP8 recipe the plan's framework runs here and what its quantising costs a step."""
-    if precision != "fp8":
-        return {}
-    framework = plan.resolved_framework
-    return {**recipe_summary(recipe_for(framework.name, accelerator, framework.compiled)),
-            "quantise_s_per_step": cast_s}  # fmt: skip
 
 
 def _exposed(
