@@ -39,7 +39,6 @@ MEANS_DIFFERENT_THINGS = {
     "--instance": "predict predicts on it, check judges a host against it",
     "--limit": "history and catalog list rows of their own",
     "--market": "catalog filters its listing by the two priced markets, recommend ranks every market",
-    "--measurements": "predict calibrates one prediction, recommend and compare every candidate",
     "--no-store": "history reevaluate reads its question from the store and only skips writing",
     "--nproc": "bench runs that many processes, check compares one with that many",
     "--out": "each command writes its own files",
@@ -53,7 +52,7 @@ MEANS_DIFFERENT_THINGS = {
     "--workload": "history filters rows, export and report name a language model or a stored answer",
 }
 # The options shared by many commands: declared once, so none of them may differ anywhere.
-SHARED = ("--json", "--csv", "--precision", "--batch-size", "--store", "--objective")
+SHARED = ("--json", "--csv", "--precision", "--batch-size", "--store", "--objective", "--measurements")
 
 
 def _modules() -> list[Any]:
@@ -204,3 +203,27 @@ def test_the_batch_size_answers_to_its_short_and_long_names_on_every_command() -
     assert by_long != _throughputs()  # the batch reached the prediction
     profiled = run_perdollar("profile", "mlp", "--batch", "4", "--json")
     assert profiled.returncode == 0 and '"batch_size": 4' in profiled.stdout, profiled.stderr[-800:]
+
+
+def test_the_engines_a_choice_may_name_are_the_engines_perdollar_predicts() -> None:
+    from perdollar.predict.llm_serving.engines import ANY_ENGINE, ENGINES, STACK_ENGINES
+    from perdollar.vocabulary import ANY_ENGINE as ANY_IN_VOCABULARY
+    from perdollar.vocabulary import ServingEngineName
+
+    assert set(typing.get_args(ServingEngineName)) == set(ENGINES) | set(STACK_ENGINES)
+    assert ANY_IN_VOCABULARY == ANY_ENGINE
+
+
+@pytest.mark.parametrize(
+    ("command", "named"),
+    [(("recommend", "llama-3.1-8b", "--inference", "--rps", "5", "--engine", "vlm"), "vlm"),
+     (("compare", "llama-3.1-8b", "--inference", "--rps", "5", "g6e.xlarge", "p5.48xlarge",
+       "--engine", "vllm,trtllm,sglng"), "sglng")],
+)  # fmt: skip
+def test_an_engine_that_is_none_of_the_choices_is_refused_with_the_nearest(
+    command: tuple[str, ...], named: str
+) -> None:
+    done = run_perdollar(*command, "--no-store")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-1500:]
+    assert f"unknown serving engine {named!r} for --engine" in lines[0] and "did you mean" in lines[0]

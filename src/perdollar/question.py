@@ -210,7 +210,7 @@ class LanguageModelSettings:
         "Language model serving: the serving engine (vllm, sglang, tensorrt-llm, tgi, llama.cpp, hf; any:"
         " the best for each deployment; compare takes a comma list and shows each engine side by side)."
         " Default vllm, the engine most teams run.",
-        scope="serving",
+        scope="serving", parse="engines",
     )
     # None: the engine's default (vLLM, SGLang, TGI: the model's 16-bit dtype whatever the weights).
     kv_precision: str | None = declared(

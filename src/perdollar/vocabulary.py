@@ -62,6 +62,13 @@ Bottleneck = Literal[
 Precision = Literal["fp32", "tf32", "amp-bf16", "amp-fp16", "bf16", "fp16", "fp8", "fp8-rowwise"]
 PRECISION_CHOICES: tuple[Precision, ...] = get_args(Precision)
 
+# The serving engines perdollar predicts (each declared in perdollar.predict.llm_serving.engines):
+# the GPU engines, then the non-GPU stacks' own; "any" asks for the best of them.
+ServingEngineName = Literal[
+    "vllm", "sglang", "tensorrt-llm", "tgi", "llama.cpp", "hf", "nxd-inference", "jetstream", "vllm-gaudi"
+]
+ANY_ENGINE = "any"
+
 TrainingObjective = Literal["samples-per-dollar", "time", "cost", "weighted", "carbon"]
 TRAINING_OBJECTIVES: tuple[TrainingObjective, ...] = get_args(TrainingObjective)
 SERVING_OBJECTIVE = "usd-per-million-requests"

@@ -19,7 +19,7 @@ import typer
 
 from perdollar.errors import PerdollarError
 from perdollar.question import Declared, declared
-from perdollar.vocabulary import MarketChoice
+from perdollar.vocabulary import ANY_ENGINE, MarketChoice, ServingEngineName
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -150,9 +150,27 @@ def _markets(text: str, flag: str) -> str:
     return text
 
 
-PARSERS: dict[str, Callable[[str, str], Any]] = {"share": _share, "count": _count, "markets": _markets}
+def _engines(text: str, flag: str) -> str:
+    """``text`` (an engine, a comma list of them, or any) as given, once each name is an engine."""
+    from perdollar.predict.llm_serving.engines import engine_key
+
+    engines = get_args(ServingEngineName)
+    for name in (part.strip() for part in text.split(",") if part.strip()):
+        if name.lower() != ANY_ENGINE and engine_key(name) not in engines:
+            from perdollar.catalog.names import suggestion_text
+
+            near = suggestion_text(name, engines)
+            listed = f"{', '.join(engines)} (or {ANY_ENGINE})"
+            fix = f"{near} ({listed})" if near else f"use one of {listed}"
+            raise PerdollarError(f"unknown serving engine {name!r} for {flag}", fix)
+    return text
+
+
+PARSERS: dict[str, Callable[[str, str], Any]] = {
+    "share": _share, "count": _count, "markets": _markets, "engines": _engines,
+}  # fmt: skip
 # Parsers of a comma list of choices, and the Literal each name of the list must be.
-CHOICE_LISTS: dict[str, Any] = {"markets": MarketChoice}
+CHOICE_LISTS: dict[str, Any] = {"markets": MarketChoice, "engines": ServingEngineName}
 
 
 # A language model's settings, split in --help between what trains it and what serves it.

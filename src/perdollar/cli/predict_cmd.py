@@ -12,7 +12,17 @@ from perdollar.ask.questions import PlanFlags
 from perdollar.catalog.model import InstanceType
 from perdollar.cli.common import console, emit_json, err_console, print_table, progress
 from perdollar.cli.declared import LANGUAGE_MODEL_PANELS, Group, StoreChoice, takes
-from perdollar.cli.shared_options import CLOUD_ONLY, OUTPUT, STEP, Output, Places, Step, only_one
+from perdollar.cli.shared_options import (
+    CLOUD_ONLY,
+    MEASURED,
+    OUTPUT,
+    STEP,
+    Measured,
+    Output,
+    Places,
+    Step,
+    only_one,
+)
 from perdollar.fmt import format_band, format_number
 from perdollar.predict.model import Prediction
 from perdollar.profile.model import Profile
@@ -88,6 +98,7 @@ def _bar(value: float | None) -> str:
     places=CLOUD_ONLY,
     step=STEP,
     output=OUTPUT,
+    measured=MEASURED,
 )
 def predict_command(
     workload: str = typer.Argument(
@@ -95,9 +106,6 @@ def predict_command(
     ),
     instance: str = typer.Option(None, "--instance", "-i", help="Instance type, e.g. g5.2xlarge."),
     nodes: int = typer.Option(1, "--nodes", "-n", min=1, help="Number of instances (data parallel)."),
-    measurements: Path = typer.Option(
-        None, "--measurements", help="Bench JSON or published-schema CSV to calibrate from."
-    ),
     data_bytes_per_sample: float = typer.Option(
         None, "--data-bytes-per-sample", help="Bytes streamed from object storage per sample."
     ),
@@ -124,7 +132,9 @@ def predict_command(
     places: Places,
     step: Step,
     output: Output,
+    measured: Measured,
 ) -> None:
+    measurements = measured.measurements
     cloud = only_one(places.clouds, "--cloud")
     batch_size = step.batch_size
     precision = step.precision

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -26,7 +25,7 @@ from perdollar.cli.declared import LANGUAGE_MODEL_PANELS, Group, StoreChoice, ta
 from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_options import Shown
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
-from perdollar.cli.shared_options import OUTPUT, STEP, Output, Step
+from perdollar.cli.shared_options import MEASURED, OUTPUT, STEP, Measured, Output, Step
 from perdollar.errors import EXIT_OK, PerdollarError
 from perdollar.question import BillSettings, DataSettings, LanguageModelSettings, NearSettings, SpotSettings
 from perdollar.vocabulary import Family
@@ -92,13 +91,11 @@ COMPARE_HELP = (
     bill=BillSettings,
     fleet=FleetFlags,
     near=Group(NearSettings, panel="Where the users are"),
+    measured=MEASURED,
 )
 def recommend(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
     measure: bool = typer.Option(False, "--measure", help="Benchmark locally first and calibrate from it."),
-    measurements: Path | None = typer.Option(
-        None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."
-    ),
     *,
     target: Target,
     shape: Shape,
@@ -115,7 +112,9 @@ def recommend(
     bill: BillSettings,
     fleet: FleetFlags,
     near: NearSettings,
+    measured: Measured,
 ) -> int:
+    measurements = measured.measurements
     batch_size, precision = shape.batch_size, shape.precision
     check_store(store.store_url, enabled=store.enabled)
     if shown.report is not None:  # before the work: a file that may not be replaced is said at once
@@ -247,13 +246,11 @@ def _recommend_fleet(
     near=Group(NearSettings, panel="Where the users are"),
     step=STEP,
     output=OUTPUT,
+    measured=MEASURED,
 )
 def compare_command(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
     configs: list[str] = typer.Argument(..., help='Configurations, e.g. "4x g5.2xlarge spot".'),
-    measurements: Path | None = typer.Option(
-        None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."
-    ),
     *,
     target: Target,
     serving: Serving,
@@ -264,7 +261,9 @@ def compare_command(
     near: NearSettings,
     step: Step,
     output: Output,
+    measured: Measured,
 ) -> int:
+    measurements = measured.measurements
     batch_size = step.batch_size
     precision = step.precision
     json_output = output.json_output

@@ -139,7 +139,8 @@ class Endpoint:
     gpus: int = declared(1, "--gpus", "With --url: GPUs behind the endpoint.", minimum=1)
     engine: str | None = declared(
         None, "--engine", "With --url: the serving engine behind it (vllm, sglang, tensorrt-llm, tgi, "
-        "llama.cpp, hf); the run then calibrates that engine's predictions only (default: vllm's)."
+        "llama.cpp, hf); the run then calibrates that engine's predictions only (default: vllm's).",
+        parse="engines",
     )
 
 
