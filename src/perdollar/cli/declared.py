@@ -29,8 +29,10 @@ class StoreChoice:
     """Where results are stored and stored measurements are read, or that neither happens."""
 
     store_url: str | None = declared(
-        None, "--store", "The store: an SQLAlchemy URL (default: PERDOLLAR_STORE, else the SQLite file in"
-        " perdollar's data directory)."
+        None,
+        "--store",
+        "The store: an SQLAlchemy URL (default: PERDOLLAR_STORE, else the SQLite file in perdollar's data"
+        " directory).",
     )
     # Scoped: a command that only reads the store it is given takes --store alone.
     no_store: bool = declared(
@@ -52,6 +54,7 @@ class Output:
 # Read by perdollar.cli.main before the arguments are parsed: it asks the command for its --json
 # document and writes that document's main table as CSV. Every command with --json shows it.
 CSV = Declared("--csv", "The main table (the --json document's rows) as CSV on stdout.")
+
 
 @dataclass(frozen=True, slots=True)
 class Group:
