@@ -33,6 +33,7 @@ class Declared:
     parse: str = ""
     scope: str = ""
     short: str = ""  # a one-letter alias, "-k"
+    aliases: tuple[str, ...] = ()  # other long names the option answers to, "--batch"
 
     @property
     def full_help(self) -> str:
@@ -41,10 +42,14 @@ class Declared:
 
 def declared(
     default: Any, flag: str, help: str, *, unit: str = "", minimum: float | None = None, parse: str = "",
-    scope: str = "", short: str = "",
+    scope: str = "", short: str = "", aliases: tuple[str, ...] = (),
 ) -> Any:
     """A dataclass field that carries its command-line declaration."""
-    option = Declared(flag, help, unit, minimum, parse, scope, short)
+    return declared_as(Declared(flag, help, unit, minimum, parse, scope, short, aliases), default)
+
+
+def declared_as(option: Declared, default: Any = None) -> Any:
+    """A dataclass field taken as ``option``, declared once and shared by the settings that take it."""
     return field(default=default, metadata={"option": option})
 
 
@@ -205,7 +210,7 @@ class LanguageModelSettings:
         "Language model serving: the serving engine (vllm, sglang, tensorrt-llm, tgi, llama.cpp, hf; any:"
         " the best for each deployment; compare takes a comma list and shows each engine side by side)."
         " Default vllm, the engine most teams run.",
-        scope="serving",
+        scope="serving", parse="engines",
     )
     # None: the engine's default (vLLM, SGLang, TGI: the model's 16-bit dtype whatever the weights).
     kv_precision: str | None = declared(

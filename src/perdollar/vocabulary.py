@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, get_args
 
 # The hyperscalers: any two of a region's machines share the cloud's network, so several may train
 # together. A question's clouds are checked against the catalog it is asked of, not these lists.
@@ -21,8 +21,20 @@ COMMITTED_MARKETS: tuple[Market, ...] = ("committed-1y", "committed-3y")
 # GCP Flex-start (Dynamic Workload Scheduler), AWS EC2 Capacity Blocks for ML, and machines sold
 # only through reservations. Asked for by name: "any" does not wait for a queue or a booked date.
 AHEAD_MARKETS: tuple[Market, ...] = ("flex-start", "capacity-block", "reservation")
-# "committed": both terms; "any": on-demand and spot (committed terms too with a horizon).
-MARKET_CHOICES = ("on-demand", "spot", *AHEAD_MARKETS, *COMMITTED_MARKETS, "committed", "any")
+# What --market may name: a market, "committed" (both terms) or "any" (on-demand and spot,
+# committed terms too with a horizon).
+MarketChoice = Literal[
+    "on-demand",
+    "spot",
+    "flex-start",
+    "capacity-block",
+    "reservation",
+    "committed-1y",
+    "committed-3y",
+    "committed",
+    "any",
+]
+MARKET_CHOICES: tuple[MarketChoice, ...] = get_args(MarketChoice)
 MARKET_CHOICES_TEXT = (
     "on-demand, spot, flex-start, capacity-block, reservation, committed-1y, committed-3y, "
     "committed (both terms) or any"
@@ -46,7 +58,19 @@ Bottleneck = Literal[
     "compute", "memory-bandwidth", "communication", "input-pipeline", "network-ingest", "overhead"
 ]
 
-TRAINING_OBJECTIVES = ("samples-per-dollar", "time", "cost", "weighted", "carbon")
+# The numeric formats a step runs in; the two FP8 recipes are predicted for language models only.
+Precision = Literal["fp32", "tf32", "amp-bf16", "amp-fp16", "bf16", "fp16", "fp8", "fp8-rowwise"]
+PRECISION_CHOICES: tuple[Precision, ...] = get_args(Precision)
+
+# The serving engines perdollar predicts (each declared in perdollar.predict.llm_serving.engines):
+# the GPU engines, then the non-GPU stacks' own; "any" asks for the best of them.
+ServingEngineName = Literal[
+    "vllm", "sglang", "tensorrt-llm", "tgi", "llama.cpp", "hf", "nxd-inference", "jetstream", "vllm-gaudi"
+]
+ANY_ENGINE = "any"
+
+TrainingObjective = Literal["samples-per-dollar", "time", "cost", "weighted", "carbon"]
+TRAINING_OBJECTIVES: tuple[TrainingObjective, ...] = get_args(TrainingObjective)
 SERVING_OBJECTIVE = "usd-per-million-requests"
 # A language model is served by the token: its deployments are ranked by dollars per million tokens.
 TOKEN_SERVING_OBJECTIVE = "usd-per-million-tokens"

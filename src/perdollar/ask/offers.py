@@ -35,8 +35,12 @@ def market_names(market: str) -> tuple[str, ...]:
     names = tuple(m.strip() for m in market.split(","))
     unknown = [m for m in names if m not in MARKET_CHOICES]
     if unknown:
+        from perdollar.catalog.names import suggestion_text
+
+        near = suggestion_text(unknown[0], MARKET_CHOICES)
         raise PerdollarError(
-            f"--market {unknown[0]!r} is not a market", f"use {MARKET_CHOICES_TEXT}, or several with commas"
+            f"--market {unknown[0]!r} is not a market",
+            f"{near + ' ' if near else ''}use {MARKET_CHOICES_TEXT}, or several with commas",
         )
     return names
 

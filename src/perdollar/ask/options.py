@@ -18,8 +18,8 @@ from perdollar.price.fleet import (
     DEFAULT_TARGET_UTILISATION,
     MIN_TARGET_UTILISATION,
 )
-from perdollar.question import declared
-from perdollar.vocabulary import BUNDLED_CLOUDS_TEXT
+from perdollar.question import Declared, declared, declared_as
+from perdollar.vocabulary import BUNDLED_CLOUDS_TEXT, Precision, TrainingObjective
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +43,49 @@ class Target:
 
 PRECISION_HELP = (
     "fp32, tf32, amp-bf16, amp-fp16, bf16, fp16; language models also fp8 (FP8 linear layers, a scale"
-    " per tensor) and fp8-rowwise (torchao's row-wise recipe)."
+    " per tensor) and fp8-rowwise (torchao's row-wise recipe). Default: the workload's own."
 )
+
+# The options every command that takes them takes alike: declared once here, taken by the question's
+# settings below and by the commands' own groups (perdollar.cli.shared_options).
+BATCH_SIZE = Declared(
+    "--batch-size",
+    "Samples per device in a step (serving: per request; a language model served: its static batch)."
+    " Default: the workload's own.",
+    scope="batch", short="-b", aliases=("--batch",),
+)  # fmt: skip
+PRECISION = Declared("--precision", PRECISION_HELP, scope="precision", short="-p")
+CLOUD = Declared(
+    "--cloud",
+    f"Cloud (repeatable where a command keeps several): {BUNDLED_CLOUDS_TEXT}, or one a refresh added.",
+    scope="cloud",
+)
+REGION = Declared(
+    "--region",
+    "Region (repeatable where a command keeps several): us-east-1, us-central1, eastus; where candidates"
+    " are ranked, also a pattern such as us-*.",
+    scope="region",
+)
+OBJECTIVE = Declared(
+    "--objective",
+    "What to rank by: samples-per-dollar, time, cost, weighted (--weights) or carbon (kg CO2e).",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """The workload's step as the user fixed it; a command takes the scopes it uses (batch, precision)."""
+
+    batch_size: int | None = declared_as(BATCH_SIZE)
+    precision: Precision | None = declared_as(PRECISION)  # noqa: RUF009 (a dataclasses.field)
+
+
+@dataclass(frozen=True, slots=True)
+class Places:
+    """The clouds and regions a command keeps to, or names an instance on (scopes cloud, region)."""
+
+    clouds: tuple[str, ...] = declared_as(CLOUD, ())
+    regions: tuple[str, ...] = declared_as(REGION, ())
 
 
 DEFAULT_MAX_NODES = 4
@@ -90,8 +131,8 @@ class Shape:
         " xla (TPU; also 'tpu'), habana (Gaudi). A TPU or Trainium row means moving the job to its"
         " stack (MaxText on JAX, NxD Training); --stack cuda keeps to NVIDIA GPUs.",
     )
-    batch_size: int | None = declared(None, "--batch-size", "Per-device batch size.", short="-b")
-    precision: str | None = declared(None, "--precision", PRECISION_HELP, short="-p")
+    batch_size: int | None = declared_as(BATCH_SIZE)
+    precision: Precision | None = declared_as(PRECISION)  # noqa: RUF009 (a dataclasses.field)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,9 +140,7 @@ class Goal:
     """What to optimise and within which limits."""
 
     budget: float | None = declared(None, "--budget", "Expected cost cap.", unit="USD")
-    objective: str = declared(
-        "samples-per-dollar", "--objective", "samples-per-dollar | time | cost | weighted | carbon (kg CO2e)."
-    )
+    objective: TrainingObjective = declared_as(OBJECTIVE, "samples-per-dollar")  # noqa: RUF009 (a dataclasses.field)
     weights: str | None = declared(None, "--weights", "For --objective weighted: time=1,cost=2.")
     confidence: float = declared(0.9, "--confidence", "Required P(finish by --deadline).")
 
@@ -115,11 +154,10 @@ class Where:
         "--market",
         "on-demand | spot | committed-1y | committed-3y | committed (both terms) | any (committed terms"
         " too with --horizon); several with commas: on-demand,committed.",
+        parse="markets",
     )
-    clouds: tuple[str, ...] = declared(
-        (), "--cloud", f"Allowed cloud (repeatable): {BUNDLED_CLOUDS_TEXT}, or one a refresh added."
-    )
-    regions: tuple[str, ...] = declared((), "--region", "Allowed region or pattern (repeatable): us-*.")
+    clouds: tuple[str, ...] = declared_as(CLOUD, ())
+    regions: tuple[str, ...] = declared_as(REGION, ())
 
 
 @dataclass(frozen=True, slots=True)

@@ -154,9 +154,6 @@ def _as_markdown(text: str) -> str:
     return "\n".join(out)
 
 
-CSV_HELP = "The main table (the --json document's rows) as CSV on stdout."
-
-
 def _format_help(command: click.Command, verbose: click.Parameter | None = None) -> None:
     if command.help:
         command.help = _as_markdown(command.help)
@@ -166,8 +163,10 @@ def _format_help(command: click.Command, verbose: click.Parameter | None = None)
         # option is shown in --help but never handed to the command itself. A copy of --json
         # keeps the option class typer parses with.
         csv_option = copy.copy(json_option)
-        csv_option.opts, csv_option.secondary_opts = ["--csv"], []
-        csv_option.name, csv_option.help, csv_option.expose_value = "csv", CSV_HELP, False
+        from perdollar.cli.declared import CSV
+
+        csv_option.opts, csv_option.secondary_opts = [CSV.flag], []
+        csv_option.name, csv_option.help, csv_option.expose_value = "csv", CSV.full_help, False
         command.params.append(csv_option)
     _without_flag_metavars(command)
     keep_option_names_whole(command)

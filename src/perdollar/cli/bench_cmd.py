@@ -21,6 +21,7 @@ from perdollar.cli.bench_options import (
 )
 from perdollar.cli.declared import Group, StoreChoice, takes
 from perdollar.cli.persist import check_store
+from perdollar.cli.shared_options import OUTPUT, STEP, Output, Step
 from perdollar.errors import EXIT_FAILURE, EXIT_OK, PerdollarError
 
 
@@ -244,6 +245,8 @@ def run_find_max_batch(
     reading=Group(CommandReading, panel="Reading a command's output"),
     curve=Group(LatencyCurve, panel="Serving latency curve"),
     store=StoreChoice,
+    step=STEP,
+    output=OUTPUT,
 )
 def bench(
     target: list[str] = typer.Argument(None, metavar="WORKLOAD | -- COMMAND…", help=TARGET_HELP),
@@ -253,10 +256,6 @@ def bench(
         1, "--nproc", help="Processes for data-parallel DDP (gloo on CPU, NCCL on GPU)."
     ),
     plan: str | None = typer.Option(None, "--plan", help=PLAN_HELP),
-    batch_size: int | None = typer.Option(None, "--batch-size", "-b", help="Per-process batch size."),
-    precision: str | None = typer.Option(
-        None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16 or fp16."
-    ),
     device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
     timeout: float | None = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
     find_max_batch: bool = typer.Option(
@@ -265,12 +264,16 @@ def bench(
     memory_limit: str | None = typer.Option(
         None, "--memory-limit", help="Cap the child's address space, e.g. 8G (CPU runs)."
     ),
-    json_output: bool = typer.Option(False, "--json", help="Print the result as JSON on stdout."),
     *,
     reading: CommandReading,
     curve: LatencyCurve,
     store: StoreChoice,
+    step: Step,
+    output: Output,
 ) -> int:
+    batch_size = step.batch_size
+    precision = step.precision
+    json_output = output.json_output
     target = list(target or [])
     if not target:
         raise PerdollarError("nothing to measure", "give a workload (bench mlp) or a command after --")

@@ -15,8 +15,9 @@ from perdollar.cli.catalog_render import (
     records,
 )
 from perdollar.cli.common import console, emit_json
+from perdollar.cli.declared import takes
+from perdollar.cli.shared_options import CLOUD_ONLY, OUTPUT, PLACES, Output, Places, only_one
 from perdollar.terminal_tables import FittingTable
-from perdollar.vocabulary import BUNDLED_CLOUDS_TEXT
 
 if TYPE_CHECKING:
     from perdollar.catalog import Catalog, InstanceType
@@ -51,14 +52,9 @@ LISTING_JSON_FIELDS = (
 
 
 @catalog_app.callback()
+@takes(places=PLACES, output=OUTPUT)
 def catalog_list(
     ctx: typer.Context,
-    cloud: list[str] = typer.Option(
-        [], "--cloud", help=f"{BUNDLED_CLOUDS_TEXT}, or a GPU cloud a refresh added; repeatable."
-    ),
-    region: list[str] = typer.Option(
-        [], "--region", help="Cloud region, e.g. us-east-1, us-central1, eastus."
-    ),
     accelerator: str | None = typer.Option(
         None,
         "--accelerator",
@@ -84,9 +80,14 @@ def catalog_list(
         "accelerators, network or name.",
     ),
     limit: int | None = typer.Option(None, "--limit", help="Rows to show (table default 40; JSON: all)."),
-    json_output: bool = typer.Option(False, "--json", help="Print a JSON list of offers on stdout."),
+    *,
+    places: Places,
+    output: Output,
 ) -> None:
     """List offers (one row per cloud, instance type and region), filtered and sorted."""
+    cloud = list(places.clouds)
+    region = list(places.regions)
+    json_output = output.json_output
     if ctx.invoked_subcommand is not None:
         return
     from perdollar.catalog import find, load
@@ -112,22 +113,24 @@ def catalog_list(
 
 
 @catalog_app.command("show")
+@takes(places=CLOUD_ONLY, output=OUTPUT)
 def catalog_show(
     name: str = typer.Argument(
         ...,
         help="Instance name: g4dn.12xlarge, ml.g5.4xlarge, a2-highgpu-1g, "
         "tpu-v5litepod-8, Standard_NC24ads_A100_v4.",
     ),
-    cloud: str | None = typer.Option(
-        None, "--cloud", help=f"The cloud ({BUNDLED_CLOUDS_TEXT}, …), when a name exists on several."
-    ),
-    json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    *,
+    places: Places,
+    output: Output,
 ) -> None:
     """Show one instance type: its parsed name, accelerator specs and offers per region.
 
     perdollar catalog show ml.g4dn.12xlarge
     perdollar catalog show a3-highgpu-8g --json
     """
+    cloud = only_one(places.clouds, "--cloud")
+    json_output = output.json_output
     from perdollar.catalog import listing_frame, load
 
     catalog = load()
@@ -200,13 +203,16 @@ def gpu_cloud_price_notes(catalog: Catalog, instance: InstanceType) -> list[str]
 
 
 @catalog_app.command("accelerators")
+@takes(output=OUTPUT)
 def catalog_accelerators(
-    json_output: bool = typer.Option(False, "--json", help="Print a JSON list on stdout."),
+    *,
+    output: Output,
 ) -> None:
     """List the accelerators the catalog knows, with per-device memory, bandwidth and peak rates.
 
     perdollar catalog accelerators --json
     """
+    json_output = output.json_output
     from perdollar.catalog import load
 
     catalog = load()

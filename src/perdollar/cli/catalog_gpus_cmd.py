@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any
 
 import typer
@@ -11,8 +10,9 @@ import typer
 from perdollar.cli.catalog_cmd import catalog_app
 from perdollar.cli.catalog_render import FLAG_MARKS, format_price, print_table, quantity
 from perdollar.cli.common import console, emit_json
+from perdollar.cli.declared import takes
+from perdollar.cli.shared_options import OUTPUT, PLACES, Output, Places
 from perdollar.terminal_tables import FittingTable
-from perdollar.vocabulary import BUNDLED_CLOUDS_TEXT
 
 
 def _where(row: dict[str, Any], prefix: str) -> str:
@@ -22,17 +22,15 @@ def _where(row: dict[str, Any], prefix: str) -> str:
 
 
 @catalog_app.command("gpus")
+@takes(places=PLACES, output=OUTPUT)
 def catalog_gpus(
-    cloud: list[str] = typer.Option(
-        [], "--cloud", help=f"Only these clouds (repeatable): {BUNDLED_CLOUDS_TEXT}, or one a refresh added."
-    ),
-    region: list[str] = typer.Option([], "--region", help="Only these regions (repeatable)."),
     accelerator: str | None = typer.Option(
         None, "--accelerator", "-a", help="Chip or family: H100, A100, l4."
     ),
     min_memory: float | None = typer.Option(None, "--min-memory", help="Minimum memory per GPU, GiB."),
-    json_output: bool = typer.Option(False, "--json", help="Print a JSON list on stdout."),
-    csv_output: bool = typer.Option(False, "--csv", help="Print CSV on stdout."),
+    *,
+    places: Places,
+    output: Output,
 ) -> None:
     """One row per accelerator: the cheapest on-demand and spot price per GPU-hour over every cloud
     and region, where it is, and when that price was captured.
@@ -40,6 +38,9 @@ def catalog_gpus(
       perdollar catalog gpus --accelerator H100
       perdollar catalog gpus --min-memory 40 --cloud aws --cloud runpod --csv
     """
+    cloud = list(places.clouds)
+    region = list(places.regions)
+    json_output = output.json_output
     from perdollar.catalog import load
     from perdollar.catalog.gpu_prices import gpu_prices
 
@@ -51,9 +52,6 @@ def catalog_gpus(
         accelerator=accelerator,
         min_memory_gib=min_memory,
     )
-    if csv_output:
-        frame.to_csv(sys.stdout, index=False)
-        return
     rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
             for r in frame.to_dict("records")]  # fmt: skip
     if json_output:
@@ -83,13 +81,16 @@ def catalog_gpus(
 
 
 @catalog_app.command("flags")
+@takes(output=OUTPUT)
 def catalog_flags(
-    json_output: bool = typer.Option(False, "--json", help="Print a JSON list on stdout."),
+    *,
+    output: Output,
 ) -> None:
     """Explain every data-quality flag (⚠) the tables print, with how many offers carry it.
 
     perdollar catalog flags
     """
+    json_output = output.json_output
     from perdollar.catalog import load
     from perdollar.catalog.provenance import NOT_FOR_TRAINING, flag_meanings
 

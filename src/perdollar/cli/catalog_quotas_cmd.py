@@ -8,6 +8,8 @@ import typer
 
 from perdollar.cli.catalog_cmd import catalog_app
 from perdollar.cli.common import err_console
+from perdollar.cli.declared import takes
+from perdollar.cli.shared_options import OUTPUT, Output
 from perdollar.errors import PerdollarError
 
 
@@ -40,14 +42,17 @@ def catalog_quotas(
 
 
 @catalog_app.command("terms")
+@takes(output=OUTPUT)
 def catalog_terms(
-    json_output: bool = typer.Option(False, "--json", help="Print a JSON list on stdout."),
+    *,
+    output: Output,
 ) -> None:
     """Every dated figure of the bill beyond captured prices: committed-use discounts, managed-service
     rates and capacity constraints, with source, date and age ('stale' like prices).
 
       perdollar catalog terms
     """
+    json_output = output.json_output
     import dataclasses
     import datetime as dt
 

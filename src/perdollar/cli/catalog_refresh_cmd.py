@@ -12,6 +12,8 @@ from rich.markup import escape
 
 from perdollar.cli.catalog_cmd import catalog_app
 from perdollar.cli.common import emit_json, err_console, progress
+from perdollar.cli.declared import takes
+from perdollar.cli.shared_options import OUTPUT, Output
 from perdollar.errors import PerdollarError
 
 if TYPE_CHECKING:  # types only: the catalog readers load pandas
@@ -32,6 +34,7 @@ def _day(text: str | None) -> dt.date | None:
 
 
 @catalog_app.command("refresh")
+@takes(output=OUTPUT)
 def catalog_refresh(
     provider: list[str] = typer.Option(
         [],
@@ -56,7 +59,8 @@ def catalog_refresh(
         help="With --from: the date the files' prices were observed (default: file dates).",
     ),
     region: list[str] = typer.Option([], "--region", help="--source aws-api: AWS regions (repeatable)."),
-    json_output: bool = typer.Option(False, "--json", help="Print a summary of the new snapshot as JSON."),
+    *,
+    output: Output,
 ) -> None:
     """Fetch current offers and write a new catalog snapshot that takes precedence.
 
@@ -70,6 +74,7 @@ def catalog_refresh(
       perdollar catalog refresh --from ./gpuhunt-catalog --captured-at 2026-11-20
       perdollar catalog refresh --source aws-api --region us-east-1 --region us-west-2
     """  # fmt: skip
+    json_output = output.json_output
     from perdollar.catalog import load
     from perdollar.paths import catalog_snapshot_dir
 

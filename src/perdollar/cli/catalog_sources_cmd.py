@@ -9,12 +9,16 @@ from rich.table import Table
 
 from perdollar.cli.catalog_cmd import catalog_app
 from perdollar.cli.common import emit_json, print_table
+from perdollar.cli.declared import takes
+from perdollar.cli.shared_options import OUTPUT, Output
 
 
 @catalog_app.command("sources")
+@takes(output=OUTPUT)
 def catalog_sources(
     stale_only: bool = typer.Option(False, "--stale", help="Only the rows past their date."),
-    json_output: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    *,
+    output: Output,
 ) -> None:
     """List every egress/storage rate, energy factor and grid carbon intensity the bill uses, with
     its source and date; stale ones are marked (rates after PERDOLLAR_STALE_PRICE_DAYS, default 30
@@ -22,6 +26,7 @@ def catalog_sources(
 
       perdollar catalog sources --stale
     """
+    json_output = output.json_output
     from perdollar.catalog.bill_sources import bill_sources
 
     rows = [row for row in bill_sources() if row.stale or not stale_only]

@@ -13,12 +13,13 @@ import inspect
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, get_args, get_origin
 
 import typer
 
 from perdollar.errors import PerdollarError
 from perdollar.question import Declared, declared
+from perdollar.vocabulary import ANY_ENGINE, MarketChoice, ServingEngineName
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -28,14 +29,31 @@ class StoreChoice:
     """Where results are stored and stored measurements are read, or that neither happens."""
 
     store_url: str | None = declared(
-        None, "--store", "SQLAlchemy URL of the store to read measurements from and write results to"
-        " (default: the SQLite file in perdollar's data directory)."
+        None,
+        "--store",
+        "The store: an SQLAlchemy URL (default: PERDOLLAR_STORE, else the SQLite file in perdollar's data"
+        " directory).",
     )
-    no_store: bool = declared(False, "--no-store", "Neither read stored measurements nor store the result.")
+    # Scoped: a command that only reads the store it is given takes --store alone.
+    no_store: bool = declared(
+        False, "--no-store", "Neither read stored measurements nor store the result.", scope="switch"
+    )
 
     @property
     def enabled(self) -> bool:
         return not self.no_store
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """Whether the answer goes to stdout as a document for programs instead of tables for people."""
+
+    json_output: bool = declared(False, "--json", "Machine-readable output (JSON) on stdout.")
+
+
+# Read by perdollar.cli.main before the arguments are parsed: it asks the command for its --json
+# document and writes that document's main table as CSV. Every command with --json shows it.
+CSV = Declared("--csv", "The main table (the --json document's rows) as CSV on stdout.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,15 +86,47 @@ class Group:
                 continue
             if self.scopes is not None and option.scope and option.scope not in self.scopes:
                 continue
-            annotation = str | None if option.parse else hints[item.name]
+            hint = hints[item.name]
+            annotation: Any
+            if option.parse:
+                annotation = str | None
+            elif choices_of(hint):  # typer would print its own error: the text is checked here
+                annotation = str | None if item.default is None else str
+            else:
+                annotation = hint
             out.append((item.name, item.default, option, annotation))
         return out
 
 
-def _parsed(option: Declared, value: Any) -> Any:
-    if value is None or not option.parse:
+def choices_of(hint: Any) -> tuple[str, ...]:
+    """The values a ``Literal`` (or optional ``Literal``) annotation allows; () for any other."""
+    for candidate in (hint, *get_args(hint)):
+        if get_origin(candidate) is Literal:
+            return tuple(str(value) for value in get_args(candidate))
+    return ()
+
+
+def checked_choice(text: str, choices: tuple[str, ...], flag: str) -> str:
+    """``text`` as the choice it names (case aside), or the one-line refusal with the nearest."""
+    for choice in choices:
+        if text.strip().lower() == choice:
+            return choice
+    from perdollar.catalog.names import suggestion_text
+
+    near = suggestion_text(text, choices)
+    listed = ", ".join(choices)
+    fix = f"{near} ({listed})" if near else f"choose one of {listed}"
+    noun = flag.removeprefix("--").replace("-", " ")  # as the checks behind the command line word it
+    raise PerdollarError(f"unknown {noun} {text!r} for {flag}", fix)
+
+
+def _parsed(option: Declared, value: Any, hint: Any) -> Any:
+    if value is None:
         return value
-    return PARSERS[option.parse](value, option.flag)
+    if option.parse:
+        return PARSERS[option.parse](value, option.flag)
+    choices = choices_of(hint)
+    return checked_choice(value, choices, option.flag) if choices else value
 
 
 def _share(text: str, flag: str) -> float:
@@ -97,7 +147,34 @@ def _count(text: str, flag: str) -> float:
     return amounts.count(text, flag)
 
 
-PARSERS: dict[str, Callable[[str, str], Any]] = {"share": _share, "count": _count}
+def _markets(text: str, flag: str) -> str:
+    from perdollar.ask.offers import market_names
+
+    market_names(text)  # each name one of MarketChoice, with the nearest where it is not
+    return text
+
+
+def _engines(text: str, flag: str) -> str:
+    """``text`` (an engine, a comma list of them, or any) as given, once each name is an engine."""
+    from perdollar.predict.llm_serving.engines import engine_key
+
+    engines = get_args(ServingEngineName)
+    for name in (part.strip() for part in text.split(",") if part.strip()):
+        if name.lower() != ANY_ENGINE and engine_key(name) not in engines:
+            from perdollar.catalog.names import suggestion_text
+
+            near = suggestion_text(name, engines)
+            listed = f"{', '.join(engines)} (or {ANY_ENGINE})"
+            fix = f"{near} ({listed})" if near else f"use one of {listed}"
+            raise PerdollarError(f"unknown serving engine {name!r} for {flag}", fix)
+    return text
+
+
+PARSERS: dict[str, Callable[[str, str], Any]] = {
+    "share": _share, "count": _count, "markets": _markets, "engines": _engines,
+}  # fmt: skip
+# Parsers of a comma list of choices, and the Literal each name of the list must be.
+CHOICE_LISTS: dict[str, Any] = {"markets": MarketChoice, "engines": ServingEngineName}
 
 
 # A language model's settings, split in --help between what trains it and what serves it.
@@ -114,7 +191,7 @@ def _parameter(name: str, default: Any, option: Declared, annotation: Any, panel
         extra["min"] = option.minimum
     if annotation == tuple[str, ...]:  # a repeatable option: click collects it as a list
         annotation, default = list[str], list(default)
-    flags = (option.flag, option.short) if option.short else (option.flag,)
+    flags = (option.flag, *option.aliases, *((option.short,) if option.short else ()))
     return inspect.Parameter(
         name,
         inspect.Parameter.KEYWORD_ONLY,
@@ -135,6 +212,7 @@ def takes(**groups: type | Group) -> Callable[[F], F]:
         added: list[inspect.Parameter] = []
         # Read once here, not on every call: type hints are resolved by evaluating the annotations.
         declarations = {keyword: group.declarations() for keyword, group in resolved.items()}
+        hints = {keyword: typing.get_type_hints(group.settings) for keyword, group in resolved.items()}
         for keyword, fields_taken in declarations.items():
             for name, default, option, annotation in fields_taken:
                 if name in taken:
@@ -148,7 +226,7 @@ def takes(**groups: type | Group) -> Callable[[F], F]:
             for keyword, group in resolved.items():
                 built = {}
                 for name, _default, option, annotation in declarations[keyword]:
-                    value = _parsed(option, values.pop(name))
+                    value = _parsed(option, values.pop(name), hints[keyword][name])
                     built[name] = tuple(value) if annotation == tuple[str, ...] else value
                 values[keyword] = group.settings(**built)
             return command(*args, **values)

@@ -10,7 +10,9 @@ from typing import Any
 import typer
 
 from perdollar.cli import common
+from perdollar.cli.declared import takes
 from perdollar.cli.output_files import write_text_file
+from perdollar.cli.shared_options import OUTPUT, PRECISION_ONLY, REGION_ONLY, Output, Places, Step, only_one
 from perdollar.cli.sweep_render import print_export
 from perdollar.errors import PerdollarError
 
@@ -40,10 +42,10 @@ EXPORT_HELP = (
 )
 
 
+@takes(places=REGION_ONLY, step=PRECISION_ONLY, output=OUTPUT)
 def export(
     candidate: str = typer.Argument(..., help="e.g. '4x g5.4xlarge spot', 'ml.g5.12xlarge'."),
     fmt: str = typer.Option(..., "--format", "-f", help="sagemaker, ec2, torchrun or skypilot."),
-    region: str | None = typer.Option(None, "--region", help="Region (default: the cheapest offer's)."),
     max_run: str = typer.Option("24h", "--max-run", help="SageMaker max_run (e.g. 24h, 90m)."),
     max_wait: str | None = typer.Option(None, "--max-wait", help="SageMaker spot max_wait (≥ --max-run)."),
     workload: str | None = typer.Option(
@@ -56,13 +58,18 @@ def export(
     global_batch: int | None = typer.Option(
         None, "--global-batch", help="torchrun/skypilot: sequences per optimizer step."
     ),
-    precision: str | None = typer.Option(None, "--precision", help="torchrun/skypilot: e.g. amp-bf16."),
     script: str = typer.Option("train.py", "--script", help="torchrun/skypilot: the training script."),
     as_yaml: bool = typer.Option(False, "--yaml", help="Print YAML instead of JSON."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Also write the description to this file."),
-    json_output: bool = typer.Option(False, "--json", help="Print the description as JSON on stdout."),
     force: bool = typer.Option(False, "--force", help="Replace the --out file if it exists."),
+    *,
+    places: Places,
+    step: Step,
+    output: Output,
 ) -> int:
+    region = only_one(places.regions, "--region")
+    precision = step.precision
+    json_output = output.json_output
     import yaml
 
     from perdollar import catalog as catalog_module

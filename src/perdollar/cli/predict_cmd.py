@@ -12,11 +12,21 @@ from perdollar.ask.questions import PlanFlags
 from perdollar.catalog.model import InstanceType
 from perdollar.cli.common import console, emit_json, err_console, print_table, progress
 from perdollar.cli.declared import LANGUAGE_MODEL_PANELS, Group, StoreChoice, takes
+from perdollar.cli.shared_options import (
+    CLOUD_ONLY,
+    MEASURED,
+    OUTPUT,
+    STEP,
+    Measured,
+    Output,
+    Places,
+    Step,
+    only_one,
+)
 from perdollar.fmt import format_band, format_number
 from perdollar.predict.model import Prediction
 from perdollar.profile.model import Profile
 from perdollar.question import LanguageModelSettings
-from perdollar.vocabulary import BUNDLED_CLOUDS_TEXT
 
 PREDICT_HELP = """Predict a workload's training (or inference) throughput on an instance type.
 
@@ -85,6 +95,10 @@ def _bar(value: float | None) -> str:
     language_model=Group(LanguageModelSettings, ("training", "serving"), scope_panels=LANGUAGE_MODEL_PANELS),
     plan_flags=Group(PlanFlags, panel="Language model: plan"),
     store=StoreChoice,
+    places=CLOUD_ONLY,
+    step=STEP,
+    output=OUTPUT,
+    measured=MEASURED,
 )
 def predict_command(
     workload: str = typer.Argument(
@@ -92,30 +106,12 @@ def predict_command(
     ),
     instance: str = typer.Option(None, "--instance", "-i", help="Instance type, e.g. g5.2xlarge."),
     nodes: int = typer.Option(1, "--nodes", "-n", min=1, help="Number of instances (data parallel)."),
-    cloud: str = typer.Option(
-        None, "--cloud", help=f"The cloud ({BUNDLED_CLOUDS_TEXT}, …), when the name is ambiguous."
-    ),
-    batch_size: int = typer.Option(
-        None, "--batch-size", "--batch", "-b", min=1, help="Per-device batch (LLM: a static batch)."
-    ),
-    precision: str = typer.Option(
-        None,
-        "--precision",
-        "-p",
-        help="fp32, tf32, amp-bf16, amp-fp16, bf16, fp16;"
-        " language models also fp8 (FP8 linear layers, a scale per tensor) and fp8-rowwise"
-        " (torchao's row-wise recipe).",
-    ),
-    measurements: Path = typer.Option(
-        None, "--measurements", help="Bench JSON or published-schema CSV to calibrate from."
-    ),
     data_bytes_per_sample: float = typer.Option(
         None, "--data-bytes-per-sample", help="Bytes streamed from object storage per sample."
     ),
     input_rate_per_core: float = typer.Option(
         None, "--input-rate-per-core", help="Data-only samples/s per host core (input-pipeline cap)."
     ),
-    json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
     inference: bool = typer.Option(False, "--inference", help="Serve an LLM config: prefill and decode."),
     accelerator: str = typer.Option(
         None, "--accelerator", help="LLM --inference: accelerator name or alias (or give --instance)."
@@ -133,7 +129,16 @@ def predict_command(
     language_model: LanguageModelSettings,
     plan_flags: PlanFlags,
     store: StoreChoice,
+    places: Places,
+    step: Step,
+    output: Output,
+    measured: Measured,
 ) -> None:
+    measurements = measured.measurements
+    cloud = only_one(places.clouds, "--cloud")
+    batch_size = step.batch_size
+    precision = step.precision
+    json_output = output.json_output
     from perdollar.ask.predicting import (
         PredictionAsked,
         Reach,
@@ -199,6 +204,7 @@ def _render(answer: object, json_output: bool) -> None:
             print_llm_prediction(answer)
 
 
+@takes(output=OUTPUT)
 def validate_command(
     file: Path | None = typer.Argument(
         None, help="CSV of published figures (the columns below; default: the shipped sample)."
@@ -209,8 +215,10 @@ def validate_command(
         "--refit/--no-refit",
         help="Refit without the target GPUs first where the shipped fit saw their rows.",
     ),
-    json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
+    *,
+    output: Output,
 ) -> None:
+    json_output = output.json_output
     from perdollar import catalog as catalog_mod
     from perdollar.files import checked_user_file
     from perdollar.predict.lab.validate import run_validation

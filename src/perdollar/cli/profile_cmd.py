@@ -7,6 +7,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from perdollar.cli.common import console, emit_json, print_table, progress
+from perdollar.cli.declared import takes
+from perdollar.cli.shared_options import OUTPUT, STEP, Output, Step
 from perdollar.fmt import format_bytes, format_si
 
 HELP = (
@@ -123,19 +125,21 @@ def _print_summary(profile: object, top: int) -> None:
         )
 
 
+@takes(step=STEP, output=OUTPUT)
 def profile_command(
     workload: str = typer.Argument(..., help="Built-in workload name or path/to/file.py:function."),
-    batch_size: int = typer.Option(None, "--batch-size", "-b", help="Override the batch size (samples)."),
-    precision: str = typer.Option(
-        None, "--precision", "-p", help="fp32, tf32, amp-bf16, amp-fp16, bf16 or fp16."
-    ),
     inference: bool = typer.Option(False, "--inference", help="Profile the forward pass of serving."),
     top: int = typer.Option(8, "--top", help="How many operators to list by FLOPs and by bytes."),
-    json_output: bool = typer.Option(False, "--json", help="Print the profile as JSON on stdout."),
     timeout: float = typer.Option(
         300.0, "--timeout", help="Seconds a workload file may take to import and trace (default 300)."
     ),
+    *,
+    step: Step,
+    output: Output,
 ) -> None:
+    batch_size = step.batch_size
+    precision = step.precision
+    json_output = output.json_output
     from perdollar.profile.profiler import load_to_profile, profile_workload
     from perdollar.profile.summary import profile_dict
 

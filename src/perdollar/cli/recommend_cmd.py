@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -19,13 +18,14 @@ from perdollar.ask.building import (
 from perdollar.ask.compare import compare_question
 from perdollar.ask.inputs import workload_to_measure
 from perdollar.ask.option_checks import refuse_training_limits, refuse_training_targets, with_one_rate
-from perdollar.ask.options import PRECISION_HELP, FleetFlags, Goal, Serving, Shape, Target, Where
+from perdollar.ask.options import FleetFlags, Goal, Serving, Shape, Target, Where
 from perdollar.ask.questions import PlanFlags, family_of
 from perdollar.cli import common, recommend_inputs
 from perdollar.cli.declared import LANGUAGE_MODEL_PANELS, Group, StoreChoice, takes
 from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_options import Shown
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
+from perdollar.cli.shared_options import MEASURED, OUTPUT, STEP, Measured, Output, Step
 from perdollar.errors import EXIT_OK, PerdollarError
 from perdollar.question import BillSettings, DataSettings, LanguageModelSettings, NearSettings, SpotSettings
 from perdollar.vocabulary import Family
@@ -82,6 +82,7 @@ COMPARE_HELP = (
     where=Group(Where, panel="Where to look"),
     serving=Serving,
     shown=Group(Shown, panel="Output"),
+    output=Group(Output, panel="Output"),
     language_model=Group(LanguageModelSettings, scope_panels=LANGUAGE_MODEL_PANELS),
     plan_flags=Group(PlanFlags, ("training",), panel="Language model: plan"),
     spot=SpotSettings,
@@ -90,13 +91,11 @@ COMPARE_HELP = (
     bill=BillSettings,
     fleet=FleetFlags,
     near=Group(NearSettings, panel="Where the users are"),
+    measured=MEASURED,
 )
 def recommend(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
     measure: bool = typer.Option(False, "--measure", help="Benchmark locally first and calibrate from it."),
-    measurements: Path | None = typer.Option(
-        None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."
-    ),
     *,
     target: Target,
     shape: Shape,
@@ -104,6 +103,7 @@ def recommend(
     where: Where,
     serving: Serving,
     shown: Shown,
+    output: Output,
     language_model: LanguageModelSettings,
     plan_flags: PlanFlags,
     spot: SpotSettings,
@@ -112,7 +112,9 @@ def recommend(
     bill: BillSettings,
     fleet: FleetFlags,
     near: NearSettings,
+    measured: Measured,
 ) -> int:
+    measurements = measured.measurements
     batch_size, precision = shape.batch_size, shape.precision
     check_store(store.store_url, enabled=store.enabled)
     if shown.report is not None:  # before the work: a file that may not be replaced is said at once
@@ -128,11 +130,12 @@ def recommend(
         refuse_training_limits(shape)
         if serving.load_curve is not None or serving.trace is not None:
             return _recommend_fleet(
-                workload, family, serving, where, language_model, precision, shown, fleet, store,
+                workload, family, serving, where, language_model, precision, (shown, output), fleet, store,
                 billed=(bill, goal), near=near,
             )  # fmt: skip
         return _recommend_serving(
-            workload, family, serving, where, language_model, batch_size, precision, shown, store, bill,
+            workload, family, serving, where, language_model, batch_size, precision, (shown, output), store,
+                bill,
             served=(goal, data), near=near,
         )  # fmt: skip
     if near.places or near.rtt_ms is not None:  # a training job has no users waiting on its replies
@@ -146,20 +149,23 @@ def recommend(
         workload, target, shape, goal, where, language_model, plan_flags, spot=spot, data=data, bill=bill,
         top=shown.top,
     )  # fmt: skip
-    with common.progress("recommend", quiet=shown.json_output) as handle:
+    with common.progress("recommend", quiet=output.json_output) as handle:
         found = recommend_inputs.load_measurements(measurements)
         spec = None
         if measure:
             spec = workload_to_measure(workload, batch_size=batch_size, precision=precision)
-            found += recommend_inputs.measure_here(spec, shown.json_output, store.store_url, store.enabled)
+            found += recommend_inputs.measure_here(spec, output.json_output, store.store_url, store.enabled)
         recommendation = answer(
             question, workload=spec, measurements=found, store_url=store.store_url, use_store=store.enabled,
             progress=lambda message: handle.update(description=message),
         )  # fmt: skip
-    return _stored_and_shown(recommendation, shown, store)
+    return _stored_and_shown(recommendation, (shown, output), store)
 
 
-def _stored_and_shown(recommendation: Recommendation, shown: Shown, store: StoreChoice) -> int:
+def _stored_and_shown(
+    recommendation: Recommendation, shown_as: tuple[Shown, Output], store: StoreChoice
+) -> int:
+    shown, output = shown_as
     from perdollar.cli.persist import attempt_store, save_recommendation
 
     stored, store_failure = attempt_store(
@@ -170,7 +176,7 @@ def _stored_and_shown(recommendation: Recommendation, shown: Shown, store: Store
 
         write_report(recommendation, shown.report)
     show_recommendation(
-        recommendation, stored_id=stored, report=shown.report, json_output=shown.json_output,
+        recommendation, stored_id=stored, report=shown.report, json_output=output.json_output,
         top=shown.top, show_excluded=shown.show_excluded, unit=recommendation.sample_unit,
     )  # fmt: skip
     if store_failure is not None:
@@ -180,11 +186,13 @@ def _stored_and_shown(recommendation: Recommendation, shown: Shown, store: Store
 
 def _recommend_serving(
     workload: str, family: Family, serving: Serving, where: Where, language_model: LanguageModelSettings,
-    batch_size: int | None, precision: str | None, shown: Shown, store: StoreChoice, bill: BillSettings,
+    batch_size: int | None, precision: str | None, shown_as: tuple[Shown, Output], store: StoreChoice,
+    bill: BillSettings,
     served: tuple[Goal, DataSettings] | None = None, near: NearSettings = NearSettings(),
 ) -> int:  # fmt: skip
     """``recommend --inference``: a network served per request, a language model per token
     (``served``: its objective, ``--objective carbon`` or the cost, and where its weights are stored)."""
+    shown, output = shown_as
     if family == "language-model":
         from perdollar.cli.llm_inference_cmd import recommend_llm_inference
 
@@ -193,7 +201,7 @@ def _recommend_serving(
         )
         question = replace(question, near=near)
         return recommend_llm_inference(
-            question, lengths_note=note, top=shown.top, json_output=shown.json_output,
+            question, lengths_note=note, top=shown.top, json_output=output.json_output,
             store_url=store.store_url, store=store.enabled, report_path=shown.report,
         )  # fmt: skip
     from perdollar.cli.inference_cmd import recommend_inference
@@ -204,25 +212,26 @@ def _recommend_serving(
         clouds=where.clouds, regions=where.regions,
     )  # fmt: skip
     return recommend_inference(
-        replace(question, bill=bill, near=near), top=shown.top, json_output=shown.json_output,
+        replace(question, bill=bill, near=near), top=shown.top, json_output=output.json_output,
         store_url=store.store_url, store=store.enabled, report_path=shown.report,
     )  # fmt: skip
 
 
 def _recommend_fleet(
     workload: str, family: Family, serving: Serving, where: Where, language_model: LanguageModelSettings,
-    precision: str | None, shown: Shown, fleet: FleetFlags, store: StoreChoice,
+    precision: str | None, shown_as: tuple[Shown, Output], fleet: FleetFlags, store: StoreChoice,
     billed: tuple[BillSettings, Goal], near: NearSettings = NearSettings(),
 ) -> int:  # fmt: skip
     """``recommend --inference --load-curve/--trace``: a language model's fleet over the day, within
     its quotas, in its managed service's market, ranked by its objective (cost, or carbon)."""
     from perdollar.cli.llm_fleet_cmd import recommend_llm_fleet
 
+    shown, output = shown_as
     question = replace(
         fleet_question(workload, family, serving, where, language_model, precision, fleet, billed), near=near
     )
     return recommend_llm_fleet(
-        question, json_output=shown.json_output, report_path=shown.report, store_url=store.store_url,
+        question, json_output=output.json_output, report_path=shown.report, store_url=store.store_url,
         store=store.enabled,
     )  # fmt: skip
 
@@ -237,16 +246,13 @@ def _recommend_fleet(
     spot=SpotSettings,
     store=StoreChoice,
     near=Group(NearSettings, panel="Where the users are"),
+    step=STEP,
+    output=OUTPUT,
+    measured=MEASURED,
 )
 def compare_command(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
     configs: list[str] = typer.Argument(..., help='Configurations, e.g. "4x g5.2xlarge spot".'),
-    batch_size: int | None = typer.Option(None, "--batch-size", help="Per-device batch size."),
-    precision: str | None = typer.Option(None, "--precision", help=PRECISION_HELP),
-    measurements: Path | None = typer.Option(
-        None, "--measurements", help="Measured throughput (published CSV schema or bench JSON)."
-    ),
-    json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
     *,
     target: Target,
     serving: Serving,
@@ -255,7 +261,14 @@ def compare_command(
     spot: SpotSettings,
     store: StoreChoice,
     near: NearSettings,
+    step: Step,
+    output: Output,
+    measured: Measured,
 ) -> int:
+    measurements = measured.measurements
+    batch_size = step.batch_size
+    precision = step.precision
+    json_output = output.json_output
     check_store(store.store_url, enabled=store.enabled)
     family = family_of(workload)
     serving = with_one_rate(serving, family)

@@ -15,11 +15,10 @@ __all__ = ["PRECISION_HELP", "Goal", "Serving", "Shape", "Shown", "Target", "Whe
 
 @dataclass(frozen=True, slots=True)
 class Shown:
-    """What the answer shows, and where else it goes."""
+    """What the answer shows, and where else it goes (--json: :class:`perdollar.cli.declared.Output`)."""
 
     top: int = declared(10, "--top", "Rows to show.")
     show_excluded: bool = declared(False, "--show-excluded", "Also list excluded candidates and why.")
-    json_output: bool = declared(False, "--json", "Machine-readable output on stdout.")
     report: Path | None = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
         None, "--report", "Also write an HTML report to this file."
     )

@@ -10,6 +10,7 @@ import typer
 from perdollar.cli import common
 from perdollar.cli.declared import StoreChoice, takes
 from perdollar.cli.inference_render import load_table
+from perdollar.cli.shared_options import OUTPUT, STEP, Output, Step
 from perdollar.errors import PerdollarError
 from perdollar.question import declared
 
@@ -139,18 +140,17 @@ class Endpoint:
     gpus: int = declared(1, "--gpus", "With --url: GPUs behind the endpoint.", minimum=1)
     engine: str | None = declared(
         None, "--engine", "With --url: the serving engine behind it (vllm, sglang, tensorrt-llm, tgi, "
-        "llama.cpp, hf); the run then calibrates that engine's predictions only (default: vllm's)."
+        "llama.cpp, hf); the run then calibrates that engine's predictions only (default: vllm's).",
+        parse="engines",
     )
 
 
-@takes(endpoint=Endpoint, store=StoreChoice)
+@takes(endpoint=Endpoint, store=StoreChoice, step=STEP, output=OUTPUT)
 def serve_bench_command(
     workload: str = typer.Argument(
         None, help="Built-in name (mlp, bert-base, …) or file.py:function. With --url: the language model "
         "served (llama-3.1-8b, a config.json), so the run calibrates its serving predictions."
     ),
-    batch_size: int | None = typer.Option(None, "--batch-size", help="Samples per request (default: 1)."),
-    precision: str | None = typer.Option(None, "--precision", help="fp32, bf16, amp-bf16, …"),
     rates: str | None = typer.Option(None, "--rates", help="Exact rates to offer, e.g. 10,50,100 (req/s)."),
     start_rps: float = typer.Option(5.0, "--start-rps", help="First offered rate (requests/s)."),
     max_rps: float = typer.Option(5000.0, "--max-rps", help="Last offered rate (requests/s)."),
@@ -164,11 +164,15 @@ def serve_bench_command(
     connections: int = typer.Option(64, "--connections", help="Keep-alive connections of the client."),
     noop: bool = typer.Option(False, "--noop", help="Load the server's no-op endpoint (no model)."),
     device: str = typer.Option("cpu", "--device", help="cpu, cuda, auto."),
-    json_output: bool = typer.Option(False, "--json", help="Machine-readable output on stdout."),
     *,
     endpoint: Endpoint,
     store: StoreChoice,
+    step: Step,
+    output: Output,
 ) -> int:
+    batch_size = step.batch_size
+    precision = step.precision
+    json_output = output.json_output
     if endpoint.url is not None:
         return _bench_url(endpoint, workload, rates, step_seconds, precision, store, json_output)
     if workload is None:

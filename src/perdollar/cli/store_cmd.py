@@ -12,6 +12,7 @@ from rich.table import Table
 
 from perdollar.cli.common import console, emit_json, err_console, print_table, progress
 from perdollar.cli.declared import StoreChoice, takes
+from perdollar.cli.shared_options import OUTPUT, STEP, STORE_URL_ONLY, Output, Step
 from perdollar.errors import EXIT_FAILURE, PerdollarError
 
 STORE_HELP = "Results store: any SQLAlchemy URL (default: PERDOLLAR_STORE, else SQLite in the data dir)."
@@ -32,6 +33,7 @@ history_app = typer.Typer(
 
 
 @history_app.callback()
+@takes(output=OUTPUT, store=STORE_URL_ONLY)
 def history(
     ctx: typer.Context,
     workload: str | None = typer.Option(
@@ -39,12 +41,15 @@ def history(
     ),
     kind: str | None = typer.Option(None, "--kind", help="Only 'measurement' or 'recommendation' rows."),
     limit: int = typer.Option(50, "--limit", "-n", min=1, help="Show at most this many rows."),
-    json_output: bool = typer.Option(False, "--json", help="Machine-readable JSON on stdout."),
-    store_url: str | None = typer.Option(None, "--store", help=STORE_HELP),
     check: bool = typer.Option(
         False, "--check", help="List stored rows that cannot be read back; exit 1 if there are any."
     ),
+    *,
+    output: Output,
+    store: StoreChoice,
 ) -> None:
+    json_output = output.json_output
+    store_url = store.store_url
     if ctx.invoked_subcommand:
         return
     if check:
@@ -63,9 +68,9 @@ def history(
     from perdollar.store.store import StoreMissingError
 
     try:
-        with open_store(store_url, create=False) as store:
-            entries = store.list_history(workload=workload, kind=kind, limit=limit)
-            where = store.display_url
+        with open_store(store_url, create=False) as opened:
+            entries = opened.list_history(workload=workload, kind=kind, limit=limit)
+            where = opened.display_url
     except StoreMissingError:
         if store_url:  # a path the user typed: say it is not there rather than make it
             raise
@@ -98,12 +103,11 @@ def history(
 
 
 @history_app.command("reevaluate")
+@takes(output=OUTPUT, store=STORE_URL_ONLY)
 def reevaluate(
     recommendation_id: str | None = typer.Argument(
         None, help="Stored recommendation id (default: the newest)."
     ),
-    json_output: bool = typer.Option(False, "--json", help="Machine-readable JSON on stdout."),
-    store_url: str | None = typer.Option(None, "--store", help=STORE_HELP),
     store_new: bool = typer.Option(
         True, "--store-result/--no-store", help="Store today's answer as a new recommendation."
     ),
@@ -114,6 +118,9 @@ def reevaluate(
         "it such a question is refused: anyone who can write the store could have pointed it at "
         "other code.",
     ),
+    *,
+    output: Output,
+    store: StoreChoice,
 ) -> None:
     """Ask a stored question again with today's catalog and measurements.
 
@@ -123,6 +130,8 @@ def reevaluate(
     perdollar history reevaluate
     perdollar history reevaluate 3f9a2c --json
     """
+    json_output = output.json_output
+    store_url = store.store_url
     from perdollar.ask import answer
     from perdollar.cli.persist import save_recommendation
     from perdollar.cli.stored_rows import read_back
@@ -130,15 +139,15 @@ def reevaluate(
     from perdollar.store import open_store
     from perdollar.store.snapshots import price_index
 
-    with open_store(store_url, create=store_url is None) as store:  # never a new file at a typo
-        stored = read_back(store.get_stored_recommendation(recommendation_id))
+    with open_store(store_url, create=store_url is None) as opened:  # never a new file at a typo
+        stored = read_back(opened.get_stored_recommendation(recommendation_id))
         old = stored.recommendation
         if old.question.traffic is not None:  # a fleet over a day: asked again from its stored traffic
             from perdollar.cli.fleet_history import reevaluate_fleet
 
             return reevaluate_fleet(stored, store_url=store_url, store_new=store_new, json_output=json_output)
-        snapshot = store.catalog_snapshot(old.catalog_snapshot_id)
-        measurements = store.measurements_for(old.question.workload_fingerprint)
+        snapshot = opened.catalog_snapshot(old.catalog_snapshot_id)
+        measurements = opened.measurements_for(old.question.workload_fingerprint)
     _check_workload_file(stored.id, old.question, allowed=run_workload_file)
     with progress(f"re-asking {old.question.workload_name} against today's catalog", quiet=json_output):
         new = answer(old.question, measurements=measurements)  # today's catalog, loaded once and kept
@@ -192,6 +201,7 @@ def _check_same_workload(old: Any, new: Any) -> None:
         )
 
 
+@takes(printed=OUTPUT, store=STORE_URL_ONLY)
 def report(
     recommendation_id: str | None = typer.Argument(
         None, help="Stored recommendation id (default: the newest)."
@@ -201,11 +211,12 @@ def report(
     workload: str | None = typer.Option(
         None, "--workload", "-w", help="With --last: the newest for this workload."
     ),
-    json_output: bool = typer.Option(False, "--json", help="Print {id, path} as JSON on stdout."),
-    store_url: str | None = typer.Option(None, "--store", help=STORE_HELP),
     force: bool = typer.Option(
         False, "--force", help="Replace the file at --output (an earlier report included)."
     ),
+    *,
+    printed: Output,
+    store: StoreChoice,
 ) -> None:
     """Write a stored recommendation as one self-contained HTML report (works offline).
 
@@ -222,6 +233,8 @@ def report(
     A file already at --output, an earlier report included, is left as it is unless --force
     (then the command says it replaced it). Missing folders in the path are created.
     """
+    json_output = printed.json_output
+    store_url = store.store_url
     from perdollar.cli.stored_rows import read_back
     from perdollar.errors import PerdollarError
     from perdollar.report.html import check_report_target, report_kind, write_report
@@ -237,12 +250,12 @@ def report(
             f"--output {output} already exists (a report written earlier); it was left as it is",
             "give a new path with -o, or replace it on purpose with --force",
         )
-    with open_store(store_url, create=store_url is None) as store:  # never a new file at a typo
-        stored = read_back(store.get_stored_recommendation(recommendation_id, workload=workload))
+    with open_store(store_url, create=store_url is None) as opened:  # never a new file at a typo
+        stored = read_back(opened.get_stored_recommendation(recommendation_id, workload=workload))
         # The performance checklist judges a training workload; a serving or fleet report has none.
         training = report_kind(stored.recommendation) == "training"
         fingerprint = stored.recommendation.question.workload_fingerprint
-        measurements = store.measurements_for(fingerprint) if training else []
+        measurements = opened.measurements_for(fingerprint) if training else []
     checklist = checklist_for(stored.recommendation, measurements) if training else None
     path = write_report(stored.recommendation, output, checklist=checklist, force=force)
     if json_output:
@@ -255,15 +268,11 @@ def report(
         )
 
 
-@takes(store=StoreChoice)
+@takes(store=StoreChoice, step=STEP, output=OUTPUT)
 def check(
     workload: str = typer.Argument(..., help="Built-in workload (mlp, vit-b16, …) or path/file.py:function."),
     duration: float = typer.Option(
         3.0, "--duration", min=0.5, help="Seconds of timed steps per measurement."
-    ),
-    batch_size: int | None = typer.Option(None, "--batch-size", "-b", min=1, help="Override the batch size."),
-    precision: str | None = typer.Option(
-        None, "--precision", help="fp32, bf16, fp16 … (default: the workload's)."
     ),
     nproc: int = typer.Option(2, "--nproc", min=1, help="Processes for the scaling check (1 skips it)."),
     instance: str | None = typer.Option(
@@ -272,9 +281,10 @@ def check(
         help="Judge CPU ratio, memory, bf16 and network against this catalog instance instead of this host.",
     ),
     device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
-    json_output: bool = typer.Option(False, "--json", help="Machine-readable JSON on stdout."),
     *,
     store: StoreChoice,
+    step: Step,
+    output: Output,
 ) -> None:
     """Measure a workload and run the performance checklist on it.
 
@@ -286,13 +296,16 @@ def check(
     perdollar check mlp
     perdollar check vit-b16 --instance g5.xlarge --duration 5
     """
+    batch_size = step.batch_size
+    precision = step.precision
+    json_output = output.json_output
     from perdollar.ask.checklist import run_checks
     from perdollar.cli.persist import check_store, save_measurement
 
     check_store(store.store_url, enabled=store.enabled)
     with progress(f"checking {workload}", total=5 if nproc > 1 else 4, quiet=json_output) as bar:
 
-        def step(text: str) -> None:
+        def advance(text: str) -> None:
             bar.update(description=text)
             bar.advance()
 
@@ -304,7 +317,7 @@ def check(
             nproc=nproc,
             instance=instance,
             device=device,
-            on_step=step,
+            on_step=advance,
         )
     ids = [
         save_measurement(m, store_url=store.store_url, enabled=store.enabled, source="check")

@@ -18,6 +18,7 @@ from perdollar.cli.declared import Group, StoreChoice, takes
 from perdollar.cli.output_files import ensure_folder, refuse_links_under
 from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_options import Shape, Target, Where
+from perdollar.cli.shared_options import OUTPUT, Output
 from perdollar.cli.sweep_options import JobGoal, NodeSetup, SweepFlags
 from perdollar.cli.sweep_render import outcome_row, print_event, print_plan, print_result
 from perdollar.errors import EXIT_FAILURE, PerdollarError
@@ -156,12 +157,12 @@ def _dry_run(
     data=Group(DataSettings, ("training",)),
     node=Group(NodeSetup, panel="Node setup"),
     store=StoreChoice,
+    output=OUTPUT,
 )
 def sweep(
     workload: str = typer.Argument(
         ..., help="Built-in workload (vit-b16, mlp, llama-3.1-8b, …), a config.json or path/file.py:function."
     ),
-    json_output: bool = typer.Option(False, "--json", help="Print the sweep as JSON on stdout."),
     *,
     flags: SweepFlags,
     target: Target,
@@ -174,7 +175,9 @@ def sweep(
     data: DataSettings,
     node: NodeSetup,
     store: StoreChoice,
+    output: Output,
 ) -> int:
+    json_output = output.json_output
     from perdollar.ask.sweep import prepare_sweep, sweep_context, sweep_workload
 
     settings = _checked_settings(flags)

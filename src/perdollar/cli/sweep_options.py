@@ -7,9 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from perdollar.ask.options import OBJECTIVE
 from perdollar.cli.recommend_options import Goal
 from perdollar.price.fixed_costs import PROVISIONING_SECONDS
-from perdollar.question import declared
+from perdollar.question import declared, declared_as
+from perdollar.vocabulary import TrainingObjective
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +69,7 @@ class JobGoal:
     job_budget: float | None = declared(
         None, "--job-budget", "Expected cost cap of the job itself (recommend's --budget).", unit="USD"
     )
-    objective: str = declared(
-        "samples-per-dollar", "--objective", "samples-per-dollar | time | cost | weighted."
-    )
+    objective: TrainingObjective = declared_as(OBJECTIVE, "samples-per-dollar")  # noqa: RUF009 (a dataclasses.field)
     weights: str | None = declared(None, "--weights", "For --objective weighted: time=1,cost=2.")
     deadline_confidence: float = declared(
         0.9, "--deadline-confidence", "Required P(finish by --deadline) (recommend's --confidence)."
