@@ -3,30 +3,22 @@ DCN, saved activations offloaded to host memory, GPT-3 on TPU, and the stack nam
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
+from benchmark_scripts import BENCHMARKS, benchmark_module
 from cli_runner import run_perdollar
 from perdollar import catalog as catalog_mod
 from perdollar.predict.maxtext_tpu import FIT, SYSTEMS, SliceRun, dcn_all_reduce_s, fit, predicted_share
 from perdollar.predict.nongpu_llm import training_row
 from perdollar.workload.llm import load_llm_workload
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
 
 def _benchmark():
-    spec = importlib.util.spec_from_file_location(
-        "maxtext_tpu_accuracy", BENCHMARKS / "maxtext_tpu_accuracy.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("maxtext_tpu_accuracy")
 
 
 @pytest.fixture(scope="module")

@@ -4,14 +4,13 @@ the stack and its source named in the answer."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import statistics
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
+from benchmark_scripts import BENCHMARKS, benchmark_module
 from cli_runner import run_perdollar
 from perdollar import catalog as catalog_mod
 from perdollar.predict.accelerator_stacks import model_flops_per_token
@@ -19,16 +18,9 @@ from perdollar.predict.nongpu_llm import training_row
 from perdollar.predict.nxd_trainium import FIT, NxdRun, fit, intensity, nxd_step, predicted_share
 from perdollar.workload.llm import load_llm_workload
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
 
 def _benchmark():
-    spec = importlib.util.spec_from_file_location(
-        "nxd_training_accuracy", BENCHMARKS / "nxd_training_accuracy.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("nxd_training_accuracy")
 
 
 @pytest.fixture(scope="module")
