@@ -155,15 +155,17 @@ def _markets(text: str, flag: str) -> str:
 
 
 def _engines(text: str, flag: str) -> str:
-    """``text`` (an engine, a comma list of them, or any) as given, once each name is an engine."""
+    """``text`` (an engine, a comma list of them, or any) as given, once each name is an engine;
+    a build after ``@`` (``vllm@2024``) is the engine's to check, against its dated rows."""
     from perdollar.predict.llm_serving.engines import engine_key
 
     engines = get_args(ServingEngineName)
     for name in (part.strip() for part in text.split(",") if part.strip()):
-        if name.lower() != ANY_ENGINE and engine_key(name) not in engines:
+        engine = name.split("@", 1)[0]
+        if name.lower() != ANY_ENGINE and engine_key(engine) not in engines:
             from perdollar.catalog.names import suggestion_text
 
-            near = suggestion_text(name, engines)
+            near = suggestion_text(engine, engines)
             listed = f"{', '.join(engines)} (or {ANY_ENGINE})"
             fix = f"{near} ({listed})" if near else f"use one of {listed}"
             raise PerdollarError(f"unknown serving engine {name!r} for {flag}", fix)
