@@ -59,7 +59,14 @@ Bottleneck = Literal[
 ]
 
 # The numeric formats a step runs in; the two FP8 recipes are predicted for language models only.
-Precision = Literal["fp32", "tf32", "amp-bf16", "amp-fp16", "bf16", "fp16", "fp8", "fp8-rowwise"]
+TrainingPrecision = Literal["fp32", "tf32", "amp-bf16", "amp-fp16", "bf16", "fp16", "fp8", "fp8-rowwise"]
+# What a served language model may also be stored in (perdollar.predict.llm_serving.formats, with
+# the names its checkpoints go by): --precision names both, and each path refuses what it cannot run.
+ServingPrecision = Literal[
+    "int8", "int4", "q4_k_m", "fp4", "mxfp4", "awq", "gptq", "w4a16", "w8a16", "nvfp4", "gguf-q4",
+    "f16", "float16", "half", "bfloat16",
+]  # fmt: skip
+Precision = Literal[TrainingPrecision, ServingPrecision]
 PRECISION_CHOICES: tuple[Precision, ...] = get_args(Precision)
 
 # The serving engines perdollar predicts (each declared in perdollar.predict.llm_serving.engines):

@@ -43,7 +43,8 @@ class Target:
 
 PRECISION_HELP = (
     "fp32, tf32, amp-bf16, amp-fp16, bf16, fp16; language models also fp8 (FP8 linear layers, a scale"
-    " per tensor) and fp8-rowwise (torchao's row-wise recipe). Default: the workload's own."
+    " per tensor) and fp8-rowwise (torchao's row-wise recipe); served language models also int8, int4"
+    " (awq, gptq), q4_k_m, fp4 (nvfp4) and mxfp4. Default: the workload's own."
 )
 
 # The options every command that takes them takes alike: declared once here, taken by the question's

@@ -75,8 +75,6 @@ def catalog_refresh(
       perdollar catalog refresh --source aws-api --region us-east-1 --region us-west-2
     """  # fmt: skip
     json_output = output.json_output
-    from perdollar.catalog import load
-    from perdollar.paths import catalog_snapshot_dir
 
     source = source or ("aws-api" if region else "gpuhunt")
     if source not in SOURCES:
@@ -84,9 +82,18 @@ def catalog_refresh(
     if source == "aws-api":
         _refresh_aws_api(provider, region, json_output)
         return
+    _refresh_gpuhunt(provider, from_path, captured_at, json_output)
+
+
+def _refresh_gpuhunt(
+    provider: list[str], from_path: Path | None, captured_at: str | None, json_output: bool
+) -> None:
+    """The gpuhunt refresh: every provider's offers, or those of ``provider``, from gpuhunt or files."""
+    from perdollar.catalog import load
     from perdollar.catalog.gpuhunt_rows import PROVIDERS, fetch_gpuhunt, provider_name, read_catalog_files
     from perdollar.catalog.refresh_gpuhunt import build_refresh, refresh_manifest
     from perdollar.catalog.snapshot_write import write_new_snapshot
+    from perdollar.paths import catalog_snapshot_dir
 
     wanted = list(dict.fromkeys(provider_name(p) for p in provider))
     day = _day(captured_at)
