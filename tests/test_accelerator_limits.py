@@ -93,3 +93,13 @@ def test_limits_on_a_serving_question_are_refused_not_dropped() -> None:
     )
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "--stack limits training candidates" in lines[0]
+
+
+def test_a_deadline_no_candidate_meets_under_a_chip_cap_says_to_raise_the_cap() -> None:
+    done = run_perdollar(
+        "recommend", "llama-3.1-8b", "--tokens", "1e12", "--deadline", "2d", "--max-accelerators", "16",
+        "--no-store",
+    )  # fmt: skip
+    assert done.returncode != 0
+    line = done.stderr.strip().splitlines()[-1]
+    assert "no candidate finishes by 2.0 d" in line and "raise --max-accelerators" in line, line

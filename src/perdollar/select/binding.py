@@ -48,9 +48,15 @@ def _largest_device_gib(priced: pd.DataFrame) -> float:
 
 
 def nothing_feasible_error(
-    priced: pd.DataFrame, target: Target, confidence: float, *, memory_needed_gib: float | None = None
+    priced: pd.DataFrame,
+    target: Target,
+    confidence: float,
+    *,
+    memory_needed_gib: float | None = None,
+    size_limit: str = "--max-nodes",
 ) -> NothingFeasibleError:
-    """The error to raise when every candidate is excluded."""
+    """The error to raise when every candidate is excluded; ``size_limit`` is the option that caps
+    the candidates' size in this question (``--max-accelerators`` where the user gave a chip cap)."""
     reasons = priced["reason"].to_numpy()
     counts = pd.Series(reasons).value_counts()
     soft = ~np.isin(reasons, HARD)
@@ -89,7 +95,7 @@ def nothing_feasible_error(
                 f"the best, {describe(best)}, "
                 f"is expected to take {format_hours(best['expected_time_hours'])} "
                 f"(P = {best['p_meet_deadline']:.2f}); {_shortfall(short)}",
-                f"give --deadline {_round_up(needed):g}h or more, raise --max-nodes, or lower --confidence",
+                f"give --deadline {_round_up(needed):g}h or more, raise {size_limit}, or lower --confidence",
             )
         rows = rows.loc[meets]
     cheapest = rows.iloc[int(np.nanargmin(rows["expected_cost_usd"].to_numpy(dtype=np.float64)))]

@@ -64,7 +64,10 @@ def select_candidates(
     confidence = question.confidence
     feasible = (priced["reason"] == cand.OK).to_numpy()
     if not feasible.any():
-        raise nothing_feasible_error(priced, target, confidence, memory_needed_gib=memory_needed_gib)
+        limit = "--max-accelerators" if question.max_accelerators is not None else "--max-nodes"
+        raise nothing_feasible_error(
+            priced, target, confidence, memory_needed_gib=memory_needed_gib, size_limit=limit
+        )
     weights = parse_weights(question.weights)
     score = scores(
         priced, question.objective, has_target=bool(target.samples), weights=weights, feasible=feasible
