@@ -169,7 +169,7 @@ def recommend_question(
         regions=tuple(regions),
         max_nodes=max_nodes,
         max_accelerators=max_accelerators,
-        stacks=tuple(stacks),
+        stacks=stacks_given(tuple(stacks)),
         batch_size=batch_size,
         precision=precision,
         spot=spot or SpotSettings(),
