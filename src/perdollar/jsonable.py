@@ -7,7 +7,12 @@ import datetime as dt
 import enum
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
+
+# A value as JSON carries it. Documents read from files, the store or a cloud's API are typed as
+# this (and narrowed where they are read) rather than as ``Any``.
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
+JsonObject: TypeAlias = "dict[str, JsonValue]"
 
 
 def to_jsonable(value: Any) -> Any:
