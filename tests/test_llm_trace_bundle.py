@@ -47,6 +47,6 @@ def test_the_shipped_trace_is_what_the_tracer_makes_today(train_base: bool) -> N
     for field in dataclasses.fields(fresh):
         expected = getattr(fresh, field.name)
         if isinstance(expected, float):
-            assert shipped[field.name] == pytest.approx(expected), field.name
+            assert getattr(shipped, field.name) == pytest.approx(expected), field.name
         else:
-            assert shipped[field.name] == expected, field.name
+            assert getattr(shipped, field.name) == expected, field.name

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from perdollar.profile.model import MemoryBreakdown, OperatorRecord, Profile
 
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 __all__ = ["MemoryBreakdown", "OperatorRecord", "Profile", "profile_workload"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     # Tracing needs torch; importing it lazily keeps the data model (and the CLI's start) light.
     if name == "profile_workload":
         from perdollar.profile.profiler import profile_workload

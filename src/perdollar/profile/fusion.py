@@ -21,7 +21,9 @@ its inputs).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+
+from torch._ops import OpOverload
 
 from perdollar.profile import operators
 from perdollar.profile.tracer import _OperatorRecorder, _RecordingFakeMode
@@ -46,14 +48,22 @@ class DataflowFakeMode(_RecordingFakeMode):
         self.made_by_chain: dict[int, int] = {}  # storage → bytes, outputs of chain operators
         self.chain_eager_bytes = 0.0  # what the chain operators read and write, one kernel each
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+    def __torch_dispatch__(
+        self,
+        func: OpOverload,
+        types: Sequence[type],
+        args: Sequence[object] = (),
+        kwargs: Mapping[str, object] | None = None,
+    ) -> object:
         outermost = self.depth == 0
         out = super().__torch_dispatch__(func, types, args, kwargs)
         if outermost and self.recorder.phase == "forward":
             self._note(func, args, kwargs or {}, out)
         return out
 
-    def _note(self, func: Any, args: Any, kwargs: dict[str, Any], out: Any) -> None:
+    def _note(
+        self, func: OpOverload, args: Sequence[object], kwargs: Mapping[str, object], out: object
+    ) -> None:
         name = operators.packet_name(func)
         if operators.is_bookkeeping(func, name):
             return

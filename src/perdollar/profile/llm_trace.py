@@ -11,8 +11,6 @@ precision, whether the base weights train), in memory and on disk (``llm_trace_s
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import functools
 from dataclasses import dataclass, replace
 
@@ -141,12 +139,11 @@ def _traced(
 
     key = llm_trace_store.trace_key(arch, micro_batch, seq_len, precision, train_base)
     shipped = llm_trace_store.shipped_key(arch, micro_batch, seq_len, precision, train_base)
-    for stored in (llm_trace_store.load(key), llm_trace_store.load_shipped(shipped)):
-        if stored is not None:
-            with contextlib.suppress(TypeError):
-                return LayerTrace(**stored)
+    stored = llm_trace_store.load(key) or llm_trace_store.load_shipped(shipped)
+    if stored is not None:
+        return stored
     traced = _trace_layers(arch, micro_batch, seq_len, precision, train_base)
-    llm_trace_store.save(key, {f.name: getattr(traced, f.name) for f in dataclasses.fields(traced)})
+    llm_trace_store.save(key, traced)
     return traced
 
 

@@ -10,7 +10,6 @@ shapes are made on first use and kept in the user's data directory.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gzip
 import json
 import time
@@ -32,9 +31,8 @@ def shipped_traces() -> dict[str, dict[str, object]]:
                 started = time.perf_counter()
                 arch, seq = workload.architecture, workload.seq_len
                 trace = llm_trace._trace_layers(arch, micro_batch, seq, "amp-bf16", train_base)
-                fields = {f.name: getattr(trace, f.name) for f in dataclasses.fields(trace)}
                 key = llm_trace_store.shipped_key(arch, micro_batch, seq, "amp-bf16", train_base)
-                traces[key] = llm_trace_store.as_document(fields)
+                traces[key] = llm_trace_store.as_document(trace)
                 base = "trained" if train_base else "frozen "
                 seconds = time.perf_counter() - started
                 print(f"{name:<16} seq {seq:>5} micro-batch {micro_batch} base {base}  {seconds:5.1f} s")

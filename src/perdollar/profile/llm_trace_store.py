@@ -15,17 +15,21 @@ import functools
 import gzip
 import hashlib
 import json
+from collections.abc import Mapping
 from importlib import resources
-from typing import Any
 
 from perdollar import cache
 from perdollar.files import installed_version
-from perdollar.profile.model import OperatorRecord
+from perdollar.profile import stored_fields
+from perdollar.profile.llm_trace import LayerTrace
+from perdollar.workload.llm.decoder import DecoderArchitecture
 
 _SCHEMA = 5  # 2: saved fused and eager; 3: under selective checkpointing; 4: chain traffic; 5: half weights
 
 
-def _shape(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> dict[str, Any]:
+def _shape(
+    arch: DecoderArchitecture, micro_batch: int, seq_len: int, precision: str, train_base: bool
+) -> dict[str, object]:
     return {
         "schema": _SCHEMA,
         "architecture": arch.trace_identity(),
@@ -36,7 +40,7 @@ def _shape(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base
     }
 
 
-def _digest(payload: dict[str, Any]) -> str:
+def _digest(payload: Mapping[str, object]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -45,14 +49,18 @@ KIND = "llm-traces"
 _CODE = ("profile", "workload")
 
 
-def trace_key(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> str:
+def trace_key(
+    arch: DecoderArchitecture, micro_batch: int, seq_len: int, precision: str, train_base: bool
+) -> str:
     """The key of a trace made here, with this machine's torch and transformers."""
     payload = _shape(arch, micro_batch, seq_len, precision, train_base)
     versions = {package: installed_version(package) for package in ("torch", "transformers")}
     return cache.entry_key({**payload, **versions}, _CODE)
 
 
-def shipped_key(arch: Any, micro_batch: int, seq_len: int, precision: str, train_base: bool) -> str:
+def shipped_key(
+    arch: DecoderArchitecture, micro_batch: int, seq_len: int, precision: str, train_base: bool
+) -> str:
     """The key of a trace shipped with the package (made once, with the versions the file records)."""
     return _digest(_shape(arch, micro_batch, seq_len, precision, train_base))
 
@@ -61,7 +69,7 @@ SHIPPED_FILE = "data/llm_traces.json.gz"
 
 
 @functools.lru_cache(maxsize=1)
-def _shipped() -> dict[str, Any]:
+def _shipped() -> dict[str, object]:
     try:
         blob = resources.files("perdollar.profile").joinpath(SHIPPED_FILE).read_bytes()
         return dict(json.loads(gzip.decompress(blob))["traces"])
@@ -69,43 +77,60 @@ def _shipped() -> dict[str, Any]:
         return {}
 
 
-def load_shipped(key: str) -> dict[str, Any] | None:
-    """The shipped trace under ``key`` (operators as records), or None."""
+def load_shipped(key: str) -> LayerTrace | None:
+    """The shipped trace under ``key``, or None."""
     document = _shipped().get(key)
     if document is None:
         return None
+    try:
+        return layer_trace(stored_fields.mapping(document, key))
+    except (ValueError, KeyError, TypeError):
+        return None  # traced again
+
+
+def as_document(trace: LayerTrace) -> dict[str, object]:
     return {
-        **document,
-        "layer_ops": tuple(_record(v) for v in document["layer_ops"]),
-        "other_ops": tuple(_record(v) for v in document["other_ops"]),
+        **{field.name: getattr(trace, field.name) for field in dataclasses.fields(trace)},
+        "layer_ops": [dataclasses.asdict(op) for op in trace.layer_ops],
+        "other_ops": [dataclasses.asdict(op) for op in trace.other_ops],
     }
 
 
-def as_document(fields: dict[str, Any]) -> dict[str, Any]:
-    return {
-        **fields,
-        "layer_ops": [dataclasses.asdict(op) for op in fields["layer_ops"]],
-        "other_ops": [dataclasses.asdict(op) for op in fields["other_ops"]],
-    }
+def layer_trace(document: Mapping[str, object]) -> LayerTrace:
+    """The :class:`LayerTrace` a document holds; TypeError or KeyError when it holds none."""
+    unknown = set(document) - set(LayerTrace.__dataclass_fields__)
+    if unknown:
+        raise TypeError(f"a stored layer trace has fields {sorted(unknown)} that a layer trace lacks")
+
+    def number_or(key: str, default: float) -> float:
+        return stored_fields.number(document, key) if key in document else default
+
+    return LayerTrace(
+        micro_batch=stored_fields.whole(document, "micro_batch"),
+        seq_len=stored_fields.whole(document, "seq_len"),
+        layer_ops=tuple(stored_fields.operator_record(v) for v in stored_fields.items(document, "layer_ops")),
+        other_ops=tuple(stored_fields.operator_record(v) for v in stored_fields.items(document, "other_ops")),
+        layer_saved_bytes=stored_fields.number(document, "layer_saved_bytes"),
+        other_saved_bytes=stored_fields.number(document, "other_saved_bytes"),
+        hidden_state_bytes=stored_fields.number(document, "hidden_state_bytes"),
+        layer_saved_eager_bytes=number_or("layer_saved_eager_bytes", 0.0),
+        other_saved_eager_bytes=number_or("other_saved_eager_bytes", 0.0),
+        layer_saved_selective_bytes=number_or("layer_saved_selective_bytes", 0.0),
+        layer_fused_traffic_share=number_or("layer_fused_traffic_share", 1.0),
+        other_fused_traffic_share=number_or("other_fused_traffic_share", 1.0),
+    )
 
 
-def _record(values: dict[str, Any]) -> OperatorRecord:
-    mnk = values.get("gemm_mnk")
-    return OperatorRecord(**{**values, "gemm_mnk": tuple(mnk) if mnk is not None else None})
-
-
-def load(key: str) -> dict[str, Any] | None:
-    """The stored fields of a traced layer (operators as records), or None."""
+def load(key: str) -> LayerTrace | None:
+    """The traced layer stored under ``key``, or None (none, or an unreadable file)."""
     document = cache.read_json(cache.entry_path(KIND, key))
     if not isinstance(document, dict):
         return None
     try:
-        document["layer_ops"] = tuple(_record(v) for v in document["layer_ops"])
-        document["other_ops"] = tuple(_record(v) for v in document["other_ops"])
-        return document
+        return layer_trace(document)
     except (ValueError, KeyError, TypeError):
         return None
 
 
-def save(key: str, fields: dict[str, Any]) -> None:
-    cache.write_json(cache.entry_path(KIND, key), as_document(fields))
+def save(key: str, trace: LayerTrace) -> None:
+    cache.write_json(cache.entry_path(KIND, key), as_document(trace))

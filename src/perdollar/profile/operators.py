@@ -8,10 +8,10 @@ normalising operators). A multiply-add counts as 2 FLOPs throughout.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import torch
+from torch._ops import OpOverload
 from torch.utils.flop_counter import flop_registry
 
 from perdollar.profile import op_tables
@@ -36,19 +36,19 @@ def dtype_name(dtype: torch.dtype) -> str:
     return _DTYPE_NAMES.get(dtype, str(dtype).replace("torch.", ""))
 
 
-def packet_name(func: Any) -> str:
+def packet_name(func: OpOverload) -> str:
     """``aten.mm.default`` → ``aten.mm`` (the overload does not change the arithmetic)."""
     return str(func.overloadpacket._qualified_op_name).replace("::", ".")
 
 
-def is_bookkeeping(func: Any, name: str) -> bool:
+def is_bookkeeping(func: OpOverload, name: str) -> bool:
     """True for operators that move no bytes: views, metadata, profiler markers, scalar reads."""
     if not name.startswith("aten."):
         return True
     return bool(getattr(func, "is_view", False)) or name in op_tables.IGNORED
 
 
-def classify(func: Any, name: str) -> OperatorClass:
+def classify(func: OpOverload, name: str) -> OperatorClass:
     known = op_tables.CLASS_BY_NAME.get(name)
     if known is not None:
         return known
@@ -78,7 +78,7 @@ def classify(func: Any, name: str) -> OperatorClass:
     return "unclassified"
 
 
-def tensors_in(value: Any) -> list[torch.Tensor]:
+def tensors_in(value: object) -> list[torch.Tensor]:
     """Every tensor in a (nested) argument structure, in argument order."""
     if isinstance(value, torch.Tensor):
         return [value]
@@ -93,17 +93,36 @@ def tensor_bytes(tensor: torch.Tensor) -> int:
     return tensor.numel() * tensor.element_size()
 
 
-def _lstm_flops(name: str, args: Sequence[Any]) -> float:
+def _tensor_at(args: Sequence[object], index: int) -> torch.Tensor:
+    """The operator's tensor argument at ``index`` (TypeError, as for a wrong call, when it is not one)."""
+    value = args[index]
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"argument {index} of the operator is {type(value).__name__}, not a tensor")
+    return value
+
+
+def _ints_at(args: Sequence[object], index: int) -> list[int]:
+    """The operator's list-of-ints argument at ``index`` (a convolution's stride, padding, dilation)."""
+    value = args[index]
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"argument {index} of the operator is {value!r}, not a list of ints")
+    ints = [item for item in value if isinstance(item, int)]
+    if len(ints) != len(value):
+        raise TypeError(f"argument {index} of the operator is {value!r}, not a list of ints")
+    return ints
+
+
+def _lstm_flops(name: str, args: Sequence[object]) -> float:
     """An LSTM layer: 4 gates, each a GEMM over input and hidden state, for every token."""
-    inputs, w_ih, w_hh = args[0], args[1], args[2]
+    inputs, w_ih, w_hh = _tensor_at(args, 0), _tensor_at(args, 1), _tensor_at(args, 2)
     gates, in_width = w_ih.shape[0], w_ih.shape[1]
     tokens = inputs.numel() / in_width
     forward = 2 * tokens * gates * (in_width + w_hh.shape[1]) + 10 * tokens * gates / 4
     return forward * (2 if name.endswith("_backward") else 1)
 
 
-def _lstm_mnk(args: Sequence[Any]) -> tuple[int, int, int]:
-    inputs, w_ih, w_hh = args[0], args[1], args[2]
+def _lstm_mnk(args: Sequence[object]) -> tuple[int, int, int]:
+    inputs, w_ih, w_hh = _tensor_at(args, 0), _tensor_at(args, 1), _tensor_at(args, 2)
     return (int(inputs.numel() // w_ih.shape[1]), int(w_ih.shape[0]), int(w_ih.shape[1] + w_hh.shape[1]))
 
 
@@ -117,12 +136,12 @@ _FORMULA_ALIASES = {
 
 
 def operator_flops(
-    func: Any,
+    func: OpOverload,
     name: str,
     op_class: OperatorClass,
-    args: Sequence[Any],
-    kwargs: dict[str, Any],
-    out: Any,
+    args: Sequence[object],
+    kwargs: Mapping[str, object],
+    out: object,
     outputs: Sequence[torch.Tensor],
 ) -> float:
     """FLOPs of one call; ``outputs`` are the tensors it wrote (for in-place ops, the mutated ones)."""
@@ -141,20 +160,20 @@ def operator_flops(
     return float(per_element * sum(t.numel() for t in outputs if t.is_floating_point()))
 
 
-def gemm_mnk(name: str, op_class: OperatorClass, args: Sequence[Any]) -> tuple[int, int, int] | None:
+def gemm_mnk(name: str, op_class: OperatorClass, args: Sequence[object]) -> tuple[int, int, int] | None:
     """The (m, n, k) of the matrix product an operator lowers to; batch dimensions fold into m."""
     try:
         if name in ("aten.mm",):
-            a, b = args[0], args[1]
+            a, b = _tensor_at(args, 0), _tensor_at(args, 1)
             return (int(a.shape[0]), int(b.shape[1]), int(a.shape[1]))
         if name in ("aten.addmm", "aten._addmm_activation"):
-            a, b = args[1], args[2]
+            a, b = _tensor_at(args, 1), _tensor_at(args, 2)
             return (int(a.shape[0]), int(b.shape[1]), int(a.shape[1]))
         if name == "aten.bmm":
-            a, b = args[0], args[1]
+            a, b = _tensor_at(args, 0), _tensor_at(args, 1)
             return (int(a.shape[0] * a.shape[1]), int(b.shape[2]), int(a.shape[2]))
         if name == "aten.baddbmm":
-            a, b = args[1], args[2]
+            a, b = _tensor_at(args, 1), _tensor_at(args, 2)
             return (int(a.shape[0] * a.shape[1]), int(b.shape[2]), int(a.shape[2]))
         if op_class == "conv":
             return _conv_mnk(name, args)
@@ -165,17 +184,16 @@ def gemm_mnk(name: str, op_class: OperatorClass, args: Sequence[Any]) -> tuple[i
     return None
 
 
-def _conv_mnk(name: str, args: Sequence[Any]) -> tuple[int, int, int] | None:
+def _conv_mnk(name: str, args: Sequence[object]) -> tuple[int, int, int] | None:
     # Implicit GEMM of the forward convolution: m = output pixels, n = output channels,
     # k = input channels per group × kernel area. The backward pass reuses the same shape.
     if name == "aten.convolution_backward":
-        grad_out, weight = args[0], args[2]
-        out_shape = grad_out.shape
+        grad_out, weight = _tensor_at(args, 0), _tensor_at(args, 2)
+        out_shape: Sequence[int] = grad_out.shape
     else:
-        weight = args[1]
-        out_shape = None
-        inputs = args[0]
-        stride, padding, dilation = args[3], args[4], args[5]
+        weight = _tensor_at(args, 1)
+        inputs = _tensor_at(args, 0)
+        stride, padding, dilation = _ints_at(args, 3), _ints_at(args, 4), _ints_at(args, 5)
         spatial = []
         for dim, size in enumerate(inputs.shape[2:]):
             kernel = weight.shape[2 + dim]
@@ -186,6 +204,6 @@ def _conv_mnk(name: str, args: Sequence[Any]) -> tuple[int, int, int] | None:
     return (pixels, int(weight.shape[0]), int(weight.shape[1]) * kernel_area)
 
 
-def shape_text(args: Sequence[Any]) -> str:
+def shape_text(args: Sequence[object]) -> str:
     shapes = ["x".join(str(int(s)) for s in t.shape) or "scalar" for t in tensors_in(list(args))[:3]]
     return " · ".join(shapes)

@@ -10,34 +10,48 @@ while its fingerprint does not). An unreadable file is traced again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from perdollar import cache
 from perdollar.files import installed_version
-from perdollar.profile.model import MemoryBreakdown, OperatorRecord, Profile
+from perdollar.profile import stored_fields
+from perdollar.profile.model import Profile
 
 _SCHEMA = 1
 
 
-def profile_to_dict(profile: Profile) -> dict[str, Any]:
+def profile_to_dict(profile: Profile) -> dict[str, object]:
     payload = asdict(profile)
     payload["operators"] = [asdict(op) for op in profile.operators]
     return payload
 
 
-def profile_from_dict(payload: dict[str, Any]) -> Profile:
-    ops = tuple(
-        OperatorRecord(**{**op, "gemm_mnk": tuple(op["gemm_mnk"]) if op.get("gemm_mnk") else None})
-        for op in payload["operators"]
-    )
-    fields = {k: v for k, v in payload.items() if k not in ("operators", "memory", "unclassified_ops")}
+def profile_from_dict(payload: Mapping[str, object]) -> Profile:
+    """The profile a stored document holds; TypeError or KeyError when it holds none."""
+    unknown = set(payload) - set(Profile.__dataclass_fields__)
+    if unknown:
+        raise TypeError(f"a stored profile has fields {sorted(unknown)} that a profile lacks")
+    unclassified = stored_fields.items(payload, "unclassified_ops") if "unclassified_ops" in payload else ()
+    if not all(isinstance(name, str) for name in unclassified):
+        raise TypeError("a stored profile's unclassified_ops are not all names")
     return Profile(
-        **fields,
-        operators=ops,
-        memory=MemoryBreakdown(**payload["memory"]),
-        unclassified_ops=tuple(payload.get("unclassified_ops", ())),
+        workload_name=stored_fields.text(payload, "workload_name"),
+        workload_fingerprint=stored_fields.text(payload, "workload_fingerprint"),
+        kind=stored_fields.text(payload, "kind"),
+        batch_size=stored_fields.whole(payload, "batch_size"),
+        precision=stored_fields.text(payload, "precision"),
+        sample_unit=stored_fields.text(payload, "sample_unit"),
+        params=stored_fields.whole(payload, "params"),
+        trainable_params=stored_fields.whole(payload, "trainable_params"),
+        operators=tuple(
+            stored_fields.operator_record(op) for op in stored_fields.items(payload, "operators")
+        ),
+        memory=stored_fields.memory_breakdown(payload["memory"]),
+        gradient_bytes=stored_fields.number(payload, "gradient_bytes"),
+        input_bytes_per_sample=stored_fields.number(payload, "input_bytes_per_sample"),
+        unclassified_ops=tuple(str(name) for name in unclassified),
     )
 
 

@@ -11,11 +11,12 @@ output, forward and backward.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 import torch
 from torch import nn
+from torch._ops import OpOverload
+from torch.autograd.function import FunctionCtx
 from torch.nn.utils.rnn import PackedSequence
 
 # Recorded under the name of PyTorch's own fused layer (oneDNN's), whose FLOPs and GEMM shape the
@@ -24,8 +25,11 @@ FORWARD = torch.ops.aten.mkldnn_rnn_layer.default
 BACKWARD = torch.ops.aten.mkldnn_rnn_layer_backward.default
 GATES = {nn.LSTM: 4, nn.GRU: 3}
 
-Record = Callable[[Any, tuple[Any, ...], dict[str, Any], Any], None]
+Record = Callable[[OpOverload, Sequence[object], Mapping[str, object], object], None]
 Paused = Callable[[], contextlib.AbstractContextManager[None]]
+# One layer and direction: its input, input-hidden and hidden-hidden weights, and output.
+LayerTensors = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+HiddenState = torch.Tensor | tuple[torch.Tensor, ...]
 
 
 def fuse_recurrent_layers(model: nn.Module, record: Record, paused: Paused) -> None:
@@ -35,8 +39,10 @@ def fuse_recurrent_layers(model: nn.Module, record: Record, paused: Paused) -> N
             module.forward = _fused_forward(module, record, paused)
 
 
-def _fused_forward(module: nn.RNNBase, record: Record, paused: Paused) -> Callable[..., Any]:
-    def forward(input: Any, hx: Any = None) -> Any:
+def _fused_forward(
+    module: nn.RNNBase, record: Record, paused: Paused
+) -> Callable[..., tuple[object, object]]:
+    def forward(input: torch.Tensor | PackedSequence, hx: HiddenState | None = None) -> tuple[object, object]:
         if isinstance(input, PackedSequence):
             return type(module).forward(module, input, hx)
         states = () if hx is None else (hx if isinstance(hx, tuple) else (hx,))
@@ -47,11 +53,27 @@ def _fused_forward(module: nn.RNNBase, record: Record, paused: Paused) -> Callab
     return forward
 
 
+class _LayersContext(FunctionCtx):
+    """Autograd's context as the forward leaves it for the backward (declared for the type checker)."""
+
+    record: Record
+    paused: Paused
+    layers: list[LayerTensors]
+    grad_templates: tuple[torch.Tensor, ...]
+    needs_input_grad: tuple[bool, ...]
+
+
 class _FusedLayers(torch.autograd.Function):
     @staticmethod
     def forward(
-        ctx: Any, module: nn.RNNBase, record: Record, paused: Paused, n_states: int, input: Any, *tensors: Any
-    ) -> Any:
+        ctx: _LayersContext,
+        module: nn.RNNBase,
+        record: Record,
+        paused: Paused,
+        n_states: int,
+        input: torch.Tensor,
+        *tensors: torch.Tensor,
+    ) -> tuple[torch.Tensor, ...]:
         states = tensors[:n_states]
         hx = None if not states else (tuple(states) if isinstance(module, nn.LSTM) else states[0])
         with paused():  # only the shapes and dtypes of the outputs are wanted from the real forward
@@ -69,7 +91,7 @@ class _FusedLayers(torch.autograd.Function):
         return (output, *final)
 
     @staticmethod
-    def backward(ctx: Any, *grads: Any) -> Any:
+    def backward(ctx: _LayersContext, *grads: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         with ctx.paused():
             written = [tuple(torch.empty_like(t) for t in layer[:3]) for layer in ctx.layers]
             tensor_grads = [
@@ -81,7 +103,7 @@ class _FusedLayers(torch.autograd.Function):
         return (None, None, None, None, *tensor_grads)
 
 
-def _layer_tensors(module: nn.RNNBase, input: torch.Tensor, output: torch.Tensor) -> list[tuple[Any, ...]]:
+def _layer_tensors(module: nn.RNNBase, input: torch.Tensor, output: torch.Tensor) -> list[LayerTensors]:
     """(input, w_ih, w_hh, output) stand-ins of every layer and direction, in the compute dtype."""
     directions = 2 if module.bidirectional else 1
     tokens = input.numel() // input.shape[-1]
@@ -89,7 +111,7 @@ def _layer_tensors(module: nn.RNNBase, input: torch.Tensor, output: torch.Tensor
     # cuDNN computes in the autocast dtype; CPU autocast leaves some recurrent cells (GRU) in fp32
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else output.dtype
     gates = GATES[type(module)] * module.hidden_size
-    layers = []
+    layers: list[LayerTensors] = []
     for layer in range(module.num_layers):
         width = module.input_size if layer == 0 else module.hidden_size * directions
         for _ in range(directions):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 from perdollar.profile.model import OperatorRecord, Profile
 
@@ -29,7 +28,7 @@ def top_operators(profile: Profile, key: str, limit: int) -> list[OperatorRecord
     return sorted(profile.operators, key=measure, reverse=True)[:limit]
 
 
-def operator_dict(op: OperatorRecord) -> dict[str, Any]:
+def operator_dict(op: OperatorRecord) -> dict[str, object]:
     return {
         "name": op.name,
         "class": op.op_class,
@@ -44,7 +43,7 @@ def operator_dict(op: OperatorRecord) -> dict[str, Any]:
     }
 
 
-def profile_dict(profile: Profile) -> dict[str, Any]:
+def profile_dict(profile: Profile) -> dict[str, object]:
     """The machine-readable profile (``perdollar profile --json``); all byte figures in bytes."""
     memory = profile.memory
     return {

@@ -7,26 +7,30 @@ dtypes, no storage), so CPU autocast applies exactly as in a real run and nothin
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import torch
+from torch._ops import OpOverload
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from perdollar.errors import PerdollarError
 from perdollar.profile import operators
 from perdollar.profile.liveness import LiveMemory, PeakSnapshot
-from perdollar.profile.model import OperatorRecord, Phase
+from perdollar.profile.model import OperatorClass, OperatorRecord, Phase
 from perdollar.profile.recurrent import fuse_recurrent_layers
 from perdollar.sandbox import UserCodeFailed, described, status_of, user_frame
 from perdollar.workload.spec import Workload
 from perdollar.workload.step import StepRunner, build_model, build_step, make_optimizer, parameter_dtype
 
+# An operator record's name, phase, class, dtype, argument shapes and GEMM (m, n, k).
+_RecordKey = tuple[str, Phase, OperatorClass, str, str, tuple[int, int, int] | None]
+
 
 @dataclass
 class _Group:
-    record_key: tuple[Any, ...]
+    record_key: _RecordKey
     count: int = 0
     flops: float = 0.0
     bytes_read: float = 0.0
@@ -38,7 +42,7 @@ class TraceResult:
     operators: tuple[OperatorRecord, ...]
     unclassified: tuple[str, ...]
     runner: StepRunner
-    batch: Any
+    batch: object  # what the workload's input factory made, in the policy's dtype
     # Memory: the peak of forward+backward (before any optimizer state exists) and of the
     # optimizer step, and the serials of the storages that hold each part.
     passes_peak: PeakSnapshot
@@ -58,14 +62,17 @@ class _OperatorRecorder:
 
     tf32: bool = False
     phase: Phase | None = None
-    groups: dict[tuple[Any, ...], _Group] = field(default_factory=dict)
+    groups: dict[_RecordKey, _Group] = field(default_factory=dict)
     unclassified: set[str] = field(default_factory=set)
 
-    def record(self, func: Any, args: Any, kwargs: dict[str, Any], out: Any) -> None:
+    def record(
+        self, func: OpOverload, args: Sequence[object], kwargs: Mapping[str, object], out: object
+    ) -> None:
+        phase = self.phase
         name = operators.packet_name(func)
-        if operators.is_bookkeeping(func, name):
-            return
-        op_class = "optimizer" if self.phase == "optimizer" else operators.classify(func, name)
+        if phase is None or operators.is_bookkeeping(func, name):
+            return  # between phases nothing is recorded
+        op_class = "optimizer" if phase == "optimizer" else operators.classify(func, name)
         if op_class == "unclassified":
             self.unclassified.add(name)
         inputs = operators.tensors_in(list(args) + list(kwargs.values()))
@@ -82,7 +89,7 @@ class _OperatorRecorder:
         read = float(sum(operators.tensor_bytes(t) for t in inputs))
         mnk = operators.gemm_mnk(name, compute_class, args)
         shape = operators.shape_text(args)
-        key = (name, self.phase, op_class, dtype, shape, mnk)
+        key = (name, phase, op_class, dtype, shape, mnk)
         group = self.groups.get(key)
         if group is None:
             group = self.groups[key] = _Group(key)
@@ -123,10 +130,16 @@ class _RecordingFakeMode(FakeTensorMode):
         self.live = LiveMemory()
         self.depth = 0
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+    def __torch_dispatch__(
+        self,
+        func: OpOverload,
+        types: Sequence[type],
+        args: Sequence[object] = (),
+        kwargs: Mapping[str, object] | None = None,
+    ) -> object:
         self.depth += 1
         try:
-            out = super().__torch_dispatch__(func, types, args, kwargs)
+            out = super().__torch_dispatch__(func, types, args, kwargs or {})
         finally:
             self.depth -= 1
         if self.depth == 0:
