@@ -171,7 +171,7 @@ def to_measurement(
     extra = {key: result[key] for key in extra_keys if key in result}
     rate = Rate(**result["rate"]) if status == "ok" else None
     tokens_per_sample = workload.config.get("tokens_per_sample")
-    if rate and tokens_per_sample:  # language models are planned and priced by the token
+    if rate and isinstance(tokens_per_sample, int | float) and tokens_per_sample:  # priced by the token
         extra["tokens_per_second"] = rate.median * int(tokens_per_sample)
     accelerators = 1 if nproc == 1 else nproc
     return Measurement(

@@ -269,7 +269,7 @@ def trace_step(workload: Workload) -> TraceResult:
                     torch.autograd.graph.saved_tensors_hooks(saved.pack, saved.unpack),
                     _phase(recorder, "forward"),
                 ):
-                    loss = runner.forward(batch)
+                    loss = runner.loss(batch)
                 with _phase(recorder, "backward"):
                     runner.backward(loss)
                 del loss

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import importlib
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from perdollar.errors import PerdollarError
 from perdollar.sandbox import Rest, checkpoint, run_isolated_with_checkpoint
@@ -56,7 +56,7 @@ def take_outcome(fingerprint: str, next_in_child: NextInChild) -> Rest | None:
 
 
 def load_isolated_then(
-    spec: str, options: dict[str, Any], next_in_child: NextInChild, *, timeout_s: float | None
+    spec: str, options: Mapping[str, object], next_in_child: NextInChild, *, timeout_s: float | None
 ) -> tuple[Workload, Pending]:
     """The Workload ``spec`` names, loaded in a child that then runs ``next_in_child`` on it with
     ``options`` (batch_size, precision, kind) applied. A failed load raises here; a failure of what
@@ -70,7 +70,7 @@ def load_isolated_then(
 
 
 def load_then(spec: str, batch_size: int | None, precision: str | None, kind: Kind | None,
-              target: str) -> Any:
+              target: str) -> object:
     """Runs in the child: describe the file's Workload to the parent (the checkpoint), then call
     ``target`` on it with the options applied."""
     from perdollar.workload.loader import check_workload, import_from_file

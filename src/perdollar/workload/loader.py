@@ -6,9 +6,9 @@ import difflib
 import hashlib
 import importlib.util
 import sys
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from perdollar.errors import PerdollarError
 from perdollar.files import checked_user_file, read_user_bytes, shorten
@@ -101,7 +101,7 @@ def _file_and_function(spec: str) -> tuple[str, Path, str]:
 
 
 def _from_file(
-    spec: str, timeout_s: float | None, options: dict[str, Any], next_in_child: NextInChild | None
+    spec: str, timeout_s: float | None, options: Mapping[str, object], next_in_child: NextInChild | None
 ) -> tuple[Workload, Pending | None]:
     _file_and_function(spec)  # a mistyped path is a usage error, found before any process starts
     if in_sandbox():

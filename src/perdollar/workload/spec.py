@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    import torch
 
 PRECISIONS = ("fp32", "tf32", "amp-bf16", "amp-fp16", "bf16", "fp16")
 OPTIMIZERS = ("adam", "adamw", "sgd")
 Kind = Literal["train", "inference"]
+# Where an input factory makes its batch: the step's device, or "cpu" for the input pipeline alone.
+Device: TypeAlias = "torch.device | str"
 
 
 @dataclass(frozen=True)
@@ -26,18 +31,19 @@ class Workload:
     """
 
     name: str
-    model_factory: Callable[[], Any]
-    input_factory: Callable[[int, Any], Any]
+    # What the factory returns is checked when the model is built (``step.build_model``).
+    model_factory: Callable[[], object]
+    input_factory: Callable[[int, Device], object]
     batch_size: int
-    loss_fn: Callable[[Any, Any], Any] | None = None
+    loss_fn: Callable[[object, object], torch.Tensor] | None = None
     precision: str = "fp32"
     optimizer: str = "adamw"
     learning_rate: float = 1e-4
     kind: Kind = "train"
     sample_unit: str = "samples"
-    config: Mapping[str, Any] = field(default_factory=dict)
+    config: Mapping[str, object] = field(default_factory=dict)
     # Optional real input pipeline for `full` mode: (batch_size) -> iterable of batches on the CPU.
-    data_loader_factory: Callable[[int], Any] | None = None
+    data_loader_factory: Callable[[int], Iterable[object]] | None = None
     description: str = ""
     # "file.py:function" when loaded from the user's file: processes that run its code load it
     # again from there, since perdollar's own process holds only a stand-in (see stand_in.py).

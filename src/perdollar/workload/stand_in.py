@@ -9,6 +9,7 @@ run the step load the file again from ``origin``.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,8 @@ class UserFunction:
     origin: str
     attribute: str
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    # Typed as loosely as the user's function, found in their file by name when called.
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         function = getattr(_imported(self.origin), self.attribute)
         return function(*args, **kwargs)
 
@@ -54,7 +56,7 @@ def _imported(origin: str) -> Workload:
     return import_from_file(origin)
 
 
-def _portable(value: Any) -> Any:
+def _portable(value: object) -> object:
     """Plain data crosses to the parent as it is; anything else as the text its repr gives."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -65,11 +67,11 @@ def _portable(value: Any) -> Any:
     return ShownAs(repr(value))
 
 
-def _is_plain(value: Any) -> bool:
+def _is_plain(value: object) -> bool:
     return _portable(value) is value
 
 
-def describe(workload: Workload) -> dict[str, Any]:
+def describe(workload: Workload) -> dict[str, object]:
     """Runs in the child: what the parent may hold of ``workload``."""
     return {
         **{name: getattr(workload, name) for name in _PLAIN_FIELDS},
@@ -79,7 +81,7 @@ def describe(workload: Workload) -> dict[str, Any]:
     }
 
 
-def describe_file(spec: str) -> dict[str, Any]:
+def describe_file(spec: str) -> dict[str, object]:
     """Runs in the child: import ``spec`` and return what the parent may hold of its Workload."""
     from perdollar.workload.loader import import_from_file
 
@@ -93,8 +95,11 @@ def load_isolated(spec: str, *, timeout_s: float | None) -> Workload:
     return stand_in(spec, fields)
 
 
-def stand_in(spec: str, fields: dict[str, Any]) -> Workload:
-    """The parent's Workload for ``spec`` from the child's description of it."""
+def stand_in(spec: str, fields: Mapping[str, Any]) -> Workload:
+    """The parent's Workload for ``spec`` from the child's description of it.
+
+    ``fields`` came from the child as the user's Workload held them, unchecked here (the child's
+    checks stand), so that the parent holds what the child loaded."""
     return Workload(
         **{name: fields[name] for name in _PLAIN_FIELDS},
         config=fields["config"],

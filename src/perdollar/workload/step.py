@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 
@@ -78,7 +77,7 @@ def make_optimizer(
     raise PerdollarError(f"unknown optimizer {workload.optimizer!r}", "use adam, adamw or sgd")
 
 
-def _cast_floats(batch: Any, dtype: torch.dtype) -> Any:
+def _cast_floats(batch: object, dtype: torch.dtype) -> object:
     if isinstance(batch, torch.Tensor):
         return batch.to(dtype) if batch.is_floating_point() else batch
     if isinstance(batch, dict):
@@ -88,12 +87,17 @@ def _cast_floats(batch: Any, dtype: torch.dtype) -> Any:
     return batch
 
 
-def default_loss(outputs: Any, batch: Any) -> torch.Tensor:
+def default_loss(outputs: object, batch: object) -> torch.Tensor:
     """The model's own loss (Hugging Face style), or cross-entropy against the last batch element."""
     loss = getattr(outputs, "loss", None)
     if loss is None and isinstance(outputs, dict):
         loss = outputs.get("loss")
     if loss is not None:
+        if not isinstance(loss, torch.Tensor):
+            raise PerdollarError(
+                f"the model's output holds a loss of type {type(loss).__name__}, not a tensor",
+                "return the loss as a scalar tensor, or give the Workload a loss_fn(outputs, batch)",
+            )
         return loss
     if isinstance(outputs, torch.Tensor):
         if outputs.dim() == 0:
@@ -118,10 +122,10 @@ class StepRunner:
     model: torch.nn.Module
     optimizer: torch.optim.Optimizer | None
     device: torch.device
-    grad_scaler: Any = None
+    grad_scaler: torch.amp.GradScaler | None = None
     _autocast: torch.dtype | None = field(default=None, repr=False)
 
-    def make_batch(self) -> Any:
+    def make_batch(self) -> object:
         """A synthetic batch, already on the device and in the policy's input dtype."""
         batch = self.workload.input_factory(self.workload.batch_size, self.device)
         pure = _PURE_DTYPES.get(self.workload.precision)
@@ -135,7 +139,7 @@ class StepRunner:
         with torch.autocast(device_type=self.device.type, dtype=self._autocast):
             yield
 
-    def _call_model(self, batch: Any) -> Any:
+    def _call_model(self, batch: object) -> object:
         inference = self.workload.kind == "inference"
         if isinstance(batch, dict):
             inputs = {k: v for k, v in batch.items() if not (inference and k in TARGET_KEYS)}
@@ -145,12 +149,17 @@ class StepRunner:
             return self.model(*batch[:-1]) if len(batch) > 1 else self.model(batch[0])
         return self.model(batch)
 
-    def forward(self, batch: Any) -> Any:
+    def forward(self, batch: object) -> object:
         """Forward pass under the precision policy: the loss (train) or the outputs (inference)."""
+        if self.workload.kind == "inference":
+            with self.precision_context():
+                return self._call_model(batch)
+        return self.loss(batch)
+
+    def loss(self, batch: object) -> torch.Tensor:
+        """A training forward pass under the precision policy: the loss."""
         with self.precision_context():
             outputs = self._call_model(batch)
-            if self.workload.kind == "inference":
-                return outputs
             loss_fn = self.workload.loss_fn or default_loss
             return loss_fn(outputs, batch)
 
@@ -173,13 +182,13 @@ class StepRunner:
         if self.optimizer is not None:
             self.optimizer.zero_grad(set_to_none=True)
 
-    def run(self, batch: Any) -> Any:
+    def run(self, batch: object) -> object:
         """One step: forward+backward+optimizer (train) or one forward pass (inference)."""
         if self.workload.kind == "inference":
             with torch.no_grad():
                 return self.forward(batch)
         self.zero_grad()
-        loss = self.forward(batch)
+        loss = self.loss(batch)
         self.backward(loss)
         self.optimizer_step()
         return loss

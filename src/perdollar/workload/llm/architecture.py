@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from perdollar.errors import PerdollarError
 from perdollar.files import read_user_bytes, shorten
+from perdollar.jsonable import JsonObject
 from perdollar.workload.llm.config_values import check_consistent, optional_whole, whole
 from perdollar.workload.llm.decoder import DecoderArchitecture
 
@@ -76,7 +77,7 @@ _TEXT_CONFIG_TYPES = {
 }
 
 
-def language_model_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
+def language_model_config(config: Mapping[str, object]) -> Mapping[str, object]:
     """The language model's part of a config (a multimodal config's ``text_config``)."""
     nested = config.get("text_config")
     model_type = str(config.get("model_type") or "").lower()
@@ -87,7 +88,7 @@ def language_model_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     return config
 
 
-def _sliding_layers(config: Mapping[str, Any], model_type: str, layers: int, window: int) -> int:
+def _sliding_layers(config: Mapping[str, object], model_type: str, layers: int, window: int) -> int:
     """How many layers attend to a window only, as transformers lays them out per family."""
     layer_types = config.get("layer_types")
     if isinstance(layer_types, list) and layer_types:
@@ -108,15 +109,39 @@ def _sliding_layers(config: Mapping[str, Any], model_type: str, layers: int, win
     return layers  # Mistral, Mixtral, Phi-3: every layer
 
 
-def _experts(config: Mapping[str, Any], model_type: str, layers: int, hidden: int, dense_width: int) -> dict:
-    """The MoE fields: routed experts, their width, shared experts and the dense layers beside them."""
+class _ExpertFields(TypedDict, total=False):
+    """The mixture-of-experts fields of a :class:`DecoderArchitecture` beside the experts' width
+    (absent: a dense model's)."""
+
+    num_experts: int
+    experts_per_token: int
+    shared_intermediate_size: int
+    dense_layers: int
+    dense_intermediate_size: int
+    expert_bias: bool
+
+
+class _LatentFields(TypedDict, total=False):
+    """The multi-head latent attention fields of a :class:`DecoderArchitecture` beside its head width."""
+
+    kv_lora_rank: int
+    q_lora_rank: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+def _experts(
+    config: Mapping[str, object], model_type: str, layers: int, hidden: int, dense_width: int
+) -> tuple[_ExpertFields, int]:
+    """The MoE fields: routed experts, shared experts and the dense layers beside them; and the
+    experts' width (``dense_width`` for a dense model)."""
     count = 0
     for key in ("num_local_experts", "num_experts", "n_routed_experts"):
         if config.get(key) is not None:
             count = whole(key, config[key], minimum=0, limit="num_experts")
             break
     if count <= 1:
-        return {"num_experts": 1, "experts_per_token": 1}
+        return {"num_experts": 1, "experts_per_token": 1}, dense_width
     per_token = 1
     for key in ("num_experts_per_tok", "moe_top_k", "top_k"):
         if config.get(key) is not None:
@@ -139,10 +164,9 @@ def _experts(config: Mapping[str, Any], model_type: str, layers: int, hidden: in
     only_dense = config.get("mlp_only_layers")
     if isinstance(only_dense, list):
         dense += len({i for i in only_dense if isinstance(i, int) and 0 <= i < layers})
-    return {
+    fields: _ExpertFields = {
         "num_experts": count,
         "experts_per_token": per_token,
-        "intermediate_size": width,
         "shared_intermediate_size": shared,
         "dense_layers": min(dense, layers),
         # Set only where there are dense layers: a default field leaves the stored traces' keys as they were.
@@ -151,28 +175,30 @@ def _experts(config: Mapping[str, Any], model_type: str, layers: int, hidden: in
         ),
         "expert_bias": model_type == "gpt_oss",
     }
+    return fields, width
 
 
-def _latent_attention(config: Mapping[str, Any]) -> dict:
+def _latent_attention(config: Mapping[str, object]) -> tuple[_LatentFields, int | None]:
+    """Multi-head latent attention's fields and its head width (None without it)."""
     rank = optional_whole(config, "kv_lora_rank", limit="rank")
     if not rank:
-        return {}
+        return {}, None
     rope = optional_whole(config, "qk_rope_head_dim", limit="head_dim")
     nope = optional_whole(config, "qk_nope_head_dim", limit="head_dim")
-    return {
+    fields: _LatentFields = {
         "kv_lora_rank": rank,
         "q_lora_rank": optional_whole(config, "q_lora_rank", limit="rank"),
         "qk_rope_head_dim": rope,
         "v_head_dim": optional_whole(config, "v_head_dim", limit="head_dim") or nope,
-        "head_dim": nope + rope,
     }
+    return fields, nope + rope
 
 
-def from_hf_config(config: Mapping[str, Any], *, name: str | None = None) -> DecoderArchitecture:
+def from_hf_config(config: Mapping[str, object], *, name: str | None = None) -> DecoderArchitecture:
     """Read a Hugging Face ``config.json`` (already parsed) of a decoder-only model."""
     config = language_model_config(config)
 
-    def first(field: str) -> tuple[str, Any]:
+    def first(field: str) -> tuple[str, object]:
         for key in _KEY_ALIASES.get(field, (field,)):
             value = config.get(key)
             if value is not None:
@@ -208,8 +234,8 @@ def from_hf_config(config: Mapping[str, Any], *, name: str | None = None) -> Dec
     dense_width = (
         whole(intermediate_key, intermediate, limit="intermediate_size") if intermediate else 4 * hidden
     )
-    experts = _experts(config, model_type, layers, hidden, dense_width)
-    latent = _latent_attention(config)
+    experts, expert_width = _experts(config, model_type, layers, hidden, dense_width)
+    latent, latent_head_dim = _latent_attention(config)
     check_consistent(
         hidden=hidden,
         heads=heads,
@@ -231,8 +257,8 @@ def from_hf_config(config: Mapping[str, Any], *, name: str | None = None) -> Dec
         num_layers=layers,
         num_attention_heads=heads,
         num_key_value_heads=heads if latent else kv_heads,
-        head_dim=latent.pop("head_dim", head_dim),
-        intermediate_size=experts.pop("intermediate_size", dense_width),
+        head_dim=latent_head_dim if latent_head_dim is not None else head_dim,
+        intermediate_size=expert_width,
         vocab_size=vocab,
         max_position_embeddings=optional_whole(config, first("max_position_embeddings")[0], limit=None)
         or 2048,
@@ -253,7 +279,7 @@ def from_hf_config(config: Mapping[str, Any], *, name: str | None = None) -> Dec
 MAX_CONFIG_BYTES = 4 << 20  # the largest config.json on the Hub is a few hundred kilobytes
 
 
-def load_config_file(path: Path) -> dict[str, Any]:
+def load_config_file(path: Path) -> JsonObject:
     """A ``config.json`` from disk, with one-line errors for the usual mistakes."""
     try:
         if path.is_dir():

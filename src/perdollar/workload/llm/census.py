@@ -2,7 +2,7 @@
 
 perdollar reads the families below itself (:func:`architecture.from_hf_config`); the test table of
 published models checks that reading role by role against the model ``transformers`` builds on the
-meta device. Any other family, and any config with a key that looks like it shapes the model but
+meta device. Every other family, and any config with a key that looks like it shapes the model but
 that perdollar does not read, is built by ``transformers`` once, in a child process (building
 imports torch, which perdollar's own process does not), and its parameter counts by role are kept
 in the cache folder per config and library version, so a second ``recommend`` of it starts no child. Where the
@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import warnings
-from typing import Any
+from collections.abc import Mapping
 
 from perdollar import cache
 from perdollar.errors import PerdollarWarning
@@ -58,16 +58,16 @@ def census_key(config_json: str) -> str:
     return cache.entry_key(payload, _CODE)
 
 
-def _load(key: str) -> dict[str, Any] | None:
+def _load(key: str) -> Mapping[str, object] | None:
     document = cache.read_json(cache.entry_path(KIND, key))
     return document if isinstance(document, dict) and ("roles" in document or "reason" in document) else None
 
 
-def _save(key: str, document: dict[str, Any]) -> None:
+def _save(key: str, document: Mapping[str, object]) -> None:
     cache.write_json(cache.entry_path(KIND, key), document)
 
 
-def census(config_json: str) -> dict[str, Any]:
+def census(config_json: str) -> Mapping[str, object]:
     """``{"roles": {role: count}}`` of transformers' model of the config, or ``{"reason": why not}``."""
     key = census_key(config_json)
     stored = _load(key)
@@ -94,7 +94,7 @@ def census(config_json: str) -> dict[str, Any]:
     return document
 
 
-def checked(arch: DecoderArchitecture, config: dict[str, Any]) -> DecoderArchitecture:
+def checked(arch: DecoderArchitecture, config: Mapping[str, object]) -> DecoderArchitecture:
     """``arch`` as read, or with transformers' counts by role where they differ; warns where unsure."""
     text = language_model_config(config)
     unread = unread_shape_keys(text)

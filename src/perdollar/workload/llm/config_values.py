@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from perdollar.errors import PerdollarError
 
@@ -119,7 +118,7 @@ _LOOKS_LIKE_SHAPE = (
 )
 
 
-def unread_shape_keys(config: Mapping[str, Any]) -> list[str]:
+def unread_shape_keys(config: Mapping[str, object]) -> list[str]:
     """Keys of ``config`` that look like they change parameter shapes but that perdollar does not read."""
     unread = []
     for key, value in config.items():
@@ -131,7 +130,7 @@ def unread_shape_keys(config: Mapping[str, Any]) -> list[str]:
     return sorted(unread)
 
 
-def whole(key: str, value: Any, *, minimum: int = 1, limit: str | None = None) -> int:
+def whole(key: str, value: object, *, minimum: int = 1, limit: str | None = None) -> int:
     """``value`` of config key ``key`` as a whole number of at least ``minimum``, or a one-line error."""
     bound = LIMITS.get(limit or key, 1 << 40)
     fix = f"set {key} to a whole number from {minimum} to {bound:,} (as the model's config.json states it)"
@@ -146,7 +145,9 @@ def whole(key: str, value: Any, *, minimum: int = 1, limit: str | None = None) -
     return number
 
 
-def optional_whole(config: Mapping[str, Any], key: str, *, minimum: int = 0, limit: str | None = None) -> int:
+def optional_whole(
+    config: Mapping[str, object], key: str, *, minimum: int = 0, limit: str | None = None
+) -> int:
     """A whole-number key that may be absent or null (0 then)."""
     value = config.get(key)
     return 0 if value is None else whole(key, value, minimum=minimum, limit=limit)

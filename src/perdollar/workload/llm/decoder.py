@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, fields
-from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +224,7 @@ class DecoderArchitecture:
         windowed = min(context, self.sliding_window) if self.sliding_layers else 0.0
         return self.kv_elements_per_layer * (full * context + self.sliding_layers * windowed)
 
-    def trace_identity(self) -> dict[str, Any]:
+    def trace_identity(self) -> dict[str, object]:
         """The fields that shape a trace, as stored trace keys name them (new fields only when set)."""
         values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _UNTRACED_FIELDS}
         defaults = {f.name: f.default for f in fields(self)}

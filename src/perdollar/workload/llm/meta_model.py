@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perdollar.errors import PerdollarError
 from perdollar.workload.llm.architecture import DecoderArchitecture
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 # Keys of a config.json that describe files or provenance, not the architecture.
 _NOT_ARCHITECTURE = (
@@ -37,7 +40,7 @@ _CHOOSES_CODE = (
 )
 
 
-def build_meta_model(config: Mapping[str, Any], *, num_layers: int | None = None) -> Any:
+def build_meta_model(config: Mapping[str, object], *, num_layers: int | None = None) -> PreTrainedModel:
     """``AutoModelForCausalLM.from_config`` under ``torch.device("meta")`` (``num_layers`` overrides)."""
     import torch
 
@@ -45,7 +48,7 @@ def build_meta_model(config: Mapping[str, Any], *, num_layers: int | None = None
         return build_model(config, num_layers=num_layers)
 
 
-def build_model(config: Mapping[str, Any], *, num_layers: int | None = None) -> Any:
+def build_model(config: Mapping[str, object], *, num_layers: int | None = None) -> PreTrainedModel:
     """``AutoModelForCausalLM.from_config`` on the current default device, randomly initialised."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -73,7 +76,7 @@ def build_model(config: Mapping[str, Any], *, num_layers: int | None = None) -> 
         ) from None
 
 
-def meta_parameter_count(config: Mapping[str, Any]) -> int:
+def meta_parameter_count(config: Mapping[str, object]) -> int:
     """Parameters of the real implementation (tied weights counted once)."""
     model = build_meta_model(config)
     return sum(p.numel() for p in model.parameters())
@@ -113,7 +116,7 @@ def parameter_role(name: str) -> str:
     return "norms"
 
 
-def role_census(config: Mapping[str, Any]) -> dict[str, int]:
+def role_census(config: Mapping[str, object]) -> dict[str, int]:
     """Parameters by role of transformers' own model of ``config``, built on the meta device."""
     from perdollar.workload.llm.architecture import language_model_config
 
@@ -125,7 +128,7 @@ def role_census(config: Mapping[str, Any]) -> dict[str, int]:
     return roles
 
 
-def role_census_or_reason(config_json: str) -> dict[str, Any]:
+def role_census_or_reason(config_json: str) -> dict[str, object]:
     """:func:`role_census` of a canonical config, or why transformers cannot build it (run in a child)."""
     import json
 
@@ -137,7 +140,7 @@ def role_census_or_reason(config_json: str) -> dict[str, Any]:
         return {"reason": f"{type(error).__name__}: {str(error)[:200]}"}
 
 
-def trace_config(arch: DecoderArchitecture, *, num_layers: int) -> dict[str, Any]:
+def trace_config(arch: DecoderArchitecture, *, num_layers: int) -> dict[str, object]:
     """A config with ``arch``'s per-token work that the tracer can run on fake tensors.
 
     Gated-MLP models trace as Llama (GQA, optional q/k/v bias), the others as GPT-2. A mixture of

@@ -13,13 +13,16 @@ from __future__ import annotations
 import hashlib
 import json
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perdollar.workload.llm.workload import LLMWorkload
 from perdollar.workload.spec import Workload
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
-def build_causal_lm(config_json: str) -> Any:
+
+def build_causal_lm(config_json: str) -> PreTrainedModel:
     from perdollar.workload.llm.meta_model import build_model
 
     return build_model(json.loads(config_json))

@@ -9,9 +9,9 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from perdollar.errors import PerdollarError
+from perdollar.jsonable import JsonObject
 from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_config, load_config_file
 from perdollar.workload.llm.census import checked
 
@@ -78,7 +78,7 @@ class LLMWorkload:
     sample_unit = "tokens"
 
     @property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> JsonObject:
         return json.loads(self.config_json) if self.config_json else {}
 
     @property
@@ -137,7 +137,7 @@ def looks_like_llm(spec: str) -> bool:
         return False
 
 
-def _config_for(spec: str) -> tuple[dict[str, Any], str]:
+def _config_for(spec: str) -> tuple[JsonObject, str]:
     builtin = builtin_llm_name(spec)
     if builtin is not None and not spec.endswith(".json"):
         return load_config_file(CONFIG_DIR / f"{builtin}.json"), builtin

@@ -26,15 +26,16 @@ class Deferred:
 
     module: str  # hf, inputs, small or vision
     function: str
-    args: tuple[Any, ...] = ()
-    keywords: tuple[tuple[str, Any], ...] = ()
+    args: tuple[object, ...] = ()
+    keywords: tuple[tuple[str, object], ...] = ()
 
-    def __call__(self, *more: Any, **keywords: Any) -> Any:
+    # Typed as loosely as the function found by name when called, whichever the reference names.
+    def __call__(self, *more: object, **keywords: object) -> Any:
         found = getattr(importlib.import_module(f"{__name__}.{self.module}"), self.function)
         return found(*self.args, *more, **dict(self.keywords), **keywords)
 
 
-def deferred(module: str, function: str, *args: Any, **keywords: Any) -> Deferred:
+def deferred(module: str, function: str, *args: object, **keywords: object) -> Deferred:
     return Deferred(module, function, args, tuple(sorted(keywords.items())))
 
 

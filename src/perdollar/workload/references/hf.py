@@ -6,9 +6,12 @@ published architecture's sizes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from torch import nn
+
+if TYPE_CHECKING:
+    from transformers import BertConfig
 
 
 def vit_b16(classes: int = 1000, image_size: int = 224) -> nn.Module:
@@ -26,7 +29,7 @@ def vit_b16(classes: int = 1000, image_size: int = 224) -> nn.Module:
     return ViTForImageClassification(config)
 
 
-def _bert_config(size: str) -> Any:
+def _bert_config(size: str) -> BertConfig:
     from transformers import BertConfig
 
     # No dropout on attention probabilities, so that fused attention kernels apply (as on a GPU

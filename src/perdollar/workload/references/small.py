@@ -8,10 +8,12 @@ layers of 1024 units, the first encoder layer bidirectional, additive attention)
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from collections.abc import Sequence
 
 import torch
 from torch import nn
+
+from perdollar.workload.spec import Device
 
 
 def mlp(width: int = 256, hidden: int = 1024, depth: int = 2, classes: int = 10) -> nn.Module:
@@ -50,7 +52,7 @@ class NeuMF(nn.Module):
 
 
 def ncf_inputs(
-    batch_size: int, device: Any, *, users: int = 138_493, items: int = 26_744
+    batch_size: int, device: Device, *, users: int = 138_493, items: int = 26_744
 ) -> tuple[torch.Tensor, ...]:
     return (
         torch.randint(0, users, (batch_size,), device=device),
@@ -59,7 +61,7 @@ def ncf_inputs(
     )
 
 
-def ncf_loss(outputs: torch.Tensor, batch: Any) -> torch.Tensor:
+def ncf_loss(outputs: torch.Tensor, batch: Sequence[torch.Tensor]) -> torch.Tensor:
     return nn.functional.binary_cross_entropy_with_logits(outputs.float(), batch[-1].float())
 
 
@@ -91,12 +93,12 @@ class GNMT(nn.Module):
 
 
 def gnmt_inputs(
-    batch_size: int, device: Any, *, seq_len: int = 50, vocab: int = 32_000
+    batch_size: int, device: Device, *, seq_len: int = 50, vocab: int = 32_000
 ) -> tuple[torch.Tensor, ...]:
     source = torch.randint(0, vocab, (batch_size, seq_len), device=device)
     target = torch.randint(0, vocab, (batch_size, seq_len), device=device)
     return source, target, target
 
 
-def gnmt_loss(outputs: torch.Tensor, batch: Any) -> torch.Tensor:
+def gnmt_loss(outputs: torch.Tensor, batch: Sequence[torch.Tensor]) -> torch.Tensor:
     return nn.functional.cross_entropy(outputs.flatten(0, 1).float(), batch[-1].flatten())
