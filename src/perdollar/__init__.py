@@ -42,7 +42,7 @@ class CallableStage(ModuleType):
         return predict(*args, **kwargs)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     # Importing torch-heavy modules lazily keeps `import perdollar` and the CLI start fast.
     if name == "predict":
         import importlib

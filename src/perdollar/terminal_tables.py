@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.errors import MarkupError
 from rich.markup import escape
 from rich.measure import Measurement
+from rich.table import Column as RichColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -39,11 +40,21 @@ class FittingTable(Table):
     one is always shown.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.drop_orders: list[int] = []
+    @property
+    def drop_orders(self) -> list[int]:
+        """Each added column's drop order (kept apart from rich's own state, which it does not know)."""
+        orders: list[int] = self.__dict__.setdefault("_drop_orders", [])
+        return orders
 
-    def add_column(self, header: Any = "", footer: Any = "", *, drop_order: int = 0, **settings: Any) -> None:
+    # ``settings`` are rich's own column settings, passed on as the caller gave them.
+    def add_column(
+        self,
+        header: RenderableType = "",
+        footer: RenderableType = "",
+        *,
+        drop_order: int = 0,
+        **settings: Any,
+    ) -> None:
         super().add_column(header, footer, **settings)
         self.drop_orders.append(drop_order)
 
@@ -78,12 +89,12 @@ def _measuring_console() -> Console:
     return Console(width=100_000)
 
 
-def _measured(renderable: Any) -> Measurement:
+def _measured(renderable: RenderableType) -> Measurement:
     console = _measuring_console()
     return Measurement.get(console, console.options, renderable)
 
 
-def _span(column: Any) -> _Span:
+def _span(column: RichColumn) -> _Span:
     cells = [_measured(cell) for cell in column.cells] or [Measurement(0, 0)]
     header = _measured(column.header)
     widest_line = max(cell.maximum for cell in cells)
@@ -94,7 +105,7 @@ def _span(column: Any) -> _Span:
     return _Span(max(max(c.minimum for c in cells), header.minimum), max(widest_line, header.maximum))
 
 
-def _plain(header: Any) -> str:
+def _plain(header: RenderableType) -> str:
     """A header as printed, on one line (``E\\[cost]`` prints as ``E[cost]``)."""
     if isinstance(header, Text):
         text = header.plain
@@ -123,13 +134,15 @@ def _layout(
     columns = []
     for position, index in enumerate(kept):
         column = table.columns[index]
-        changes: dict[str, Any] = {"_index": position, "min_width": spans[index].least}
-        if widths is not None:
-            changes["width"] = widths[index]
-        if column.no_wrap and isinstance(column.header, str):
+        width = widths[index] if widths is not None else column.width
+        header = column.header
+        if column.no_wrap and isinstance(header, str):
             # A never-wrapped column would otherwise take its header's whole length.
-            changes["header"] = _wrapped(column.header, spans[index].least)
-        columns.append(dataclasses.replace(column, **changes))
+            header = _wrapped(header, spans[index].least)
+        laid_out = dataclasses.replace(
+            column, _index=position, min_width=spans[index].least, width=width, header=header
+        )
+        columns.append(laid_out)
     laid.columns = columns
     return laid
 
