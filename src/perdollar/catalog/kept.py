@@ -26,6 +26,7 @@ import stat
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,7 @@ def kept_name(folder: Path) -> str:
     return f"{digest.hexdigest()[:32]}.pickle"
 
 
-def _to_document(catalog: Catalog, name: str) -> dict[str, Any]:
+def _to_document(catalog: Catalog, name: str) -> dict[str, object]:
     offers = catalog.offers
     return {
         "name": name,
@@ -108,7 +109,10 @@ class _KeptCatalog(Catalog):
         built = self.__dict__.get("_offers")
         if built is None:
             try:
-                built = tuple(map(Offer, *safe_loads(self.__dict__.pop("_offer_columns"))))
+                columns = safe_loads(self.__dict__.pop("_offer_columns"))
+                if not isinstance(columns, list):
+                    raise TypeError(f"kept offer columns are a {type(columns).__name__}, not a list")
+                built = tuple(map(Offer, *columns))
             except Exception:  # damaged or refused columns: the snapshot's own offers
                 assert self.path is not None, "a kept catalog is always built with its snapshot's folder"
                 built = read_snapshot(self.path).offers
@@ -129,7 +133,8 @@ class _OfferColumns:
     pickled: bytes
 
 
-def _from_document(document: dict[str, Any], folder: Path) -> Catalog:
+def _from_document(document: Mapping[str, Any], folder: Path) -> Catalog:
+    # The values are what _to_document pickled, read back from the kept file as they are.
     catalog = _KeptCatalog(
         accelerators=document["accelerators"],
         instance_types=document["instance_types"],
@@ -160,8 +165,11 @@ _ALLOWED: frozenset[tuple[str, str]] = frozenset(
         ("perdollar.catalog.model", "NameParts"),
         ("numpy", "ndarray"),
         ("numpy", "dtype"),
-        *((module, name) for module in ("numpy.core.multiarray", "numpy._core.multiarray")
-          for name in ("_reconstruct", "scalar")),
+        *(
+            (module, name)
+            for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+            for name in ("_reconstruct", "scalar")
+        ),
         *((module, "_frombuffer") for module in ("numpy.core.numeric", "numpy._core.numeric")),
         ("pandas", "DataFrame"),
         ("pandas", "Series"),
@@ -188,13 +196,13 @@ _ALLOWED: frozenset[tuple[str, str]] = frozenset(
 class _CatalogUnpickler(pickle.Unpickler):
     """Builds only the classes a kept catalog is made of; any other name is refused."""
 
-    def find_class(self, module: str, name: str) -> Any:
+    def find_class(self, module: str, name: str) -> object:
         if (module, name) not in _ALLOWED:
             raise pickle.UnpicklingError(f"a kept catalog does not refer to {module}.{name}")
         return super().find_class(module, name)
 
 
-def safe_loads(data: bytes) -> Any:
+def safe_loads(data: bytes) -> object:
     """``pickle.loads`` of a kept catalog's bytes, building nothing but a catalog's parts."""
     return _CatalogUnpickler(io.BytesIO(data)).load()
 

@@ -19,7 +19,6 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
 
 from perdollar.catalog.catalog import HARDWARE_COLUMNS, Catalog
 from perdollar.catalog.csv_rows import REBUILD_FIX, Rows, choice_cell, number_cell, optional
@@ -28,6 +27,7 @@ from perdollar.catalog.names import parse_instance_name
 from perdollar.catalog.price_outliers import with_outlier_flags
 from perdollar.catalog.standard_prices import with_standard_price_flags
 from perdollar.errors import PerdollarError
+from perdollar.jsonable import JsonObject
 from perdollar.vocabulary import MARKETS, checked_word
 
 MANIFEST = "manifest.json"
@@ -84,7 +84,7 @@ OFFER_LATER_COLUMNS = ("price_min_per_hour",)
 
 
 def cloud_cell(rows: Rows, number: int, row: dict[str, str]) -> str:
-    """Any provider name is a cloud (aws, gcp, azure, lambda, runpod, …), spelt in lower case."""
+    """Every provider name is a cloud (aws, gcp, azure, lambda, runpod, …), spelt in lower case."""
     value = row["cloud"].strip()
     if not CLOUD_NAME.fullmatch(value):
         raise rows.fail(number, "cloud", value, "is not a cloud name (lower-case letters, digits, -)")
@@ -268,7 +268,7 @@ def _checked_offer(
     )
 
 
-def read_manifest(folder: Path) -> dict[str, Any]:
+def read_manifest(folder: Path) -> JsonObject:
     path = folder / MANIFEST
     try:
         manifest = json.loads(path.read_text())

@@ -6,8 +6,8 @@ import dataclasses
 import json
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -30,7 +30,12 @@ from perdollar.errors import PerdollarError
 
 
 def write_snapshot(
-    folder: Path, accelerators: Any, aliases: Any, instance_types: Any, offers: Any, manifest: dict[str, Any]
+    folder: Path,
+    accelerators: pd.DataFrame,
+    aliases: pd.DataFrame,
+    instance_types: pd.DataFrame,
+    offers: pd.DataFrame,
+    manifest: Mapping[str, object],
 ) -> None:
     """Write pandas frames in the snapshot format (gzip without timestamps: reproducible bytes)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -47,7 +52,7 @@ def catalog_frames(
     *,
     instance_types: dict[tuple[str, str], InstanceType] | None = None,
     offers: list[Offer] | None = None,
-) -> tuple[Any, Any, Any, Any]:
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """A loaded catalog (optionally with replaced instance types/offers) as frames for writing."""
     chips = pd.DataFrame([dataclasses.asdict(c) for c in catalog.accelerators.values()])
     chips["sm_count"] = chips["sm_count"].astype("Int64")
@@ -99,7 +104,7 @@ def write_new_snapshot(
     base: Catalog,
     instance_types: dict[tuple[str, str], InstanceType],
     offers: list[Offer],
-    manifest: dict[str, Any],
+    manifest: Mapping[str, object],
     out_root: Path,
     name: str,
 ) -> Path:
