@@ -99,3 +99,16 @@ def test_a_users_workload_of_a_built_in_name_is_not_kept(tmp_path: Path) -> None
     folder = tmp_path / "cache"
     _profile_in_child(folder, f"{script}:build")
     assert not list((folder / profile_store.KIND).glob("*.json"))
+
+
+def test_a_kept_profile_with_a_field_of_the_wrong_type_is_traced_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PERDOLLAR_CACHE", str(tmp_path))
+    profile = _traced(load_workload("mlp"))
+    profile_store.save(profile)
+    (kept,) = (tmp_path / profile_store.KIND).glob("*.json")
+    document = json.loads(kept.read_text())
+    document["batch_size"] = "sixty-four"  # a hand-edited file: a number became text
+    kept.write_text(json.dumps(document))
+    assert profile_store.load(profile.workload_fingerprint) is None
