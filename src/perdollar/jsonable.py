@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 # A value as JSON carries it. Documents read from files, the store or a cloud's API are typed as
-# this (and narrowed where they are read) rather than as ``Any``.
+# this (and narrowed where they are read) rather than left untyped.
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 JsonObject: TypeAlias = "dict[str, JsonValue]"
 

@@ -95,8 +95,8 @@ def mistyped(value: DataclassInstance, where: str = "") -> str | None:
 
 
 def _wrong_type(hint: object, value: object, name: str) -> str | None:
-    # An undeclared field (``object``) or one declared ``Any`` gets no check: get_origin finds no
-    # form in either and neither is a class checked below.
+    # An undeclared field (``object``) or one typed as anything at all gets no check: get_origin
+    # finds no form in either and neither is a class checked below.
     if value is None:
         return None
     shown = repr(value)[:40]
