@@ -24,12 +24,12 @@ import tempfile
 import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 import platformdirs
 
 import perdollar
 from perdollar.errors import PerdollarWarning
+from perdollar.jsonable import JsonValue
 
 CACHE_ENV = "PERDOLLAR_CACHE"
 _PACKAGE = Path(__file__).resolve().parent
@@ -72,7 +72,7 @@ def code_digest(parts: tuple[str, ...]) -> str:
     return digest.hexdigest()
 
 
-def entry_key(inputs: Mapping[str, Any], code: Iterable[str] = ()) -> str:
+def entry_key(inputs: Mapping[str, object], code: Iterable[str] = ()) -> str:
     """The name of the entry made from ``inputs`` by the code under ``code``: perdollar's version,
     that code's digest and the inputs (anything ``repr`` renders stably) in one digest."""
     payload = {"perdollar": perdollar.__version__, "code": code_digest(tuple(code)), "inputs": dict(inputs)}
@@ -84,7 +84,7 @@ def entry_path(kind: str, key: str, suffix: str = ".json") -> Path:
     return kind_dir(kind) / f"{key}{suffix}"
 
 
-def write_json(path: Path, document: Any) -> None:
+def write_json(path: Path, document: JsonValue) -> None:
     """Keep ``document`` at ``path`` atomically (a concurrent reader sees the whole file or none); a
     read-only or full disk only costs the next process the work again. A process killed midway
     leaves a ``.tmp`` file, which no reader takes for an entry."""
@@ -100,8 +100,9 @@ def write_json(path: Path, document: Any) -> None:
                 os.unlink(temporary)
 
 
-def read_json(path: Path) -> Any | None:
-    """The JSON document at ``path``, or None when it is missing or cannot be read whole."""
+def read_json(path: Path) -> object:
+    """The JSON document at ``path``, or None when it is missing or cannot be read whole (the
+    caller narrows it to the shape it kept)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -7,15 +7,24 @@ import datetime as dt
 import enum
 import math
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, overload
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 # A value as JSON carries it. Documents read from files, the store or a cloud's API are typed as
-# this (and narrowed where they are read) rather than as ``Any``.
+# this (and narrowed where they are read) rather than left untyped.
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 JsonObject: TypeAlias = "dict[str, JsonValue]"
 
 
-def to_jsonable(value: Any) -> Any:
+@overload
+def to_jsonable(value: DataclassInstance) -> JsonObject: ...
+@overload
+def to_jsonable(value: object) -> JsonValue: ...
+
+
+def to_jsonable(value: object) -> JsonValue:
     """Dataclasses, enums, dates, paths, numpy scalars and NaN → plain JSON values.
 
     A dataclass lists derived values its JSON carries too (read back, they are ignored) in a
@@ -38,4 +47,7 @@ def to_jsonable(value: Any) -> Any:
         return value if math.isfinite(value) else None
     if hasattr(value, "item") and callable(value.item):  # numpy scalar
         return to_jsonable(value.item())
-    return value
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    # Anything else passes through as it came, for ``json.dumps`` (or the CSV writer) to judge.
+    return value  # type: ignore[return-value]

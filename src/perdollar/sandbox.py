@@ -27,9 +27,10 @@ import sysconfig
 import threading
 import time
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, cast
 
 from perdollar.errors import EXIT_FAILURE, PerdollarError
 from perdollar.lifeline import child_preexec, scratch_folder, termination_raises
@@ -47,6 +48,23 @@ _FIXES: dict[str, str] = {
 _PACKAGE_FOLDER = str(Path(__file__).resolve().parent)
 _LIBRARY_FOLDERS = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib",
                                                                   "platlib")})
+
+
+class _Usage(TypedDict):
+    problem: str
+    fix: str | None
+    exit_code: int
+
+
+class _Reply(TypedDict, total=False):
+    """What a child writes: the target's ``value``, or how the user's code failed."""
+
+    value: object
+    usage: _Usage
+    status: FailureStatus
+    reason: str
+    where: str | None
+    traceback: str
 
 
 class UserCodeFailed(PerdollarError):
@@ -98,7 +116,7 @@ def status_of(error: BaseException) -> FailureStatus:
     return "oom" if out_of_memory else "error"
 
 
-def failure_of(error: BaseException) -> dict[str, Any]:
+def failure_of(error: BaseException) -> _Reply:
     """What the child reports about an exception that escaped the user's code."""
     if isinstance(error, UserCodeFailed):
         return {"status": error.status, "reason": error.reason, "where": error.where}
@@ -106,7 +124,7 @@ def failure_of(error: BaseException) -> dict[str, Any]:
         return {"usage": {"problem": error.problem, "fix": error.fix, "exit_code": error.exit_code}}
     if isinstance(error, SystemExit):
         reason = f"the workload called sys.exit({error.code!r})"
-        status = "error"
+        status: FailureStatus = "error"
     else:
         reason, status = described(error), status_of(error)
     return {"status": status, "reason": reason[:500], "where": user_frame(error),
@@ -125,8 +143,11 @@ def ended_without_result(returncode: int, output_tail: str) -> tuple[FailureStat
     return "error", reason + (f" (last output: {last.strip()[:200]})" if last else "")
 
 
-def run_isolated(target: str, arguments: dict[str, Any], *, what: str, timeout_s: float | None = None) -> Any:
-    """``module:function(**arguments)`` in a fresh interpreter; its (picklable) return value.
+def run_isolated(
+    target: str, arguments: Mapping[str, object], *, what: str, timeout_s: float | None = None
+) -> Any:
+    """``module:function(**arguments)`` in a fresh interpreter; its (picklable) return value, of
+    the type ``target`` returns (named by a string, so the caller states it).
 
     Raises :class:`UserCodeFailed` for every way the child can fail, and re-raises a
     :class:`PerdollarError` the child raised (a usage problem found while loading, say).
@@ -140,12 +161,12 @@ class Rest:
     """How the work after a child's :func:`checkpoint` ended: its value, or the failure
     :func:`run_isolated` would have raised for it, kept for the caller to raise when it needs it."""
 
-    value: Any = None
+    value: Any = None  # unpickled from the child: of the type its target returns
     failure: PerdollarError | None = None
 
 
 def run_isolated_with_checkpoint(
-    target: str, arguments: dict[str, Any], *, what: str, rest_what: str, timeout_s: float | None = None
+    target: str, arguments: Mapping[str, object], *, what: str, rest_what: str, timeout_s: float | None = None
 ) -> tuple[Any, Rest]:
     """Two jobs in one interpreter: ``target`` calls :func:`checkpoint` with the first one's value
     and returns the second's. That value comes back, and the second's end as a :class:`Rest`.
@@ -164,7 +185,7 @@ def run_isolated_with_checkpoint(
         return ended.checkpoint["value"], Rest(failure=failure)
 
 
-def checkpoint(value: Any) -> None:
+def checkpoint(value: object) -> None:
     """In a child of :func:`run_isolated_with_checkpoint`: hand ``value`` to the parent now, so
     that a failure of the work still to come is not taken for a failure of what came before."""
     if _CHECKPOINT_FILE:
@@ -175,8 +196,8 @@ def checkpoint(value: Any) -> None:
 class _Ended:
     """What a child left: its reply and checkpoint (None: none written) and how it ended."""
 
-    reply: dict[str, Any] | None
-    checkpoint: dict[str, Any] | None
+    reply: _Reply | None
+    checkpoint: _Reply | None
     timed_out: bool
     returncode: int
     tail: str
@@ -200,7 +221,9 @@ class _Ended:
 _CHECKPOINT_POLL_S = 0.05
 
 
-def _run_child(target: str, arguments: dict[str, Any], timeout: float, *, watch_checkpoint: bool) -> _Ended:
+def _run_child(
+    target: str, arguments: Mapping[str, object], timeout: float, *, watch_checkpoint: bool
+) -> _Ended:
     with termination_raises(), scratch_folder("perdollar-sandbox-") as scratch:
         request, result = Path(scratch, "request.pickle"), Path(scratch, "result.pickle")
         marker = Path(scratch, "checkpoint.pickle")
@@ -212,7 +235,8 @@ def _run_child(target: str, arguments: dict[str, Any], timeout: float, *, watch_
             start_new_session=True,  # a timeout kills whatever the workload started too
             preexec_fn=child_preexec(),  # and it dies with us
         )
-        echo = _Echo(process.stdout)
+        # stdout=PIPE in binary mode: Popen gives a buffered reader.
+        echo = _Echo(cast(io.BufferedReader, process.stdout))
         try:
             timed_out = not _waited(process, timeout, marker if watch_checkpoint else None)
         finally:
@@ -243,7 +267,7 @@ class _Echo:
     """Copies what the user's code prints to perdollar's stderr (never stdout, which may hold a
     --json document) and keeps the end of it for the reason of a failure."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: io.BufferedReader) -> None:
         self._stream = stream
         self._tail = b""
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -273,7 +297,7 @@ class _PlainUnpickler(pickle.Unpickler):
     importing runs nothing (never ``perdollar.__main__``).
     """
 
-    def find_class(self, module: str, name: str) -> Any:
+    def find_class(self, module: str, name: str) -> object:
         if (module, name) in _PLAIN_NAMES:
             return super().find_class(module, name)
         if (module == "perdollar" or module.startswith("perdollar.")) and module != "perdollar.__main__":
@@ -305,9 +329,10 @@ _PLAIN_NAMES = frozenset(
 )
 
 
-def _read_reply(path: Path) -> dict[str, Any]:
+def _read_reply(path: Path) -> _Reply:
     try:
-        reply: dict[str, Any] = _PlainUnpickler(io.BytesIO(path.read_bytes())).load()
+        # The child wrote it with failure_of or _child; the unpickler built only plain data.
+        reply: _Reply = _PlainUnpickler(io.BytesIO(path.read_bytes())).load()
     except Exception as error:  # whatever the file holds, it is the child's failure, not ours
         return {"status": "error", "reason": f"its reply could not be read ({type(error).__name__}: {error})",
                 "where": None}  # fmt: skip
@@ -338,7 +363,7 @@ def _child(request_path: str, result_path: str, checkpoint_path: str) -> None:
     try:
         module_name, _, function_name = target.partition(":")
         value = getattr(importlib.import_module(module_name), function_name)(**arguments)
-        reply: dict[str, Any] = {"value": value}
+        reply: _Reply = {"value": value}
         payload = pickle.dumps(reply)
     except BaseException as error:  # whatever the user's code does, it is the answer
         payload = pickle.dumps(failure_of(error))

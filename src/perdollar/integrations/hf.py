@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import sys
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from transformers import TrainerCallback
 
@@ -22,6 +22,9 @@ from perdollar.measure import steady
 from perdollar.measure.host import host_fingerprint
 from perdollar.measure.meter import Meter, MeterReading, print_reading
 from perdollar.measure.result import Measurement, Rate
+
+if TYPE_CHECKING:
+    from transformers import TrainerControl, TrainerState, TrainingArguments
 
 
 class _PriceOptions(TypedDict):
@@ -66,7 +69,9 @@ class PerdollarCallback(TrainerCallback):
         self._model_name = "model"
         self._fingerprint = ""
 
-    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object
+    ) -> None:
         batch = args.per_device_train_batch_size * args.gradient_accumulation_steps
         self.meter = Meter(
             batch, max(args.world_size, 1), log_every=max(args.logging_steps or 50, 1),
@@ -83,7 +88,9 @@ class PerdollarCallback(TrainerCallback):
         if self.tokens_per_sample is None:
             self.tokens_per_sample = _sequence_length(kwargs.get("train_dataloader"))
 
-    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+    def on_step_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object
+    ) -> None:
         if self.meter is not None:
             self.meter.step()
 
@@ -91,7 +98,9 @@ class PerdollarCallback(TrainerCallback):
         self.readings.append(reading)
         print_reading(reading)
 
-    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+    def on_train_end(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object
+    ) -> None:
         if self.meter is None or not state.is_world_process_zero:
             return
         self.measurement = self._summary(args)
@@ -110,7 +119,7 @@ class PerdollarCallback(TrainerCallback):
             return
         print(f"perdollar: stored measurement {self.stored_id}", file=sys.stderr)
 
-    def _summary(self, args: Any) -> Measurement | None:
+    def _summary(self, args: TrainingArguments) -> Measurement | None:
         assert self.meter is not None
         steady_rates = [r.samples_per_second for r in self.readings if r.step > self.warmup_steps]
         if steady_rates:
@@ -122,7 +131,7 @@ class PerdollarCallback(TrainerCallback):
             warnings = ("one reading only: the run was shorter than one logging window after warm-up",)
         else:
             return None
-        extra: dict[str, Any] = {"source": "transformers.Trainer", "steps": self.meter.steps}
+        extra: dict[str, object] = {"source": "transformers.Trainer", "steps": self.meter.steps}
         if self.tokens_per_sample:
             extra["tokens_per_second"] = rate.median * self.tokens_per_sample
             extra["tokens_per_sample"] = self.tokens_per_sample
@@ -146,9 +155,12 @@ class PerdollarCallback(TrainerCallback):
         )
 
 
-def _sequence_length(loader: Any) -> int | None:
+def _sequence_length(loader: object) -> int | None:
+    dataset = getattr(loader, "dataset", None)
+    if dataset is None:
+        return None
     try:
-        first = loader.dataset[0]
+        first = dataset[0]
         return len(first["input_ids"]) if "input_ids" in first else None
     except (AttributeError, IndexError, KeyError, TypeError, ValueError):
         return None  # no indexable dataset of token ids: tokens/s is left out, samples/s stays

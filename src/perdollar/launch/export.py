@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perdollar.catalog.managed import MANAGED_SPOT_SOURCE, rate_for, service_instance_name
 from perdollar.configuration import Configuration, parse_configuration
 from perdollar.errors import PerdollarError
+from perdollar.jsonable import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from perdollar.catalog import Catalog
 
 FORMATS = ("sagemaker", "ec2")
 PLACEMENT_GROUP = "perdollar-cluster"
@@ -39,7 +43,7 @@ class CandidateSpec:
 
 
 def parse_candidate(text: str, *, cloud: str | None = None) -> CandidateSpec:
-    """Any configuration form (:mod:`perdollar.configuration`): ``"4x g5.4xlarge spot"``,
+    """Every configuration form (:mod:`perdollar.configuration`): ``"4x g5.4xlarge spot"``,
     ``"ml.g5.12xlarge"``, a label ``recommend`` prints; AWS and on-demand unless named."""
     configuration = parse_configuration(text)
     name = configuration.instance_type
@@ -66,7 +70,7 @@ def sagemaker_description(
     max_wait_hours: float | None,
     region: str,
     efa: bool = False,
-) -> dict[str, Any]:
+) -> JsonObject:
     """SageMaker PyTorch estimator settings plus the equivalent CreateTrainingJob request."""
     max_run = _hours_to_seconds(max_run_hours)
     max_wait = _hours_to_seconds(max_wait_hours) if max_wait_hours is not None else max(max_run, 24 * 3600)
@@ -76,8 +80,8 @@ def sagemaker_description(
             "SageMaker needs max_wait ≥ max_run for spot; raise --max-wait",
         )
     instance = f"ml.{candidate.instance_type}"
-    single_subnet = ["<one subnet id: keeps every instance in one availability zone>"]
-    estimator: dict[str, Any] = {
+    single_subnet: list[JsonValue] = ["<one subnet id: keeps every instance in one availability zone>"]
+    estimator: JsonObject = {
         "entry_point": "train.py",
         "source_dir": "<folder with train.py and requirements.txt>",
         "role": "<SageMaker execution role ARN>",
@@ -89,7 +93,8 @@ def sagemaker_description(
         "use_spot_instances": candidate.spot,
         "distribution": {"torch_distributed": {"enabled": True}} if candidate.count > 1 else None,
     }
-    request: dict[str, Any] = {
+    stopping: JsonObject = {"MaxRuntimeInSeconds": max_run}
+    request: JsonObject = {
         "TrainingJobName": f"perdollar-{candidate.instance_type.replace('.', '-')}-x{candidate.count}",
         "AlgorithmSpecification": {
             "TrainingImage": f"<PyTorch training image URI in {region}>",
@@ -98,12 +103,12 @@ def sagemaker_description(
         "RoleArn": "<SageMaker execution role ARN>",
         "OutputDataConfig": {"S3OutputPath": "s3://<bucket>/perdollar/output"},
         "ResourceConfig": {"InstanceType": instance, "InstanceCount": candidate.count, "VolumeSizeInGB": 100},
-        "StoppingCondition": {"MaxRuntimeInSeconds": max_run},
+        "StoppingCondition": stopping,
         "EnableManagedSpotTraining": candidate.spot,
     }
     if candidate.spot:
         estimator.update(max_wait=max_wait, checkpoint_s3_uri="s3://<bucket>/perdollar/checkpoints")
-        request["StoppingCondition"]["MaxWaitTimeInSeconds"] = max_wait
+        stopping["MaxWaitTimeInSeconds"] = max_wait
         # Spot capacity comes and goes: the job resumes from the last checkpoint SageMaker synced.
         request["CheckpointConfig"] = {
             "S3Uri": "s3://<bucket>/perdollar/checkpoints",
@@ -113,7 +118,7 @@ def sagemaker_description(
         estimator.update(subnets=single_subnet, security_group_ids=["<security group id>"])
         request["VpcConfig"] = {"Subnets": single_subnet, "SecurityGroupIds": ["<security group id>"]}
     estimator = {k: v for k, v in estimator.items() if v is not None}
-    notes = [
+    notes: list[JsonValue] = [
         "SageMaker cannot use a placement group; one subnet puts every instance in one availability zone.",
     ]
     if efa:
@@ -129,12 +134,12 @@ def sagemaker_description(
 
 def ec2_description(
     candidate: CandidateSpec, *, region: str, efa_interfaces: int = 0, zone: str | None = None
-) -> dict[str, Any]:
+) -> JsonObject:
     """A cluster placement group and the RunInstances (`ec2.create_instances`) parameters."""
-    placement: dict[str, Any] = {"GroupName": PLACEMENT_GROUP}
+    placement: JsonObject = {"GroupName": PLACEMENT_GROUP}
     if zone:
         placement["AvailabilityZone"] = zone
-    params: dict[str, Any] = {
+    params: JsonObject = {
         "ImageId": f"<Deep Learning AMI (PyTorch) id in {region}>",
         "InstanceType": candidate.instance_type,
         "MinCount": candidate.count,
@@ -183,7 +188,7 @@ def describe(
     max_run_hours: float = 24.0,
     max_wait_hours: float | None = None,
     efa_interfaces: int = 0,
-) -> dict[str, Any]:
+) -> JsonObject:
     if fmt not in FORMATS:
         raise PerdollarError(
             f"--format {fmt!r} is not one of {', '.join(FORMATS)}", "use --format sagemaker or ec2"
@@ -207,12 +212,12 @@ def describe(
 def describe_from_catalog(
     candidate: CandidateSpec,
     fmt: str,
-    catalog: Any,
+    catalog: Catalog,
     *,
     region: str | None = None,
     max_run_hours: float = 24.0,
     max_wait_hours: float | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """``describe`` for a catalog instance: its EFA count, the cheapest region, the price used."""
     instance = catalog.instance(candidate.instance_type, candidate.cloud)  # unknown names: "did you mean"
     market = "spot" if candidate.spot else "on-demand"
@@ -252,7 +257,7 @@ def describe_from_catalog(
 
 def sagemaker_price(
     cloud: str, instance_type: str, vm_price_per_hour: float, count: int, *, spot: bool = False
-) -> dict[str, Any]:
+) -> JsonObject:
     """SageMaker bills its own rate for ``ml.`` instances: the EC2 rate × (1 + its published
     surcharge); managed spot training bills that rate for seconds the spot discount shortens,
     which comes to the EC2 spot rate × the same factor (an estimate: no per-type rate is published)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from perdollar.launch.spec import (
     DEFAULT_BENCH_DURATION_S,
@@ -175,7 +174,7 @@ def job_for_estimate(
         max_steps=options.max_steps,
     )
     duration = bench_duration(caps, options.duration_s)
-    envs: dict[str, Any] = {"PERDOLLAR_CANDIDATE": estimate.label}
+    envs: dict[str, str] = {"PERDOLLAR_CANDIDATE": estimate.label}
     if options.max_steps is not None:
         envs["PERDOLLAR_MAX_STEPS"] = str(options.max_steps)
     return BenchmarkJob(

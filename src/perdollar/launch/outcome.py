@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
+from perdollar.jsonable import JsonObject
 from perdollar.launch.spec import RESULT_BEGIN, RESULT_END, BenchmarkJob
 from perdollar.measure.result import Measurement
 from perdollar.measure.serialize import measurement_from_dict
@@ -34,7 +36,7 @@ class JobOutcome:
         return 0.0 if self.status == "skipped" else self.job.caps.max_dollars
 
 
-def extract_result(log_text: str) -> tuple[dict[str, Any] | None, int | None]:
+def extract_result(log_text: str) -> tuple[JsonObject | None, int | None]:
     """The JSON result framed between the marker lines of a job log, and the exit status."""
     start = log_text.rfind(RESULT_BEGIN)
     if start < 0:
@@ -61,7 +63,7 @@ def extract_result(log_text: str) -> tuple[dict[str, Any] | None, int | None]:
     return (parsed if isinstance(parsed, dict) else None), exit_code
 
 
-def measurement_from_json(data: dict[str, Any]) -> Measurement:
+def measurement_from_json(data: Mapping[str, object]) -> Measurement:
     """A measurement from `perdollar bench --json` output."""
     return measurement_from_dict(data)
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perdollar.catalog.names import ec2_name_for_sagemaker
 from perdollar.configuration import Configuration
 from perdollar.errors import NothingFeasibleError, PerdollarError
 from perdollar.price.model import Estimate
+
+if TYPE_CHECKING:  # the select stage pulls in pandas; restricting a sweep never needs it
+    from perdollar.select.model import Recommendation
 
 
 def _machine(configuration: Configuration) -> str:
@@ -64,8 +67,8 @@ def select_only(
 
 
 def restrict_recommendation(
-    recommendation: Any, configurations: Sequence[Configuration], *, checked: bool = True
-) -> Any:
+    recommendation: Recommendation, configurations: Sequence[Configuration], *, checked: bool = True
+) -> Recommendation:
     """The recommendation with only the estimates ``configurations`` name; its Pareto and tie
     indices pointed into the full list, so they are dropped. ``checked``: refuse a configuration
     that names no feasible estimate (the user's input); a re-ranked answer is restricted as it is."""

@@ -11,17 +11,18 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from types import ModuleType
 
 import yaml
 
 from perdollar.errors import PerdollarError
 from perdollar.files import write_file_safely
+from perdollar.jsonable import JsonObject
 from perdollar.launch.outcome import JobOutcome, OutcomeStatus, outcome_from_log
 from perdollar.launch.spec import STORE_SECRET, BenchmarkJob
 
 
-def import_sky() -> Any:
+def import_sky() -> ModuleType:
     try:
         import sky
     except ImportError as error:
@@ -34,7 +35,7 @@ def import_sky() -> Any:
     return sky
 
 
-def _accelerators(job: BenchmarkJob) -> dict[str, float] | None:
+def _accelerators(job: BenchmarkJob) -> JsonObject | None:
     resources = job.resources
     if not resources.accelerator:
         return None
@@ -42,11 +43,11 @@ def _accelerators(job: BenchmarkJob) -> dict[str, float] | None:
     return {resources.accelerator: int(count) if float(count).is_integer() else count}
 
 
-def resources_config(job: BenchmarkJob) -> dict[str, Any]:
+def resources_config(job: BenchmarkJob) -> JsonObject:
     resources = job.resources
     # SkyPilot's one location key (cloud/region/zone) since `cloud:` and `region:` were deprecated.
     where = (resources.cloud, resources.region, resources.zone)
-    config: dict[str, Any] = {"infra": "/".join(part for part in where if part)}
+    config: JsonObject = {"infra": "/".join(part for part in where if part)}
     # GCP TPU VMs are asked for by accelerator alone; everything else by its exact shape.
     if not (resources.accelerator or "").startswith("tpu-"):
         config["instance_type"] = resources.instance_type
@@ -66,9 +67,9 @@ def resources_config(job: BenchmarkJob) -> dict[str, Any]:
     return config
 
 
-def task_config(job: BenchmarkJob) -> dict[str, Any]:
+def task_config(job: BenchmarkJob) -> JsonObject:
     """The SkyPilot task YAML of a job, as a dict (the schema of ``sky.Task.from_yaml``)."""
-    config: dict[str, Any] = {
+    config: JsonObject = {
         "name": job.name,
         "resources": resources_config(job),
         "num_nodes": job.resources.num_nodes,
@@ -125,7 +126,7 @@ def task_yaml(job: BenchmarkJob) -> str:
     return dump_task(task_config(job), lines)
 
 
-def dump_task(config: dict[str, Any], comments: Sequence[str]) -> str:
+def dump_task(config: JsonObject, comments: Sequence[str]) -> str:
     """A task file: comment lines, then the config with scripts as literal blocks."""
     one_line = (" ".join(line.splitlines()) for line in comments)  # each comment stays a comment
     text = "".join(f"# {line}\n" for line in one_line) + yaml.dump(
@@ -146,7 +147,7 @@ def write_task_yaml(job: BenchmarkJob, folder: Path) -> Path:
     return path
 
 
-def build_task(job: BenchmarkJob, sky: Any | None = None) -> Any:
+def build_task(job: BenchmarkJob, sky: ModuleType | None = None) -> object:
     """A ``sky.Task`` with its ``sky.Resources``, built through SkyPilot's Python API."""
     sky = sky or import_sky()
     config = resources_config(job)

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from perdollar.errors import PerdollarError
 from perdollar.launch.outcome import JobOutcome
@@ -213,8 +213,8 @@ def run_sweep(
     settings: SweepSettings,
     *,
     rerank: Callable[[Sequence[Measurement]], Sequence[Estimate]] | None = None,
-    record: Callable[[JobOutcome], Any] | None = None,
-    on_event: Callable[[str, Any], None] | None = None,
+    record: Callable[[JobOutcome], object] | None = None,
+    on_event: Callable[[str, object], None] | None = None,
 ) -> SweepResult:
     """Measure candidates by ``settings.strategy`` until the choice is stable or the money is spent."""
     if settings.parallel < 1:
@@ -338,7 +338,7 @@ def run_sweep(
     )
 
 
-def _run_one(executor: Executor, job: BenchmarkJob, notify: Callable[[str, Any], None]) -> JobOutcome:
+def _run_one(executor: Executor, job: BenchmarkJob, notify: Callable[[str, object], None]) -> JobOutcome:
     notify("start", job)
     try:
         return executor.run(job)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import Any
+
+from perdollar.jsonable import JsonObject, JsonValue
 
 RENDEZVOUS_PORT = 29500
 # perdollar's strategies in the names torch.distributed.fsdp.ShardingStrategy uses. ZeRO-1 has no
@@ -30,7 +31,7 @@ _PARAM_DTYPE = {"amp-bf16": "bfloat16", "bf16": "bfloat16", "amp-fp16": "float16
                 "fp8": "bfloat16", "fp8-rowwise": "bfloat16"}  # fmt: skip
 
 
-def plan_environment(plan: Mapping[str, Any], *, seq_len: int, global_batch: int,
+def plan_environment(plan: Mapping[str, object], *, seq_len: int, global_batch: int,
                      precision: str) -> dict[str, str]:  # fmt: skip
     """The variables that tell the training script how to shard, batch and checkpoint: one a
     concept, each holding one value the script can act on (a name, a number, 1 or 0)."""
@@ -64,7 +65,7 @@ def plan_environment(plan: Mapping[str, Any], *, seq_len: int, global_batch: int
     return environment
 
 
-def fsdp_settings(plan: Mapping[str, Any], precision: str) -> dict[str, Any]:
+def fsdp_settings(plan: Mapping[str, object], precision: str) -> JsonObject:
     """The same plan as the FSDP constructor's arguments, for a reader wiring them by hand."""
     dtype = _PARAM_DTYPE.get(precision)
     return {
@@ -99,13 +100,13 @@ def torchrun_command(script: str, script_args: Sequence[str], *, nodes: int, gpu
     return " ".join([*arguments, shlex.quote(script), *(shlex.quote(a) for a in script_args)])
 
 
-def torchrun_description(prediction: Mapping[str, Any], *, script: str, script_args: Sequence[str],
-                         label: str) -> dict[str, Any]:  # fmt: skip
+def torchrun_description(prediction: Mapping[str, JsonValue], *, script: str, script_args: Sequence[str],
+                         label: str) -> JsonObject:  # fmt: skip
     """What to run on each node: the environment and the command, with the plan they carry."""
-    plan, nodes = prediction["plan"], int(prediction["nodes"])
-    gpus = int(prediction["gpus"]) // nodes
-    environment = plan_environment(plan, seq_len=int(prediction["seq_len"]),
-                                   global_batch=int(prediction["global_batch"]),
+    plan, nodes = _plan(prediction), _whole(prediction, "nodes")
+    gpus = _whole(prediction, "gpus") // nodes
+    environment = plan_environment(plan, seq_len=_whole(prediction, "seq_len"),
+                                   global_batch=_whole(prediction, "global_batch"),
                                    precision=str(prediction["precision"]))  # fmt: skip
     command = torchrun_command(script, script_args, nodes=nodes, gpus_per_node=gpus)
     exports = [f"export {name}={shlex.quote(value)}" for name, value in environment.items()]
@@ -117,24 +118,24 @@ def torchrun_description(prediction: Mapping[str, Any], *, script: str, script_a
         "gpus_per_node": gpus,
         "plan": plan,
         "plan_text": prediction.get("plan_text", ""),
-        "environment": environment,
+        "environment": dict(environment),
         "fsdp": fsdp_settings(plan, str(prediction["precision"])),
         "command": command,
         "script": "\n".join([*before, *exports, command]) + "\n",
     }
 
 
-def skypilot_training_task(prediction: Mapping[str, Any], *, script: str, script_args: Sequence[str],
-                           spot: bool, region: str | None, name: str) -> dict[str, Any]:  # fmt: skip
+def skypilot_training_task(prediction: Mapping[str, JsonValue], *, script: str, script_args: Sequence[str],
+                           spot: bool, region: str | None, name: str) -> JsonObject:  # fmt: skip
     """A SkyPilot task: ``num_nodes`` co-located nodes running the plan under ``torchrun``.
 
     The instance type alone names the machine (SkyPilot knows its GPUs), so no accelerator name
     from perdollar's catalog has to match SkyPilot's vocabulary.
     """
-    plan, nodes = prediction["plan"], int(prediction["nodes"])
-    gpus = int(prediction["gpus"]) // nodes
+    plan, nodes = _plan(prediction), _whole(prediction, "nodes")
+    gpus = _whole(prediction, "gpus") // nodes
     infra = "/".join(part for part in (str(prediction["cloud"]), region) if part)
-    resources: dict[str, Any] = {
+    resources: JsonObject = {
         "infra": infra,
         "instance_type": prediction["instance_type"],
         "use_spot": spot,
@@ -148,11 +149,27 @@ def skypilot_training_task(prediction: Mapping[str, Any], *, script: str, script
         "num_nodes": nodes,
         "resources": resources,
         "workdir": ".",
-        "envs": plan_environment(
-            plan,
-            seq_len=int(prediction["seq_len"]),
-            global_batch=int(prediction["global_batch"]),
-            precision=str(prediction["precision"]),
+        "envs": dict(
+            plan_environment(
+                plan,
+                seq_len=_whole(prediction, "seq_len"),
+                global_batch=_whole(prediction, "global_batch"),
+                precision=str(prediction["precision"]),
+            )
         ),
         "run": torchrun_command(script, script_args, nodes=nodes, gpus_per_node=gpus, skypilot=True) + "\n",
     }
+
+
+def _plan(prediction: Mapping[str, JsonValue]) -> JsonObject:
+    plan = prediction["plan"]
+    if not isinstance(plan, dict):
+        raise TypeError(f"the prediction's plan is {type(plan).__name__}, not an object")
+    return plan
+
+
+def _whole(prediction: Mapping[str, JsonValue], name: str) -> int:
+    value = prediction[name]
+    if value is None or isinstance(value, list | dict):
+        raise TypeError(f"the prediction's {name} is {type(value).__name__}, not a number")
+    return int(value)

@@ -16,11 +16,15 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING
 
 from perdollar.errors import PerdollarError
 from perdollar.lifeline import child_preexec, scratch_folder, termination_raises
+from perdollar.measure.bench_records import BenchResult, BenchSpec
 from perdollar.measure.worker import PROGRESS_PREFIX, classify_failure
+
+if TYPE_CHECKING:
+    from perdollar.workload.spec import Workload
 
 ProgressCallback = Callable[[str, float], None]
 
@@ -28,7 +32,7 @@ ProgressCallback = Callable[[str, float], None]
 class _ChildWatcher:
     """Reads the child's stdout: progress lines go to the callback, the rest is kept as a tail."""
 
-    def __init__(self, stream: Any, progress: ProgressCallback | None) -> None:
+    def __init__(self, stream: IO[str] | None, progress: ProgressCallback | None) -> None:
         self.tail: deque[str] = deque(maxlen=40)
         self._stream = stream
         self._progress = progress
@@ -39,6 +43,8 @@ class _ChildWatcher:
         # This thread must drain the pipe until the child closes it, whatever a line holds: if it
         # stopped, the pipe would fill, the child block on its next print, and a healthy run be
         # recorded as a timeout.
+        if self._stream is None:  # Popen gives a stream: stdout is a pipe
+            return
         for line in iter(self._stream.readline, ""):
             progress = parse_progress(line)
             if progress is None:
@@ -74,8 +80,8 @@ def _kill_group(process: subprocess.Popen[str]) -> None:
     process.wait()
 
 
-def run_child(payload: dict[str, Any], *, timeout_s: float,
-              progress: ProgressCallback | None = None) -> dict[str, Any]:
+def run_child(payload: BenchSpec, *, timeout_s: float,
+              progress: ProgressCallback | None = None) -> BenchResult:
     """Run the worker on ``payload``; return its result, or a failure the parent observed."""
     with termination_raises(), scratch_folder("perdollar-bench-") as scratch:
         spec_path, result_path = Path(scratch, "spec.json"), Path(scratch, "result.json")
@@ -109,7 +115,7 @@ def run_child(payload: dict[str, Any], *, timeout_s: float,
     return _observed_failure(process.returncode, stderr_tail, list(watcher.tail))
 
 
-def run_forked(workload: Any, payload: dict[str, Any], *, timeout_s: float) -> dict[str, Any]:
+def run_forked(workload: Workload, payload: BenchSpec, *, timeout_s: float) -> BenchResult:
     """Like :func:`run_child` for a Workload that exists only in this process's memory.
 
     Forking is the only way to hand such an object to a child. CUDA does not survive a fork,
@@ -146,7 +152,7 @@ def run_forked(workload: Any, payload: dict[str, Any], *, timeout_s: float) -> d
     return _observed_failure(process.exitcode or 0, "", [])
 
 
-def _observed_failure(returncode: int, stderr_tail: str, stdout_tail: list[str]) -> dict[str, Any]:
+def _observed_failure(returncode: int, stderr_tail: str, stdout_tail: list[str]) -> BenchResult:
     if returncode < 0:
         name = signal.Signals(-returncode).name
         if -returncode == signal.SIGKILL:
@@ -160,11 +166,12 @@ def _observed_failure(returncode: int, stderr_tail: str, stdout_tail: list[str])
             "stdout_tail": stdout_tail}
 
 
-def _read_result(result_path: Path) -> dict[str, Any]:
-    result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
+def _read_result(result_path: Path) -> BenchResult:
+    # The worker wrote it (measure_prepared, failure_payload); JSON has no record of its type.
+    result: BenchResult = json.loads(result_path.read_text(encoding="utf-8"))
     return result
 
 
-def _timed_out(timeout_s: float) -> dict[str, Any]:
+def _timed_out(timeout_s: float) -> BenchResult:
     return {"status": "timeout", "message": f"no result within the {timeout_s:.0f} s timeout "
             "(the workload hung or is too slow)"}

@@ -11,13 +11,21 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from perdollar.measure.bench_records import BenchResult, BenchSpec
 from perdollar.measure.loop import Coordinator
+from perdollar.measure.result import Status
+
+if TYPE_CHECKING:
+    from torch.distributed import ProcessGroup
+
+    from perdollar.workload.spec import Workload
+    from perdollar.workload.step import StepRunner
 
 
 class DistributedCoordinator(Coordinator):
-    def __init__(self, group: Any) -> None:
+    def __init__(self, group: ProcessGroup) -> None:
         self.group = group
 
     def agree_stop(self, local_stop: bool) -> bool:
@@ -38,7 +46,7 @@ class DistributedCoordinator(Coordinator):
         return int(holder.item())
 
 
-def wrap_data_parallel(runner: Any, device: str) -> None:
+def wrap_data_parallel(runner: StepRunner, device: str) -> None:
     """Swap the runner's model for its DDP wrapper, so ``runner.run`` all-reduces gradients."""
     from torch.nn.parallel import DistributedDataParallel
 
@@ -50,7 +58,9 @@ def wrap_data_parallel(runner: Any, device: str) -> None:
         object.__setattr__(runner, "model", wrapped)
 
 
-def _rank_main(rank: int, spec: dict[str, Any], init_file: str, out_dir: str, given: Any = None) -> None:
+def _rank_main(
+    rank: int, spec: BenchSpec, init_file: str, out_dir: str, given: Workload | None = None
+) -> None:
     import torch
     import torch.distributed as dist
 
@@ -91,20 +101,20 @@ def _rank_main(rank: int, spec: dict[str, Any], init_file: str, out_dir: str, gi
         payload["backend"] = dist.get_backend()
         payload["world_size"] = world
         if plan is not None:
-            payload.update(plan_record(plan, world, precision=workload.precision, device=device))
+            payload = {**payload, **plan_record(plan, world, precision=workload.precision, device=device)}
         Path(out_dir, f"rank{rank}.json").write_text(json.dumps(payload), encoding="utf-8")
     except BaseException as error:
         # The rank's own account of its failure: the parent sees only torch's wrapped traceback.
         from perdollar.measure.worker import failure_payload
 
-        failure = {**failure_payload(error), "rank": rank}
+        failure: BenchResult = {**failure_payload(error), "rank": rank}
         Path(out_dir, f"rank{rank}-failure.json").write_text(json.dumps(failure), encoding="utf-8")
         raise
     finally:
         dist.destroy_process_group()
 
 
-def run_ranks(spec: dict[str, Any], workload: Any | None = None) -> dict[str, Any]:
+def run_ranks(spec: BenchSpec, workload: Workload | None = None) -> BenchResult:
     """Start ``spec['nproc']`` ranks, wait for them, and return rank 0's result.
 
     Ranks are spawned fresh and load the workload from its spec; an in-memory ``workload`` can
@@ -124,21 +134,22 @@ def run_ranks(spec: dict[str, Any], workload: Any | None = None) -> dict[str, An
                                join=True, start_method="spawn" if workload is None else "fork")
         except ProcessException as error:
             return _rank_failure(error, Path(scratch))
-        payload: dict[str, Any] = json.loads(Path(scratch, "rank0.json").read_text(encoding="utf-8"))
+        # rank 0 wrote it with measure_prepared
+        payload: BenchResult = json.loads(Path(scratch, "rank0.json").read_text(encoding="utf-8"))
     return payload
 
 
-def _rank_failure(error: Exception, scratch: Path) -> dict[str, Any]:
+def _rank_failure(error: Exception, scratch: Path) -> BenchResult:
     """One line on the first rank that failed: its own report, else how it ended."""
     reports = sorted(scratch.glob("rank*-failure.json"))
     if reports:
-        failure: dict[str, Any] = json.loads(reports[0].read_text(encoding="utf-8"))
+        failure: BenchResult = json.loads(reports[0].read_text(encoding="utf-8"))
         failure["message"] = f"rank {failure['rank']}: {failure['message']}"
         return failure
     rank = getattr(error, "error_index", "?")
     signal_name = getattr(error, "signal_name", None)
     if signal_name:
-        status = "oom" if signal_name == "SIGKILL" else "killed"
+        status: Status = "oom" if signal_name == "SIGKILL" else "killed"
         return {"status": status, "message": f"rank {rank} died of {signal_name}"}
     code = getattr(error, "exit_code", None)
     return {"status": "error", "message": f"rank {rank} exited with code {code}"}

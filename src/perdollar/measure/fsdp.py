@@ -13,9 +13,15 @@ gloo carries the collectives on the CPU, NCCL on GPUs (see ``distributed.py``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perdollar.errors import PerdollarError
+from perdollar.measure.bench_records import PlanRecord
+
+if TYPE_CHECKING:
+    import torch
+
+    from perdollar.workload.step import StepRunner
 
 # FSDP1's names for what each strategy shards (FSDP2 spells them as reshard_after_forward).
 SHARDING = {"ddp": "NO_SHARD", "zero2": "SHARD_GRAD_OP", "fsdp": "FULL_SHARD"}
@@ -88,11 +94,11 @@ def collective_dtype(precision: str, device: str) -> str | None:
     return str(dtype).removeprefix("torch.") if dtype is not None else None
 
 
-def _block_classes(model: Any) -> set[type]:
+def _block_classes(model: torch.nn.Module) -> set[type]:
     return {type(module) for module in model.modules() if type(module).__name__.endswith(_BLOCK_SUFFIXES)}
 
 
-def wrap_for_plan(runner: Any, device: str, plan: BenchPlan) -> None:
+def wrap_for_plan(runner: StepRunner, device: str, plan: BenchPlan) -> None:
     """Shard the runner's model as the plan says and give it a fresh optimizer.
 
     ``ddp`` is DistributedDataParallel itself. ``zero2`` and ``fsdp`` use FSDP2 (``fully_shard``,
@@ -120,10 +126,13 @@ def wrap_for_plan(runner: Any, device: str, plan: BenchPlan) -> None:
         wrap_data_parallel(runner, device)
         if dtype_name is not None:
             from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+            from torch.nn.parallel import DistributedDataParallel
 
             compress = {"bfloat16": default_hooks.bf16_compress_hook,
                         "float16": default_hooks.fp16_compress_hook}  # fmt: skip
-            runner.model.register_comm_hook(None, compress[dtype_name])
+            wrapped = runner.model  # the DDP wrapper wrap_data_parallel just set
+            if isinstance(wrapped, DistributedDataParallel):
+                wrapped.register_comm_hook(None, compress[dtype_name])
         return
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
@@ -146,7 +155,7 @@ def wrap_for_plan(runner: Any, device: str, plan: BenchPlan) -> None:
         object.__setattr__(runner, "optimizer", make_optimizer(runner.workload, model))
 
 
-def plan_record(plan: BenchPlan, world: int, *, precision: str, device: str) -> dict[str, Any]:
+def plan_record(plan: BenchPlan, world: int, *, precision: str, device: str) -> PlanRecord:
     """What the measurement keeps of the plan, so it can be matched to predictions of it."""
     return {
         "plan": plan.token(),

@@ -81,8 +81,7 @@ def main(argv: list[str]) -> int:
     try:
         payload = _child(spec)
     except BaseException as error:  # the workload's failure is the result
-        payload = failure_payload(error)
-        payload["workload_name"] = spec.get("workload", "")
+        payload = {**failure_payload(error), "workload_name": spec.get("workload", "")}
     temporary = result_path.with_suffix(".partial")
     temporary.write_text(json.dumps(payload, allow_nan=True), encoding="utf-8")
     os.replace(temporary, result_path)

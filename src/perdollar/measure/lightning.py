@@ -7,10 +7,32 @@ Lightning is optional: this module imports without it, and only building the cal
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, TypedDict, Unpack
 
 from perdollar.errors import PerdollarError
-from perdollar.measure.meter import Meter
+from perdollar.measure.meter import Meter, MeterReading
+
+
+class MeterOptions(TypedDict, total=False):
+    """:class:`~perdollar.measure.meter.Meter`'s keyword arguments after the batch size."""
+
+    world_size: int
+    price_per_hour: float | None
+    instance_type: str | None
+    market: str
+    nodes: int
+    log_every: int
+    warmup_steps: int
+    sink: Callable[[MeterReading], None] | None
+    sync: Callable[[], None] | None
+    clock: Callable[[], float]
+
+
+class _LogsMetrics(Protocol):
+    """What the callback uses of a ``LightningModule``."""
+
+    def log(self, name: str, value: float) -> None: ...
 
 
 def _callback_base() -> type | None:
@@ -24,8 +46,9 @@ def _callback_base() -> type | None:
     return None
 
 
-def MeterCallback(batch_size: int, **meter_options: Any) -> Any:
-    """A Lightning ``Callback`` that steps a Meter after every training batch.
+def MeterCallback(batch_size: int, **meter_options: Unpack[MeterOptions]) -> Any:
+    """A Lightning ``Callback`` that steps a Meter after every training batch (an instance of
+    Lightning's own ``Callback``, a class known only once Lightning is imported).
 
     ``world_size`` defaults to the trainer's, and each reading is also logged through the
     module's ``log`` (``perf/samples_per_second``, ``perf/samples_per_dollar``).
@@ -40,11 +63,11 @@ def MeterCallback(batch_size: int, **meter_options: Any) -> Any:
             super().__init__()
             self.meter: Meter | None = None
 
-        def on_train_start(self, trainer: Any, pl_module: Any) -> None:
-            options = {"world_size": getattr(trainer, "world_size", 1), **meter_options}
+        def on_train_start(self, trainer: object, pl_module: object) -> None:
+            options: MeterOptions = {"world_size": getattr(trainer, "world_size", 1), **meter_options}
             self.meter = Meter(batch_size, **options)
 
-        def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
+        def on_train_batch_end(self, trainer: object, pl_module: _LogsMetrics, outputs: object, batch: object,
                                batch_idx: int) -> None:
             if self.meter is None:
                 return

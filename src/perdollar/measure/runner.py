@@ -11,10 +11,12 @@ import datetime as dt
 import hashlib
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from perdollar.errors import PerdollarError
+from perdollar.measure.bench_records import BenchResult, BenchSpec, LoopSettingsFields
 from perdollar.measure.child import ProgressCallback, run_child, run_forked
 from perdollar.measure.host import host_fingerprint
 from perdollar.measure.loop import LoopSettings
@@ -45,8 +47,8 @@ def _now() -> str:
 
 
 def _workload_reference(
-    spec: Any, batch_size: int | None, precision: str | None, kind: Kind | None, timeout_s: float
-) -> tuple[Any, str | None]:
+    spec: str | Workload, batch_size: int | None, precision: str | None, kind: Kind | None, timeout_s: float
+) -> tuple[Workload, str | None]:
     """The loaded workload and the string a fresh child loads it from (None: fork with the object)."""
     from perdollar.workload import load_workload, reference_names
 
@@ -87,7 +89,7 @@ def _mfu(
 
 
 def failed_to_load(
-    spec: Any,
+    spec: str | Workload,
     failure: UserCodeFailed,
     *,
     mode: Mode,
@@ -122,16 +124,17 @@ def make_spec(
     duration_s: float,
     batch_size: int | None,
     precision: str | None,
-    kind: str | None,
+    kind: Kind | None,
     nproc: int,
     device: str,
     memory_limit_bytes: int | None,
     settings: LoopSettings | None,
     plan: str | None = None,
-) -> dict[str, Any]:
+) -> BenchSpec:
     settings = settings or LoopSettings(duration_s=duration_s)
-    return {
-        **({"plan": plan} if plan else {}),
+    # asdict of a LoopSettings holds exactly its fields.
+    fields = cast(LoopSettingsFields, {**asdict(settings), "duration_s": duration_s})
+    spec: BenchSpec = {
         "workload": reference,
         "mode": mode,
         "batch_size": batch_size,
@@ -140,12 +143,15 @@ def make_spec(
         "nproc": nproc,
         "device": device,
         "memory_limit_bytes": memory_limit_bytes,
-        "settings": {**asdict(settings), "duration_s": duration_s},
+        "settings": fields,
     }
+    if plan:
+        spec = {"plan": plan, **spec}
+    return spec
 
 
 def to_measurement(
-    result: dict[str, Any], *, workload: Workload, mode: Mode, nproc: int, started_at: str, wall_s: float
+    result: BenchResult, *, workload: Workload, mode: Mode, nproc: int, started_at: str, wall_s: float
 ) -> Measurement:
     host = host_fingerprint()
     status = result["status"]
@@ -168,12 +174,14 @@ def to_measurement(
         "collective_dtype",
         "where",
     )
-    extra = {key: result[key] for key in extra_keys if key in result}
+    fields: Mapping[str, object] = result
+    extra = {key: fields[key] for key in extra_keys if key in fields}
     rate = Rate(**result["rate"]) if status == "ok" else None
     tokens_per_sample = workload.config.get("tokens_per_sample")
     if rate and isinstance(tokens_per_sample, int | float) and tokens_per_sample:  # priced by the token
         extra["tokens_per_second"] = rate.median * int(tokens_per_sample)
     accelerators = 1 if nproc == 1 else nproc
+    cv = result.get("cv")
     return Measurement(
         status=status,
         mode=mode,
@@ -186,7 +194,7 @@ def to_measurement(
         host=host,
         started_at=started_at,
         samples_per_second=rate,
-        cv=result.get("cv") if result.get("cv") is None or math.isfinite(result["cv"]) else None,
+        cv=cv if cv is None or math.isfinite(cv) else None,
         step_time_ms=result.get("step_time_ms", {}),
         utilization=result.get("utilization", {}),
         peak_memory_bytes=result.get("peak_memory_bytes"),
@@ -202,7 +210,7 @@ def to_measurement(
 
 
 def run_benchmark(
-    spec: Any,
+    spec: str | Workload,
     *,
     mode: str = "cached-input",
     duration_s: float = DEFAULT_DURATION_S,
@@ -273,7 +281,7 @@ def run_benchmark(
         )
         left = deadline - clock
         if left <= 0:
-            result: dict[str, Any] = {"status": "timeout"}
+            result: BenchResult = {"status": "timeout"}
         elif reference is None:
             # A forked child shares this process's stdout: progress lines would land in the output.
             result = run_forked(workload, {**payload, "progress": False}, timeout_s=left)

@@ -92,9 +92,9 @@ class SystemSampler:
         """The boards' summed power over the run (empty without NVML or a GPU)."""
         return self._power.trace if self._power is not None else PowerTrace()
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, float | list[float]]:
         """Means over the run (peaks for memory), in named units."""
-        result: dict[str, Any] = {"samples": len(self._cpu)}
+        result: dict[str, float | list[float]] = {"samples": len(self._cpu)}
         if self._cpu:
             per_core = [statistics.fmean(core) for core in zip(*self._cpu, strict=False)]
             result["cpu_percent_per_core"] = [round(value, 1) for value in per_core]

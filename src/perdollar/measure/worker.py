@@ -14,12 +14,21 @@ import resource
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from perdollar.measure.bench_records import BenchResult, BenchSpec
 from perdollar.measure.result import Status
 from perdollar.sandbox import mark_sandboxed, user_frame
+
+if TYPE_CHECKING:
+    import torch
+
+    from perdollar.measure.loop import Coordinator, LoopSettings
+    from perdollar.measure.modes import PreparedStep
+    from perdollar.workload.spec import Workload
 
 PROGRESS_PREFIX = "PERDOLLAR-PROGRESS"
 
@@ -39,17 +48,19 @@ def classify_failure(text: str) -> Status:
     return "oom" if any(word in lowered for word in _OOM_WORDS) else "error"
 
 
-def failure_payload(error: BaseException) -> dict[str, Any]:
+def failure_payload(error: BaseException) -> BenchResult:
     kind = type(error).__name__
     text = f"{kind}: {error}"
-    status = "oom" if isinstance(error, MemoryError) else classify_failure(text)
+    status: Status = "oom" if isinstance(error, MemoryError) else classify_failure(text)
     where = user_frame(error)
-    return {
+    payload: BenchResult = {
         "status": status,
         "message": (text[:800] + (f" (at {where})" if where else "")),
         "traceback": "".join(traceback.format_exception(error))[-4000:],
-        **({"where": where} if where else {}),
     }
+    if where:
+        payload["where"] = where
+    return payload
 
 
 class _ProgressReporter:
@@ -70,14 +81,14 @@ def _silent(phase: str, fraction: float) -> None:
     return None
 
 
-def load_spec_workload(spec: dict[str, Any]) -> Any:
+def load_spec_workload(spec: BenchSpec) -> Workload:
     from perdollar.workload import load_workload
 
     return load_workload(spec["workload"], batch_size=spec.get("batch_size"),
                          precision=spec.get("precision"), kind=spec.get("kind"))
 
 
-def loop_settings(spec: dict[str, Any]) -> Any:
+def loop_settings(spec: BenchSpec) -> LoopSettings:
     from perdollar.measure.loop import LoopSettings
 
     return LoopSettings(**spec.get("settings", {}))
@@ -100,12 +111,14 @@ class _CudaEventSteps:
     the stream give every step's device time without a synchronise per step.
     """
 
-    def __init__(self, step: Any) -> None:
+    def __init__(self, step: Callable[[], object]) -> None:
         import torch
 
         self._step = step
         self._event = torch.cuda.Event
-        self.pairs: collections.deque[tuple[Any, Any]] = collections.deque(maxlen=200_000)
+        self.pairs: collections.deque[tuple[torch.cuda.Event, torch.cuda.Event]] = collections.deque(
+            maxlen=200_000
+        )
 
     def __call__(self) -> object:
         start, end = self._event(enable_timing=True), self._event(enable_timing=True)
@@ -121,7 +134,7 @@ class _CudaEventSteps:
         return [start.elapsed_time(end) / 1e3 for start, end in pairs]
 
 
-def _precision_warnings(prepared: Any, spec: dict[str, Any], device: str) -> list[str]:
+def _precision_warnings(prepared: PreparedStep, spec: BenchSpec, device: str) -> list[str]:
     # CPUs have no fast fp16 arithmetic: PyTorch emulates it, often ten times slower than fp32,
     # which says nothing about how the workload runs on an accelerator.
     workload = getattr(prepared.runner, "workload", None)
@@ -132,8 +145,8 @@ def _precision_warnings(prepared: Any, spec: dict[str, Any], device: str) -> lis
     return []
 
 
-def measure_prepared(prepared: Any, spec: dict[str, Any], device: str, *,
-                     coordinator: Any = None, report: bool = True) -> dict[str, Any]:
+def measure_prepared(prepared: PreparedStep, spec: BenchSpec, device: str, *,
+                     coordinator: Coordinator | None = None, report: bool = True) -> BenchResult:
     """Run the timing loop on a prepared step and describe the outcome as plain JSON data."""
     import torch
 
@@ -142,7 +155,7 @@ def measure_prepared(prepared: Any, spec: dict[str, Any], device: str, *,
     from perdollar.measure.system import SystemSampler
 
     on_gpu = device.startswith("cuda")
-    step = _CudaEventSteps(prepared.step) if on_gpu else prepared.step
+    step: Callable[[], object] = _CudaEventSteps(prepared.step) if on_gpu else prepared.step
     if on_gpu:
         torch.cuda.reset_peak_memory_stats()
     with SystemSampler() as sampler:
@@ -164,6 +177,8 @@ def measure_prepared(prepared: Any, spec: dict[str, Any], device: str, *,
     from perdollar.measure.power import power_summary
 
     utilization.update(power_summary(sampler.power_trace, summary.step_time_ms.get("mean", 0.0) / 1e3))
+    rss_peak = utilization.get("rss_peak_bytes")
+    rss_peak_bytes = rss_peak if isinstance(rss_peak, int | float) else None
     host_ms = None
     # Single-process runs only: ranks of a data-parallel run would leave their collectives unmatched.
     if on_gpu and coordinator is None:
@@ -182,7 +197,7 @@ def measure_prepared(prepared: Any, spec: dict[str, Any], device: str, *,
             *summary.warnings, *_precision_warnings(prepared, spec, device), *spec.get("extra_warnings", ()),
         ],
         "utilization": utilization,
-        "peak_memory_bytes": peak_memory_bytes(device, utilization.get("rss_peak_bytes")),
+        "peak_memory_bytes": peak_memory_bytes(device, rss_peak_bytes),
         "device": device,
         "warmup_steps": result.warmup_steps,
         "timed_steps": result.timed_steps,
@@ -194,7 +209,7 @@ def measure_prepared(prepared: Any, spec: dict[str, Any], device: str, *,
     }
 
 
-def run_spec(spec: dict[str, Any], workload: Any | None = None) -> dict[str, Any]:
+def run_spec(spec: BenchSpec, workload: Workload | None = None) -> BenchResult:
     """One benchmark as described by ``spec`` (see :func:`perdollar.measure.runner.make_spec`).
 
     ``workload`` is given when the child was forked with the Workload object already in memory.
@@ -220,7 +235,7 @@ def _limit_memory(limit_bytes: int | None) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit_bytes, limit_bytes))
 
 
-def run_and_write(spec: dict[str, Any], result_path: Path, workload: Any | None = None) -> int:
+def run_and_write(spec: BenchSpec, result_path: Path, workload: Workload | None = None) -> int:
     try:
         _limit_memory(spec.get("memory_limit_bytes"))
         payload = run_spec(spec, workload)
@@ -245,7 +260,7 @@ FORK_THREAD_WARNING = (
 )
 
 
-def forked_main(spec: dict[str, Any], result_path: str, workload: Any) -> None:
+def forked_main(spec: BenchSpec, result_path: str, workload: Workload) -> None:
     """Entry of a forked child that already holds the Workload object.
 
     OpenMP's thread pool does not survive a fork (the first parallel region of the child hangs

@@ -13,41 +13,46 @@ import json
 import math
 import types
 import typing
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, TypeVar
 
+from perdollar.jsonable import JsonObject, JsonValue
 from perdollar.jsonable import to_jsonable as to_plain
 from perdollar.measure.result import Measurement
 from perdollar.measure.serialize import measurement_from_dict, measurement_to_dict
 from perdollar.question import Question, upgrade_legacy_payload
 
 if TYPE_CHECKING:  # importing the select stage pulls in pandas; writers of measurements never need it
+    from _typeshed import DataclassInstance
+
     from perdollar.price.model import Estimate
     from perdollar.select.model import Recommendation
 
 T = TypeVar("T")
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     return json.dumps(to_plain(value), allow_nan=False, sort_keys=True)
 
 
-def build(cls: type[T], data: dict[str, Any], **overrides: Any) -> T:
+def build(cls: type[T], data: Mapping[str, object], **overrides: object) -> T:
     """``cls(**data)`` keeping only the fields ``cls`` has (old/new payloads stay readable),
     turning JSON lists back into tuples and nested dicts back into dataclasses by the field types."""
     hints = _hints(cls)
-    kwargs = {}
+    kwargs: dict[str, object] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.name in overrides:
             kwargs[f.name] = overrides[f.name]
         elif f.name in data:
-            kwargs[f.name] = _decode(hints.get(f.name, Any), data[f.name])
+            kwargs[f.name] = _decode(hints.get(f.name, object), data[f.name])
     return cls(**kwargs)
 
 
-_HINTS: dict[type, dict[str, Any]] = {}
+# Each field's declared type, as ``typing.get_type_hints`` gives it (a class or a typing form).
+_HINTS: dict[type, dict[str, object]] = {}
 
 
-def _hints(cls: type) -> dict[str, Any]:
+def _hints(cls: type) -> dict[str, object]:
     # A dict, not functools.cache: typeshed's cache takes Hashable arguments, and mypy sees no class as one.
     hints = _HINTS.get(cls)
     if hints is None:
@@ -55,25 +60,25 @@ def _hints(cls: type) -> dict[str, Any]:
     return hints
 
 
-def _decode(hint: Any, value: Any) -> Any:
+def _decode(hint: object, value: object) -> object:
     if value is None:
         return None
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
         options = [a for a in typing.get_args(hint) if a is not type(None)]
         return _decode(options[0], value) if len(options) == 1 else value
-    if dataclasses.is_dataclass(hint) and isinstance(value, dict):
-        return build(hint, value)  # type: ignore[arg-type]
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint) and isinstance(value, dict):
+        return build(hint, value)
     if origin is tuple and isinstance(value, list):
         args = typing.get_args(hint)
-        element = args[0] if len(args) == 2 and args[1] is Ellipsis else Any
+        element = args[0] if len(args) == 2 and args[1] is Ellipsis else object
         return tuple(_decode(element, v) for v in value)
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     return value
 
 
-def mistyped(value: Any, where: str = "") -> str | None:
+def mistyped(value: DataclassInstance, where: str = "") -> str | None:
     """The first field of a rebuilt dataclass (``value``, nested ones included) whose value is not
     of the type its field declares, said in a few words; None when every one is.
 
@@ -83,14 +88,16 @@ def mistyped(value: Any, where: str = "") -> str | None:
     """
     hints = _hints(type(value))
     for item in dataclasses.fields(value):
-        problem = _wrong_type(hints.get(item.name, Any), getattr(value, item.name), f"{where}{item.name}")
+        problem = _wrong_type(hints.get(item.name, object), getattr(value, item.name), f"{where}{item.name}")
         if problem:
             return problem
     return None
 
 
-def _wrong_type(hint: Any, value: Any, name: str) -> str | None:
-    if value is None or hint is Any:
+def _wrong_type(hint: object, value: object, name: str) -> str | None:
+    # An undeclared field (``object``) or one typed as anything at all gets no check: get_origin
+    # finds no form in either and neither is a class checked below.
+    if value is None:
         return None
     shown = repr(value)[:40]
     origin = typing.get_origin(hint)
@@ -101,7 +108,9 @@ def _wrong_type(hint: Any, value: Any, name: str) -> str | None:
         allowed = typing.get_args(hint)
         return None if value in allowed else f"{name} is {shown}, not one of {', '.join(map(str, allowed))}"
     if dataclasses.is_dataclass(hint):
-        return mistyped(value, f"{name}.") if dataclasses.is_dataclass(value) else f"{name} is {shown}"
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return mistyped(value, f"{name}.")
+        return f"{name} is {shown}"
     if origin is tuple:
         if not isinstance(value, tuple | list):
             return f"{name} is {shown}, not a list"
@@ -127,36 +136,58 @@ def _wrong_type(hint: Any, value: Any, name: str) -> str | None:
     return None
 
 
+# --- readers of stored documents ---------------------------------------------------------
+
+
+def _object(value: JsonValue, what: str) -> JsonObject:
+    if not isinstance(value, dict):
+        raise TypeError(f"the stored {what} is {type(value).__name__}, not an object")
+    return value
+
+
+def _listed(value: JsonValue | tuple[()], what: str) -> list[JsonValue] | tuple[()]:
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"{what} is {type(value).__name__}, not a list")
+    return value
+
+
+def _number(value: JsonValue, what: str) -> float:
+    if isinstance(value, list | dict) or value is None:
+        raise TypeError(f"{what} is {type(value).__name__}, not a number")
+    return float(value)
+
+
 # --- measurements -------------------------------------------------------------------------
 
 
-def measurement_to_payload(measurement: Measurement) -> dict[str, Any]:
+def measurement_to_payload(measurement: Measurement) -> JsonValue:
     return to_plain(measurement_to_dict(measurement))
 
 
-def measurement_from_payload(payload: dict[str, Any]) -> Measurement:
-    return measurement_from_dict(payload)
+def measurement_from_payload(payload: JsonValue) -> Measurement:
+    return measurement_from_dict(_object(payload, "measurement"))
 
 
 # --- recommendations ----------------------------------------------------------------------
 
 
-def recommendation_to_payload(recommendation: Recommendation) -> dict[str, Any]:
+def recommendation_to_payload(recommendation: Recommendation) -> JsonObject:
     return to_plain(recommendation)
 
 
-def question_from_payload(payload: dict[str, Any]) -> Question:
+def question_from_payload(payload: JsonValue) -> Question:
     """A stored question, those of earlier versions (a free ``options`` dictionary) included."""
-    return build(Question, upgrade_legacy_payload(payload))
+    return build(Question, upgrade_legacy_payload(_object(payload, "question")))
 
 
-def _estimate_from_payload(payload: dict[str, Any]) -> Estimate:
+def _estimate_from_payload(document: JsonValue) -> Estimate:
     from perdollar.price.model import Estimate
 
+    payload = _object(document, "estimate")
     # JSON has no NaN/inf: they were written as null; a missing rate reads back as NaN so that
     # arithmetic on it stays honest rather than raising.
     numbers = {
-        name: (math.nan if payload.get(name) is None else float(payload[name]))
+        name: (math.nan if payload.get(name) is None else _number(payload[name], name))
         for name in (
             "samples_per_second",
             "samples_per_second_low",
@@ -172,14 +203,16 @@ def _estimate_from_payload(payload: dict[str, Any]) -> Estimate:
     return build(Estimate, payload, serving=figures, **numbers)
 
 
-def recommendation_from_payload(payload: dict[str, Any]) -> Recommendation:
+def recommendation_from_payload(document: JsonValue) -> Recommendation:
     from perdollar.select.model import Recommendation
 
+    payload = _object(document, "recommendation")
+    estimates = payload.get("estimates") or ()
     return build(
         Recommendation,
         payload,
         question=question_from_payload(payload.get("question") or {}),
-        estimates=tuple(_estimate_from_payload(e) for e in payload.get("estimates") or ()),
+        estimates=tuple(_estimate_from_payload(e) for e in _listed(estimates, "estimates")),
     )
 
 

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from perdollar.errors import PerdollarWarning
+from perdollar.jsonable import JsonValue
 from perdollar.store import codec, schema
-from perdollar.store.history import measurement_entry, recommendation_entry
+from perdollar.store.history import TableRow, measurement_entry, recommendation_entry
+from perdollar.store.snapshots import offers_from_payload
 
 T = TypeVar("T")
 
@@ -40,7 +42,7 @@ def why(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}"[:200] if text else type(error).__name__
 
 
-def decoded(kind: str, row_id: str, payload: Any, decode: Callable[[Any], T]) -> T | None:
+def decoded(kind: str, row_id: str, payload: str, decode: Callable[[JsonValue], T]) -> T | None:
     """``decode(json of payload)``, or None with a :class:`DamagedRowWarning` naming the row (the
     payload: an object, or a catalog snapshot's list of offers)."""
     try:
@@ -60,7 +62,9 @@ def warn_skipped(kind: str, row_id: str, error: BaseException) -> None:
     )
 
 
-def _problems(kind: str, rows: Any, checks: tuple[Callable[[Any], object], ...]) -> Iterator[DamagedRow]:
+def _problems(
+    kind: str, rows: Iterable[TableRow], checks: tuple[Callable[[TableRow], object], ...]
+) -> Iterator[DamagedRow]:
     for row in rows:
         for check in checks:
             try:
@@ -85,5 +89,5 @@ def damaged_rows(engine: Engine) -> list[DamagedRow]:
             (lambda row: codec.recommendation_from_payload(json.loads(row.payload)), recommendation_entry))
         found += _problems(
             "catalog snapshot", connection.execute(sa.select(snapshots.c.snapshot_id, snapshots.c.payload)),
-            (lambda row: list(json.loads(row.payload)),))
+            (lambda row: offers_from_payload(json.loads(row.payload)),))
     return found

@@ -9,7 +9,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -80,7 +80,7 @@ def _sqlite_engine(url: URL) -> Engine:
         engine = sa.create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool)
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+    def _on_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
         # Let SQLAlchemy's "begin" event issue BEGIN itself (pysqlite would defer it).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -103,7 +103,7 @@ def _sqlite_engine(url: URL) -> Engine:
     return engine
 
 
-def _switch_to_wal(cursor: Any) -> None:
+def _switch_to_wal(cursor: sqlite3.Cursor) -> None:
     """Put the file in WAL mode, waiting as long as any other lock would be waited for.
 
     Several processes opening a new store at once all switch its journal mode, and SQLite answers

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+
+import sqlalchemy as sa
 
 from perdollar.measure.result import HostFingerprint
 from perdollar.measure.text import host_label
@@ -21,10 +22,14 @@ class HistoryEntry:
     workload_name: str
     workload_fingerprint: str
     summary: str
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, object] = field(default_factory=dict)
 
 
-def rate_unit(row: Any) -> str:
+# A row of the measurements or recommendations table, its columns read by name.
+TableRow = sa.Row[tuple[object, ...]]
+
+
+def rate_unit(row: TableRow) -> str:
     """The unit the measurement's rate is in: its own (``output tokens/s`` for a language model's
     endpoint), else samples/s."""
     try:
@@ -35,7 +40,7 @@ def rate_unit(row: Any) -> str:
     return unit if isinstance(unit, str) and unit.endswith("/s") and len(unit) < 40 else "samples/s"
 
 
-def measured_on(row: Any) -> str:
+def measured_on(row: TableRow) -> str:
     """The host a stored measurement ran on, named as `bench` named it when it printed the result."""
     try:
         host = json.loads(getattr(row, "payload", None) or "{}").get("host")
@@ -44,7 +49,7 @@ def measured_on(row: Any) -> str:
         return row.host_accelerator or row.host_instance_type
 
 
-def measurement_entry(row: Any) -> HistoryEntry:
+def measurement_entry(row: TableRow) -> HistoryEntry:
     unit = rate_unit(row)
     rate = "" if row.samples_per_second is None else f"{row.samples_per_second:.4g} {unit}"
     where = measured_on(row)
@@ -72,7 +77,7 @@ def measurement_entry(row: Any) -> HistoryEntry:
     )
 
 
-def recommendation_entry(row: Any) -> HistoryEntry:
+def recommendation_entry(row: TableRow) -> HistoryEntry:
     top = row.top_choice or "nothing feasible"
     summary = f"{row.objective}: {top} (catalog {row.catalog_captured_at[:10]})"
     return HistoryEntry(

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 MIGRATIONS = Path(__file__).with_name("migrations")
 # The newest revision in migrations/versions (a test checks that they agree).
 HEAD = "0002"
-# Any fixed number: PostgreSQL advisory locks are keyed by integers.
+# Some fixed number: PostgreSQL advisory locks are keyed by integers.
 _PG_LOCK_KEY = 0x7065_7264
 
 

@@ -5,22 +5,24 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.exc import DatabaseError, OperationalError
 
 from perdollar.errors import PerdollarError
+from perdollar.jsonable import JsonObject, JsonValue
 from perdollar.measure.result import Measurement
 from perdollar.store import codec, schema
 from perdollar.store.damage import DamagedRow, damaged_rows, decoded, warn_skipped, why
 from perdollar.store.engine import make_engine, parse_url, sqlite_path, with_retry
 from perdollar.store.guard import probe_write, refuse_foreign_sqlite
-from perdollar.store.history import HistoryEntry, measurement_entry, recommendation_entry
+from perdollar.store.history import HistoryEntry, TableRow, measurement_entry, recommendation_entry
 from perdollar.store.migrate import ensure_schema
+from perdollar.store.snapshots import offers_from_payload
 
 if TYPE_CHECKING:
     from perdollar.select.model import Recommendation
@@ -47,7 +49,7 @@ class StoredRecommendation:
 class CatalogSnapshot:
     snapshot_id: str
     captured_at: str
-    offers: tuple[dict[str, Any], ...]  # cloud, instance_type, region, market, price_per_hour
+    offers: tuple[JsonObject, ...]  # cloud, instance_type, region, market, price_per_hour
 
 
 class Store:
@@ -92,10 +94,10 @@ class Store:
         rows = [self._measurement_row(m, source) for m in measurements]
         if rows:
             self._write([schema.measurements.insert().values(rows)])
-        return [row["id"] for row in rows]
+        return [str(row["id"]) for row in rows]
 
     @staticmethod
-    def _measurement_row(measurement: Measurement, source: str) -> dict[str, Any]:
+    def _measurement_row(measurement: Measurement, source: str) -> dict[str, str | int | float | None]:
         rate = measurement.samples_per_second
         host = measurement.host
         return {
@@ -134,7 +136,7 @@ class Store:
         return str(row["id"])
 
     def save_catalog_snapshot(
-        self, snapshot_id: str, captured_at: str, offers: Sequence[dict[str, Any]]
+        self, snapshot_id: str, captured_at: str, offers: Sequence[Mapping[str, object]]
     ) -> bool:
         """Keep the prices a recommendation used; False when that snapshot is already stored."""
         if self.catalog_snapshot(snapshot_id) is not None:
@@ -210,8 +212,10 @@ class Store:
             row = connection.execute(
                 sa.select(table.c.captured_at, table.c.payload).where(table.c.snapshot_id == snapshot_id)
             ).first()
-        offers = None if row is None else decoded("catalog snapshot", snapshot_id, row.payload, tuple)
-        if row is None or offers is None:
+        if row is None:
+            return None
+        offers = decoded("catalog snapshot", snapshot_id, row.payload, offers_from_payload)
+        if offers is None:
             return None
         return CatalogSnapshot(snapshot_id, row.captured_at, offers)
 
@@ -236,7 +240,7 @@ class Store:
         """Every stored row that cannot be read back (see ``perdollar history --check``)."""
         return damaged_rows(self.engine)
 
-    def _resolve(self, table: sa.Table, column: sa.Column[Any], given: str, what: str) -> str:
+    def _resolve(self, table: sa.Table, column: sa.Column[str], given: str, what: str) -> str:
         with self.engine.connect() as connection:
             ids = (
                 connection.execute(sa.select(column).where(column.like(f"{given}%")).limit(2)).scalars().all()
@@ -269,8 +273,8 @@ class Store:
 
     @staticmethod
     def _filtered(
-        table: sa.Table, workload: str | None, limit: int | None, at: sa.Column[Any]
-    ) -> sa.Select[Any]:
+        table: sa.Table, workload: str | None, limit: int | None, at: sa.Column[str]
+    ) -> sa.Select[tuple[object, ...]]:
         query = sa.select(table).order_by(at.desc())
         if workload:
             query = query.where(
@@ -319,7 +323,7 @@ def open_store(url: str | None = None, *, create: bool = True) -> Store:
     return Store(parsed, engine)
 
 
-def _readable(kind: str, row_id: str, payload: str, decode: Callable[[dict[str, Any]], T]) -> T:
+def _readable(kind: str, row_id: str, payload: str, decode: Callable[[JsonValue], T]) -> T:
     """The row asked for by its id: damaged, it is an error that says so (there is no other to give)."""
     try:
         return decode(json.loads(payload))
@@ -330,7 +334,9 @@ def _readable(kind: str, row_id: str, payload: str, decode: Callable[[dict[str, 
         ) from error
 
 
-def _entries(kind: str, rows: Iterable[Any], entry: Callable[[Any], HistoryEntry]) -> list[HistoryEntry]:
+def _entries(
+    kind: str, rows: Iterable[TableRow], entry: Callable[[TableRow], HistoryEntry]
+) -> list[HistoryEntry]:
     listed = []
     for row in rows:
         try:

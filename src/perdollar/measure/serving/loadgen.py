@@ -21,7 +21,7 @@ import random
 import statistics
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import cast
 
 from perdollar.errors import PerdollarError
 from perdollar.measure.steady import percentile
@@ -260,7 +260,7 @@ async def _closed_loop(
     return _summary(latencies, counters["errors"], max(loop.time() - start, 1e-9), connections, None, 0)
 
 
-def _run(coroutine: Coroutine[Any, Any, LoadResult]) -> LoadResult:
+def _run(coroutine: Coroutine[object, object, LoadResult]) -> LoadResult:
     """Run on uvloop when it is installed (a faster event loop), else on asyncio's own."""
     try:
         import uvloop
