@@ -29,7 +29,6 @@ import platformdirs
 
 import perdollar
 from perdollar.errors import PerdollarWarning
-from perdollar.jsonable import JsonValue
 
 CACHE_ENV = "PERDOLLAR_CACHE"
 _PACKAGE = Path(__file__).resolve().parent
@@ -84,7 +83,7 @@ def entry_path(kind: str, key: str, suffix: str = ".json") -> Path:
     return kind_dir(kind) / f"{key}{suffix}"
 
 
-def write_json(path: Path, document: JsonValue) -> None:
+def write_json(path: Path, document: object) -> None:
     """Keep ``document`` at ``path`` atomically (a concurrent reader sees the whole file or none); a
     read-only or full disk only costs the next process the work again. A process killed midway
     leaves a ``.tmp`` file, which no reader takes for an entry."""
