@@ -58,6 +58,17 @@ UNFUSED_SCORE_BYTES = {"forward": 8.0, "backward": 14.0}
 # The traced attention's FLOPs per score element per head dimension (PyTorch's flop counter:
 # two products forward, five backward, recomputing the scores).
 ATTENTION_FLOPS_PER_SCORE = {"forward": 4.0, "backward": 10.0}
+# Rows of the query and key blocks cuDNN's fused causal attention (Transformer Engine's, on
+# Hopper) steps over, as FlashAttention-3's kernels do: 128 (Shah et al. 2024, section 4.1).
+CAUSAL_BLOCK_ROWS = 128
+
+
+def causal_block_share(seq_len: int) -> float:
+    """Share of a sequence's full score matrix a fused causal kernel computes: the blocks on and
+    below the diagonal, n(n + 1)/2 of n² for n blocks a side (PyTorch's flop counter, which the
+    trace's attention FLOPs come from, counts the whole matrix whatever the mask)."""
+    blocks = max(math.ceil(seq_len / CAUSAL_BLOCK_ROWS), 1)
+    return (blocks + 1) / (2 * blocks)
 
 
 # Share of the memory bandwidth the NF4 dequantisation of QLoRA's frozen weights reaches, as the
@@ -250,7 +261,13 @@ def micro_batch_times(
     )
     rates = (attention_efficiency, fp8_efficiency, attention_kernel)
     layer_ops, layer, layer_memory, layer_back = _grouped_seconds(
-        layer_groups, accelerator, gemm_efficiency, rates, context_parallel, arch.head_dim
+        layer_groups,
+        accelerator,
+        gemm_efficiency,
+        rates,
+        context_parallel,
+        arch.head_dim,
+        seq_len * context_parallel,
     )
     other_ops, other, other_memory, other_back = _grouped_seconds(
         other_groups, accelerator, gemm_efficiency, rates, 1, arch.head_dim
@@ -299,16 +316,22 @@ def _grouped_seconds(
     rates: tuple[float, float, str],
     context_parallel: int,
     head_dim: int,
+    seq_len: int = 1,
 ) -> tuple[tuple[OperatorRecord, ...], np.ndarray, np.ndarray, np.ndarray]:
     """(operators, seconds, memory-bound seconds, backward mask) over groups of operators, each
     with its share of chain traffic. Under context parallelism attention looks over
-    ``context_parallel`` times as many keys."""
+    ``context_parallel`` times as many keys. The native kernels (cuDNN's, Transformer Engine's)
+    compute only the causal blocks of the whole sequence (``seq_len``), which context parallelism
+    spreads evenly over its ranks. FlashAttention-2's rate (``attention_efficiency``) is the one
+    that reproduces the published FlashAttention-2 runs at the whole matrix's FLOPs, up to 65k
+    tokens (LLM Foundry's tables), so its kernels keep the traced count."""
     all_ops: list[OperatorRecord] = []
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    causal = causal_block_share(seq_len) if rates[2] == "native" else 1.0
     for ops, traffic in groups:
-        if context_parallel > 1:
+        if context_parallel > 1 or causal < 1.0:
             ops = tuple(
-                replace(op, flops=op.flops * context_parallel) if op.op_class == "attention" else op
+                replace(op, flops=op.flops * context_parallel * causal) if op.op_class == "attention" else op
                 for op in ops
             )
         if rates[2] == "unfused":
