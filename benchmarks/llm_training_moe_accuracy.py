@@ -36,6 +36,17 @@ EXTRA_CONFIGS = {
         "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1, "mlp_only_layers": [],
         "vocab_size": 151936, "max_position_embeddings": 40960, "tie_word_embeddings": False,
     },
+    # torchtitan's DeepSeek-V3 "16B" flavor (torchtitan/models/deepseek_v3/__init__.py @82a9530f6),
+    # written as the Hugging Face DeepSeek-V3 config it describes.
+    "deepseek-v3-16b": {
+        "model_type": "deepseek_v3", "hidden_size": 2048, "num_hidden_layers": 27, "num_attention_heads": 16,
+        "num_key_value_heads": 16, "intermediate_size": 10944, "moe_intermediate_size": 1408,
+        "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
+        "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": None, "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 102400, "max_position_embeddings": 163840,
+        "n_group": 1, "topk_group": 1, "topk_method": "greedy", "num_nextn_predict_layers": 0,
+        "tie_word_embeddings": False,
+    },
 }  # fmt: skip
 GRID = [round(0.40 + 0.05 * i, 2) for i in range(13)]  # grouped_gemm_efficiency candidates, 0.40 … 1.00
 
@@ -79,6 +90,7 @@ def predict(row: dict[str, Any], efficiency: Any) -> float | None:
             row["arch"], row["accelerator"], gpus_per_node=gpus_per_node, nodes=nodes, plan=row["plan"],
             seq_len=int(row["seq_len"]), global_batch=int(row["global_batch"]), efficiency=efficiency,
             network_gbps=float(row["network_gbps_per_node"]),
+            attention_kernel=attention_kernel_of(row["plan"]),
         )  # fmt: skip
     except PerdollarError as refused:
         _say_once(f"  refused: {row['model']} {row['plan'].token()}: {refused}")
@@ -89,6 +101,13 @@ def predict(row: dict[str, Any], efficiency: Any) -> float | None:
             + p.fit_reason
         )
     return p.tokens_per_second / p.gpus
+
+
+def attention_kernel_of(plan: Any) -> str:
+    """Megatron-Core (alone or under NeMo) runs attention through Transformer Engine, cuDNN's fused
+    kernels on Hopper; torchtitan runs PyTorch's SDPA or FlexAttention, FlashAttention-2's kind (as
+    the dense training benchmark, ``llm_training_rows.attention_kernel_of``)."""
+    return "native" if plan.resolved_framework.name in ("megatron", "nemo") else "flash2"
 
 
 _SAID: set[str] = set()
