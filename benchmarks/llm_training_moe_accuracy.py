@@ -48,7 +48,7 @@ EXTRA_CONFIGS = {
         "tie_word_embeddings": False,
     },
 }  # fmt: skip
-GRID = [round(0.40 + 0.05 * i, 2) for i in range(13)]  # grouped_gemm_efficiency candidates, 0.40 … 1.00
+GRID = [round(0.25 + 0.05 * i, 2) for i in range(16)]  # grouped-GEMM efficiency candidates, 0.25 … 1.00
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
@@ -136,12 +136,23 @@ def line(label: str, errs: list[float]) -> str:
 
 
 def fit(rows: list[dict[str, Any]], start: Any) -> Any:
-    """The grid value of grouped_gemm_efficiency with the least median error on ``rows``."""
-    best = min(
-        GRID,
-        key=lambda g: statistics.median(errors(rows, dataclasses.replace(start, grouped_gemm_efficiency=g))),
-    )
-    return dataclasses.replace(start, grouped_gemm_efficiency=best)
+    """The grid values of the grouped-GEMM efficiencies with the least median error on ``rows``:
+    Blackwell's on its rows, the other generations' on theirs (each touches only its own)."""
+    fitted = start
+    for name, blackwell in (("grouped_gemm_efficiency", False), ("blackwell_grouped_gemm_efficiency", True)):
+        own = [r for r in rows if r["accelerator"].architecture.startswith("Blackwell") == blackwell]
+        if not own or not hasattr(start, name):
+            continue
+        best = min(
+            GRID, key=lambda g: statistics.median(errors(own, dataclasses.replace(start, **{name: g})))
+        )
+        fitted = dataclasses.replace(fitted, **{name: best})
+    return fitted
+
+
+def fitted_label(eff: Any) -> str:
+    blackwell = getattr(eff, "blackwell_grouped_gemm_efficiency", "-")
+    return f"g={eff.grouped_gemm_efficiency}, Blackwell {blackwell}"
 
 
 def balance_pairs(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -176,6 +187,7 @@ def main() -> None:
     print("\nby table (shipped efficiencies):")
     for table in sorted({row["table"] for row in rows}):
         print(line(table.split(" ", 1)[1][:70], errors([r for r in rows if r["table"] == table], shipped)))
+    print_groups(rows, lambda r: errors([r], shipped), "shipped efficiencies")
     print("\nforced ÷ dropless throughput, predicted vs published:")
     for forced, dropless in balance_pairs(rows):
         predicted = [predict(r, shipped) for r in (forced, dropless)]
@@ -187,14 +199,27 @@ def main() -> None:
         )
     if not hasattr(shipped, "grouped_gemm_efficiency"):
         return
-    print("\nleave-one-source-out (grouped_gemm_efficiency fitted on the other sources):")
+    print("\nleave-one-source-out (grouped-GEMM efficiencies fitted on the other sources):")
     held = []
+    held_by_row: dict[int, list[float]] = {}
     for source in sources:
         fitted = fit([r for r in rows if r["source"] != source], shipped)
-        errs = errors([r for r in rows if r["source"] == source], fitted)
+        own = [r for r in rows if r["source"] == source]
+        errs = errors(own, fitted)
         held += errs
-        print(line(f"{source[:52]} (g={fitted.grouped_gemm_efficiency})", errs))
+        held_by_row.update({id(r): errors([r], fitted) for r in own})
+        print(line(f"{source[:40]} ({fitted_label(fitted)})", errs))
     print(line("all MoE training rows, held out", held))
+    print_groups(rows, lambda r: held_by_row[id(r)], "held out")
+
+
+def print_groups(rows: list[dict[str, Any]], row_errors: Any, label: str) -> None:
+    """Errors by framework and by GPU (each a group of rows, never a row alone)."""
+    groups = (("framework", lambda r: r["plan"].resolved_framework.name), ("GPU", lambda r: r["gpu"]))
+    for title, key in groups:
+        print(f"\nby {title} ({label}):")
+        for value in sorted({key(r) for r in rows}):
+            print(line(f"  {value}", [e for r in rows if key(r) == value for e in row_errors(r)]))
 
 
 if __name__ == "__main__":
