@@ -3,16 +3,21 @@
     PYTHONPATH=src python benchmarks/llm_training_moe_accuracy.py [--csv FILE]
 
 Every row of ``published_llm_training_moe.csv`` (torchtitan's Qwen3-30B-A3B runs on B200, DeepEP's
-scaling tables and its default expert parallelism; the Megatron MoE model zoo's Qwen3-235B-A22B
-runs on 256 H100 at 4k tokens, with and without the exchange overlapped, and its long-context
-table, forced and dropless routing at 16k to 128k tokens) is predicted at its own plan, GPU, hosts
-and network; runs that forced balanced routing are predicted with no load skew. Prints the
-absolute percentage error of tokens/s per GPU by source and by table, and the forced ÷ dropless
-throughput of each pair of runs that differ only in routing, predicted against published
-(how well the load skew prices imbalance): first at the shipped
-``LLMEfficiency``, then leave-one-source-out: each source predicted with the MoE efficiency
-(``grouped_gemm_efficiency``) fitted on the other sources only. Run against an older tree (its
-``src`` on PYTHONPATH) to print that tree's errors on the same rows: the fit needs this tree's model.
+scaling tables and its default expert parallelism; torchtitan's DeepSeek-V3 16B on 8 H100s, from a
+training log, and on 8 B200s, from another team's tuning notes; the Megatron MoE model zoo's
+Qwen3-235B-A22B runs on 256 H100 at 4k tokens, with and without the exchange overlapped, and its
+long-context table, forced and dropless routing at 16k to 128k tokens) is predicted at its own
+plan, GPU, hosts, network and attention kernel (Megatron-Core's Transformer Engine runs cuDNN's
+fused attention, torchtitan FlashAttention-2's kind); runs that forced balanced routing are
+predicted with no load skew. A source is the page its figures come from (a repository, or one
+issue or pull request thread: another team's runs). Prints the absolute percentage error of
+tokens/s per GPU by source, by table, by framework and by GPU, and the forced ÷ dropless
+throughput of each pair of runs that differ only in routing, predicted against published (how
+well the load skew prices imbalance): first at the shipped ``LLMEfficiency``, then
+leave-one-source-out: each source predicted with the grouped-GEMM efficiencies (Blackwell's on the
+Blackwell rows, the others' on theirs) fitted on the other sources only. Run against an older tree
+(its ``src`` on PYTHONPATH) to print that tree's errors on the same rows: the fit needs this
+tree's model.
 """
 
 from __future__ import annotations
@@ -137,7 +142,10 @@ def line(label: str, errs: list[float]) -> str:
 
 def fit(rows: list[dict[str, Any]], start: Any) -> Any:
     """The grid values of the grouped-GEMM efficiencies with the least median error on ``rows``:
-    Blackwell's on its rows, the other generations' on theirs (each touches only its own)."""
+    Blackwell's on its rows, the other generations' on theirs (each touches only its own); one
+    without rows to fit stays at 1.0, not at the shipped value (which saw every source)."""
+    neutral = {name: 1.0 for name in ("grouped_gemm_efficiency", "blackwell_grouped_gemm_efficiency")}
+    start = dataclasses.replace(start, **{k: v for k, v in neutral.items() if hasattr(start, k)})
     fitted = start
     for name, blackwell in (("grouped_gemm_efficiency", False), ("blackwell_grouped_gemm_efficiency", True)):
         own = [r for r in rows if r["accelerator"].architecture.startswith("Blackwell") == blackwell]
