@@ -13,14 +13,14 @@ from cli_runner import run_perdollar
 from perdollar.catalog import load as load_catalog
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm import TrainingPlan, parse_plan, predict_llm_training
+from perdollar.predict.llm.causal_attention import causal_block_share, skipped_attention_flops
 from perdollar.predict.llm.device import (
-    causal_block_share,
     micro_batch_times,
     warp_mma_share,
     weight_cast_seconds,
 )
 from perdollar.predict.llm.stage import LLMEfficiency, stage_times
-from perdollar.predict.llm.step import kernel_flops_per_token, model_flops_per_token, plan_memory
+from perdollar.predict.llm.step import model_flops_per_token, plan_memory
 from perdollar.profile.fusion import DataflowFakeMode
 from perdollar.profile.llm_trace import layer_trace
 from perdollar.profile.tracer import _OperatorRecorder, _phase
@@ -117,7 +117,7 @@ def test_a_long_causal_sequence_is_held_to_the_published_mfu_at_the_flops_its_ke
     long = predict_llm_training(arch, h100, gpus_per_node=8, nodes=1, plan=parse_plan("fsdp+ac,cp8"),
                                 seq_len=131072, global_batch=8, attention_kernel="native")  # fmt: skip
     # Counted by the 6·N + full-attention convention the run passes 47%; by its causal blocks it does not.
-    kernel_share = kernel_flops_per_token(arch, 131072, "full", "native") / model_flops_per_token(
+    kernel_share = 1 - skipped_attention_flops(arch, 131072, "full", "native") / model_flops_per_token(
         arch, 131072
     )
     assert long.mfu > 0.47 > long.mfu * kernel_share

@@ -23,6 +23,7 @@ import numpy as np
 
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
+from perdollar.predict.llm.causal_attention import causal_block_share
 from perdollar.predict.llm.compiled import compiled_adapter_chains, fused_loss
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS, fp8_linears, rowwise_ops
 from perdollar.predict.llm.fp8_recipes import cast_ops, checked_recipe
@@ -58,17 +59,6 @@ UNFUSED_SCORE_BYTES = {"forward": 8.0, "backward": 14.0}
 # The traced attention's FLOPs per score element per head dimension (PyTorch's flop counter:
 # two products forward, five backward, recomputing the scores).
 ATTENTION_FLOPS_PER_SCORE = {"forward": 4.0, "backward": 10.0}
-# Rows of the query and key blocks cuDNN's fused causal attention (Transformer Engine's, on
-# Hopper) steps over, as FlashAttention-3's kernels do: 128 (Shah et al. 2024, section 4.1).
-CAUSAL_BLOCK_ROWS = 128
-
-
-def causal_block_share(seq_len: int) -> float:
-    """Share of a sequence's full score matrix a fused causal kernel computes: the blocks on and
-    below the diagonal, n(n + 1)/2 of n² for n blocks a side (PyTorch's flop counter, which the
-    trace's attention FLOPs come from, counts the whole matrix whatever the mask)."""
-    blocks = max(math.ceil(seq_len / CAUSAL_BLOCK_ROWS), 1)
-    return (blocks + 1) / (2 * blocks)
 
 
 # Share of the memory bandwidth the NF4 dequantisation of QLoRA's frozen weights reaches, as the

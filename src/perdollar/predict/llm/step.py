@@ -18,9 +18,10 @@ from dataclasses import dataclass, field, replace
 
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
+from perdollar.predict.llm.causal_attention import skipped_attention_flops
 from perdollar.predict.llm.compiled import compiled_adapter_saved_bytes_per_token
 from perdollar.predict.llm.context_expert import expert_params_share
-from perdollar.predict.llm.device import causal_block_share, optimizer_seconds
+from perdollar.predict.llm.device import optimizer_seconds
 from perdollar.predict.llm.feasibility import (  # noqa: F401  (re-exported: callers import them here)
     expert_parallel_problem,
     global_batch_problem,
@@ -108,22 +109,6 @@ def model_flops_per_token(arch: DecoderArchitecture, seq_len: int, finetune: str
     passes = 3.0 if finetune == "full" else 2.0  # forward, activation gradient, weight gradient
     attention = 4 * arch.num_layers * arch.num_attention_heads * arch.head_dim * seq_len
     return passes * (2.0 * matmul_params + attention)
-
-
-def kernel_flops_per_token(
-    arch: DecoderArchitecture, seq_len: int, finetune: str = "full", attention_kernel: str = "flash2"
-) -> float:
-    """:func:`model_flops_per_token` with attention at the blocks its kernel computes: a native
-    fused kernel only the causal ones (:func:`~perdollar.predict.llm.device.causal_block_share`).
-    The published MFU limits are held against this count, so a long causal sequence is not taken
-    for work beyond what has been shown (at 2k to 8k tokens, where the limits were read, the two
-    counts differ by a few percent)."""
-    full = model_flops_per_token(arch, seq_len, finetune)
-    if attention_kernel != "native":
-        return full
-    passes = 3.0 if finetune == "full" else 2.0
-    attention = passes * 4 * arch.num_layers * arch.num_attention_heads * arch.head_dim * seq_len
-    return full - attention * (1.0 - causal_block_share(seq_len))
 
 
 def _peak_flops(accelerator: Accelerator, precision: str) -> float:
@@ -322,11 +307,11 @@ def predict_llm_training(
     mfu = sequences * seq_len / step * flops_per_token / (gpus * _peak_flops(accelerator, precision))
     limit = mfu_limit(accelerator.architecture, gpus)
     mfu_remark = ""
-    kernel_mfu = (
-        mfu * kernel_flops_per_token(arch, seq_len, plan.finetune, attention_kernel) / flops_per_token
-    )
     # The model's own figure above the best published MFU is held to it (before the user's runs
-    # calibrate it: a run measured faster than the limit is reproduced as measured).
+    # calibrate it: a run measured faster than the limit is reproduced as measured), counted at the
+    # FLOPs its attention kernel computes: a long causal sequence is no work beyond what was shown.
+    skipped = skipped_attention_flops(arch, seq_len, plan.finetune, attention_kernel)
+    kernel_mfu = mfu * (1.0 - skipped / flops_per_token)
     if precision not in FP8_PRECISIONS and kernel_mfu > limit.limit:
         mfu_remark = held_remark(kernel_mfu, limit)
         held = step * kernel_mfu / limit.limit
