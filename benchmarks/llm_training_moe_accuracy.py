@@ -3,16 +3,21 @@
     PYTHONPATH=src python benchmarks/llm_training_moe_accuracy.py [--csv FILE]
 
 Every row of ``published_llm_training_moe.csv`` (torchtitan's Qwen3-30B-A3B runs on B200, DeepEP's
-scaling tables and its default expert parallelism; the Megatron MoE model zoo's Qwen3-235B-A22B
-runs on 256 H100 at 4k tokens, with and without the exchange overlapped, and its long-context
-table, forced and dropless routing at 16k to 128k tokens) is predicted at its own plan, GPU, hosts
-and network; runs that forced balanced routing are predicted with no load skew. Prints the
-absolute percentage error of tokens/s per GPU by source and by table, and the forced ÷ dropless
-throughput of each pair of runs that differ only in routing, predicted against published
-(how well the load skew prices imbalance): first at the shipped
-``LLMEfficiency``, then leave-one-source-out: each source predicted with the MoE efficiency
-(``grouped_gemm_efficiency``) fitted on the other sources only. Run against an older tree (its
-``src`` on PYTHONPATH) to print that tree's errors on the same rows: the fit needs this tree's model.
+scaling tables and its default expert parallelism; torchtitan's DeepSeek-V3 16B on 8 H100s, from a
+training log, and on 8 B200s, from another team's tuning notes; the Megatron MoE model zoo's
+Qwen3-235B-A22B runs on 256 H100 at 4k tokens, with and without the exchange overlapped, and its
+long-context table, forced and dropless routing at 16k to 128k tokens) is predicted at its own
+plan, GPU, hosts, network and attention kernel (Megatron-Core's Transformer Engine runs cuDNN's
+fused attention, torchtitan FlashAttention-2's kind); runs that forced balanced routing are
+predicted with no load skew. A source is the page its figures come from (a repository, or one
+issue or pull request thread: another team's runs). Prints the absolute percentage error of
+tokens/s per GPU by source, by table, by framework and by GPU, and the forced ÷ dropless
+throughput of each pair of runs that differ only in routing, predicted against published (how
+well the load skew prices imbalance): first at the shipped ``LLMEfficiency``, then
+leave-one-source-out: each source predicted with the grouped-GEMM efficiencies (Blackwell's on the
+Blackwell rows, the others' on theirs) fitted on the other sources only. Run against an older tree
+(its ``src`` on PYTHONPATH) to print that tree's errors on the same rows: the fit needs this
+tree's model.
 """
 
 from __future__ import annotations
@@ -36,8 +41,19 @@ EXTRA_CONFIGS = {
         "num_experts": 128, "num_experts_per_tok": 8, "decoder_sparse_step": 1, "mlp_only_layers": [],
         "vocab_size": 151936, "max_position_embeddings": 40960, "tie_word_embeddings": False,
     },
+    # torchtitan's DeepSeek-V3 "16B" flavor (torchtitan/models/deepseek_v3/__init__.py @82a9530f6),
+    # written as the Hugging Face DeepSeek-V3 config it describes.
+    "deepseek-v3-16b": {
+        "model_type": "deepseek_v3", "hidden_size": 2048, "num_hidden_layers": 27, "num_attention_heads": 16,
+        "num_key_value_heads": 16, "intermediate_size": 10944, "moe_intermediate_size": 1408,
+        "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
+        "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": None, "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 102400, "max_position_embeddings": 163840,
+        "n_group": 1, "topk_group": 1, "topk_method": "greedy", "num_nextn_predict_layers": 0,
+        "tie_word_embeddings": False,
+    },
 }  # fmt: skip
-GRID = [round(0.40 + 0.05 * i, 2) for i in range(13)]  # grouped_gemm_efficiency candidates, 0.40 … 1.00
+GRID = [round(0.25 + 0.05 * i, 2) for i in range(16)]  # grouped-GEMM efficiency candidates, 0.25 … 1.00
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
@@ -79,6 +95,7 @@ def predict(row: dict[str, Any], efficiency: Any) -> float | None:
             row["arch"], row["accelerator"], gpus_per_node=gpus_per_node, nodes=nodes, plan=row["plan"],
             seq_len=int(row["seq_len"]), global_batch=int(row["global_batch"]), efficiency=efficiency,
             network_gbps=float(row["network_gbps_per_node"]),
+            attention_kernel=attention_kernel_of(row["plan"]),
         )  # fmt: skip
     except PerdollarError as refused:
         _say_once(f"  refused: {row['model']} {row['plan'].token()}: {refused}")
@@ -89,6 +106,13 @@ def predict(row: dict[str, Any], efficiency: Any) -> float | None:
             + p.fit_reason
         )
     return p.tokens_per_second / p.gpus
+
+
+def attention_kernel_of(plan: Any) -> str:
+    """Megatron-Core (alone or under NeMo) runs attention through Transformer Engine, cuDNN's fused
+    kernels on Hopper; torchtitan runs PyTorch's SDPA or FlexAttention, FlashAttention-2's kind (as
+    the dense training benchmark, ``llm_training_rows.attention_kernel_of``)."""
+    return "native" if plan.resolved_framework.name in ("megatron", "nemo") else "flash2"
 
 
 _SAID: set[str] = set()
@@ -117,12 +141,26 @@ def line(label: str, errs: list[float]) -> str:
 
 
 def fit(rows: list[dict[str, Any]], start: Any) -> Any:
-    """The grid value of grouped_gemm_efficiency with the least median error on ``rows``."""
-    best = min(
-        GRID,
-        key=lambda g: statistics.median(errors(rows, dataclasses.replace(start, grouped_gemm_efficiency=g))),
-    )
-    return dataclasses.replace(start, grouped_gemm_efficiency=best)
+    """The grid values of the grouped-GEMM efficiencies with the least median error on ``rows``:
+    Blackwell's on its rows, the other generations' on theirs (each touches only its own); one
+    without rows to fit stays at 1.0, not at the shipped value (which saw every source)."""
+    neutral = {name: 1.0 for name in ("grouped_gemm_efficiency", "blackwell_grouped_gemm_efficiency")}
+    start = dataclasses.replace(start, **{k: v for k, v in neutral.items() if hasattr(start, k)})
+    fitted = start
+    for name, blackwell in (("grouped_gemm_efficiency", False), ("blackwell_grouped_gemm_efficiency", True)):
+        own = [r for r in rows if r["accelerator"].architecture.startswith("Blackwell") == blackwell]
+        if not own or not hasattr(start, name):
+            continue
+        best = min(
+            GRID, key=lambda g: statistics.median(errors(own, dataclasses.replace(start, **{name: g})))
+        )
+        fitted = dataclasses.replace(fitted, **{name: best})
+    return fitted
+
+
+def fitted_label(eff: Any) -> str:
+    blackwell = getattr(eff, "blackwell_grouped_gemm_efficiency", "-")
+    return f"g={eff.grouped_gemm_efficiency}, Blackwell {blackwell}"
 
 
 def balance_pairs(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -157,6 +195,7 @@ def main() -> None:
     print("\nby table (shipped efficiencies):")
     for table in sorted({row["table"] for row in rows}):
         print(line(table.split(" ", 1)[1][:70], errors([r for r in rows if r["table"] == table], shipped)))
+    print_groups(rows, lambda r: errors([r], shipped), "shipped efficiencies")
     print("\nforced ÷ dropless throughput, predicted vs published:")
     for forced, dropless in balance_pairs(rows):
         predicted = [predict(r, shipped) for r in (forced, dropless)]
@@ -168,14 +207,27 @@ def main() -> None:
         )
     if not hasattr(shipped, "grouped_gemm_efficiency"):
         return
-    print("\nleave-one-source-out (grouped_gemm_efficiency fitted on the other sources):")
+    print("\nleave-one-source-out (grouped-GEMM efficiencies fitted on the other sources):")
     held = []
+    held_by_row: dict[int, list[float]] = {}
     for source in sources:
         fitted = fit([r for r in rows if r["source"] != source], shipped)
-        errs = errors([r for r in rows if r["source"] == source], fitted)
+        own = [r for r in rows if r["source"] == source]
+        errs = errors(own, fitted)
         held += errs
-        print(line(f"{source[:52]} (g={fitted.grouped_gemm_efficiency})", errs))
+        held_by_row.update({id(r): errors([r], fitted) for r in own})
+        print(line(f"{source[:40]} ({fitted_label(fitted)})", errs))
     print(line("all MoE training rows, held out", held))
+    print_groups(rows, lambda r: held_by_row[id(r)], "held out")
+
+
+def print_groups(rows: list[dict[str, Any]], row_errors: Any, label: str) -> None:
+    """Errors by framework and by GPU (each a group of rows, never a row alone)."""
+    groups = (("framework", lambda r: r["plan"].resolved_framework.name), ("GPU", lambda r: r["gpu"]))
+    for title, key in groups:
+        print(f"\nby {title} ({label}):")
+        for value in sorted({key(r) for r in rows}):
+            print(line(f"  {value}", [e for r in rows if key(r) == value for e in row_errors(r)]))
 
 
 if __name__ == "__main__":

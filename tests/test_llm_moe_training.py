@@ -124,3 +124,24 @@ def test_predict_json_shows_the_moe_parts() -> None:
     assert document["moe"]["rows_per_expert"] > 0
     assert document["breakdown_s"]["expert all-to-all"] > 0
     assert "ep8" in document["plan"]["token"].split(",")
+
+
+def test_grouped_products_on_blackwell_run_at_their_own_rate(h100) -> None:  # type: ignore[no-untyped-def]
+    """torchtitan's B200 runs are slower than the dense GEMMs' rate says where its H100 run is not:
+    on Blackwell the experts' grouped products pay their own efficiency, even with balance forced."""
+    arch = _arch("qwen3-30b-a3b")
+    b200 = catalog.load().accelerators["B200"]
+    balanced = LLMEfficiency(expert_load_skew=0.0)
+    on_b200, on_h100 = (
+        _predict(arch, gpu, "fsdp+ac,ep8,torchtitan", efficiency=balanced) for gpu in (b200, h100)
+    )
+    # Forced balance on Hopper: only the tiles' padding is left of the grouped products' extra time.
+    hopper_extra = on_h100.breakdown_s["MoE grouped GEMM (tile padding, busiest rank)"] / on_h100.step_time_s
+    blackwell_extra = (
+        on_b200.breakdown_s["MoE grouped GEMM (tile padding, busiest rank)"] / on_b200.step_time_s
+    )
+    assert hopper_extra < 0.01 < 0.1 < blackwell_extra
+    # At the Hopper rate the B200 would be as fast as its dense GEMMs make it.
+    same_rate = LLMEfficiency(expert_load_skew=0.0, blackwell_grouped_gemm_efficiency=1.0)
+    faster = _predict(arch, b200, "fsdp+ac,ep8,torchtitan", efficiency=same_rate)
+    assert faster.tokens_per_second > 1.2 * on_b200.tokens_per_second

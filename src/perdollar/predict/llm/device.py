@@ -23,6 +23,7 @@ import numpy as np
 
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
+from perdollar.predict.llm.causal_attention import causal_block_share
 from perdollar.predict.llm.compiled import compiled_adapter_chains, fused_loss
 from perdollar.predict.llm.fp8 import FP8_PRECISIONS, fp8_linears, rowwise_ops
 from perdollar.predict.llm.fp8_recipes import cast_ops, checked_recipe
@@ -250,7 +251,13 @@ def micro_batch_times(
     )
     rates = (attention_efficiency, fp8_efficiency, attention_kernel)
     layer_ops, layer, layer_memory, layer_back = _grouped_seconds(
-        layer_groups, accelerator, gemm_efficiency, rates, context_parallel, arch.head_dim
+        layer_groups,
+        accelerator,
+        gemm_efficiency,
+        rates,
+        context_parallel,
+        arch.head_dim,
+        seq_len * context_parallel,
     )
     other_ops, other, other_memory, other_back = _grouped_seconds(
         other_groups, accelerator, gemm_efficiency, rates, 1, arch.head_dim
@@ -299,16 +306,22 @@ def _grouped_seconds(
     rates: tuple[float, float, str],
     context_parallel: int,
     head_dim: int,
+    seq_len: int = 1,
 ) -> tuple[tuple[OperatorRecord, ...], np.ndarray, np.ndarray, np.ndarray]:
     """(operators, seconds, memory-bound seconds, backward mask) over groups of operators, each
     with its share of chain traffic. Under context parallelism attention looks over
-    ``context_parallel`` times as many keys."""
+    ``context_parallel`` times as many keys. The native kernels (cuDNN's, Transformer Engine's)
+    compute only the causal blocks of the whole sequence (``seq_len``), which context parallelism
+    spreads evenly over its ranks. FlashAttention-2's rate (``attention_efficiency``) is the one
+    that reproduces the published FlashAttention-2 runs at the whole matrix's FLOPs, up to 65k
+    tokens (LLM Foundry's tables), so its kernels keep the traced count."""
     all_ops: list[OperatorRecord] = []
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    causal = causal_block_share(seq_len) if rates[2] == "native" else 1.0
     for ops, traffic in groups:
-        if context_parallel > 1:
+        if context_parallel > 1 or causal < 1.0:
             ops = tuple(
-                replace(op, flops=op.flops * context_parallel) if op.op_class == "attention" else op
+                replace(op, flops=op.flops * context_parallel * causal) if op.op_class == "attention" else op
                 for op in ops
             )
         if rates[2] == "unfused":

@@ -75,6 +75,12 @@ class LLMEfficiency:
     # tiles' padding (perdollar.predict.llm.moe_training); fitted on published MoE training runs
     # (benchmarks/llm_training_moe_accuracy.py).
     grouped_gemm_efficiency: float = 1.0
+    # The same on Blackwell (SM100), as PyTorch's grouped products (torch._grouped_mm, which
+    # torchtitan's experts run) reached there in 2025: fitted on torchtitan's B200 runs of two
+    # teams, Qwen3-30B-A3B under DeepEP and DeepSeek-V3 16B, bf16 both (benchmarks/
+    # llm_training_moe_accuracy.py); each source predicted from the other's fit within a median 9%
+    # and 13%. The same 16B model's H100 run needs none (4% at 1.0).
+    blackwell_grouped_gemm_efficiency: float = 0.4
     # Spread of an expert's routed rows (moe_training.TRAINING_EXPERT_LOAD_SKEW; 0: balance forced)
     expert_load_skew: float = TRAINING_EXPERT_LOAD_SKEW
     # Measured ÷ predicted tokens/s of the user's own bench runs of this model (predict.llm.measured).
@@ -203,7 +209,8 @@ def stage_times(
             gemm_flops_per_s=(accelerator.peak_tflops("bf16") or accelerator.peak_tflops("fp32") or 1.0)
             * 1e12 * eff.gemm_efficiency * shipped_model().params.tensor_core_efficiency,
             gpus_per_node=gpus_per_node, intra=intra, inter=inter,
-            grouped_gemm_efficiency=eff.grouped_gemm_efficiency, load_skew=eff.expert_load_skew,
+            grouped_gemm_efficiency=grouped_gemm_efficiency_for(eff, accelerator),
+            load_skew=eff.expert_load_skew,
         )  # fmt: skip
     return StageTimes(
         forward=layers * times.layer_forward + times.other_forward + casts,
@@ -222,6 +229,13 @@ def stage_times(
         moe=moe,
         fp8_casts=fp8_casts,
     )
+
+
+def grouped_gemm_efficiency_for(eff: LLMEfficiency, accelerator: Accelerator) -> float:
+    """The grouped expert products' rate against the dense GEMMs' on ``accelerator``'s generation."""
+    if accelerator.architecture.startswith("Blackwell"):
+        return eff.blackwell_grouped_gemm_efficiency
+    return eff.grouped_gemm_efficiency
 
 
 def pipeline_bubble_stages(pipeline_parallel: int, virtual_stages: int = 1) -> float:
