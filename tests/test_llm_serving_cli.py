@@ -65,6 +65,20 @@ def test_70b_on_one_80gb_gpu_does_not_fit_and_says_why() -> None:
     assert two["fits"] is True and two["breakdown_ms"]["communication"] > 0
 
 
+def test_a_quantized_checkpoint_is_served_in_its_own_format_unless_told(tmp_path: Path) -> None:
+    # gpt-oss-120b is published with MXFP4 experts (its config's quantization_config): about 61 GiB,
+    # which one 80 GB GPU holds; the same weights in fp16 would take 218 GiB.
+    shape = ("--inference", "--accelerator", "H100", "--gpus", "1", "--input-tokens", "1000", "--output-tokens", "300")
+    published = _predict("gpt-oss-120b", *shape)
+    assert (published["precision"], published["fits"]) == ("mxfp4", True)
+    assert _predict("gpt-oss-120b", *shape, "--precision", "fp16")["fits"] is False
+    # A config without a quantization_config is a 16-bit checkpoint, served in fp16.
+    config = json.loads((CONFIGS / "gpt-oss-120b.json").read_text())
+    del config["quantization_config"]
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    assert _predict(str(tmp_path / "config.json"), *shape)["precision"] == "fp16"
+
+
 def test_bad_input_is_one_line_and_exit_two(tmp_path: Path) -> None:
     odd = run_perdollar(
         "predict", "llama-3.1-8b", "--inference", "--accelerator", "a100", "--gpus", "3",

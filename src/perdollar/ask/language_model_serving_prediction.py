@@ -116,8 +116,11 @@ def predict_language_model_serving(
             "make --gpus a multiple of --tensor-parallel × --pipeline-parallel (× --expert-parallel / "
             "--tensor-parallel, × the replicas of --disaggregate)",
         )
-    fmt = serving_format(_TRAINING_PRECISIONS.get((precision or "fp16").lower(), precision or "fp16"))
     arch = load_architecture(workload)
+    # Without --precision the model is served as its checkpoint is published (gpt-oss in MXFP4,
+    # DeepSeek-V3 in FP8), as an engine loads it; a 16-bit checkpoint in fp16.
+    precision = precision or arch.checkpoint_format or "fp16"
+    fmt = serving_format(_TRAINING_PRECISIONS.get(precision.lower(), precision))
     spec = checked_speculation(spec, arch)
     too_long = context_problem(arch, input_tokens, output_tokens)
     if too_long:

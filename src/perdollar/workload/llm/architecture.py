@@ -271,9 +271,22 @@ def from_hf_config(config: Mapping[str, object], *, name: str | None = None) -> 
         attention_sinks=model_type == "gpt_oss",
         mtp_layers=optional_whole(config, "num_nextn_predict_layers", limit="num_layers")
         or optional_whole(config, "mtp_num_hidden_layers", limit="num_layers"),
+        checkpoint_format=checkpoint_format(config),
         **experts,
         **latent,
     )
+
+
+# quantization_config's quant_method → the serving format perdollar names it by.
+_CHECKPOINT_FORMATS = {"mxfp4": "mxfp4", "fp8": "fp8", "fbgemm_fp8": "fp8", "awq": "awq", "gptq": "gptq"}
+
+
+def checkpoint_format(config: JsonObject) -> str:
+    """The serving format a checkpoint's weights are stored in, from its ``quantization_config``
+    ("" for 16-bit weights or a method perdollar does not model)."""
+    quantization = config.get("quantization_config")
+    method = quantization.get("quant_method") if isinstance(quantization, dict) else None
+    return _CHECKPOINT_FORMATS.get(str(method).lower(), "") if method is not None else ""
 
 
 MAX_CONFIG_BYTES = 4 << 20  # the largest config.json on the Hub is a few hundred kilobytes

@@ -49,6 +49,10 @@ class DecoderArchitecture:
     # num_nextn_predict_layers, Qwen3-Next's mtp_num_hidden_layers): what MTP speculative decoding
     # proposes with. Neither trained nor traced here, so no parameter count includes them.
     mtp_layers: int = 0
+    # The format the published checkpoint's weights are stored in (its config's
+    # quantization_config: gpt-oss ships MXFP4 experts, DeepSeek-V3 block-scaled FP8); "" for a
+    # 16-bit checkpoint. A served model runs in it unless another precision is asked for.
+    checkpoint_format: str = ""
     # Parameters by role as transformers' model holds them, where perdollar's own reading of the
     # family is not known to match it (:mod:`perdollar.workload.llm.meta_model`); empty otherwise.
     role_params: tuple[tuple[str, int], ...] = ()
@@ -231,8 +235,9 @@ class DecoderArchitecture:
         return {k: v for k, v in values.items() if k in _TRACE_FIELDS or v != defaults[k]}
 
 
-# Fields that shape no traced layer: the counts by role, and the MTP modules, which are not traced.
-_UNTRACED_FIELDS = frozenset({"role_params", "mtp_layers"})
+# Fields that shape no traced layer: the counts by role, the MTP modules, which are not traced, and
+# the checkpoint's storage format (a trace is taken in the precision asked for).
+_UNTRACED_FIELDS = frozenset({"role_params", "mtp_layers", "checkpoint_format"})
 _TRACE_FIELDS = frozenset(
     {
         "name",
