@@ -3,11 +3,19 @@
 The serving model's throughput, TTFT and TPOT are each checked against published figures with
 every source held out of the fit that predicts it (benchmarks/llm_serving_bands.py). Those
 held-out errors, grouped by figure, dense or mixture-of-experts, software stack, engine and chip
-architecture, give each group a band: the 5th to 95th percentile of log(published / predicted).
-Why not the 10th to 90th: a user's setup is a source none of the rows came from, and a source's
-rows err together (one engine build, one harness). With each row's own source left out of the
-band it is checked against, the 10th-90th percentile held 65-76% of the rows by figure and the
-5th-95th held 73-90% (benchmarks/RESULTS.md): the wider one is the 80% band of a new setup.
+architecture, give each group a band in log(published / predicted).
+
+A group's width comes from its rows each set against the group's other sources: a row's residual
+is its error less the median error of the group's rows from other sources and, above the most
+specific level, from the group's other members one level down (another architecture within an
+engine, another engine within a stack), as a user's setup is a source, and often an engine or
+chip, that the rows did not come from. The band is the group's median error plus the 5th to 95th
+percentile of those residuals, and never narrower than the 5th to 95th percentile of the rows'
+own errors. So a group whose sources disagree (two SGLang tables 2x apart, vLLM builds 2.9x apart)
+gets the wide band its next source needs, where the rows' own spread had been narrow whenever
+one source held most of them. Why the 5th to 95th and not the 10th to 90th: a source's rows err
+together (one engine build, one harness), so the band of a new setup must be wider than the
+rows' own 80% spread (benchmarks/RESULTS.md gives the coverage with each row's own source out).
 A prediction takes the band of the most specific group with at least ``MIN_ROWS`` rows from
 ``MIN_SOURCES`` sources, falling back from (stack, engine, architecture) to (stack, engine) to the
 stack alone. A prediction that no group of its figure, kind (dense or MoE) and stack covers was
@@ -94,23 +102,43 @@ def _quantiles(values: list[float]) -> tuple[float, float]:
     return cuts[0], cuts[-1]
 
 
+def _held_out_residuals(members: list[tuple[str, str, float]]) -> list[float]:
+    """Each member's (source, subgroup, error) residual from the median of the members of other
+    sources and other subgroups (other sources alone where every member shares one subgroup)."""
+    subgroups = {subgroup for _, subgroup, _ in members}
+    medians: dict[tuple[str, str], float] = {}
+    residuals = []
+    for source, subgroup, error in members:
+        unit = (source, subgroup)
+        if unit not in medians:
+            others = [e for s, g, e in members if s != source and (len(subgroups) < 2 or g != subgroup)]
+            medians[unit] = statistics.median(others or [e for s, _, e in members if s != source])
+        residuals.append(error - medians[unit])
+    return residuals
+
+
 def band_table(rows: Iterable[tuple[FigureRow, str, float]]) -> dict[str, Any]:
     """The stored table from held-out rows (what a row is, its source, log(predicted / published))."""
-    errors: dict[str, list[float]] = defaultdict(list)
-    sources: dict[str, set[str]] = defaultdict(set)
+    members: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
     for row, source, log_error in rows:
-        for key in group_keys(row):
-            errors[key].append(log_error)
-            sources[key].add(source)
+        keys = group_keys(row)
+        for level, key in enumerate(keys):
+            # The member one level down that a row belongs to ('' at the most specific level).
+            members[key].append((source, keys[level - 1] if level else "", log_error))
     groups = {}
-    for key in sorted(errors):
-        values = errors[key]
-        if len(values) < MIN_ROWS or len(sources[key]) < MIN_SOURCES:
+    for key in sorted(members):
+        mine = members[key]
+        sources = {source for source, _, _ in mine}
+        if len(mine) < MIN_ROWS or len(sources) < MIN_SOURCES:
             continue
-        q10, q90 = _quantiles(values)
+        errors = [error for _, _, error in mine]
+        centre = statistics.median(errors)
+        spread_low, spread_high = _quantiles(_held_out_residuals(mine))
+        own_low, own_high = _quantiles(errors)
+        q_low, q_high = min(centre + spread_low, own_low), max(centre + spread_high, own_high)
         # published / predicted = exp(-log error): the low end from the most optimistic rows.
-        groups[key] = {"rows": len(values), "sources": len(sources[key]), "low": math.exp(-q90),
-                       "high": math.exp(-q10)}  # fmt: skip
+        groups[key] = {"rows": len(mine), "sources": len(sources), "low": math.exp(-q_high),
+                       "high": math.exp(-q_low)}  # fmt: skip
     return {"level": LEVEL, "min_rows": MIN_ROWS, "min_sources": MIN_SOURCES, "groups": groups,
             "unvalidated": _unvalidated(groups)}  # fmt: skip
 
