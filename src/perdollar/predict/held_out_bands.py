@@ -45,7 +45,7 @@ UNVALIDATED = "unvalidated"
 class FigureRow:
     """What a band is looked up by: the figure, and what kind of prediction it is."""
 
-    figure: str  # serving: throughput | ttft | tpot; training: tokens_per_second
+    figure: str  # serving: throughput | ttft | tpot; training: training (its tokens per second)
     moe: bool
     stack: str  # the chip's software stack: cuda, rocm, xla, neuron …
     engine: str  # the serving engine, or the training framework
@@ -105,9 +105,12 @@ def _held_out_residuals(members: list[tuple[str, str, float]]) -> list[float]:
     return residuals
 
 
-def band_table(rows: Iterable[tuple[FigureRow, str, float]], figures: Sequence[str]) -> dict[str, Any]:
+def band_table(
+    rows: Iterable[tuple[FigureRow, str, float]], figures: Sequence[str], *, unvalidated_by_kind: bool = False
+) -> dict[str, Any]:
     """The stored table from held-out rows (what a row is, its source, log(predicted / published)),
-    with the unvalidated band of each of ``figures``."""
+    with the unvalidated band of each of ``figures`` (and of each kind of it, dense or MoE, that
+    has a checked group, with ``unvalidated_by_kind``)."""
     members: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
     for row, source, log_error in rows:
         keys = group_keys(row)
@@ -129,20 +132,24 @@ def band_table(rows: Iterable[tuple[FigureRow, str, float]], figures: Sequence[s
         groups[key] = {"rows": len(mine), "sources": len(sources), "low": math.exp(-q_high),
                        "high": math.exp(-q_low)}  # fmt: skip
     return {"level": LEVEL, "min_rows": MIN_ROWS, "min_sources": MIN_SOURCES, "groups": groups,
-            "unvalidated": _unvalidated(groups, figures)}  # fmt: skip
+            "unvalidated": _unvalidated(groups, figures, unvalidated_by_kind)}  # fmt: skip
 
 
-def _unvalidated(groups: dict[str, dict[str, Any]], figures: Sequence[str]) -> dict[str, dict[str, float]]:
+def _unvalidated(
+    groups: dict[str, dict[str, Any]], figures: Sequence[str], by_kind: bool
+) -> dict[str, dict[str, float]]:
+    """The widest stack-level band of each figure (and kind) with its log widths doubled."""
     out = {}
-    for figure in figures:
-        stack_level = [
-            g for key, g in groups.items() if key.startswith(f"{figure} ·") and key.count("·") == 2
-        ]
+    kinds = ("dense", "MoE") if by_kind else ()
+    for name in [*figures, *(f"{figure} · {kind}" for figure in figures for kind in kinds)]:
+        stack_level = [g for key, g in groups.items() if key.startswith(f"{name} ·") and key.count("·") == 2]
+        if not stack_level and name not in figures:
+            continue  # a kind nothing checked takes its figure's
         below = max((-math.log(g["low"]) for g in stack_level), default=0.0)
         above = max((math.log(g["high"]) for g in stack_level), default=0.0)
         floor = math.log(UNVALIDATED_FLOOR)
-        out[figure] = {"low": math.exp(-max(UNVALIDATED_WIDENING * below, floor)),
-                       "high": math.exp(max(UNVALIDATED_WIDENING * above, floor))}  # fmt: skip
+        out[name] = {"low": math.exp(-max(UNVALIDATED_WIDENING * below, floor)),
+                     "high": math.exp(max(UNVALIDATED_WIDENING * above, floor))}  # fmt: skip
     return out
 
 
@@ -152,5 +159,6 @@ def band_for(table: dict[str, Any], row: FigureRow) -> Band:
         group = table["groups"].get(key)
         if group is not None:
             return Band(row.figure, group["low"], group["high"], key, group["rows"])
-    wide = table["unvalidated"][row.figure]
+    unvalidated = table["unvalidated"]
+    wide = unvalidated.get(f"{row.figure} · {'MoE' if row.moe else 'dense'}") or unvalidated[row.figure]
     return Band(row.figure, wide["low"], wide["high"], UNVALIDATED, 0)
