@@ -10,7 +10,9 @@ does). Each row's log(predicted / published), in the unit of the figure it stand
 one of three figures: throughput (loaded output tokens/s), TTFT (prefill and first-token rows)
 and TPOT (decode at small batches, a request's time per output token). Rows are grouped by
 figure, dense or mixture-of-experts, software stack, engine and chip architecture; a group's
-band is the 10th to 90th percentile of its rows' held-out log errors.
+band is its median error plus the 5th to 95th percentile of its rows' errors each set against the
+group's other sources (and other engines or architectures), never narrower than the rows' own
+5th to 95th percentile (perdollar.predict.llm_serving.bands says why).
 
 --write stores the table the predictor reads (src/perdollar/predict/data/serving_bands.json).
 

@@ -15,6 +15,7 @@ from perdollar.predict.llm_serving.bands import (
     FigureRow,
     band_for,
     band_table,
+    serving_band,
     stored_table,
 )
 from perdollar.predict.llm_serving.engines import ENGINES
@@ -46,6 +47,27 @@ def test_a_group_of_too_few_rows_or_sources_falls_back_to_its_parent() -> None:
     assert band_for(table, VLLM_H100).group == "tpot · dense · cuda · vllm"
     assert band_for(table, ampere_row).group == "tpot · dense · cuda · vllm"
     assert band_for(table, ampere_row).rows == 2 * MIN_ROWS - 1
+
+
+def test_an_engine_that_disagrees_with_the_rest_of_its_stack_widens_the_stack_band_either_way() -> None:
+    # One engine's 30 rows from three sources are right; another's three rows (too few for a band
+    # of their own) put the published time at half the prediction. Both take the stack's band.
+    # The rows' own spread reaches the half but not its mirror; a setup none of them ran may be an
+    # engine that errs the other way as far, so the band must reach both.
+    right_row = FigureRow("tpot", False, "cuda", "tensorrt-llm", "Hopper")
+    right = [(right_row, f"table {i % 3}", 0.01 * (i % 3 - 1)) for i in range(30)]
+    other_row = FigureRow("tpot", False, "cuda", "sglang", "Hopper")
+    other = [(other_row, f"blog {i}", math.log(2.0)) for i in range(3)]
+    band = band_for(band_table(right + other), other_row)
+    assert band.group == "tpot · dense · cuda" and band.rows == 33
+    assert band.low <= 0.5 * (1 + 1e-9) and band.high >= 2.0
+
+
+def test_a_predictions_band_and_group_are_read_from_the_bundled_table() -> None:
+    band = serving_band("tpot", moe=False, stack="cuda", engine="vllm@2024", family="Hopper")
+    group = stored_table()["groups"][band.group]
+    assert band.group.startswith("tpot · dense · cuda") and band.validated
+    assert (band.low, band.high, band.rows) == (group["low"], group["high"], group["rows"])
 
 
 def test_a_prediction_no_held_out_row_is_like_is_unvalidated_and_wider_than_any_checked_band() -> None:

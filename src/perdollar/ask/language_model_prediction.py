@@ -170,7 +170,9 @@ def predict_llm(
         "tokens_per_second": p.tokens_per_second,
         "tokens_per_second_low": p.tokens_per_second_low,
         "tokens_per_second_high": p.tokens_per_second_high,
-        "band": {"low": p.tokens_per_second_low, "high": p.tokens_per_second_high, "coverage": 0.8},
+        "band": training_band_document(
+            p.tokens_per_second_low, p.tokens_per_second_high, p.band_group, p.band_rows
+        ),
         "samples_per_second": p.samples_per_second,
         "step_time_s": p.step_time_s,
         "mfu": p.mfu,
@@ -252,7 +254,8 @@ def _on_own_stack(workload: LLMWorkload, instance: InstanceType, accelerator: Ac
         "seq_len": workload.seq_len, "global_batch": workload.global_batch, "precision": workload.precision,
         "finetune": workload.finetune, "attention_kernel": workload.attention_kernel, "sample_unit": "tokens",
         "tokens_per_second": row["tokens_per_second"], "tokens_per_second_low": low,
-        "tokens_per_second_high": high, "band": {"low": low, "high": high, "coverage": 0.8},
+        "tokens_per_second_high": high,
+        "band": training_band_document(low, high, row["band_group"], row["band_rows"]),
         "samples_per_second": row["sequences_per_second"], "step_time_s": row["step_time_s"],
         "mfu": row["mfu"], "mfu_convention": MFU_CONVENTION,
         "plan": plan.to_dict() | {"framework": stack.name, "compiled": False},
@@ -282,3 +285,11 @@ def _calibration(
         note(f"note: stored measurements unavailable ({error})")
         runs = []
     return calibrated(workload, runs, catalog)
+
+
+def training_band_document(low: float, high: float, group: str, rows: int) -> dict[str, Any]:
+    """The 80% band of tokens per second, and the held-out group of training runs that set it."""
+    from perdollar.predict.held_out_bands import UNVALIDATED
+
+    return {"low": low, "high": high, "coverage": 0.8, "group": group, "rows": rows,
+            "validated": bool(group) and group != UNVALIDATED}  # fmt: skip

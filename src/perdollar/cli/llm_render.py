@@ -27,7 +27,9 @@ def print_llm_prediction(result: dict[str, Any]) -> None:
         result["tokens_per_second_high"],
         "tokens/s",
     )
-    console.print(f"throughput: {band}  [dim](80% band; basis: {result['basis']})[/]")
+    group = result.get("band", {}).get("group")
+    origin = f"80% band from held-out runs: {escape(group)}" if group else "80% band"
+    console.print(f"throughput: {band}  [dim]({origin}; basis: {result['basis']})[/]")
     console.print(
         f"            {format_number(result['samples_per_second'])} sequences/s · step "
         f"{format_number(result['step_time_s'])} s · MFU {100 * result['mfu']:.1f}%  "

@@ -34,6 +34,7 @@ from perdollar.predict.accelerator_stacks import (
 from perdollar.predict.llm.frameworks import framework_for
 from perdollar.predict.llm.optimizers import DEFAULT_OPTIMIZER
 from perdollar.predict.llm.plan import TrainingPlan
+from perdollar.predict.llm.training_bands import training_band
 from perdollar.predict.llm_serving.engines import serving_engine_for
 from perdollar.predict.llm_serving.features import Speculation
 from perdollar.predict.llm_serving.formats import kv_precision_name, serving_format
@@ -50,7 +51,8 @@ OPTIMIZER_BYTES = 12.0
 # Activation bytes per token per hidden unit of one layer's working set in 16 bits, attention
 # fused (Korthikanti et al. 2022, "Reducing Activation Recomputation", table 2 without the s/h term).
 LAYER_WORKING_BYTES = 34.0
-# The band around a training prediction: the held-out error of the stack fits is 6-45%.
+# The band a training prediction carried before the held-out table (predict/llm/training_bands.py);
+# benchmarks/llm_training_bands.py still reports its coverage.
 TRAINING_BAND = (0.7, 1.3)
 
 
@@ -289,9 +291,12 @@ def training_row(
         text += f", data parallel over DCN between {nodes} slices"
     note = fit_note(accelerator, stack)
     text = f"{text} ({note})" if note else text
+    band = training_band(moe=arch.is_moe, stack=accelerator.software_stack, framework=stack.name,
+                         family=accelerator.architecture)  # fmt: skip
     return row | {
-        "samples_per_second": tokens, "samples_per_second_low": tokens * TRAINING_BAND[0],
-        "samples_per_second_high": tokens * TRAINING_BAND[1], "basis": "spec", "bottleneck": bottleneck,
+        "samples_per_second": tokens, "samples_per_second_low": tokens * band.low,
+        "samples_per_second_high": tokens * band.high, "basis": "spec", "bottleneck": bottleneck,
+        "band_group": band.group, "band_rows": band.rows,
         "step_time_s": step, "compute_time_s": compute, "communication_time_s": communication, "fits": True,
         "fit_reason": "", "tokens_per_second": tokens, "sequences_per_second": tokens / workload.seq_len,
         "mfu": tokens * per_token / (peak * chips), "plan": plan, "plan_text": text,

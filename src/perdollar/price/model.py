@@ -131,6 +131,10 @@ class Estimate:
     plan_text: str = ""
     mfu: float | None = None
     memory_per_gpu_gib: float | None = None
+    # The held-out group of training runs whose errors set the band (predict/llm/training_bands.py)
+    # and its rows; empty where the band comes from the basis alone.
+    band_group: str = ""
+    band_rows: int | None = None
     # The training stack a non-GPU chip runs ("MaxText (JAX/XLA)"): choosing it means moving the job
     # there. Empty on GPUs, which run the PyTorch code as it is.
     stack_label: str = ""

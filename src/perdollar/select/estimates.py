@@ -8,6 +8,7 @@ from typing import Any, TypedDict
 
 import pandas as pd
 
+from perdollar.predict.held_out_bands import UNVALIDATED
 from perdollar.price.frame import Target
 from perdollar.price.model import Estimate, ServingFigures
 from perdollar.vocabulary import SECONDS_PER_HOUR
@@ -89,7 +90,18 @@ def row_remarks(row: Mapping[str, object]) -> tuple[str, ...]:
     if bool(row.get("fits", True)) and _text(row.get("fit_reason")):
         remarks.append(_text(row.get("fit_reason")))
     remarks += [_text(row.get(name)) for name in ("precision_remark", "mfu_remark") if _text(row.get(name))]
+    if group := _text(row.get("band_group")):
+        remarks.append(band_remark(group, _number(row.get("band_rows"))))
     return tuple(remarks)
+
+
+def band_remark(group: str, rows: float | None) -> str:
+    """Where a language model's training band comes from: ``80% band from 295 held-out runs: …``."""
+    if group == UNVALIDATED:
+        return (
+            "80% band unvalidated: no held-out training run like this one was checked (widest band, doubled)"
+        )
+    return f"80% band from {rows or 0:.0f} held-out runs: {group}"
 
 
 class _PlanFields(TypedDict, total=False):
@@ -97,6 +109,8 @@ class _PlanFields(TypedDict, total=False):
     plan_text: str
     mfu: float | None
     memory_per_gpu_gib: float | None
+    band_group: str
+    band_rows: int | None
 
 
 class _BillFields(TypedDict, total=False):
@@ -121,6 +135,8 @@ def _plan_fields(row: dict[str, object]) -> _PlanFields:
         "plan_text": _text(row.get("plan_text")),
         "mfu": _number(row.get("mfu")),
         "memory_per_gpu_gib": _number(row.get("memory_per_gpu_gib")),
+        "band_group": _text(row.get("band_group")),
+        "band_rows": int(rows) if (rows := _number(row.get("band_rows"))) is not None else None,
     }
 
 

@@ -37,6 +37,8 @@ LLM_COLUMNS = (
     "memory_per_gpu_gib",
     "precision_remark",
     "mfu_remark",
+    "band_group",
+    "band_rows",
 )
 
 
@@ -160,6 +162,8 @@ def _row(
         plan_text=p.plan.text(p.gpus),
         memory_per_gpu_gib=p.memory_per_gpu_gib,
         mfu_remark=p.mfu_remark,
+        band_group=p.band_group,
+        band_rows=p.band_rows,
     )
     return row
 

@@ -50,7 +50,7 @@ from perdollar.predict.llm.stage import (
     pipeline_bubble_stages,
     stage_times,
 )
-from perdollar.predict.params import shipped_model
+from perdollar.predict.llm.training_bands import prediction_band
 from perdollar.profile.llm_trace import LayerTrace, layer_trace
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
@@ -86,6 +86,8 @@ class LLMTrainingPrediction:
     fp8: dict[str, object] = field(default_factory=dict)
     memory_tight: bool = False  # runs only inside the estimate's memory reserve (fit_reason says how far)
     mfu_remark: str = ""  # held to the best published MFU for the chip and scale (mfu_limits), and why
+    band_group: str = ""  # the held-out runs that set the band of tokens per second (training_bands)
+    band_rows: int = 0
 
 
 MFU_CONVENTION = (
@@ -322,11 +324,11 @@ def predict_llm_training(
     step /= eff.calibration_factor
     mfu = sequences * seq_len / step * flops_per_token / (gpus * _peak_flops(accelerator, precision))
     tokens_per_second = sequences * seq_len / step
-    errors = shipped_model().errors_for(eff.basis, accelerator.software_stack)
+    band = prediction_band(eff.basis, arch.is_moe, accelerator, plan.resolved_framework.name)
     return LLMTrainingPrediction(
         tokens_per_second=tokens_per_second,
-        tokens_per_second_low=tokens_per_second * math.exp(errors.q10),
-        tokens_per_second_high=tokens_per_second * math.exp(errors.q90),
+        tokens_per_second_low=tokens_per_second * band.low,
+        tokens_per_second_high=tokens_per_second * band.high,
         samples_per_second=sequences / step,
         step_time_s=step,
         mfu=mfu,
@@ -345,6 +347,8 @@ def predict_llm_training(
         fp8=fp8_summary(plan, accelerator, precision, breakdown.get(FP8_QUANTISE, 0.0)),
         memory_tight=memory.tight,
         mfu_remark=mfu_remark,
+        band_group=band.group,
+        band_rows=band.rows,
     )
 
 

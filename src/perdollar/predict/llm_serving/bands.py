@@ -3,140 +3,43 @@
 The serving model's throughput, TTFT and TPOT are each checked against published figures with
 every source held out of the fit that predicts it (benchmarks/llm_serving_bands.py). Those
 held-out errors, grouped by figure, dense or mixture-of-experts, software stack, engine and chip
-architecture, give each group a band: the 5th to 95th percentile of log(published / predicted).
-Why not the 10th to 90th: a user's setup is a source none of the rows came from, and a source's
-rows err together (one engine build, one harness). With each row's own source left out of the
-band it is checked against, the 10th-90th percentile held 65-76% of the rows by figure and the
-5th-95th held 73-90% (benchmarks/RESULTS.md): the wider one is the 80% band of a new setup.
-A prediction takes the band of the most specific group with at least ``MIN_ROWS`` rows from
-``MIN_SOURCES`` sources, falling back from (stack, engine, architecture) to (stack, engine) to the
-stack alone. A prediction that no group of its figure, kind (dense or MoE) and stack covers was
-never checked: it is ``unvalidated`` and takes the widest checked band of its figure with the log
-widths doubled, at least a factor of two either way.
+architecture, give each group a band (perdollar.predict.held_out_bands: how a group's width comes
+from its rows set against its other sources, and which group a prediction takes). So a group whose
+sources disagree (two SGLang tables 2x apart, vLLM builds 2.9x apart) gets a band as wide as the
+disagreement; benchmarks/RESULTS.md gives the coverage with each row's own source left out.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import statistics
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from perdollar.predict.held_out_bands import (  # noqa: F401  (re-exported: the serving table's readers)
+    LEVEL,
+    MIN_ROWS,
+    MIN_SOURCES,
+    UNVALIDATED,
+    Band,
+    FigureRow,
+    band_for,
+    group_keys,
+)
+from perdollar.predict.held_out_bands import band_table as held_out_band_table
+
 BANDS_PATH = Path(__file__).resolve().parents[1] / "data" / "serving_bands.json"
-LEVEL = 0.8
-# Fewer rows than this put a 10th percentile on one or two rows: the parent group speaks instead.
-MIN_ROWS = 8
-# A source's rows share its setup (engine build, driver, harness): their errors move together, so
-# a group of one or two sources says little about the next one, and its parent speaks instead.
-MIN_SOURCES = 3
 FIGURES = ("throughput", "ttft", "tpot")
-# An unchecked prediction's band: the widest checked one with its log widths doubled, and never
-# narrower than half to twice the prediction.
-UNVALIDATED_WIDENING = 2.0
-UNVALIDATED_FLOOR = 2.0
-UNVALIDATED = "unvalidated"
 # An engine's dated build is named after it: vllm@2024 (predict/llm_serving/builds.py). Its rows are
 # the engine's: bands and builds are looked up by the engine alone.
 BUILD_MARK = "@"
 
 
-@dataclass(frozen=True, slots=True)
-class FigureRow:
-    """What a band is looked up by: the figure, and what kind of prediction it is."""
-
-    figure: str  # throughput | ttft | tpot
-    moe: bool
-    stack: str  # the chip's software stack: cuda, rocm, xla, neuron …
-    engine: str
-    family: str  # the chip's architecture: Hopper, Ampere, CDNA 3 …
-
-
-@dataclass(frozen=True, slots=True)
-class Band:
-    """The published figure lies in [prediction × low, prediction × high] for 80% of rows like it."""
-
-    figure: str
-    low: float
-    high: float
-    group: str  # the group whose rows set it, or "unvalidated"
-    rows: int  # held-out rows behind it (0 when unvalidated)
-
-    @property
-    def validated(self) -> bool:
-        return self.group != UNVALIDATED
-
-    def around(self, value: float) -> tuple[float, float]:
-        return value * self.low, value * self.high
-
-    def document(self, value: float) -> dict[str, Any]:
-        """The band of ``value`` for a JSON answer."""
-        low, high = self.around(value)
-        return {"low": low, "high": high, "level": LEVEL, "group": self.group, "rows": self.rows,
-                "validated": self.validated}  # fmt: skip
-
-
-def group_keys(row: FigureRow) -> tuple[str, ...]:
-    """The groups a row belongs to, the most specific first."""
-    base = f"{row.figure} · {'MoE' if row.moe else 'dense'} · {row.stack}"
-    return (f"{base} · {row.engine} · {row.family}", f"{base} · {row.engine}", base)
-
-
-def _quantiles(values: list[float]) -> tuple[float, float]:
-    """The 5th and 95th percentiles (exclusive: a few rows give the wider, honest ends)."""
-    if len(values) == 1:
-        return values[0], values[0]
-    cuts = statistics.quantiles(values, n=20, method="exclusive")
-    return cuts[0], cuts[-1]
-
-
 def band_table(rows: Iterable[tuple[FigureRow, str, float]]) -> dict[str, Any]:
-    """The stored table from held-out rows (what a row is, its source, log(predicted / published))."""
-    errors: dict[str, list[float]] = defaultdict(list)
-    sources: dict[str, set[str]] = defaultdict(set)
-    for row, source, log_error in rows:
-        for key in group_keys(row):
-            errors[key].append(log_error)
-            sources[key].add(source)
-    groups = {}
-    for key in sorted(errors):
-        values = errors[key]
-        if len(values) < MIN_ROWS or len(sources[key]) < MIN_SOURCES:
-            continue
-        q10, q90 = _quantiles(values)
-        # published / predicted = exp(-log error): the low end from the most optimistic rows.
-        groups[key] = {"rows": len(values), "sources": len(sources[key]), "low": math.exp(-q90),
-                       "high": math.exp(-q10)}  # fmt: skip
-    return {"level": LEVEL, "min_rows": MIN_ROWS, "min_sources": MIN_SOURCES, "groups": groups,
-            "unvalidated": _unvalidated(groups)}  # fmt: skip
-
-
-def _unvalidated(groups: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
-    out = {}
-    for figure in FIGURES:
-        stack_level = [
-            g for key, g in groups.items() if key.startswith(f"{figure} ·") and key.count("·") == 2
-        ]
-        below = max((-math.log(g["low"]) for g in stack_level), default=0.0)
-        above = max((math.log(g["high"]) for g in stack_level), default=0.0)
-        floor = math.log(UNVALIDATED_FLOOR)
-        out[figure] = {"low": math.exp(-max(UNVALIDATED_WIDENING * below, floor)),
-                       "high": math.exp(max(UNVALIDATED_WIDENING * above, floor))}  # fmt: skip
-    return out
-
-
-def band_for(table: dict[str, Any], row: FigureRow) -> Band:
-    """The band of the most specific group of ``row`` that the table holds, else unvalidated."""
-    for key in group_keys(row):
-        group = table["groups"].get(key)
-        if group is not None:
-            return Band(row.figure, group["low"], group["high"], key, group["rows"])
-    wide = table["unvalidated"][row.figure]
-    return Band(row.figure, wide["low"], wide["high"], UNVALIDATED, 0)
+    """The serving table from held-out rows (what a row is, its source, log(predicted / published))."""
+    return held_out_band_table(rows, FIGURES)
 
 
 @cache
