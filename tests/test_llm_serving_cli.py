@@ -68,7 +68,8 @@ def test_70b_on_one_80gb_gpu_does_not_fit_and_says_why() -> None:
 def test_a_quantized_checkpoint_is_served_in_its_own_format_unless_told(tmp_path: Path) -> None:
     # gpt-oss-120b is published with MXFP4 experts (its config's quantization_config): about 61 GiB,
     # which one 80 GB GPU holds; the same weights in fp16 would take 218 GiB.
-    shape = ("--inference", "--accelerator", "H100", "--gpus", "1", "--input-tokens", "1000", "--output-tokens", "300")
+    shape = ("--inference", "--accelerator", "H100", "--gpus", "1", "--input-tokens", "1000")
+    shape += ("--output-tokens", "300")
     published = _predict("gpt-oss-120b", *shape)
     assert (published["precision"], published["fits"]) == ("mxfp4", True)
     assert _predict("gpt-oss-120b", *shape, "--precision", "fp16")["fits"] is False

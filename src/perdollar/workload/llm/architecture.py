@@ -281,7 +281,7 @@ def from_hf_config(config: Mapping[str, object], *, name: str | None = None) -> 
 _CHECKPOINT_FORMATS = {"mxfp4": "mxfp4", "fp8": "fp8", "fbgemm_fp8": "fp8", "awq": "awq", "gptq": "gptq"}
 
 
-def checkpoint_format(config: JsonObject) -> str:
+def checkpoint_format(config: Mapping[str, object]) -> str:
     """The serving format a checkpoint's weights are stored in, from its ``quantization_config``
     ("" for 16-bit weights or a method perdollar does not model)."""
     quantization = config.get("quantization_config")
