@@ -77,9 +77,12 @@ def test_a_data_size_that_would_price_nothing_is_refused(args: tuple[str, ...], 
 
 def test_a_data_size_without_a_region_is_refused_by_the_python_api_too() -> None:
     from perdollar.ask import answer
+    from perdollar.goals import TrainingGoal
     from perdollar.question import DataSettings, Question
 
-    question = Question(workload_name="vit-b16", target_samples=1e9, data=DataSettings(dataset_bytes=2e13))
+    question = Question(
+        workload_name="vit-b16", goal=TrainingGoal(target_samples=1e9), data=DataSettings(dataset_bytes=2e13)
+    )
     with pytest.raises(PerdollarError, match="add --data-region REGION"):
         answer(question)
 
