@@ -23,6 +23,15 @@ def test_a_serving_traffic_file_on_a_training_question_is_refused(flag: str, tmp
     assert len(lines) == 1 and f"{flag} is for serving questions" in lines[0] and "--inference" in lines[0]
 
 
+@pytest.mark.parametrize("flag", ["--ttft-p99-ms", "--tpot-p99-ms"])
+def test_a_served_models_latency_objective_on_a_training_question_is_refused(flag: str) -> None:
+    # A training run has no time to first token: the limit would be dropped without a word.
+    done = run_perdollar("recommend", "llama-3.1-8b", "--tokens", "2e9", flag, "100", "--no-store")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr[-1500:]
+    assert len(lines) == 1 and f"{flag} is for serving questions" in lines[0] and "--inference" in lines[0]
+
+
 @pytest.mark.parametrize("text", ["1e400TB", "1e309B", "9e300PiB"])
 def test_a_data_size_too_large_for_a_number_is_refused(text: str) -> None:
     with pytest.raises(PerdollarError, match="too large to be a number of bytes"):
