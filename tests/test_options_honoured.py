@@ -23,10 +23,17 @@ def test_a_serving_traffic_file_on_a_training_question_is_refused(flag: str, tmp
     assert len(lines) == 1 and f"{flag} is for serving questions" in lines[0] and "--inference" in lines[0]
 
 
+TRAINING_QUESTIONS = {
+    "recommend": ("recommend", "llama-3.1-8b", "--tokens", "2e9"),
+    "compare": ("compare", "llama-3.1-8b", "1x p5.48xlarge", "--tokens", "2e9"),
+}
+
+
 @pytest.mark.parametrize("flag", ["--ttft-p99-ms", "--tpot-p99-ms"])
-def test_a_served_models_latency_objective_on_a_training_question_is_refused(flag: str) -> None:
+@pytest.mark.parametrize("command", list(TRAINING_QUESTIONS))
+def test_a_served_models_latency_objective_on_a_training_question_is_refused(command: str, flag: str) -> None:
     # A training run has no time to first token: the limit would be dropped without a word.
-    done = run_perdollar("recommend", "llama-3.1-8b", "--tokens", "2e9", flag, "100", "--no-store")
+    done = run_perdollar(*TRAINING_QUESTIONS[command], flag, "100", "--no-store")
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2, done.stderr[-1500:]
     assert len(lines) == 1 and f"{flag} is for serving questions" in lines[0] and "--inference" in lines[0]

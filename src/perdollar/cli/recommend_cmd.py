@@ -17,7 +17,12 @@ from perdollar.ask.building import (
 )
 from perdollar.ask.compare import compare_question
 from perdollar.ask.inputs import workload_to_measure
-from perdollar.ask.option_checks import refuse_training_limits, refuse_training_targets, with_one_rate
+from perdollar.ask.option_checks import (
+    refuse_serving_options,
+    refuse_training_limits,
+    refuse_training_targets,
+    with_one_rate,
+)
 from perdollar.ask.options import FleetFlags, Goal, Serving, Shape, Target, Where
 from perdollar.ask.questions import PlanFlags, family_of
 from perdollar.cli import common, recommend_inputs
@@ -143,10 +148,7 @@ def recommend(
         raise PerdollarError(
             "--near places a serving deployment near its users", "add --inference, or drop --near"
         )
-    latencies = (("--ttft-p99-ms", serving.ttft_p99_ms), ("--tpot-p99-ms", serving.tpot_p99_ms))
-    for flag, given in (("--load-curve", serving.load_curve), ("--trace", serving.trace), *latencies):
-        if given is not None:  # a serving fleet's traffic, a served model's latencies: training has none
-            raise PerdollarError(f"{flag} is for serving questions", f"add --inference, or drop {flag}")
+    refuse_serving_options(serving)
     question = asked_training_question(
         workload, target, shape, goal, where, language_model, plan_flags, spot=spot, data=data, bill=bill,
         top=shown.top,
@@ -283,6 +285,7 @@ def compare_command(
         raise PerdollarError(
             "--near places a serving deployment near its users", "add --inference, or drop --near"
         )
+    refuse_serving_options(serving)
     question = comparison_question(
         workload, configs, target, language_model, plan_flags, batch_size=batch_size, precision=precision,
         spot=spot,
