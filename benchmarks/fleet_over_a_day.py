@@ -29,8 +29,9 @@ from pathlib import Path
 from perdollar.ask.language_model_fleet import _options, answer_language_model_fleet
 from perdollar.catalog import load as load_catalog
 from perdollar.catalog.model import DEFAULT_INSTANCE_START_S
+from perdollar.goals import ServingGoal, token_slo
 from perdollar.price.fleet import FleetPolicy, mixed_fleet, single_type_fleet
-from perdollar.question import LanguageModelSettings, Question, ServingGoal
+from perdollar.question import LanguageModelSettings, Question
 from perdollar.workload.llm import load_llm_workload
 from perdollar.workload.llm.load_curve import RequestClass, parse_load_curve
 
@@ -52,9 +53,9 @@ def day_csv() -> str:
 def main() -> None:
     catalog = load_catalog()
     curve = parse_load_curve(day_csv(), SHORT, "synthetic day").with_classes((SHORT, LONG), SHARES)
-    settings = LanguageModelSettings(ttft_p99_ms=TTFT_MS, tpot_p99_ms=TPOT_MS)
-    question = Question("llama-3.1-8b", kind="inference", serving=ServingGoal(qps=PEAK, slo_ms=()),
-                        language_model=settings)  # fmt: skip
+    goal = ServingGoal(qps=PEAK, objectives=token_slo(TTFT_MS, TPOT_MS))
+    settings = LanguageModelSettings()
+    question = Question("llama-3.1-8b", goal=goal, language_model=settings)
     policy = FleetPolicy()
     started = time.perf_counter()
     answer = answer_language_model_fleet(

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from perdollar.ask import answer_training, load_inputs, priced_candidates
+from perdollar.goals import TrainingGoal
 from perdollar.question import Question
 
 
@@ -60,7 +61,9 @@ def main() -> None:
         return
 
     question = Question(
-        workload_name=args.workload, target_samples=1e9, deadline_hours=72.0, max_nodes=args.max_nodes
+        workload_name=args.workload,
+        goal=TrainingGoal(target_samples=1e9, deadline_hours=72.0),
+        max_nodes=args.max_nodes,
     )
     started = time.perf_counter()
     inputs = load_inputs(question)

@@ -12,8 +12,9 @@ import pytest
 import perdollar.ask
 from cli_runner import run_perdollar
 from perdollar.catalog.model import DEFAULT_INSTANCE_START_S
+from perdollar.goals import FleetGoal, FleetTraffic, LatencyObjective, ServingGoal
 from perdollar.price.fleet import DEFAULT_AVAILABILITY, DEFAULT_MIN_REPLICAS
-from perdollar.question import FleetTraffic, LanguageModelSettings, Question, ServingGoal
+from perdollar.question import LanguageModelSettings, Question
 from perdollar.select.model import Recommendation
 from perdollar.store import open_store
 from perdollar.vocabulary import TOKEN_SERVING_OBJECTIVE
@@ -28,14 +29,13 @@ QUESTION = (
 def _asked_from_python() -> Question:
     """The question ``QUESTION --load-curve day.csv`` asks, written by hand."""
     mean_rps = (4 * 8 + 24 * 12 + 10 * 4) / 24
+    objectives = (LatencyObjective("ttft", 0.99, 800.0), LatencyObjective("tpot", 0.99, 50.0))
+    serving = ServingGoal(qps=mean_rps, objectives=objectives, objective=TOKEN_SERVING_OBJECTIVE)
+    traffic = FleetTraffic("load-curve", "day.csv", CURVE, 0.7, DEFAULT_MIN_REPLICAS,
+                           DEFAULT_INSTANCE_START_S, DEFAULT_AVAILABILITY)  # fmt: skip
     return Question(
-        workload_name="llama-3.1-8b", kind="inference", objective=TOKEN_SERVING_OBJECTIVE, clouds=("aws",),
-        serving=ServingGoal(qps=mean_rps, slo_ms=()),
-        language_model=LanguageModelSettings(
-            input_tokens=1500, output_tokens=300, ttft_p99_ms=800.0, tpot_p99_ms=50.0
-        ),
-        traffic=FleetTraffic("load-curve", "day.csv", CURVE, 0.7, DEFAULT_MIN_REPLICAS,
-                             DEFAULT_INSTANCE_START_S, DEFAULT_AVAILABILITY),
+        workload_name="llama-3.1-8b", clouds=("aws",), goal=FleetGoal(serving, traffic),
+        language_model=LanguageModelSettings(input_tokens=1500, output_tokens=300),
     )  # fmt: skip
 
 
@@ -61,7 +61,8 @@ def test_a_question_with_traffic_asked_from_python_is_answered_by_the_fleet(
     # The command line's answer to the same question, figure for figure.
     for key in ("intervals", "fleet", "autoscaled_single_type", "static_peak", "saving_vs_static_peak"):
         assert figures[key] == shown[key], key
-    assert recommendation.question.traffic is not None and recommendation.question.traffic.text == CURVE
+    goal = recommendation.question.goal
+    assert isinstance(goal, FleetGoal) and goal.traffic.text == CURVE
 
 
 def test_history_reevaluate_asks_a_stored_fleet_again_through_ask(

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from cli_runner import run_perdollar
+from perdollar.goals import FleetGoal
 from perdollar.store import open_store
 
 CURVE = "hour,requests_per_second\n0,4\n8,24\n20,10\n"
@@ -46,8 +47,8 @@ def test_a_fleet_is_stored_with_its_curve_and_asked_again_after_the_file_is_gone
     assert again["old"]["fleet"]["usd_per_month"] == first["fleet"]["usd_per_month"]
     with open_store(store) as opened:
         old, new = opened.get_recommendation(stored), opened.get_recommendation(again["new_id"])
-    assert old.question.traffic is not None and old.question.traffic.text == CURVE
-    assert old.question.traffic.target_utilisation == 0.7  # the autoscaling policy is asked again too
+    assert isinstance(old.question.goal, FleetGoal) and old.question.goal.traffic.text == CURVE
+    assert old.question.goal.traffic.target_utilisation == 0.7  # the autoscaling policy is asked again too
     assert new.question == old.question
     assert old.fleet is not None and new.fleet is not None
     assert new.fleet["intervals"] == old.fleet["intervals"] == first["intervals"]

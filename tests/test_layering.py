@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "perdollar"
 PIPELINE = ("catalog", "workload", "profile", "measure", "predict", "price", "select", "report")
 BOTTOM = {
     "errors", "vocabulary", "question", "fmt", "jsonable", "paths", "files", "frames", "configuration",
-    "lifeline", "sandbox", "amounts", "cache", "terminal_tables",
+    "lifeline", "sandbox", "amounts", "cache", "terminal_tables", "goals", "question_json",
 }  # fmt: skip
 # Beside the pipeline: they may read its data types; the application layer and the CLI sit on top.
 ALLOWED_BESIDE = {

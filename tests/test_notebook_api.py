@@ -11,6 +11,7 @@ import pytest
 
 import perdollar
 from perdollar.errors import PerdollarError
+from perdollar.goals import TrainingGoal
 from perdollar.select.display import estimates_html
 
 
@@ -122,4 +123,5 @@ def test_the_api_and_the_command_line_refuse_with_the_same_check() -> None:
 
 def test_the_api_takes_counts_and_durations_in_the_command_line_words() -> None:
     answer = perdollar.recommend("mlp", samples="250M", deadline_hours="3d", clouds=["aws"])
-    assert answer.question.target_samples == 2.5e8 and answer.question.deadline_hours == 72
+    goal = answer.question.goal
+    assert isinstance(goal, TrainingGoal) and goal.target_samples == 2.5e8 and goal.deadline_hours == 72

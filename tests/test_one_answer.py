@@ -19,6 +19,7 @@ from perdollar.ask.answer import ROUTES
 from perdollar.ask.questions import PlanFlags, decided, given_flags
 from perdollar.cli import app
 from perdollar.cli.declared import StoreChoice
+from perdollar.goals import FleetGoal, ServingGoal, TrainingGoal
 from perdollar.price.model import ServingFigures
 from perdollar.question import Declared, LanguageModelSettings, Question, SpotSettings
 from perdollar.store.codec import _estimate_from_payload
@@ -106,7 +107,8 @@ def test_the_family_is_decided_once_and_every_route_exists() -> None:
     assert decided(Question("llama-3.1-8b")).language_model == LanguageModelSettings()
     assert decided(Question("vit-b16")).family == "network"
     assert decided(Question("vit-b16", family="language-model")).family == "language-model"
-    assert set(ROUTES) == {(f, k) for f in ("network", "language-model") for k in ("train", "inference")}
+    goals = (TrainingGoal, ServingGoal, FleetGoal)
+    assert set(ROUTES) == {(family, goal) for family in ("network", "language-model") for goal in goals}
 
 
 def test_only_the_question_builder_reads_the_family_from_a_name() -> None:

@@ -23,6 +23,22 @@ def test_a_serving_traffic_file_on_a_training_question_is_refused(flag: str, tmp
     assert len(lines) == 1 and f"{flag} is for serving questions" in lines[0] and "--inference" in lines[0]
 
 
+TRAINING_QUESTIONS = {
+    "recommend": ("recommend", "llama-3.1-8b", "--tokens", "2e9"),
+    "compare": ("compare", "llama-3.1-8b", "1x p5.48xlarge", "--tokens", "2e9"),
+}
+
+
+@pytest.mark.parametrize("flag", ["--ttft-p99-ms", "--tpot-p99-ms"])
+@pytest.mark.parametrize("command", list(TRAINING_QUESTIONS))
+def test_a_served_models_latency_objective_on_a_training_question_is_refused(command: str, flag: str) -> None:
+    # A training run has no time to first token: the limit would be dropped without a word.
+    done = run_perdollar(*TRAINING_QUESTIONS[command], flag, "100", "--no-store")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr[-1500:]
+    assert len(lines) == 1 and f"{flag} is for serving questions" in lines[0] and "--inference" in lines[0]
+
+
 @pytest.mark.parametrize("text", ["1e400TB", "1e309B", "9e300PiB"])
 def test_a_data_size_too_large_for_a_number_is_refused(text: str) -> None:
     with pytest.raises(PerdollarError, match="too large to be a number of bytes"):
@@ -77,9 +93,12 @@ def test_a_data_size_that_would_price_nothing_is_refused(args: tuple[str, ...], 
 
 def test_a_data_size_without_a_region_is_refused_by_the_python_api_too() -> None:
     from perdollar.ask import answer
+    from perdollar.goals import TrainingGoal
     from perdollar.question import DataSettings, Question
 
-    question = Question(workload_name="vit-b16", target_samples=1e9, data=DataSettings(dataset_bytes=2e13))
+    question = Question(
+        workload_name="vit-b16", goal=TrainingGoal(target_samples=1e9), data=DataSettings(dataset_bytes=2e13)
+    )
     with pytest.raises(PerdollarError, match="add --data-region REGION"):
         answer(question)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from perdollar.ask import answer, recommend
+from perdollar.goals import TrainingGoal
 
 
 def test_answer_reasks_a_question_from_its_fields() -> None:
@@ -19,7 +20,7 @@ def test_answer_reasks_a_question_from_its_fields() -> None:
         confidence=0.8,
     )
     assert first.question.workload_fingerprint  # the profile's, so stored measurements can be found
-    assert first.question.confidence == 0.8
+    assert isinstance(first.question.goal, TrainingGoal) and first.question.goal.confidence == 0.8
     again = answer(first.question)
     assert again.question == first.question
     assert [e.label for e in again.estimates[:5]] == [e.label for e in first.estimates[:5]]

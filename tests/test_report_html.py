@@ -22,7 +22,11 @@ def _hostile_recommendation():  # type: ignore[no-untyped-def]
         *base.estimates[1:],
     )
     question = dataclasses.replace(
-        base.question, weights=HOSTILE, precision=HOSTILE, regions=(HOSTILE,), clouds=(HOSTILE,)
+        base.question,
+        goal=dataclasses.replace(base.question.goal, weights=HOSTILE),
+        precision=HOSTILE,
+        regions=(HOSTILE,),
+        clouds=(HOSTILE,),
     )
     return dataclasses.replace(
         base,

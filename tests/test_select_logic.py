@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from perdollar.catalog.filters import allowed_offers
 from perdollar.errors import NothingFeasibleError, PerdollarError
+from perdollar.goals import TrainingGoal
 from perdollar.predict.frame import PREDICTION_COLUMNS, node_counts
 from perdollar.price.frame import SpotAssumptions, Target
 from perdollar.price.table import price_table
@@ -92,15 +93,9 @@ def predictions_frame(node_counts: tuple[int, ...] = (1,)) -> pd.DataFrame:
     return frame
 
 
-def question(**changes: object) -> Question:
-    base = {
-        "workload_name": "toy",
-        "workload_fingerprint": "f",
-        "kind": "train",
-        "objective": "samples-per-dollar",
-    }
-    base.update(changes)
-    return Question(**base)  # type: ignore[arg-type]
+def question(**goal: object) -> Question:
+    """A training question about the toy workload, with these fields of its goal."""
+    return Question(workload_name="toy", workload_fingerprint="f", goal=TrainingGoal(**goal))  # type: ignore[arg-type]
 
 
 def price_candidates(

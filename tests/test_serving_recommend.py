@@ -90,6 +90,7 @@ def test_missing_slo_is_a_usage_error() -> None:
 def test_a_stored_inference_question_can_be_asked_again() -> None:
     from perdollar.ask import answer
     from perdollar.ask.building import serving_question
+    from perdollar.goals import ServingGoal
     from perdollar.store.codec import question_from_payload, recommendation_to_payload
 
     question = serving_question(
@@ -107,7 +108,7 @@ def test_a_stored_inference_question_can_be_asked_again() -> None:
     first = answer(question)
     stored = question_from_payload(recommendation_to_payload(first)["question"])
     again = answer(stored)
-    assert first.question.kind == "inference" and stored.serving and stored.serving.max_batch == 2
+    assert isinstance(stored.goal, ServingGoal) and stored.goal.max_batch == 2
     assert [e.label for e in again.estimates[:3]] == [e.label for e in first.estimates[:3]]
     assert again.estimates[0].serving == first.estimates[0].serving
     assert all(e.market == "on-demand" for e in again.estimates)

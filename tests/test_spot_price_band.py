@@ -36,11 +36,11 @@ def test_a_spot_top_choice_says_what_it_may_cost_and_its_cost_band_holds_it() ->
     from perdollar.ask.inputs import load_inputs
     from perdollar.ask.questions import decided
     from perdollar.ask.training import answer_training
+    from perdollar.goals import TrainingGoal
     from perdollar.question import Question
 
-    question = decided(
-        Question(workload_name="mlp", clouds=("aws",), market="spot", target_samples=1e9, objective="cost")
-    )
+    goal = TrainingGoal(target_samples=1e9, objective="cost")
+    question = decided(Question(workload_name="mlp", clouds=("aws",), market="spot", goal=goal))
     answer = answer_training(question, load_inputs(question))
     top = next(e for e in answer.estimates if e.feasible)
     assert top.price_per_hour_low is not None and top.price_per_hour_high is not None

@@ -28,9 +28,13 @@ def to_jsonable(value: object) -> JsonValue:
     """Dataclasses, enums, dates, paths, numpy scalars and NaN → plain JSON values.
 
     A dataclass lists derived values its JSON carries too (read back, they are ignored) in a
-    ``json_properties`` class attribute: an estimate's ``label``.
+    ``json_properties`` class attribute: an estimate's ``label``. One whose JSON is not its fields
+    as they are gives it from a ``json_form`` method: a question, written as it always was.
     """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        form = getattr(value, "json_form", None)
+        if callable(form):
+            return to_jsonable(form())
         derived = {name: to_jsonable(getattr(value, name)) for name in getattr(value, "json_properties", ())}
         return derived | {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, dict):

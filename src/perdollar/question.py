@@ -6,14 +6,11 @@ again against today's catalog; every field is a value, never a free-form diction
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from perdollar.vocabulary import TOKEN_SERVING_OBJECTIVE, Family, Kind
-
-DEFAULT_CONFIDENCE = 0.9
-DEFAULT_SERVING_HEADROOM = 1.25
+from perdollar.goals import Goal, TrainingGoal
+from perdollar.vocabulary import Family
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,22 +108,6 @@ class BillSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class ServingGoal:
-    """What a deployment must serve: a request rate within latency objectives."""
-
-    qps: float
-    slo_ms: tuple[tuple[float, float], ...]  # (quantile, milliseconds), e.g. ((0.99, 50.0),)
-    max_wait_ms: float | None = None
-    headroom: float = DEFAULT_SERVING_HEADROOM
-    spot_overprovision: float | None = None
-    max_batch: int | None = None
-
-    @property
-    def slo(self) -> dict[float, float]:
-        return dict(self.slo_ms)
-
-
-@dataclass(frozen=True, slots=True)
 class LanguageModelSettings:
     """A language model's step: sequence length, batches, fine-tuning, and a plan the user fixed."""
 
@@ -187,7 +168,7 @@ class LanguageModelSettings:
         " sgd (with momentum).",
         scope="training",
     )
-    # Serving: tokens in and out of a request and the latency objectives (p99, milliseconds).
+    # Serving: tokens in and out of a request (its latency objectives are the question's goal).
     input_tokens: int | None = declared(
         None, "--input-tokens", "Language model serving: prompt tokens per request (default 1000).",
         unit="tokens", minimum=1, scope="serving",
@@ -195,14 +176,6 @@ class LanguageModelSettings:
     output_tokens: int | None = declared(
         None, "--output-tokens", "Language model serving: tokens generated per request (default 300).",
         unit="tokens", minimum=1, scope="serving",
-    )
-    ttft_p99_ms: float | None = declared(
-        None, "--ttft-p99-ms", "Language model serving: time-to-first-token SLO (p99).", unit="ms",
-        scope="serving-slo",
-    )
-    tpot_p99_ms: float | None = declared(
-        None, "--tpot-p99-ms", "Language model serving: time-per-output-token SLO (p99).", unit="ms",
-        scope="serving-slo",
     )
     # None: vLLM, the engine most teams run.
     engine: str | None = declared(
@@ -268,20 +241,6 @@ class NearSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class FleetTraffic:
-    """The traffic a fleet over a day is sized for, kept whole so that the question can be asked
-    again after its file is gone, and how the fleet autoscales."""
-
-    kind: str  # "load-curve" or "trace": how ``text`` is read
-    source: str  # the file's name, as the answer names the traffic
-    text: str
-    target_utilisation: float
-    min_replicas: int
-    instance_start_s: float
-    availability: float
-
-
-@dataclass(frozen=True, slots=True)
 class Question:
     """Everything that defines one question, so that it can be stored and asked again."""
 
@@ -290,15 +249,10 @@ class Question:
     # The name the workload gives itself (a file's Workload(name=...), a built-in's own name for an
     # alias): what the history lists it under, as it lists the workload's measurements.
     workload_label: str = ""
-    kind: Kind = "train"
     # Decided once, where the question is built (perdollar.ask.questions.decided); None until then.
     family: Family | None = None
-    objective: str = "samples-per-dollar"  # training objectives, or usd-per-million-requests
-    target_samples: float | None = None
-    deadline_hours: float | None = None
-    budget_usd: float | None = None
-    weights: str | None = None  # --objective weighted: "time=1,cost=2"
-    confidence: float = DEFAULT_CONFIDENCE  # required P(finish by the deadline)
+    # What is asked for: a training run's target, a deployment's rate and latencies, a fleet's day.
+    goal: Goal = field(default_factory=TrainingGoal)
     market: str = "any"
     clouds: tuple[str, ...] = ()
     regions: tuple[str, ...] = ()
@@ -311,49 +265,15 @@ class Question:
     precision: str | None = None
     spot: SpotSettings = field(default_factory=SpotSettings)
     top: int = 0  # feasible candidates to keep beyond the default
-    serving: ServingGoal | None = None
     # compare: the configurations asked about, as the user wrote them; empty for a ranking.
     configurations: tuple[str, ...] = ()
     language_model: LanguageModelSettings | None = None  # set when the workload is a language model
     data: DataSettings = field(default_factory=DataSettings)
     bill: BillSettings = field(default_factory=BillSettings)
-    traffic: FleetTraffic | None = None  # a fleet over a day (--load-curve/--trace)
     near: NearSettings = field(default_factory=NearSettings)  # serving: the users' places
 
-    @property
-    def has_target(self) -> bool:
-        return bool(self.target_samples)
+    def json_form(self) -> dict[str, Any]:
+        """The question as its JSON has always been written (see :mod:`perdollar.question_json`)."""
+        from perdollar.question_json import question_form
 
-
-# Keys of the free-form ``options`` that questions stored by earlier versions carried.
-_LEGACY_SPOT = ("checkpoint_seconds", "restart_minutes", "interruption_rate")
-_LEGACY_FIELDS = ("weights", "confidence", "batch_size", "precision", "top")
-
-
-def upgrade_legacy_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored question's JSON with its old ``options`` dictionary spread into today's fields."""
-    data = {k: v for k, v in payload.items() if k != "options"}
-    if data.get("family") is None and (
-        data.get("language_model") is not None or data.get("objective") == TOKEN_SERVING_OBJECTIVE
-    ):
-        data["family"] = "language-model"
-    options = payload.get("options")
-    if not isinstance(options, Mapping):
-        return data
-    for key in _LEGACY_FIELDS:
-        if options.get(key) is not None and key not in data:
-            data[key] = options[key]
-    spot = {k: options[k] for k in _LEGACY_SPOT if options.get(k) is not None}
-    if spot and "spot" not in data:
-        data["spot"] = spot
-    if "qps" in options and "serving" not in data:
-        slo = options.get("slo_ms") or {}
-        data["serving"] = {
-            "qps": options["qps"],
-            "slo_ms": [[float(str(label)[1:]) / 100, ms] for label, ms in slo.items()],
-            "max_wait_ms": options.get("max_wait_ms"),
-            "headroom": options.get("headroom", DEFAULT_SERVING_HEADROOM),
-            "spot_overprovision": options.get("spot_overprovision"),
-            "max_batch": options.get("max_batch"),
-        }
-    return data
+        return question_form(self)

@@ -78,9 +78,17 @@ ANY_ENGINE = "any"
 
 TrainingObjective = Literal["samples-per-dollar", "time", "cost", "weighted", "carbon"]
 TRAINING_OBJECTIVES: tuple[TrainingObjective, ...] = get_args(TrainingObjective)
-SERVING_OBJECTIVE = "usd-per-million-requests"
+# A deployment is ranked by its cost per request (a network), per token (a language model) or, a
+# language model's, by its carbon.
+ServingObjective = Literal["usd-per-million-requests", "usd-per-million-tokens", "carbon"]
+SERVING_OBJECTIVE: ServingObjective = "usd-per-million-requests"
 # A language model is served by the token: its deployments are ranked by dollars per million tokens.
-TOKEN_SERVING_OBJECTIVE = "usd-per-million-tokens"
+TOKEN_SERVING_OBJECTIVE: ServingObjective = "usd-per-million-tokens"
+# What a serving latency objective bounds: a network's request latency, or a language model's time
+# to its first token and time per output token after it.
+LatencyMetric = Literal["latency", "ttft", "tpot"]
+# How a fleet's traffic over a day is given: hourly rates, or the requests as they came.
+TrafficKind = Literal["load-curve", "trace"]
 
 Word = TypeVar("Word", bound=str)
 

@@ -18,11 +18,12 @@ from perdollar.ask.questions import decided
 from perdollar.ask.training import answer_training
 from perdollar.catalog import Catalog
 from perdollar.catalog import load as load_catalog
+from perdollar.goals import FleetGoal, Goal, ServingGoal, TrainingGoal
 from perdollar.measure.result import Measurement
 from perdollar.price.placement import checked_data
 from perdollar.question import Question, SpotSettings
 from perdollar.select.model import Recommendation
-from perdollar.vocabulary import Family, Kind
+from perdollar.vocabulary import Family, TrainingObjective
 from perdollar.workload import Workload, load_workload
 from perdollar.workload.llm import load_llm_workload
 
@@ -77,13 +78,23 @@ def _language_model_serving(question: Question, asking: Asking) -> Recommendatio
     ).recommendation  # fmt: skip
 
 
-# Each kind of question and how it is answered: the family and the kind were decided when the
-# question was built (perdollar.ask.questions.decided), and nothing downstream asks again.
-ROUTES: dict[tuple[Family, Kind], Callable[[Question, Asking], Recommendation]] = {
-    ("network", "train"): _network_training,
-    ("network", "inference"): _network_serving,
-    ("language-model", "train"): _language_model_training,
-    ("language-model", "inference"): _language_model_serving,
+def _fleet(question: Question, asking: Asking) -> Recommendation:
+    """A language model's fleet over a day (``recommend --inference --load-curve/--trace``)."""
+    from perdollar.ask.fleet import answer_fleet
+
+    return answer_fleet(question, catalog=asking.catalog, progress=asking.progress)
+
+
+# Each kind of question and how it is answered, by the workload's family and the type of the goal:
+# both were decided when the question was built (perdollar.ask.questions.decided), and nothing
+# downstream asks again. A fleet over a day is sized alike whatever the family.
+ROUTES: dict[tuple[Family, type[Goal]], Callable[[Question, Asking], Recommendation]] = {
+    ("network", TrainingGoal): _network_training,
+    ("network", ServingGoal): _network_serving,
+    ("network", FleetGoal): _fleet,
+    ("language-model", TrainingGoal): _language_model_training,
+    ("language-model", ServingGoal): _language_model_serving,
+    ("language-model", FleetGoal): _fleet,
 }
 
 
@@ -100,8 +111,8 @@ def answer(
     """Answer ``question`` from its fields (the catalog and the workload are loaded unless given).
 
     With ``use_store`` the measurements stored for this workload calibrate the answer too. A
-    question with ``traffic`` (a load curve or a trace) is answered by a fleet over its day, whose
-    figures are the recommendation's ``fleet``.
+    question whose goal is a :class:`~perdollar.goals.FleetGoal` (a load curve or a trace) is
+    answered by a fleet over its day, whose figures are the recommendation's ``fleet``.
     """
     asked, question = question, decided(question)
     checked_data(question.data)  # before any work: a size with nowhere to move it from prices nothing
@@ -109,19 +120,11 @@ def answer(
         catalog if catalog is not None else load_catalog(), workload, measurements, store_url, use_store,
         progress,
     )  # fmt: skip
-    if question.traffic is not None:
-        return _fleet(asked, asking)
     assert question.family is not None  # decided() always decides
-    route = _comparison if question.configurations else ROUTES[(question.family, question.kind)]
-    return route(question, asking)
-
-
-def _fleet(question: Question, asking: Asking) -> Recommendation:
-    """A language model's fleet over a day (``recommend --inference --load-curve/--trace``), stored
-    with the question as it was asked."""
-    from perdollar.ask.fleet import answer_fleet
-
-    return answer_fleet(question, catalog=asking.catalog, progress=asking.progress)
+    route = ROUTES[(question.family, type(question.goal))]
+    if isinstance(question.goal, FleetGoal):
+        return route(asked, asking)  # a fleet is stored with its question as it was asked
+    return (_comparison if question.configurations else route)(question, asking)
 
 
 def _comparison(question: Question, asking: Asking) -> Recommendation:
@@ -195,7 +198,7 @@ def recommend(
     dataset_size: float | str | None = None,
     deadline_hours: float | str | None = None,
     budget_usd: float | None = None,
-    objective: str = "samples-per-dollar",
+    objective: TrainingObjective = "samples-per-dollar",
     market: str = "any",
     clouds: Sequence[str] = (),
     regions: Sequence[str] = (),

@@ -22,16 +22,9 @@ from perdollar.ask.option_checks import (
 from perdollar.ask.options import FleetFlags, Goal, Serving, Shape, Target, Where, node_cap
 from perdollar.ask.questions import PlanFlags, family_of, language_model_settings
 from perdollar.errors import PerdollarError
-from perdollar.question import (
-    BillSettings,
-    DataSettings,
-    FleetTraffic,
-    LanguageModelSettings,
-    Question,
-    ServingGoal,
-    SpotSettings,
-)
-from perdollar.vocabulary import SERVING_OBJECTIVE, TOKEN_SERVING_OBJECTIVE, Family
+from perdollar.goals import FleetGoal, FleetTraffic, ServingGoal, TrainingGoal, request_slo, token_slo
+from perdollar.question import BillSettings, DataSettings, LanguageModelSettings, Question, SpotSettings
+from perdollar.vocabulary import SERVING_OBJECTIVE, TOKEN_SERVING_OBJECTIVE, Family, TrainingObjective
 from perdollar.workload import Workload, canonical_spec
 
 SECONDS_PER_DAY = 86_400.0
@@ -68,12 +61,14 @@ def training_question(
         )
     return Question(
         workload_name=canonical_spec(workload),
-        objective=goal.objective,
-        target_samples=token_target or target_samples(target.samples, target.epochs, target.dataset_size),
-        deadline_hours=amounts.duration_hours(deadline, "--deadline") if deadline else None,
-        budget_usd=goal.budget,
-        weights=goal.weights,
-        confidence=goal.confidence,
+        goal=TrainingGoal(
+            objective=goal.objective,
+            target_samples=token_target or target_samples(target.samples, target.epochs, target.dataset_size),
+            deadline_hours=amounts.duration_hours(deadline, "--deadline") if deadline else None,
+            budget_usd=goal.budget,
+            weights=goal.weights,
+            confidence=goal.confidence,
+        ),
         market=where.market,
         clouds=tuple(where.clouds),
         regions=tuple(where.regions),
@@ -127,7 +122,7 @@ def recommend_question(
     dataset_size: float | str | None,
     deadline_hours: float | str | None,
     budget_usd: float | None,
-    objective: str,
+    objective: TrainingObjective,
     market: str,
     clouds: Sequence[str],
     regions: Sequence[str],
@@ -158,12 +153,14 @@ def recommend_question(
         given = given.with_overrides(batch_size=batch_size, precision=precision)
     question = Question(
         workload_name=name,
-        objective=objective,
-        target_samples=target.samples,
-        deadline_hours=target.deadline_hours,
-        budget_usd=target.budget_usd,
-        weights=weights,
-        confidence=target.confidence,
+        goal=TrainingGoal(
+            objective=objective,
+            target_samples=target.samples,
+            deadline_hours=target.deadline_hours,
+            budget_usd=target.budget_usd,
+            weights=weights,
+            confidence=target.confidence,
+        ),
         market=market,
         clouds=tuple(clouds),
         regions=tuple(regions),
@@ -194,8 +191,7 @@ def comparison_question(
         raise PerdollarError("--deadline needs a target", "add --samples N (--tokens N for a language model)")
     return Question(
         workload_name=canonical_spec(workload),
-        target_samples=samples,
-        deadline_hours=deadline_hours,
+        goal=TrainingGoal(target_samples=samples, deadline_hours=deadline_hours),
         batch_size=batch_size,
         precision=precision,
         spot=spot,
@@ -218,11 +214,11 @@ def api_comparison_question(
     )
     return Question(
         workload_name=canonical_spec(workload),
-        target_samples=target.samples,
-        deadline_hours=target.deadline_hours,
-        budget_usd=target.budget_usd,
-        confidence=target.confidence,
-    )
+        goal=TrainingGoal(
+            target_samples=target.samples, deadline_hours=target.deadline_hours,
+            budget_usd=target.budget_usd, confidence=target.confidence,
+        ),
+    )  # fmt: skip
 
 
 def serving_question(
@@ -248,17 +244,21 @@ def serving_question(
     if any(v is not None and v <= 0 for v in (p99_ms, p95_ms, max_wait_ms)):
         raise PerdollarError("latency limits must be positive", "e.g. --p99-ms 50 --max-wait-ms 5")
     check_market(market)
-    slo = tuple((q, ms) for q, ms in ((0.99, p99_ms), (0.95, p95_ms)) if ms is not None)
+    slo = request_slo(p99_ms, p95_ms)
     return Question(
         workload_name=canonical_spec(workload),
-        kind="inference",
-        objective=SERVING_OBJECTIVE,
+        goal=ServingGoal(
+            qps=qps,
+            objectives=slo,
+            objective=SERVING_OBJECTIVE,
+            max_wait_ms=max_wait_ms,
+            max_batch=batch_size,
+        ),
         market=market,
         clouds=tuple(c.lower() for c in clouds),
         regions=tuple(regions),
         batch_size=batch_size,
         precision=precision,
-        serving=ServingGoal(qps=qps, slo_ms=slo, max_wait_ms=max_wait_ms, max_batch=batch_size),
     )
 
 
@@ -304,18 +304,16 @@ def llm_serving_question(
         raise PerdollarError(f"the request rate must be positive, got {rate:g}", "give e.g. --rps 20")
     return Question(
         workload_name=workload,
-        kind="inference",
-        objective=TOKEN_SERVING_OBJECTIVE,
+        goal=ServingGoal(
+            qps=rate, objectives=token_slo(ttft_p99_ms, tpot_p99_ms), objective=TOKEN_SERVING_OBJECTIVE
+        ),
         market=market,
         clouds=tuple(c.lower() for c in clouds),
         regions=tuple(regions),
         precision=precision,
-        serving=ServingGoal(qps=rate, slo_ms=()),
         language_model=LanguageModelSettings(
             input_tokens=input_tokens,
             output_tokens=output_tokens,
-            ttft_p99_ms=ttft_p99_ms,
-            tpot_p99_ms=tpot_p99_ms,
             engine=engine,
             kv_precision=kv_precision,
             **features_given,
@@ -337,7 +335,7 @@ def language_model_serving_question(
         workload, rps=serving.rps, tokens_per_day=serving.tokens_per_day,
         input_tokens=lengths.input_tokens if lengths else language_model.input_tokens,
         output_tokens=lengths.output_tokens if lengths else language_model.output_tokens,
-        ttft_p99_ms=language_model.ttft_p99_ms, tpot_p99_ms=language_model.tpot_p99_ms,
+        ttft_p99_ms=serving.ttft_p99_ms, tpot_p99_ms=serving.tpot_p99_ms,
         precision=precision, market=where.market, clouds=where.clouds, regions=where.regions,
         engine=language_model.engine, kv_precision=language_model.kv_precision,
         features=language_model,
@@ -366,15 +364,17 @@ def fleet_question(
     mean_rps = sum(i.requests_per_second * i.duration_s for i in curve.intervals) / curve.span_s
     question = llm_serving_question(
         workload, rps=mean_rps, tokens_per_day=None, input_tokens=curve.classes[0].input_tokens,
-        output_tokens=curve.classes[0].output_tokens, ttft_p99_ms=language_model.ttft_p99_ms,
-        tpot_p99_ms=language_model.tpot_p99_ms, precision=precision, market=where.market,
+        output_tokens=curve.classes[0].output_tokens, ttft_p99_ms=serving.ttft_p99_ms,
+        tpot_p99_ms=serving.tpot_p99_ms, precision=precision, market=where.market,
         clouds=where.clouds, regions=where.regions, engine=language_model.engine,
         kv_precision=language_model.kv_precision, features=language_model,
     )  # fmt: skip
     traffic = FleetTraffic(kind, curve.source, text, fleet.target_utilisation, fleet.min_replicas,
                            fleet.instance_start_s, fleet.availability)  # fmt: skip
+    assert isinstance(question.goal, ServingGoal)  # as llm_serving_question builds it
     bill, goal = billed
-    return with_serving_objective(replace(question, traffic=traffic, bill=bill), goal.objective)
+    fleet_goal = FleetGoal(question.goal, traffic)
+    return with_serving_objective(replace(question, goal=fleet_goal, bill=bill), goal.objective)
 
 
 def serving_comparison_question(
@@ -390,7 +390,7 @@ def serving_comparison_question(
     question = llm_serving_question(
         workload, rps=serving.rps, tokens_per_day=serving.tokens_per_day,
         input_tokens=language_model.input_tokens, output_tokens=language_model.output_tokens,
-        ttft_p99_ms=language_model.ttft_p99_ms, tpot_p99_ms=language_model.tpot_p99_ms,
+        ttft_p99_ms=serving.ttft_p99_ms, tpot_p99_ms=serving.tpot_p99_ms,
         precision=precision, market="any", clouds=(), regions=(), engine=engines[0],
         kv_precision=language_model.kv_precision, features=language_model,
     )  # fmt: skip

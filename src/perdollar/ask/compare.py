@@ -22,6 +22,7 @@ from perdollar.catalog import load as load_catalog
 from perdollar.catalog.model import InstanceType
 from perdollar.configuration import Configuration
 from perdollar.errors import PerdollarError
+from perdollar.goals import training_goal
 from perdollar.measure.result import Measurement
 from perdollar.predict import Calibration, predict_frame
 from perdollar.predict.measured import apply_measured
@@ -138,7 +139,11 @@ def compare_language_model(
         predictions = llm_prediction_frame(workload, only, (spec.nodes,), plan=plan)
         offer = _offer_for(offers, spec, instance)
         priced = price_table(offer, predictions, target, assumptions, fixed_costs(question, workload))
-        rows.append(mark_constraints(priced, target, confidence=question.confidence, stacks=stacks))
+        rows.append(
+            mark_constraints(
+                priced, target, confidence=training_goal(question.goal).confidence, stacks=stacks
+            )
+        )
     return compare_priced(pd.concat(rows, ignore_index=True), texts, target, assumptions, unit="tokens")
 
 
@@ -171,7 +176,11 @@ def priced_configurations(question: Question, specs: Sequence[Configuration], in
         offer = _offer_for(offers, spec, instance)
         prediction = _prediction_row(predictions, instance, spec.nodes)
         priced = price_table(offer, prediction, target, assumptions, TRAINING_FIXED_COSTS)
-        rows.append(mark_constraints(priced, target, confidence=question.confidence, stacks=stacks))
+        rows.append(
+            mark_constraints(
+                priced, target, confidence=training_goal(question.goal).confidence, stacks=stacks
+            )
+        )
     return pd.concat(rows, ignore_index=True)
 
 

@@ -1,7 +1,7 @@
 """A fleet over a day as a route of :func:`perdollar.ask.answer`: its traffic read, its policy, its
 answer as plain data, stored, and asked again.
 
-The stored question carries the traffic's text (:class:`perdollar.question.FleetTraffic`), so a
+The stored question carries the traffic's text (:class:`perdollar.goals.FleetTraffic`), so a
 fleet can be asked again after its load curve or trace file is gone; the stored answer carries
 the fleet's figures as plain data, which ``history reevaluate`` compares (:func:`compared`) and
 ``report`` draws (:mod:`perdollar.report.fleet_html`). The fleet itself is sized, priced and
@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 from perdollar.errors import PerdollarError
 from perdollar.files import read_user_text
 from perdollar.fmt import format_money
+from perdollar.goals import FleetGoal
 from perdollar.question import Question
+from perdollar.vocabulary import TrafficKind
 from perdollar.workload.llm.load_curve import (
     LOAD_CURVE_MAX_BYTES,
     TRACE_MAX_BYTES,
@@ -45,7 +47,7 @@ MONTHLY_MOVE_NOTED = 0.005  # a relative move of a monthly cost worth a sentence
 
 def read_traffic(
     load_curve: Path | None, trace: Path | None, input_tokens: int | None, output_tokens: int | None
-) -> tuple[LoadCurve, str, str]:
+) -> tuple[LoadCurve, TrafficKind, str]:
     """The traffic the flags name, parsed, with its kind and text (kept with the stored question);
     bad files say what is wrong and how to fix it."""
     if load_curve is not None and trace is not None:
@@ -55,7 +57,7 @@ def read_traffic(
     limit = LOAD_CURVE_MAX_BYTES if load_curve is not None else TRACE_MAX_BYTES
     text = read_user_text(path, flag, limit, "give a CSV or JSON Lines file",
                           smaller="give a shorter span, or its hourly rates as --load-curve")  # fmt: skip
-    kind = flag.removeprefix("--")
+    kind: TrafficKind = "load-curve" if load_curve is not None else "trace"
     curve = parse_traffic(kind, text, path.name, input_tokens, output_tokens, named=f"{flag} {path}")
     return curve, kind, text
 
@@ -93,8 +95,9 @@ def _parsed(
 
 def stored_curve(question: Question) -> LoadCurve:
     """The question's traffic, read again from the text kept with it."""
-    traffic = question.traffic
-    assert traffic is not None
+    goal = question.goal
+    assert isinstance(goal, FleetGoal)
+    traffic = goal.traffic
     settings = question.language_model
     lengths: tuple[int | None, int | None] = (None, None)
     if traffic.kind == "load-curve" and settings is not None:
@@ -104,13 +107,14 @@ def stored_curve(question: Question) -> LoadCurve:
 
 
 def answer_fleet(question: Question, *, catalog: Catalog, progress: Progress) -> Recommendation:
-    """The fleet over the day for ``question`` (whose ``traffic`` holds the curve's text and how
+    """The fleet over the day for ``question`` (whose goal's traffic holds the curve's text and how
     the fleet autoscales), as a recommendation to show and store."""
     from perdollar.ask.language_model_fleet import answer_language_model_fleet
     from perdollar.ask.policy import fleet_policy
 
-    traffic = question.traffic
-    assert traffic is not None
+    goal = question.goal
+    assert isinstance(goal, FleetGoal)
+    traffic = goal.traffic
     policy, curve = fleet_policy(traffic), stored_curve(question)
     answer = answer_language_model_fleet(
         question, curve, catalog=catalog, policy=policy, instance_start_s=traffic.instance_start_s,

@@ -54,7 +54,7 @@ def load_inputs(
             question.workload_name,
             batch_size=question.batch_size,
             precision=question.precision,
-            kind=question.kind,
+            kind=question.goal.kind,
         )
     progress(f"profiling {workload.name} (batch {workload.batch_size}, {workload.precision})")
     profile = profile_workload(workload)

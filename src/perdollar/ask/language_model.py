@@ -26,6 +26,7 @@ from perdollar.ask.policy import candidate_limits, no_candidate_within_limits
 from perdollar.ask.training import check_question, fixed_costs_note
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
+from perdollar.goals import training_goal
 from perdollar.measure.result import Measurement
 from perdollar.predict.accelerator_stacks import TRAINING_STACKS
 from perdollar.predict.frame import node_counts
@@ -128,7 +129,7 @@ def answer_language_model(
     if use_store:
         runs += stored_measurements(measurement_key(workload), store_url)
     calibration = calibrated(workload, runs, catalog)
-    question = replace(question, workload_fingerprint=workload.fingerprint, kind="train")
+    question = replace(question, workload_fingerprint=workload.fingerprint)
     every_market = billed_offers(question, catalog, use="training")
     offers = in_market(every_market, question)
     if offers.empty:
@@ -162,7 +163,10 @@ def answer_language_model(
     billed["stack_label"] = billed["accelerator_key"].map(stack_labels(catalog)).fillna("")
     priced, lone_note = without_lone_clusters(
         mark_constraints(
-            quota_excluded(billed, question, "nodes"), target, confidence=question.confidence, stacks=stacks
+            quota_excluded(billed, question, "nodes"),
+            target,
+            confidence=training_goal(question.goal).confidence,
+            stacks=stacks,
         ),
         catalog,
     )

@@ -19,6 +19,7 @@ from perdollar.ask.inputs import Progress, quiet
 from perdollar.ask.language_model_serving import (
     FORMATS,
     _foreign_stacks_excluded,
+    serving_goal,
     slo_label,
     with_default_ttft,
 )
@@ -29,6 +30,7 @@ from perdollar.catalog import Catalog, bill_data
 from perdollar.catalog.model import DEFAULT_INSTANCE_START_S
 from perdollar.catalog.quotas import read_quotas
 from perdollar.errors import NothingFeasibleError, PerdollarError
+from perdollar.goals import ServingGoal
 from perdollar.predict.llm_serving.engines import engine_note, serving_engine
 from perdollar.predict.llm_serving.fleet import (
     IntervalReplay,
@@ -113,10 +115,11 @@ def _options(
     offers = in_market(billed_offers(question, catalog, use="inference", priced_only=True), question)
     frames = []
     formats = (question.precision,) if question.precision else FORMATS
+    goal = serving_goal(question)
     for request_class in curve.classes:
         frame = llm_serving_frame(
             arch, catalog, input_tokens=request_class.input_tokens, output_tokens=request_class.output_tokens,
-            rps=curve.peak_rps, ttft_p99_ms=settings.ttft_p99_ms, tpot_p99_ms=settings.tpot_p99_ms,
+            rps=curve.peak_rps, ttft_p99_ms=goal.limit_ms("ttft"), tpot_p99_ms=goal.limit_ms("tpot"),
             precisions=formats, engine=settings.engine, kv_precision=settings.kv_precision,
         )  # fmt: skip
         frame = _with_power(_foreign_stacks_excluded(frame, catalog), arch, catalog, request_class)
@@ -160,7 +163,7 @@ def _with_power(
 
 def _replay(
     arch: DecoderArchitecture, catalog: Catalog, curve: LoadCurve, fleet: Fleet,
-    settings: LanguageModelSettings, requests_per_interval: int, intervals: Sequence[int],
+    settings: LanguageModelSettings, goal: ServingGoal, requests_per_interval: int, intervals: Sequence[int],
 ) -> dict[int, IntervalReplay]:  # fmt: skip
     """The replay of each of ``intervals``; an interval's arrivals are the same whenever it is replayed."""
     works = [Workload(c.input_tokens, c.output_tokens) for c in curve.classes]
@@ -189,7 +192,7 @@ def _replay(
             Pool(services[k], fleet.instances[h][k] * option.replicas_per_instance, fleet.routed[h][k])
             for k, option in enumerate(fleet.options)
         ]
-        slo = {"ttft_p99_ms": settings.ttft_p99_ms, "tpot_p99_ms": settings.tpot_p99_ms}
+        slo = {"ttft_p99_ms": goal.limit_ms("ttft"), "tpot_p99_ms": goal.limit_ms("tpot")}
         out[h] = replay_interval(arrivals, classes, pools, **slo, seed=h)
     return out
 
@@ -217,18 +220,19 @@ def answer_language_model_fleet(
     progress(f"sizing replicas for {len(curve.classes)} request class(es) on every instance type")
     options = _options(arch, catalog, question, settings, curve, instance_start_s)
     quotas = read_quotas(Path(question.bill.quotas)) if question.bill.quotas else ()
-    policy = replace(policy, by_carbon=question.objective == CARBON, quotas=quotas)
+    goal = serving_goal(question)
+    policy = replace(policy, by_carbon=goal.objective == CARBON, quotas=quotas)
     rates = [i.class_rates() for i in curve.intervals]
     durations = [i.duration_s for i in curve.intervals]
     progress(f"choosing a fleet for {len(durations)} intervals from {len(options)} candidates")
     choice = choose_fleet(options, rates, durations, policy)
-    label = slo_label(settings)
+    label = slo_label(goal)
     if choice is None:
         raise _nothing_feasible(options, rates, durations, policy, label, question)
     progress("replaying the day against the chosen fleet")
 
     def replay_again(fleet: Fleet, intervals: Sequence[int]) -> dict[int, IntervalReplay]:
-        return _replay(arch, catalog, curve, fleet, settings, requests_per_interval, intervals)
+        return _replay(arch, catalog, curve, fleet, settings, goal, requests_per_interval, intervals)
 
     first = replay_again(choice.mixed, range(len(durations)))
     repaired = repaired_by_replay(choice.mixed, [first[h] for h in range(len(durations))], replay_again,

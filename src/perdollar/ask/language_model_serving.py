@@ -22,6 +22,7 @@ from perdollar.ask.offers import (
 from perdollar.ask.policy import check_policy
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
+from perdollar.goals import TOKEN_LATENCY_QUANTILE, FleetGoal, LatencyObjective, ServingGoal, served
 from perdollar.measure.result import Measurement
 from perdollar.predict.frame import SUPPORTED_STACKS
 from perdollar.predict.llm_serving.bands import builds_sentence, deployment_bands
@@ -82,23 +83,38 @@ DEFAULT_TTFT_P99_MS = 10_000.0
 
 def with_default_ttft(question: Question) -> tuple[Question, tuple[str, ...]]:
     """``question`` with the default TTFT ceiling where it states none, and the note that says so."""
-    settings = question.language_model or LanguageModelSettings()
-    if settings.ttft_p99_ms is not None:
+    goal = serving_goal(question)
+    if goal.limit_ms("ttft") is not None:
         return question, ()
-    settings = replace(settings, ttft_p99_ms=DEFAULT_TTFT_P99_MS)
+    ceiling = LatencyObjective("ttft", TOKEN_LATENCY_QUANTILE, DEFAULT_TTFT_P99_MS)
+    goal = replace(goal, objectives=(ceiling, *goal.objectives))
     note = (
         f"no --ttft-p99-ms given: deployments whose p99 time to first token exceeds "
         f"{DEFAULT_TTFT_P99_MS / 1000:g} s are left out (give --ttft-p99-ms to set your own limit)"
     )
-    return replace(question, language_model=settings), (note,)
+    fleet = question.goal
+    return replace(question, goal=replace(fleet, serving=goal) if isinstance(fleet, FleetGoal) else goal), (
+        note,
+    )
 
 
-def slo_label(settings: LanguageModelSettings) -> str:
+def serving_goal(question: Question) -> ServingGoal:
+    """The rate and latency objectives a language model is served within (a fleet's: the day's mean)."""
+    goal = served(question.goal)
+    if goal is None or not goal.qps > 0:
+        raise PerdollarError(
+            "serving a language model needs a request rate", "add --rps 20 (or --tokens-per-day)"
+        )
+    return goal
+
+
+def slo_label(goal: ServingGoal) -> str:
     parts = []
-    if settings.ttft_p99_ms is not None:
-        parts.append(f"TTFT p99 ≤ {settings.ttft_p99_ms:g} ms")
-    if settings.tpot_p99_ms is not None:
-        parts.append(f"TPOT p99 ≤ {settings.tpot_p99_ms:g} ms")
+    ttft, tpot = goal.limit_ms("ttft"), goal.limit_ms("tpot")
+    if ttft is not None:
+        parts.append(f"TTFT p99 ≤ {ttft:g} ms")
+    if tpot is not None:
+        parts.append(f"TPOT p99 ≤ {tpot:g} ms")
     return ", ".join(parts) or "no latency objective"
 
 
@@ -113,13 +129,9 @@ def answer_language_model_serving(
     check_policy(question)
     question, ttft_note = with_default_ttft(question)
     settings = question.language_model or LanguageModelSettings()
-    serving = question.serving
-    if serving is None or not serving.qps > 0:
-        raise PerdollarError(
-            "serving a language model needs a request rate", "add --rps 20 (or --tokens-per-day)"
-        )
+    serving = serving_goal(question)
     workload = load_llm_workload(question.workload_name, kind="inference")
-    question = replace(question, workload_fingerprint=workload.fingerprint, kind="inference")
+    question = replace(question, workload_fingerprint=workload.fingerprint)
     rps = serving.qps
     input_tokens = settings.input_tokens or DEFAULT_INPUT_TOKENS
     output_tokens = settings.output_tokens or DEFAULT_OUTPUT_TOKENS
@@ -144,8 +156,8 @@ def answer_language_model_serving(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         rps=rps,
-        ttft_p99_ms=settings.ttft_p99_ms,
-        tpot_p99_ms=settings.tpot_p99_ms,
+        ttft_p99_ms=serving.limit_ms("ttft"),
+        tpot_p99_ms=serving.limit_ms("tpot"),
         precisions=formats,
         efficiency=calibration.efficiency if calibration else None,
         engine=settings.engine,
@@ -160,7 +172,7 @@ def answer_language_model_serving(
         deployments = deployments.assign(basis=deployments["basis"].where(~measured_engine, "calibrated"))
     deployments = _foreign_stacks_excluded(deployments, catalog)
     deployments = _with_own_stacks(deployments, workload.architecture, catalog, Workload(
-        input_tokens, output_tokens, prefix, spec), rps, settings, formats)  # fmt: skip
+        input_tokens, output_tokens, prefix, spec), serving, settings, formats)  # fmt: skip
     deployments = deployment_bands(
         deployments, moe=workload.architecture.is_moe, accelerators=catalog.accelerators
     )
@@ -175,14 +187,14 @@ def answer_language_model_serving(
                                   ServedRequests(input_tokens, output_tokens))  # fmt: skip
     if question.bill.quotas:
         frame = quota_excluded(frame, question, "instances")
-    if question.bill.quotas or question.objective == "carbon":
-        frame = ranked(frame, *RANKED_BY.get(question.objective, RANKED_BY[""]))
-    label = slo_label(settings)
+    if question.bill.quotas or serving.objective == "carbon":
+        frame = ranked(frame, *RANKED_BY.get(serving.objective, RANKED_BY[""]))
+    label = slo_label(serving)
     frame = with_cost_band(frame)
-    estimates = llm_deployment_estimates(frame, rps, label, by_carbon=question.objective == "carbon")
+    estimates = llm_deployment_estimates(frame, rps, label, by_carbon=serving.objective == "carbon")
     created_at = pd.Timestamp.now(tz="UTC").isoformat(timespec="seconds")
-    explanation = explain_llm_serving(frame, rps, label, by_carbon=question.objective == "carbon")
-    ties = () if question.objective == "carbon" else cost_ties(estimates)
+    explanation = explain_llm_serving(frame, rps, label, by_carbon=serving.objective == "carbon")
+    ties = () if serving.objective == "carbon" else cost_ties(estimates)
     recommendation = Recommendation(
         question=question,
         estimates=estimates,
@@ -258,7 +270,8 @@ def _bill_notes(question: Question, offers: pd.DataFrame, frame: pd.DataFrame) -
     top = feasible.iloc[0]
     needed = int(top["instances"]) - int(top["spot_extra_instances"])
     rows = same_machine(offers, top)
-    overprovision = question.serving.spot_overprovision if question.serving else None
+    goal = served(question.goal)
+    overprovision = goal.spot_overprovision if goal else None
     buckets = rows["interruption_bucket"].tolist()
     spares = spot_extra_instances(np.full(len(rows), needed), buckets, overprovision)
     count = np.where(rows["market"].to_numpy() == "spot", needed + spares, needed)
@@ -303,7 +316,7 @@ def _foreign_stacks_excluded(deployments: pd.DataFrame, catalog: Catalog) -> pd.
 
 
 def _with_own_stacks(deployments: pd.DataFrame, arch: DecoderArchitecture, catalog: Catalog, work: Workload,
-                     rps: float, settings: LanguageModelSettings,
+                     goal: ServingGoal, settings: LanguageModelSettings,
                      formats: tuple[str, ...]) -> pd.DataFrame:  # fmt: skip
     """Non-GPU chips' rows from their own serving stacks (Neuron, JetStream …), replacing the GPU
     engines' rows for them; a GPU engine the user named keeps them out (the frame says why), and a
@@ -311,8 +324,9 @@ def _with_own_stacks(deployments: pd.DataFrame, arch: DecoderArchitecture, catal
     named = engine_key(settings.engine) if settings.engine and settings.engine.lower() != ANY_ENGINE else None
     if named is not None and named not in STACK_ENGINES:
         return deployments
+    ttft, tpot = goal.limit_ms("ttft"), goal.limit_ms("tpot")
     own = nongpu_serving_rows(arch, catalog, input_tokens=work.input_tokens, output_tokens=work.output_tokens,
-                              rps=rps, ttft_p99_ms=settings.ttft_p99_ms, tpot_p99_ms=settings.tpot_p99_ms,
+                              rps=goal.qps, ttft_p99_ms=ttft, tpot_p99_ms=tpot,
                               precisions=formats, prefix_share=work.prefix_share,
                               speculation=work.speculation, kv_precision=settings.kv_precision)  # fmt: skip
     if named is not None and not own.empty:

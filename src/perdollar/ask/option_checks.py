@@ -135,6 +135,15 @@ def request_lengths(
     )
 
 
+def refuse_serving_options(serving: Serving) -> None:
+    """A training question has no traffic over a day and no served model's latencies to keep."""
+    given = (("--load-curve", serving.load_curve), ("--trace", serving.trace),
+             ("--ttft-p99-ms", serving.ttft_p99_ms), ("--tpot-p99-ms", serving.tpot_p99_ms))  # fmt: skip
+    for flag, value in given:
+        if value is not None:
+            raise PerdollarError(f"{flag} is for serving questions", f"add --inference, or drop {flag}")
+
+
 def check_serving_comparison(serving: Serving, family: Family) -> None:
     """``compare --inference`` compares a language model's deployments at a rate."""
     if not serving.inference:

@@ -219,6 +219,21 @@ class Serving:
         "input_tokens and output_tokens; sizes a fleet per hour of it.",
         scope="language-model-traffic",
     )
+    # A language model's latency objectives (p99, milliseconds): kept in the question's serving goal.
+    ttft_p99_ms: float | None = declared(
+        None,
+        "--ttft-p99-ms",
+        "Language model serving: time-to-first-token SLO (p99).",
+        unit="ms",
+        scope="serving-slo",
+    )
+    tpot_p99_ms: float | None = declared(
+        None,
+        "--tpot-p99-ms",
+        "Language model serving: time-per-output-token SLO (p99).",
+        unit="ms",
+        scope="serving-slo",
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,12 +18,18 @@ from perdollar.ask.offers import check_market
 from perdollar.ask.questions import decided
 from perdollar.catalog.model import SoftwareStack
 from perdollar.errors import PerdollarError
+from perdollar.goals import FleetGoal, FleetTraffic, ServingGoal, TrainingGoal
 from perdollar.predict.limits import CandidateLimits
 from perdollar.price.fleet import MIN_TARGET_UTILISATION, FleetPolicy
-from perdollar.question import FleetTraffic, Question
-from perdollar.vocabulary import SERVING_OBJECTIVE, TOKEN_SERVING_OBJECTIVE, TRAINING_OBJECTIVES
+from perdollar.question import Question
+from perdollar.vocabulary import (
+    SERVING_OBJECTIVE,
+    TOKEN_SERVING_OBJECTIVE,
+    TRAINING_OBJECTIVES,
+    ServingObjective,
+)
 
-CARBON = "carbon"
+CARBON: ServingObjective = "carbon"
 # A deployment is ranked by its cost per request or token, or (a language model's) by its carbon.
 LANGUAGE_MODEL_SERVING_OBJECTIVES = (TOKEN_SERVING_OBJECTIVE, CARBON)
 TRAFFIC_KINDS = ("load-curve", "trace")
@@ -54,14 +60,14 @@ def canonical_stack(name: str) -> str:
 
 def objectives_for(question: Question) -> tuple[str, ...]:
     """The objectives a question of this kind can be ranked by."""
-    if question.kind == "train":
+    if question.goal.kind == "train":
         return TRAINING_OBJECTIVES
     if question.family == "language-model":
         return LANGUAGE_MODEL_SERVING_OBJECTIVES
     return (SERVING_OBJECTIVE,)
 
 
-def serving_objective(typed: str, default: str) -> str:
+def serving_objective(typed: str, default: ServingObjective) -> ServingObjective:
     """The objective a language model's deployment is ranked by, from ``--objective`` as typed
     (whose default names the training objective): carbon, or the cost per token."""
     if typed == CARBON:
@@ -77,15 +83,20 @@ def serving_objective(typed: str, default: str) -> str:
     raise PerdollarError(f"unknown objective {typed!r}", f"choose one of {', '.join(TRAINING_OBJECTIVES)}")
 
 
+def check_objective(question: Question) -> None:
+    """A one-line error for an objective questions of this kind cannot be ranked by."""
+    question = decided(question)
+    allowed = objectives_for(question)
+    if question.goal.objective not in allowed:
+        raise PerdollarError(
+            f"unknown objective {question.goal.objective!r}", f"choose one of {', '.join(allowed)}"
+        )
+
+
 def check_policy(question: Question) -> None:
     """One-line errors for settings no answer can honour: the objective, the market, the node
     count, the confidence and, for a fleet over a day, how it autoscales."""
-    question = decided(question)
-    allowed = objectives_for(question)
-    if question.objective not in allowed:
-        raise PerdollarError(
-            f"unknown objective {question.objective!r}", f"choose one of {', '.join(allowed)}"
-        )
+    check_objective(question)
     if not isinstance(question.market, str):
         raise PerdollarError(f"--market {question.market!r} is not a market", "give e.g. --market on-demand")
     check_market(question.market)
@@ -99,12 +110,11 @@ def check_policy(question: Question) -> None:
         )
     for stack in question.stacks:
         canonical_stack(str(stack))
-    if not _number(question.confidence) or not 0.0 < question.confidence < 1.0:
-        raise PerdollarError(
-            f"--confidence {question.confidence} is not a probability", "give a value like 0.9"
-        )
-    if question.traffic is not None:
-        fleet_policy(question.traffic)
+    goal = question.goal
+    if isinstance(goal, TrainingGoal) and (not _number(goal.confidence) or not 0.0 < goal.confidence < 1.0):
+        raise PerdollarError(f"--confidence {goal.confidence} is not a probability", "give a value like 0.9")
+    if isinstance(goal, FleetGoal):
+        fleet_policy(goal.traffic)
 
 
 def candidate_limits(question: Question) -> CandidateLimits:
@@ -160,7 +170,12 @@ def fleet_policy(traffic: FleetTraffic) -> FleetPolicy:
 
 def with_serving_objective(question: Question, typed: str) -> Question:
     """``question`` ranked by ``--objective`` as typed (see :func:`serving_objective`)."""
-    return replace(question, objective=serving_objective(typed, question.objective))
+    goal = question.goal
+    if isinstance(goal, FleetGoal):
+        serving = replace(goal.serving, objective=serving_objective(typed, goal.serving.objective))
+        return replace(question, goal=replace(goal, serving=serving))
+    assert isinstance(goal, ServingGoal)  # a training question is ranked by its own objectives
+    return replace(question, goal=replace(goal, objective=serving_objective(typed, goal.objective)))
 
 
 def _number(value: object) -> TypeGuard[int | float]:

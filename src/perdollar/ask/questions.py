@@ -97,7 +97,7 @@ def decided(question: Question) -> Question:
         return question
     language_model = (
         question.language_model is not None
-        or question.objective == TOKEN_SERVING_OBJECTIVE
+        or question.goal.objective == TOKEN_SERVING_OBJECTIVE
         or is_language_model_name(question.workload_name)
     )
     if not language_model:

@@ -25,6 +25,7 @@ from perdollar.ask.offers import (
 from perdollar.ask.policy import check_policy
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
+from perdollar.goals import ServingGoal
 from perdollar.measure.result import Measurement
 from perdollar.predict.serving import (
     CPU_KEY,
@@ -54,8 +55,8 @@ class ServingAnswer:
 
 
 def serving_target(question: Question) -> ServingTarget:
-    goal = question.serving
-    if goal is None:
+    goal = question.goal
+    if not isinstance(goal, ServingGoal):
         raise PerdollarError("a serving question needs a request rate and an SLO", "add --qps and --p99-ms")
     check_market(question.market)
     return ServingTarget(
@@ -82,9 +83,7 @@ def answer_serving(
     """The whole inference question; a measured CPU host's curve makes CPU-only instances candidates."""
     check_policy(question)
     target = serving_target(question)
-    question = replace(
-        question, workload_fingerprint=workload.fingerprint, workload_label=workload.name, kind="inference"
-    )
+    question = replace(question, workload_fingerprint=workload.fingerprint, workload_label=workload.name)
     every_market = billed_offers(question, catalog, use="inference", priced_only=True)
     offers = in_market(every_market, question)
     keys = sorted({str(k) for k in offers["accelerator_key"].dropna().unique() if k})

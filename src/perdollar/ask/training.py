@@ -25,6 +25,7 @@ from perdollar.ask.offers import (
 from perdollar.ask.policy import candidate_limits, check_policy, no_candidate_within_limits
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
+from perdollar.goals import training_goal
 from perdollar.predict import Calibration, predict_frame
 from perdollar.predict.frame import node_counts
 from perdollar.predict.limits import within_limits
@@ -50,7 +51,8 @@ TRAINING_FIXED_COSTS = FixedCosts()
 def check_question(question: Question, catalog: Catalog) -> None:
     """One-line errors for a question no answer can fit, before any work is done."""
     check_policy(question)
-    if (question.deadline_hours or question.budget_usd) and not question.target_samples:
+    goal = training_goal(question.goal)
+    if (goal.deadline_hours or goal.budget_usd) and not goal.target_samples:
         raise PerdollarError(
             "--deadline and --budget need a target", "add --samples N, or --epochs E --dataset-size N"
         )
@@ -98,7 +100,7 @@ def priced_candidates(
     )  # fmt: skip
     priced = quota_excluded(priced, question, "nodes")
     stacks = {key: chip.software_stack for key, chip in catalog.accelerators.items()}
-    return mark_constraints(priced, target, confidence=question.confidence, stacks=stacks)
+    return mark_constraints(priced, target, confidence=training_goal(question.goal).confidence, stacks=stacks)
 
 
 def answer_training(question: Question, inputs: Inputs, progress: Progress = quiet) -> Recommendation:
@@ -109,7 +111,6 @@ def answer_training(question: Question, inputs: Inputs, progress: Progress = qui
         question,
         workload_fingerprint=profile.workload_fingerprint,
         workload_label=inputs.workload.name,
-        kind="train",
     )
     every_market = billed_offers(question, inputs.catalog, use="training")
     priced = priced_candidates(question, inputs, progress, in_market(every_market, question))
@@ -146,7 +147,7 @@ def answer_training(question: Question, inputs: Inputs, progress: Progress = qui
 
 def fixed_costs_note(question: Question, fixed: FixedCosts, ranked: pd.DataFrame) -> tuple[str, ...]:
     """What fixed time the ranked jobs carry; a rate without a target has no job to carry it."""
-    if not question.target_samples:
+    if not training_goal(question.goal).target_samples:
         return ()
     hours = ranked["fixed_hours"].to_numpy(dtype=float) if "fixed_hours" in ranked else None
     return (describe_fixed_costs(fixed, hours),)

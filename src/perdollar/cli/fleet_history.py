@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 
 from perdollar.cli import common
+from perdollar.goals import FleetGoal
 
 if TYPE_CHECKING:
     from perdollar.store.store import StoredRecommendation
@@ -21,8 +22,9 @@ def reevaluate_fleet(stored: StoredRecommendation, *, store_url: str | None, sto
     from perdollar.cli.persist import save_recommendation
 
     old = stored.recommendation  # read back by the caller (perdollar.cli.stored_rows.read_back)
-    question, traffic = old.question, old.question.traffic
-    assert traffic is not None and old.fleet is not None
+    question, goal = old.question, old.question.goal
+    assert isinstance(goal, FleetGoal) and old.fleet is not None
+    traffic = goal.traffic
     with common.progress(f"re-asking the fleet for {question.workload_name}", quiet=json_output) as bar:
         new = answer(question, progress=lambda message: bar.update(description=message))
     result = compared(old, new)

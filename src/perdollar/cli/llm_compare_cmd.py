@@ -12,6 +12,7 @@ from perdollar.ask.options import Serving
 from perdollar.cli import common
 from perdollar.cli.declared import StoreChoice
 from perdollar.errors import EXIT_OK
+from perdollar.goals import served
 from perdollar.question import LanguageModelSettings, NearSettings
 from perdollar.terminal_tables import FittingTable
 from perdollar.vocabulary import Family
@@ -42,7 +43,8 @@ def compare_llm_serving(
             question, configs, store_url=store.store_url, use_store=store.enabled,
             progress=lambda message: bar.update(description=message),
         )  # fmt: skip
-    rps = question.serving.qps if question.serving else 0.0
+    goal = served(question.goal)
+    rps = goal.qps if goal else 0.0
     if json_output:
         common.emit_json(
             {

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from perdollar.cli import common
 from perdollar.errors import NothingFeasibleError
+from perdollar.goals import served
 from perdollar.question import Question
 
 
@@ -44,7 +45,8 @@ def recommend_llm_inference(
         write_report(recommendation, report_path)
     rows = llm_deployment_rows(recommendation.estimates, top, recommendation.ties)
     excluded = llm_excluded_rows(recommendation.estimates)
-    rps = question.serving.qps if question.serving else 0.0
+    goal = served(question.goal)
+    rps = goal.qps if goal else 0.0
     if json_output:
         common.emit_json(
             {
@@ -61,7 +63,7 @@ def recommend_llm_inference(
         )
     else:
         if rows:
-            by_carbon = question.objective == "carbon"
+            by_carbon = question.goal.objective == "carbon"
             table = llm_deployment_table(rows, answer.slo_label, rps, by_carbon=by_carbon)
             fitted = common.print_table(table)
             missing = missing_energy_line(rows, fitted.left_out)

@@ -17,7 +17,12 @@ from perdollar.ask.building import (
 )
 from perdollar.ask.compare import compare_question
 from perdollar.ask.inputs import workload_to_measure
-from perdollar.ask.option_checks import refuse_training_limits, refuse_training_targets, with_one_rate
+from perdollar.ask.option_checks import (
+    refuse_serving_options,
+    refuse_training_limits,
+    refuse_training_targets,
+    with_one_rate,
+)
 from perdollar.ask.options import FleetFlags, Goal, Serving, Shape, Target, Where
 from perdollar.ask.questions import PlanFlags, family_of
 from perdollar.cli import common, recommend_inputs
@@ -27,6 +32,7 @@ from perdollar.cli.recommend_options import Shown
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
 from perdollar.cli.shared_options import MEASURED, OUTPUT, STEP, Measured, Output, Step
 from perdollar.errors import EXIT_OK, PerdollarError
+from perdollar.goals import training_goal
 from perdollar.question import BillSettings, DataSettings, LanguageModelSettings, NearSettings, SpotSettings
 from perdollar.vocabulary import Family
 
@@ -80,7 +86,7 @@ COMPARE_HELP = (
     shape=Shape,
     goal=Goal,
     where=Group(Where, panel="Where to look"),
-    serving=Serving,
+    serving=Group(Serving, scope_panels=LANGUAGE_MODEL_PANELS),
     shown=Group(Shown, panel="Output"),
     output=Group(Output, panel="Output"),
     language_model=Group(LanguageModelSettings, scope_panels=LANGUAGE_MODEL_PANELS),
@@ -142,9 +148,7 @@ def recommend(
         raise PerdollarError(
             "--near places a serving deployment near its users", "add --inference, or drop --near"
         )
-    for flag, given in (("--load-curve", serving.load_curve), ("--trace", serving.trace)):
-        if given is not None:  # it shapes a serving fleet's traffic over a day: a training question has none
-            raise PerdollarError(f"{flag} is for serving questions", f"add --inference, or drop {flag}")
+    refuse_serving_options(serving)
     question = asked_training_question(
         workload, target, shape, goal, where, language_model, plan_flags, spot=spot, data=data, bill=bill,
         top=shown.top,
@@ -238,10 +242,8 @@ def _recommend_fleet(
 
 @takes(
     target=Group(Target, ("tokens",)),
-    serving=Group(Serving, ()),
-    language_model=Group(
-        LanguageModelSettings, ("training", "serving", "serving-slo"), scope_panels=LANGUAGE_MODEL_PANELS
-    ),
+    serving=Group(Serving, ("serving-slo",), scope_panels=LANGUAGE_MODEL_PANELS),
+    language_model=Group(LanguageModelSettings, ("training", "serving"), scope_panels=LANGUAGE_MODEL_PANELS),
     plan_flags=Group(PlanFlags, ("training",), panel="Language model: plan"),
     spot=SpotSettings,
     store=StoreChoice,
@@ -283,10 +285,12 @@ def compare_command(
         raise PerdollarError(
             "--near places a serving deployment near its users", "add --inference, or drop --near"
         )
+    refuse_serving_options(serving)
     question = comparison_question(
         workload, configs, target, language_model, plan_flags, batch_size=batch_size, precision=precision,
         spot=spot,
     )  # fmt: skip
+    goal = training_goal(question.goal)
     with common.progress("compare", quiet=json_output) as handle:
         answer = compare_question(
             question, measurements=recommend_inputs.load_measurements(measurements),
@@ -302,8 +306,8 @@ def compare_command(
     )
     show_comparison(
         answer.comparison, workload=workload, catalog_captured_at=answer.catalog_captured_at,
-        assumptions=answer.assumptions, unit=answer.sample_unit, has_target=bool(question.target_samples),
-        deadline_hours=question.deadline_hours, json_output=json_output, stored_id=stored,
+        assumptions=answer.assumptions, unit=answer.sample_unit, has_target=goal.has_target,
+        deadline_hours=goal.deadline_hours, json_output=json_output, stored_id=stored,
     )  # fmt: skip
     if store_failure is not None:
         raise store_failure

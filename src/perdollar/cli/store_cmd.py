@@ -135,6 +135,7 @@ def reevaluate(
     from perdollar.ask import answer
     from perdollar.cli.persist import save_recommendation
     from perdollar.cli.stored_rows import read_back
+    from perdollar.goals import FleetGoal
     from perdollar.report.changes import compare
     from perdollar.store import open_store
     from perdollar.store.snapshots import price_index
@@ -142,7 +143,9 @@ def reevaluate(
     with open_store(store_url, create=store_url is None) as opened:  # never a new file at a typo
         stored = read_back(opened.get_stored_recommendation(recommendation_id))
         old = stored.recommendation
-        if old.question.traffic is not None:  # a fleet over a day: asked again from its stored traffic
+        if isinstance(
+            old.question.goal, FleetGoal
+        ):  # a fleet over a day: asked again from its stored traffic
             from perdollar.cli.fleet_history import reevaluate_fleet
 
             return reevaluate_fleet(stored, store_url=store_url, store_new=store_new, json_output=json_output)

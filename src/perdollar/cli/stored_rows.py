@@ -37,23 +37,29 @@ def read_back(stored: StoredRecommendation) -> StoredRecommendation:
 def damage(stored: StoredRecommendation) -> str | None:
     """What is wrong with a decoded row, in a few words; None when it can be reported and asked again."""
     from perdollar.ask.fleet import stored_curve
-    from perdollar.ask.policy import check_policy
+    from perdollar.ask.policy import check_objective, check_policy
+    from perdollar.goals import FleetGoal
     from perdollar.report.fleet_html import check_fleet_figures
-    from perdollar.store.codec import mistyped
+    from perdollar.store.codec import mistyped, mistyped_goal
 
     recommendation = stored.recommendation
     question = recommendation.question
+    fleet = isinstance(question.goal, FleetGoal)
     wrong = mistyped(question, "question.")
     if wrong is not None:
         return wrong
     try:
+        check_objective(question)  # before the goal's types: an objective is refused as --objective is
+        wrong = mistyped_goal(question.goal)
+        if wrong is not None:
+            return wrong
         check_policy(question)
-        if question.traffic is not None:
+        if fleet:
             if recommendation.fleet is None:
                 return "a fleet question without its fleet's figures"
             stored_curve(question)
         if recommendation.fleet is not None:
-            if question.traffic is None:
+            if not fleet:
                 return "a fleet without the traffic it was sized for"
             check_fleet_figures(recommendation.fleet)
     except PerdollarError as error:

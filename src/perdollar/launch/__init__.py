@@ -2,7 +2,7 @@
 
     >>> from perdollar.ask.sweep import prepare_sweep, sweep_workload
     >>> from perdollar.launch import JobOptions, LocalExecutor, SweepSettings
-    >>> question = Question("mlp", target_samples=1e9)
+    >>> question = Question("mlp", goal=TrainingGoal(target_samples=1e9))
     >>> inputs, recommendation = prepare_sweep(question)
     >>> result, stored, reranked = sweep_workload(question, inputs, recommendation, LocalExecutor(),
     ...                                           SweepSettings(max_runs=3), JobOptions(workload="mlp"))

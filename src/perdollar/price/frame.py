@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from perdollar.goals import trained
 from perdollar.price import cost, spot
 from perdollar.price.spot_prices import price_band
 from perdollar.question import Question, SpotSettings
@@ -68,11 +69,11 @@ class Target:
 
 
 def target_of(question: Question) -> Target:
-    return Target(
-        samples=question.target_samples,
-        deadline_hours=question.deadline_hours,
-        budget_usd=question.budget_usd,
-    )
+    """A training run's target; a deployment or a fleet has none."""
+    goal = trained(question.goal)
+    if goal is None:
+        return Target()
+    return Target(samples=goal.target_samples, deadline_hours=goal.deadline_hours, budget_usd=goal.budget_usd)
 
 
 def assumptions_for(settings: SpotSettings, state_bytes: float) -> SpotAssumptions:

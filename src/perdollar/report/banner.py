@@ -11,6 +11,7 @@ import html
 
 from perdollar.catalog.price_age import price_date_note
 from perdollar.fmt import format_hours, format_money
+from perdollar.goals import trained
 from perdollar.price.model import Estimate
 from perdollar.select.model import Recommendation
 
@@ -64,14 +65,15 @@ def banner(recommendation: Recommendation) -> str:
     top = next((e for e in recommendation.estimates if e.feasible), None)
     if top is None:
         return "<p class='answer' data-field='answer'>No candidate satisfies the constraints.</p>"
-    question = recommendation.question
-    time_text, cost_text = _to_target(top, question.target_samples)
+    goal = trained(recommendation.question.goal)
+    target, deadline_hours = (goal.target_samples, goal.deadline_hours) if goal else (None, None)
+    time_text, cost_text = _to_target(top, target)
     dated = price_date_note(top.captured_at, recommendation.catalog_captured_at, recommendation.created_at)
     # The note already names the date when it differs from the catalog's (and says stale when old).
     price_date = dated or (top.captured_at or recommendation.catalog_captured_at)[:10]
     p_deadline = "—" if top.p_meet_deadline is None else f"{top.p_meet_deadline:.0%}"
-    if question.deadline_hours and top.p_meet_deadline is not None:
-        p_deadline += f" <span class='band'>(by {html.escape(format_hours(question.deadline_hours))})</span>"
+    if deadline_hours and top.p_meet_deadline is not None:
+        p_deadline += f" <span class='band'>(by {html.escape(format_hours(deadline_hours))})</span>"
     fields = [
         ("configuration", "top choice", html.escape(top.label), "wide"),
         (

@@ -15,6 +15,7 @@ from typing import Any
 from perdollar.catalog.price_age import is_stale
 from perdollar.errors import PerdollarError
 from perdollar.fmt import format_hours, format_money
+from perdollar.goals import FleetGoal
 from perdollar.report.page import document, escape, fields, figure, table
 from perdollar.report.plots import FONT, TITLE_PLACE
 from perdollar.select.model import Recommendation
@@ -182,7 +183,8 @@ def _banner(recommendation: Recommendation, figures: dict[str, Any]) -> str:
 
 def _question_section(recommendation: Recommendation, figures: dict[str, Any]) -> str:
     question = recommendation.question
-    traffic, settings = question.traffic, question.language_model
+    goal, settings = question.goal, question.language_model
+    traffic = goal.traffic if isinstance(goal, FleetGoal) else None
     rows: list[tuple[str, object]] = [
         ("model", question.workload_name),
         ("traffic", None if traffic is None else f"{traffic.source} ({traffic.kind})"),

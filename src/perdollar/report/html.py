@@ -16,6 +16,7 @@ from typing import Literal
 from perdollar.errors import PerdollarError
 from perdollar.files import why_not_writable, write_file_safely
 from perdollar.fmt import format_band, format_hours, format_money, format_si
+from perdollar.goals import TrainingGoal, served, trained
 from perdollar.price.model import Estimate
 from perdollar.question import Question
 from perdollar.report import plots
@@ -117,14 +118,15 @@ def _ranked_section(recommendation: Recommendation) -> str:
 
 def _question_section(recommendation: Recommendation) -> str:
     question = recommendation.question
+    goal = trained(question.goal) or TrainingGoal()  # a deployment has no target, deadline or budget
     rows = [
         ("workload", question.workload_name),
         ("fingerprint", question.workload_fingerprint),
-        ("kind", question.kind),
-        ("objective", question.objective),
-        ("target", "—" if question.target_samples is None else f"{question.target_samples:.3g} samples"),
-        ("deadline", format_hours(question.deadline_hours)),
-        ("budget", format_money(question.budget_usd)),
+        ("kind", question.goal.kind),
+        ("objective", question.goal.objective),
+        ("target", "—" if goal.target_samples is None else f"{goal.target_samples:.3g} samples"),
+        ("deadline", format_hours(goal.deadline_hours)),
+        ("budget", format_money(goal.budget_usd)),
         ("market", question.market),
         ("clouds", ", ".join(question.clouds) or "all"),
         ("regions", ", ".join(question.regions) or "all"),
@@ -136,10 +138,10 @@ def _question_section(recommendation: Recommendation) -> str:
 
 def _settings(question: Question) -> list[tuple[str, object]]:
     """The question's settings beyond the target, each only where it was given."""
-    spot, serving = question.spot, question.serving
+    spot, serving, goal = question.spot, served(question.goal), trained(question.goal)
     rows: list[tuple[str, object]] = [
-        ("confidence", question.confidence if question.deadline_hours else None),
-        ("weights", question.weights),
+        ("confidence", goal.confidence if goal and goal.deadline_hours else None),
+        ("weights", goal.weights if goal else None),
         ("batch size", question.batch_size),
         ("precision", question.precision),
         ("checkpoint", None if spot.checkpoint_seconds is None else f"{spot.checkpoint_seconds:g} s"),
@@ -147,7 +149,7 @@ def _settings(question: Question) -> list[tuple[str, object]]:
         ("interruptions", None if spot.interruption_rate is None else f"{spot.interruption_rate:.0%}/month"),
     ]
     if serving is not None:
-        slo = ", ".join(f"P{round(q * 100)} ≤ {ms:g} ms" for q, ms in serving.slo_ms)
+        slo = ", ".join(f"P{round(q * 100)} ≤ {ms:g} ms" for q, ms in serving.slo.items())
         rows += [("rate", f"{serving.qps:g} requests/s"), ("SLO", slo), ("max wait", serving.max_wait_ms)]
     return rows
 
@@ -175,7 +177,7 @@ def report_kind(recommendation: Recommendation) -> ReportKind:
     if recommendation.fleet is not None:
         return "fleet"
     question = recommendation.question
-    if question.kind == "inference" and question.language_model is not None:
+    if question.goal.kind == "inference" and question.language_model is not None:
         return "serving"
     return "training"
 

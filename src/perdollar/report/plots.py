@@ -10,6 +10,7 @@ import html
 import math
 from typing import Any
 
+from perdollar.goals import trained
 from perdollar.price.model import Estimate
 from perdollar.select.model import Recommendation
 
@@ -28,7 +29,8 @@ def _finite(value: float | None) -> bool:
 
 
 def target_samples(recommendation: Recommendation) -> tuple[float, str]:
-    target = recommendation.question.target_samples
+    goal = trained(recommendation.question.goal)
+    target = goal.target_samples if goal else None
     if target:
         return target, f"{target:.3g} samples"
     return REFERENCE_SAMPLES, f"{REFERENCE_SAMPLES:.0e} samples (no target given)"
@@ -157,7 +159,8 @@ def time_cost_scatter(recommendation: Recommendation) -> dict[str, Any]:
     labels = _point_labels(recommendation, target)
     if labels:
         traces.append(labels)
-    deadline = recommendation.question.deadline_hours
+    goal = trained(recommendation.question.goal)
+    deadline = goal.deadline_hours if goal else None
     shapes, annotations = [], []
     if deadline:
         # A vertical line at the deadline: points to its right finish too late (at their centre).

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from perdollar.catalog.price_age import price_date_note
 from perdollar.fmt import format_money
+from perdollar.goals import ServingGoal, served
 from perdollar.price.model import Estimate
 from perdollar.question import LanguageModelSettings
 from perdollar.report.page import document, escape, fields, figure, table
@@ -34,10 +35,10 @@ def _ms(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g} ms"
 
 
-def _latencies(settings: LanguageModelSettings) -> tuple[Latency, Latency]:
+def _latencies(goal: ServingGoal | None) -> tuple[Latency, Latency]:
     return (
-        Latency("TTFT p99", "ttft_p99_ms", settings.ttft_p99_ms),
-        Latency("TPOT p99", "tpot_p99_ms", settings.tpot_p99_ms),
+        Latency("TTFT p99", "ttft_p99_ms", goal.limit_ms("ttft") if goal else None),
+        Latency("TPOT p99", "tpot_p99_ms", goal.limit_ms("tpot") if goal else None),
     )
 
 
@@ -57,10 +58,8 @@ def _heading(latency: Latency) -> str:
     return f"{latency.name} (≤ {latency.limit_ms:g} ms)" if latency.limit_ms else latency.name
 
 
-def _slo(settings: LanguageModelSettings) -> str:
-    parts = [
-        f"{latency.name} ≤ {latency.limit_ms:g} ms" for latency in _latencies(settings) if latency.limit_ms
-    ]
+def _slo(goal: ServingGoal | None) -> str:
+    parts = [f"{latency.name} ≤ {latency.limit_ms:g} ms" for latency in _latencies(goal) if latency.limit_ms]
     return ", ".join(parts) or "no latency objective"
 
 
@@ -76,15 +75,16 @@ def _instances(estimate: Estimate) -> str:
     return f"{figures.replicas} ({machines})"
 
 
-def _banner(recommendation: Recommendation, top: Estimate | None, settings: LanguageModelSettings) -> str:
+def _banner(recommendation: Recommendation, top: Estimate | None) -> str:
+    goal = served(recommendation.question.goal)
     if top is None:
-        rate = recommendation.question.serving.qps if recommendation.question.serving else 0.0
+        rate = goal.qps if goal else 0.0
         return (
             "<p class='answer' data-field='answer'>No deployment serves "
-            f"{rate:g} requests/s within {escape(_slo(settings))}.</p>"
+            f"{rate:g} requests/s within {escape(_slo(goal))}.</p>"
         )
     figures = figures_of(top)
-    ttft, tpot = _latencies(settings)
+    ttft, tpot = _latencies(goal)
     dated = price_date_note(top.captured_at, recommendation.catalog_captured_at, recommendation.created_at)
     price_date = dated or (top.captured_at or recommendation.catalog_captured_at)[:10]
     engine = f"; engine {figures.engine}, KV cache {figures.kv_precision}" if figures.engine else ""
@@ -117,17 +117,18 @@ def _banner(recommendation: Recommendation, top: Estimate | None, settings: Lang
 
 def _question_section(recommendation: Recommendation, settings: LanguageModelSettings) -> str:
     question = recommendation.question
-    rate = question.serving.qps if question.serving else None
+    goal = served(question.goal)
+    rate = goal.qps if goal else None
     lengths = None
     if settings.input_tokens or settings.output_tokens:
         lengths = f"{settings.input_tokens or 'default'} tokens in, {settings.output_tokens or 'default'} out"
     rows: list[tuple[str, object]] = [
         ("model", question.workload_name),
         ("fingerprint", question.workload_fingerprint or None),
-        ("objective", question.objective),
+        ("objective", question.goal.objective),
         ("rate", None if rate is None else f"{rate:g} requests/s"),
         ("request", lengths),
-        ("SLO", _slo(settings)),
+        ("SLO", _slo(goal)),
         ("market", question.market),
         ("clouds", ", ".join(question.clouds) or "all"),
         ("regions", ", ".join(question.regions) or "all"),
@@ -141,11 +142,9 @@ def _question_section(recommendation: Recommendation, settings: LanguageModelSet
     return "<h2>Question and assumptions</h2>" + table(["", ""], shown)
 
 
-def _latency_section(
-    feasible: Sequence[Estimate], top: Estimate | None, settings: LanguageModelSettings
-) -> str:
+def _latency_section(feasible: Sequence[Estimate], top: Estimate | None, goal: ServingGoal | None) -> str:
     heading = "<h2>Cost vs latency</h2>"
-    latencies = _latencies(settings)
+    latencies = _latencies(goal)
     charts = [
         figure(f"cost-{latency.field.split('_')[0]}", plotted, "")
         for latency in latencies
@@ -204,10 +203,10 @@ def _ranked_row(
     ]
 
 
-def _ranked_section(recommendation: Recommendation, settings: LanguageModelSettings) -> str:
+def _ranked_section(recommendation: Recommendation) -> str:
     feasible = [e for e in recommendation.estimates if e.feasible]
     excluded = [e for e in recommendation.estimates if not e.feasible]
-    latencies = _latencies(settings)
+    latencies = _latencies(served(recommendation.question.goal))
     headers = [
         "#",
         "deployment",
@@ -251,17 +250,18 @@ def render_serving_report(recommendation: Recommendation, plotly_js: str, genera
     feasible = [e for e in recommendation.estimates if e.feasible and e.serving is not None]
     top = feasible[0] if feasible else None
     notes = "".join(f"<li>{escape(n)}</li>" for n in recommendation.notes)
-    rate = question.serving.qps if question.serving else 0.0
+    goal = served(question.goal)
+    rate = goal.qps if goal else 0.0
     body = [
         f"<h1>perdollar: serving {escape(question.workload_name)} at {rate:g} requests/s</h1>",
         f"<p class='meta'>Answered {escape(recommendation.created_at)}; prices from the catalog captured "
         f"<b>{escape(recommendation.catalog_captured_at)}</b> "
         f"(snapshot {escape(recommendation.catalog_snapshot_id)}).</p>",
-        _banner(recommendation, top, settings),
+        _banner(recommendation, top),
         f"<h2>Why</h2><p>{escape(recommendation.explanation)}</p>" + (f"<ul>{notes}</ul>" if notes else ""),
         _question_section(recommendation, settings),
-        _latency_section(feasible, top, settings),
-        _ranked_section(recommendation, settings),
+        _latency_section(feasible, top, goal),
+        _ranked_section(recommendation),
         engines_section(feasible),
         carbon_of_deployments(recommendation, feasible),
         prices_section(recommendation, feasible),

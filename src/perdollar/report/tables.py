@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from perdollar.fmt import format_band, format_hours, format_money, format_number, format_si
+from perdollar.goals import trained
 from perdollar.price.model import Estimate
 from perdollar.select.model import Recommendation
 from perdollar.terminal_tables import Column, FittedTable, fitted_table, print_fitted
@@ -75,10 +76,12 @@ def recommendation_table(
     Narrow terminals lose "bound by" first, then the shape, then the price: never the configuration.
     """
     question = recommendation.question
-    has_target = question.target_samples is not None
-    title = f"Best {top} by {question.objective}"
-    if question.target_samples is not None:
-        title += f" — target {format_number(question.target_samples)} {unit}"
+    goal = trained(question.goal)
+    target, deadline_hours = (goal.target_samples, goal.deadline_hours) if goal else (None, None)
+    has_target = target is not None
+    title = f"Best {top} by {question.goal.objective}"
+    if target is not None:
+        title += f" — target {format_number(target)} {unit}"
     rank = Column("#", "right")
     label = Column("configuration")
     nodes = Column(SHAPE_HEADER, drop_order=4)
@@ -87,7 +90,7 @@ def recommendation_table(
     price = Column("$/h\n(all)", "right", drop_order=3)
     per_dollar = Column(f"{unit}/$", "right")
     to_target = Column("time\ncost", "right")
-    deadline = Column(f"P(≤{format_hours(question.deadline_hours)})", "right", drop_order=1)
+    deadline = Column(f"P(≤{format_hours(deadline_hours)})", "right", drop_order=1)
     ties = set(recommendation.ties)
     pareto = set(recommendation.pareto)
     feasible = [e for e in recommendation.estimates if e.feasible]
@@ -110,7 +113,7 @@ def recommendation_table(
         deadline.cells.append(_p(estimate.p_meet_deadline))
     columns = [rank, label, nodes, rate, bound, price, per_dollar]
     columns += [to_target] if has_target else []
-    columns += [deadline] if question.deadline_hours else []
+    columns += [deadline] if deadline_hours else []
     columns += bill_columns(feasible[:top], moved=bool(question.data.data_region), has_target=has_target)
     return fitted_table(title, columns, width)
 

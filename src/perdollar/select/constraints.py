@@ -14,8 +14,8 @@ import pandas as pd
 
 from perdollar.fmt import format_hours, format_money
 from perdollar.frames import require_columns
+from perdollar.goals import DEFAULT_CONFIDENCE
 from perdollar.price.frame import PRICED_COLUMNS, Target
-from perdollar.question import DEFAULT_CONFIDENCE
 
 # Reason codes, in the order they are checked (the first one that applies is reported).
 OK = ""

@@ -15,6 +15,7 @@ import pandas as pd
 
 from perdollar.catalog.price_age import age_sentence
 from perdollar.catalog.price_outliers import IMPLAUSIBLE_PRICE_FLAGS, OUTLIER_SENTENCE
+from perdollar.goals import training_goal
 from perdollar.price.frame import target_of
 from perdollar.price.model import Estimate
 from perdollar.price.serving import plausibly_priced
@@ -61,16 +62,17 @@ def select_candidates(
     candidate survives.
     """
     target = target_of(question)
-    confidence = question.confidence
+    goal = training_goal(question.goal)
+    confidence = goal.confidence
     feasible = (priced["reason"] == cand.OK).to_numpy()
     if not feasible.any():
         limit = "--max-accelerators" if question.max_accelerators is not None else "--max-nodes"
         raise nothing_feasible_error(
             priced, target, confidence, memory_needed_gib=memory_needed_gib, size_limit=limit
         )
-    weights = parse_weights(question.weights)
+    weights = parse_weights(goal.weights)
     score = scores(
-        priced, question.objective, has_target=bool(target.samples), weights=weights, feasible=feasible
+        priced, goal.objective, has_target=bool(target.samples), weights=weights, feasible=feasible
     )
     order = rank_order(score.value, feasible, priced["price_per_hour"].to_numpy(dtype=np.float64))
     # A price flagged implausible (a source's placeholder, a typo) would win on a number nobody
@@ -105,7 +107,7 @@ def select_candidates(
         ranked["score_low"].to_numpy(dtype=np.float64),
         ranked["score_high"].to_numpy(dtype=np.float64),
     )
-    explanation = explain(ranked, ties, question.objective, target, sample_unit, values, pool=ranked_all)
+    explanation = explain(ranked, ties, goal.objective, target, sample_unit, values, pool=ranked_all)
     explanation = _outliers_sentence(explanation, ranked_all)
 
     excluded_rows = _shown_exclusions(

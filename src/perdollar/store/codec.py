@@ -16,11 +16,13 @@ import typing
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, TypeVar
 
+from perdollar.goals import FleetGoal, Goal, ServingGoal
 from perdollar.jsonable import JsonObject, JsonValue
 from perdollar.jsonable import to_jsonable as to_plain
 from perdollar.measure.result import Measurement
 from perdollar.measure.serialize import measurement_from_dict, measurement_to_dict
-from perdollar.question import Question, upgrade_legacy_payload
+from perdollar.question import Question
+from perdollar.question_json import goal_payload, upgrade_legacy_payload
 
 if TYPE_CHECKING:  # importing the select stage pulls in pandas; writers of measurements never need it
     from _typeshed import DataclassInstance
@@ -136,6 +138,14 @@ def _wrong_type(hint: object, value: object, name: str) -> str | None:
     return None
 
 
+def mistyped_goal(goal: Goal) -> str | None:
+    """:func:`mistyped` for a question's goal, each field named where the question's JSON keeps it
+    (:mod:`perdollar.question_json`): a training goal's at the top, a deployment's under ``serving``."""
+    if isinstance(goal, FleetGoal):
+        return mistyped(goal.serving, "question.serving.") or mistyped(goal.traffic, "question.traffic.")
+    return mistyped(goal, "question.serving." if isinstance(goal, ServingGoal) else "question.")
+
+
 # --- readers of stored documents ---------------------------------------------------------
 
 
@@ -177,7 +187,9 @@ def recommendation_to_payload(recommendation: Recommendation) -> JsonObject:
 
 def question_from_payload(payload: JsonValue) -> Question:
     """A stored question, those of earlier versions (a free ``options`` dictionary) included."""
-    return build(Question, upgrade_legacy_payload(_object(payload, "question")))
+    data = upgrade_legacy_payload(_object(payload, "question"))
+    goal_type, goal = goal_payload(data)
+    return build(Question, data, goal=build(goal_type, goal))
 
 
 def _estimate_from_payload(document: JsonValue) -> Estimate:

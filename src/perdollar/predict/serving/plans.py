@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perdollar.goals import DEFAULT_SERVING_HEADROOM
 from perdollar.predict.serving.queueing import ReplicaPlan, batching_latency, plan_replicas
-from perdollar.question import DEFAULT_SERVING_HEADROOM
 
 DEFAULT_HEADROOM = DEFAULT_SERVING_HEADROOM
 # Batching waits tried when the user sets none, as fractions of the tightest SLO.
