@@ -364,3 +364,27 @@ def data_parallel_seconds(
         after_backward=after_backward,
         waited={"backward weight all-gather": gather} if post else {},
     )
+
+
+def exposed_collectives(
+    collectives: DataParallelTimes,
+    micro_batches: int,
+    hide: float,
+    forward: float,
+    backward: float,
+    recompute: float,
+) -> dict[str, float]:
+    """Seconds per step of each collective left over once compute beside it hides a share ``hide``."""
+    exposed = {name: micro_batches * seconds for name, seconds in collectives.waited.items()}
+    for name, seconds in collectives.alone.items():
+        exposed[name] = exposed.get(name, 0.0) + seconds
+    for group, window, count in (
+        (collectives.per_micro, forward + backward + recompute, micro_batches),
+        (collectives.after_backward, backward, 1),
+        (collectives.before_forward, forward, 1),
+    ):
+        comm = sum(group.values())
+        left = max(comm - hide * window, 0.0)
+        for name, seconds in group.items():
+            exposed[name] = exposed.get(name, 0.0) + count * left * (seconds / comm if comm else 0.0)
+    return exposed

@@ -44,9 +44,9 @@ from perdollar.predict.llm.moe_training import expert_data_parallel
 from perdollar.predict.llm.optimizers import paging_seconds
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.llm.stage import (
-    DataParallelTimes,
     LLMEfficiency,
     data_parallel_seconds,
+    exposed_collectives,
     pipeline_bubble_stages,
     stage_times,
 )
@@ -272,7 +272,9 @@ def predict_llm_training(
         collectives = collectives.merged(experts, prefix="expert ")
     if plan.data_parallel_comm == "blocking":  # +blocking: each waits for the compute before it
         collectives = collectives.blocked()
-    exposed = _exposed(collectives, micro_batches, eff.communication_overlap, forward, backward, recompute)
+    exposed = exposed_collectives(
+        collectives, micro_batches, eff.communication_overlap, forward, backward, recompute
+    )
 
     if plan.cpu_offload:
         optimizer = states.trainable_params_per_gpu * gpus_per_node / CPU_ADAM_PARAMS_PER_S + (
@@ -350,30 +352,6 @@ def predict_llm_training(
         band_group=band.group,
         band_rows=band.rows,
     )
-
-
-def _exposed(
-    collectives: DataParallelTimes,
-    micro_batches: int,
-    hide: float,
-    forward: float,
-    backward: float,
-    recompute: float,
-) -> dict[str, float]:
-    """Seconds per step of each collective left over once compute beside it hides a share ``hide``."""
-    exposed = {name: micro_batches * seconds for name, seconds in collectives.waited.items()}
-    for name, seconds in collectives.alone.items():
-        exposed[name] = exposed.get(name, 0.0) + seconds
-    for group, window, count in (
-        (collectives.per_micro, forward + backward + recompute, micro_batches),
-        (collectives.after_backward, backward, 1),
-        (collectives.before_forward, forward, 1),
-    ):
-        comm = sum(group.values())
-        left = max(comm - hide * window, 0.0)
-        for name, seconds in group.items():
-            exposed[name] = exposed.get(name, 0.0) + count * left * (seconds / comm if comm else 0.0)
-    return exposed
 
 
 def _fit_remark(memory: MemoryPerGPU, plan: TrainingPlan, gpus: int) -> str:
