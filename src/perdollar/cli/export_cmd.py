@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -15,6 +16,9 @@ from perdollar.cli.output_files import write_text_file
 from perdollar.cli.shared_options import OUTPUT, PRECISION_ONLY, REGION_ONLY, Output, Places, Step, only_one
 from perdollar.cli.sweep_render import print_export
 from perdollar.errors import PerdollarError
+
+if TYPE_CHECKING:
+    from perdollar.launch.export import CandidateSpec
 
 TRAINING_FORMATS = ("torchrun", "skypilot")
 
@@ -114,9 +118,9 @@ def export(
     return 0
 
 
-def _training_launch(candidate: Any, fmt: str, *, workload: str | None, plan: str | None, region: str | None,
-                     seq_len: int | None, global_batch: int | None, precision: str | None,
-                     script: str) -> dict[str, Any]:  # fmt: skip
+def _training_launch(candidate: CandidateSpec, fmt: str, *, workload: str | None, plan: str | None,
+                     region: str | None, seq_len: int | None, global_batch: int | None, precision: str | None,
+                     script: str) -> dict[str, object]:  # fmt: skip
     """The plan for the candidate (fixed or searched) as a torchrun launch or a SkyPilot task."""
     from perdollar.ask.language_model_prediction import predict_llm
     from perdollar.ask.questions import PlanFlags
@@ -131,14 +135,17 @@ def _training_launch(candidate: Any, fmt: str, *, workload: str | None, plan: st
     settings = LanguageModelSettings(seq_len=seq_len, global_batch=global_batch, plan=plan)
     prediction = predict_llm(workload, candidate.instance_type, candidate.cloud, candidate.count, precision,
                              settings, PlanFlags())  # fmt: skip
+    planned = prediction["plan"]
+    token = planned.get("token") if isinstance(planned, Mapping) else None  # predict_llm's plan.to_dict()
     if not prediction.get("fits", True):
         raise PerdollarError(
-            f"the plan {prediction['plan']['token']} does not fit {candidate.count} × "
+            f"the plan {token} does not fit {candidate.count} × "
             f"{prediction['instance_type']} ({prediction['memory_per_gpu_gib']:.1f} GiB per GPU)",
             "leave out --plan to let the planner choose, or pick a larger candidate",
         )
     chosen_region = region or candidate.region
-    label = f"{candidate.label} {prediction['plan']['token']}"
+    label = f"{candidate.label} {token}"
+    description: dict[str, object]
     if fmt == "torchrun":
         description = torchrun_description(prediction, script=script, script_args=[], label=label)
     else:
@@ -152,7 +159,7 @@ def _training_launch(candidate: Any, fmt: str, *, workload: str | None, plan: st
     return description
 
 
-def _emit_training(description: dict[str, Any], *, out: Path | None, as_yaml: bool, json_output: bool,
+def _emit_training(description: Mapping[str, object], *, out: Path | None, as_yaml: bool, json_output: bool,
                    force: bool) -> None:  # fmt: skip
     """The runnable part by default (the node script, the task YAML); the whole description on ask."""
     import yaml
@@ -160,11 +167,12 @@ def _emit_training(description: dict[str, Any], *, out: Path | None, as_yaml: bo
     from perdollar.launch.skypilot import dump_task
 
     torchrun = description["format"] == "torchrun"
+    task = description.get("task")  # skypilot_training_task's task, a mapping
     runnable = (
-        description["script"]
+        str(description["script"])
         if torchrun
         else dump_task(
-            description["task"],
+            task if isinstance(task, dict) else {},
             [
                 f"perdollar training launch for {description['configuration']}: {description['plan_text']}",
                 "launch: sky launch <this file> (sky jobs launch for spot, so preemptions recover)",

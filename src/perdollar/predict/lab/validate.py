@@ -192,7 +192,7 @@ def _refit_start(
     """
     fitted = shipped.provenance.get("fitted_accelerators")
     target_keys = set(rows.loc[rows["gpu"].isin(targets), "accelerator_key"].dropna())
-    if fitted is None:
+    if not isinstance(fitted, list | dict):  # None: the shipped fit does not say
         return None, "defaults (the shipped fit does not say which GPUs it saw)"
     if not target_keys & set(fitted):
         return shipped, "shipped parameters (their fit saw none of the target GPUs)"
