@@ -16,6 +16,13 @@ from perdollar.predict.llm_serving.worth import FeatureWorth
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 BAND_LEVEL = 0.8
+UNITS = {
+    "output_tokens_per_second": "output tokens/s, total over all GPUs",
+    "ttft_ms": "ms, one request's prompt, unqueued",
+    "tpot_ms": "ms per output token of one sequence",
+    "kv_cache_gib": "GiB per GPU left for the KV cache",
+    "max_concurrent_sequences": "sequences of input + output tokens, all replicas",
+}
 
 
 def prediction_document(
@@ -36,13 +43,7 @@ def prediction_document(
     figures at the requests in flight or the rate asked for."""
     figures = {"throughput": p.output_tokens_per_second * replicas, "ttft": p.ttft_ms, "tpot": p.tpot_ms}
     banded = {name: band.document(figures[name]) for name, band in (bands or {}).items() if p.fits}
-    units = {
-        "output_tokens_per_second": "output tokens/s, total over all GPUs",
-        "ttft_ms": "ms, one request's prompt, unqueued",
-        "tpot_ms": "ms per output token of one sequence",
-        "kv_cache_gib": "GiB per GPU left for the KV cache",
-        "max_concurrent_sequences": "sequences of input + output tokens, all replicas",
-    }
+    units = dict(UNITS)  # a load adds its own
     document: dict[str, object] = {
         "model": arch.name,
         "accelerator": accelerator,
