@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -14,6 +14,10 @@ from perdollar.catalog.price_age import is_stale, price_age_days
 from perdollar.fmt import format_money
 from perdollar.price.model import Estimate, ServingFigures
 from perdollar.terminal_tables import FittingTable
+
+if TYPE_CHECKING:
+    from perdollar.measure.latency import LatencyCurve
+    from perdollar.measure.serving.loadgen import LoadResult
 
 
 def format_ms(value: float) -> str:
@@ -24,7 +28,7 @@ def format_ms(value: float) -> str:
     return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
 
 
-def curve_table(curve: Any) -> Table:
+def curve_table(curve: LatencyCurve) -> Table:
     table = Table(
         title=f"{escape(curve.workload_name)} latency curve on this machine "
         f"({curve.device}, {curve.precision}); "
@@ -51,7 +55,7 @@ def curve_table(curve: Any) -> Table:
     return table
 
 
-def load_table(title: str, results: list[Any]) -> Table:
+def load_table(title: str, results: Sequence[LoadResult]) -> Table:
     table = Table(title=title, title_justify="left")
     for header in ("offered/s", "served/s", "requests", "errors", "P50", "P90", "P95", "P99", "max"):
         table.add_column(header, justify="right")
