@@ -20,7 +20,7 @@ from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_options import Shape, Target, Where
 from perdollar.cli.shared_options import OUTPUT, Output
 from perdollar.cli.sweep_options import JobGoal, NodeSetup, SweepFlags
-from perdollar.cli.sweep_render import outcome_row, print_event, print_plan, print_result
+from perdollar.cli.sweep_render import PlannedJob, outcome_row, print_event, print_plan, print_result
 from perdollar.errors import EXIT_FAILURE, PerdollarError
 from perdollar.files import write_file_safely
 from perdollar.question import DataSettings, LanguageModelSettings, SpotSettings
@@ -110,7 +110,7 @@ def _dry_run(
 
     chosen = plan_first_jobs(bundle, recommendation, options, settings, on_skip=skipped)
     paths = write_dry_run([job for job, _ in chosen], out_dir)
-    rows = [
+    rows: list[PlannedJob] = [
         {
             "candidate": job.candidate,
             "why": why,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from rich.table import Table
 from rich.text import Text
@@ -14,7 +14,23 @@ from perdollar.fmt import format_money
 
 if TYPE_CHECKING:
     from perdollar.launch.outcome import JobOutcome
+    from perdollar.launch.spec import JobResources
     from perdollar.launch.sweep import SweepResult
+
+
+class PlannedJob(TypedDict):
+    """One job of a dry run's plan (a row of ``--json``'s ``jobs``)."""
+
+    candidate: str
+    why: str
+    job: str
+    yaml: str  # the job's task file
+    duration_s: float
+    max_seconds: float
+    cost_cap_usd: float
+    price_per_hour: float
+    resources: JobResources
+    run: str
 
 
 def outcome_row(outcome: JobOutcome) -> dict[str, object]:
@@ -34,7 +50,7 @@ def outcome_row(outcome: JobOutcome) -> dict[str, object]:
     }
 
 
-def print_plan(rows: list[dict[str, Any]], total: float) -> None:
+def print_plan(rows: list[PlannedJob], total: float) -> None:
     folder = Path(rows[0]["yaml"]).parent if rows else "—"
     table = Table(title="sweep plan (dry run)", title_justify="left")
     for column in ("#", "candidate", "why", "measures", "killed after", "cost cap", "task YAML"):
