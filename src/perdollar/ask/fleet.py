@@ -184,7 +184,7 @@ def fleet_recommendation(
     question: Question, document: Mapping[str, object], catalog: Catalog
 ) -> Recommendation:
     """The fleet's answer as a recommendation to store: no ranked estimates, the figures in ``fleet``."""
-    from perdollar.report.fleet_html import fleet_number, fleet_part, fleet_texts
+    from perdollar.report.fleet_figures import fleet_number, fleet_part, fleet_texts
     from perdollar.select.model import Recommendation
 
     figures = {key: value for key, value in document.items() if key != "question"}
@@ -234,6 +234,6 @@ def compared(old: Recommendation, new: Recommendation) -> Reevaluation:
 
 
 def _parts(figures: Mapping[str, object]) -> str:
-    from perdollar.report.fleet_html import fleet_part, fleet_texts
+    from perdollar.report.fleet_figures import fleet_part, fleet_texts
 
     return " + ".join(fleet_texts(fleet_part(figures, "fleet"), "parts"))

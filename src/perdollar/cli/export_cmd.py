@@ -167,18 +167,19 @@ def _emit_training(description: Mapping[str, object], *, out: Path | None, as_ya
     from perdollar.launch.skypilot import dump_task
 
     torchrun = description["format"] == "torchrun"
-    task = description.get("task")  # skypilot_training_task's task, a mapping
-    runnable = (
-        str(description["script"])
-        if torchrun
-        else dump_task(
-            task if isinstance(task, dict) else {},
+    if torchrun:
+        runnable = str(description["script"])
+    else:
+        task = description["task"]
+        if not isinstance(task, dict):
+            raise TypeError(f"a SkyPilot description's task is a mapping, not {type(task).__name__}")
+        runnable = dump_task(
+            task,
             [
                 f"perdollar training launch for {description['configuration']}: {description['plan_text']}",
                 "launch: sky launch <this file> (sky jobs launch for spot, so preemptions recover)",
             ],
         )
-    )
     whole_yaml = yaml.safe_dump(description, sort_keys=False) if as_yaml and torchrun else None
     if out is not None:
         whole = whole_yaml or json.dumps(description, indent=2)

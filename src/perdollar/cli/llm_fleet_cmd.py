@@ -12,7 +12,7 @@ from perdollar.question import Question
 
 
 def _print(document: Mapping[str, object]) -> None:
-    from perdollar.report.fleet_html import fleet_intervals, fleet_part, fleet_texts
+    from perdollar.report.fleet_figures import fleet_intervals, fleet_part, fleet_texts
     from perdollar.terminal_tables import FittingTable
 
     table = FittingTable(title=f"Fleet over the day within {document['slo']}")

@@ -14,6 +14,14 @@ from collections.abc import Mapping, Sequence
 from perdollar.catalog.price_age import is_stale
 from perdollar.errors import PerdollarError
 from perdollar.fmt import format_hours, format_money
+from perdollar.report.fleet_figures import (
+    DAMAGED_FIX,
+    Figures,
+    fleet_intervals,
+    fleet_number,
+    fleet_part,
+    fleet_texts,
+)
 from perdollar.report.page import document, escape, fields, figure, table
 from perdollar.report.plots import FONT, TITLE_PLACE
 from perdollar.select.model import Recommendation
@@ -26,40 +34,6 @@ FLEETS = (
     ("autoscaled_single_type", "one type, autoscaled"),
     ("static_peak", "static peak"),
 )
-
-
-Figures = Mapping[str, object]  # one part of the stored answer, read field by field below
-
-
-def fleet_number(part: Figures, name: str) -> float:
-    """A number of the stored answer as it was stored (an int stays an int), or a one-line error."""
-    value = part.get(name)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return value
-    raise PerdollarError(f"the fleet's {name} is {str(value)[:40]!r}, not a number", _DAMAGED_FIX)
-
-
-def fleet_part(figures: Figures, key: str) -> Figures:
-    part = figures.get(key)
-    if not isinstance(part, Mapping):
-        raise PerdollarError(f"the fleet's {key} is missing", _DAMAGED_FIX)
-    return part
-
-
-def fleet_texts(part: Figures, name: str) -> list[str]:
-    """A list of texts of the stored answer (a fleet's machines, its notes), or a one-line error."""
-    texts = part.get(name)
-    if not isinstance(texts, list | tuple) or not all(isinstance(text, str) for text in texts):
-        raise PerdollarError(f"the fleet's {name} is not a list of texts", _DAMAGED_FIX)
-    return [str(text) for text in texts]
-
-
-def fleet_intervals(figures: Figures) -> list[Figures]:
-    """The answer's intervals, each a part of its own (none where the answer holds none)."""
-    intervals = figures.get("intervals") or []
-    if not isinstance(intervals, list) or not all(isinstance(row, Mapping) for row in intervals):
-        raise PerdollarError("the fleet's intervals are missing", _DAMAGED_FIX)
-    return list(intervals)
 
 
 def _edges(intervals: Sequence[Figures]) -> list[float]:
@@ -312,33 +286,30 @@ def check_fleet_figures(document: Figures) -> None:
     _check_figures(document, ANSWER_FIGURES, "")
     intervals = document.get("intervals")
     if not isinstance(intervals, list) or not intervals:
-        raise PerdollarError("the fleet's intervals are missing", _DAMAGED_FIX)
+        raise PerdollarError("the fleet's intervals are missing", DAMAGED_FIX)
     for index, interval in enumerate(intervals):
         _check_figures(interval, INTERVAL_FIGURES, f"intervals[{index}].")
     for key in FLEET_KEYS:
         parts = _check_figures(document.get(key), FLEET_FIGURES, f"{key}.").get("parts")
         if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
-            raise PerdollarError(f"the fleet's {key}.parts is not a list of machines", _DAMAGED_FIX)
+            raise PerdollarError(f"the fleet's {key}.parts is not a list of machines", DAMAGED_FIX)
     if not isinstance(document.get("notes"), list | tuple):
-        raise PerdollarError("the fleet's notes are missing", _DAMAGED_FIX)
-
-
-_DAMAGED_FIX = "ask the question afresh with perdollar recommend --load-curve/--trace"
+        raise PerdollarError("the fleet's notes are missing", DAMAGED_FIX)
 
 
 def _check_figures(part: object, figures: Mapping[str, bool], where: str) -> Figures:
     if not isinstance(part, Mapping):
-        raise PerdollarError(f"the fleet's {where.rstrip('.') or 'answer'} is missing", _DAMAGED_FIX)
+        raise PerdollarError(f"the fleet's {where.rstrip('.') or 'answer'} is missing", DAMAGED_FIX)
     for name, numeric in figures.items():
         value = part.get(name)
         if value is None:
-            raise PerdollarError(f"the fleet's {where}{name} is missing", _DAMAGED_FIX)
+            raise PerdollarError(f"the fleet's {where}{name} is missing", DAMAGED_FIX)
         number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
         if numeric != number if numeric else not isinstance(value, str):
             shown = str(value)[:40]
             raise PerdollarError(
                 f"the fleet's {where}{name} is {shown!r}, not {'a number' if numeric else 'a text'}",
-                _DAMAGED_FIX,
+                DAMAGED_FIX,
             )
     return part
 
