@@ -142,3 +142,30 @@ def test_a_damaged_stored_fleet_is_named_by_the_check_and_refused_in_one_line(
         assert line.startswith(f"perdollar: error: stored row {stored} is damaged: ") and words in line
     assert store.read_bytes() == before  # nothing stored, nothing rewritten
     assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("duration_s", "long"), ("duration_s", None), ("requests_per_second", [4])]
+)
+def test_a_stored_fleet_whose_interval_figure_is_no_number_is_reported_in_one_line(
+    fleet_store: tuple[Path, str], tmp_path: Path, field: str, value: object
+) -> None:
+    healthy, stored = fleet_store
+    store = tmp_path / "damaged.db"
+    store.write_bytes(healthy.read_bytes())
+    with sqlite3.connect(store) as connection:
+        (text,) = connection.execute("select payload from recommendations where id = ?", (stored,)).fetchone()
+        payload = json.loads(text)
+        payload["fleet"]["intervals"][0][field] = value
+        connection.execute(
+            "update recommendations set payload = ? where id = ?", (json.dumps(payload), stored)
+        )
+    page = tmp_path / "r.html"
+
+    done = run_perdollar("report", "--last", "-o", str(page), store=store)
+
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert f"the fleet's {field} is {str(value)!r}, not a number" in line
+    assert not page.exists()

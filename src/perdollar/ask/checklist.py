@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from perdollar.measure.result import Measurement
 from perdollar.report.checklist import CheckItem, Target, evaluate
@@ -15,6 +15,11 @@ from perdollar.report.checklist_inputs import (
     target_for_host,
     target_for_instance,
 )
+
+if TYPE_CHECKING:
+    from perdollar.catalog import Catalog, InstanceType
+    from perdollar.profile.model import Profile
+    from perdollar.workload.spec import Workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +94,7 @@ def run_checks(
     )
 
 
-def _catalog_or_none() -> Any | None:
+def _catalog_or_none() -> Catalog | None:
     try:
         from perdollar.catalog import load
 
@@ -99,7 +104,11 @@ def _catalog_or_none() -> Any | None:
 
 
 def _profile_facts(
-    workload: Any, target: Target, instance_type: Any | None, catalog: Any, on_step: Callable[[str], None]
+    workload: Workload,
+    target: Target,
+    instance_type: InstanceType | None,
+    catalog: Catalog | None,
+    on_step: Callable[[str], None],
 ) -> tuple[float | None, int | None, float | None]:
     """Input bytes per sample, the largest batch that fits the target's memory and, for a catalog
     instance, the samples/s one of its devices is predicted to train at: all from the profile."""
@@ -110,7 +119,10 @@ def _profile_facts(
         profile = profile_workload(workload)
     except Exception:
         return None, None, None
-    predicted = _predicted_per_device(profile, instance_type, catalog) if instance_type else None
+    # An instance is judged only where the catalog loaded (``run_checks`` refuses it otherwise).
+    predicted = None
+    if instance_type is not None and catalog is not None:
+        predicted = _predicted_per_device(profile, instance_type, catalog)
     memory = profile.memory
     static = memory.weights + memory.gradients + memory.optimizer_state
     per_sample = (memory.activations + memory.workspace) / max(profile.batch_size, 1)
@@ -124,7 +136,7 @@ def _profile_facts(
     return profile.input_bytes_per_sample or None, max_batch, predicted
 
 
-def _predicted_per_device(profile: Any, instance_type: Any, catalog: Any) -> float | None:
+def _predicted_per_device(profile: Profile, instance_type: InstanceType, catalog: Catalog) -> float | None:
     from perdollar.predict import predict
 
     prediction = predict(profile, instance_type, catalog)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from perdollar.errors import PerdollarError
 from perdollar.files import read_user_text
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from perdollar.ask.inputs import Progress
     from perdollar.ask.language_model_fleet import FleetAnswer
     from perdollar.catalog import Catalog
+    from perdollar.price.fleet import Fleet
     from perdollar.report.changes import Reevaluation
     from perdollar.select.model import Recommendation
 
@@ -130,7 +132,7 @@ def _hour_label(start_s: float, is_trace: bool) -> str:
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
-def fleet_document(answer: FleetAnswer, question: Question) -> dict[str, Any]:
+def fleet_document(answer: FleetAnswer, question: Question) -> dict[str, object]:
     """The whole answer as plain data: intervals, the three fleets, replay, notes."""
     choice = answer.choice
     mixed, static = choice.mixed, choice.static_peak
@@ -157,7 +159,7 @@ def fleet_document(answer: FleetAnswer, question: Question) -> dict[str, Any]:
         })  # fmt: skip
     out_tokens, all_tokens = answer.output_tokens(), answer.all_tokens()
 
-    def summary(fleet: Any) -> dict[str, Any]:
+    def summary(fleet: Fleet) -> dict[str, object]:
         return {
             "fleet": fleet.name,
             "parts": [o.label for o in fleet.options],
@@ -182,26 +184,30 @@ def fleet_document(answer: FleetAnswer, question: Question) -> dict[str, Any]:
     }
 
 
-def fleet_recommendation(question: Question, document: dict[str, Any], catalog: Catalog) -> Recommendation:
+def fleet_recommendation(
+    question: Question, document: Mapping[str, object], catalog: Catalog
+) -> Recommendation:
     """The fleet's answer as a recommendation to store: no ranked estimates, the figures in ``fleet``."""
+    from perdollar.report.fleet_figures import fleet_number, fleet_part, fleet_texts
     from perdollar.select.model import Recommendation
 
     figures = {key: value for key, value in document.items() if key != "question"}
-    chosen = document["fleet"]
+    notes = tuple(fleet_texts(document, "notes"))
+    chosen = fleet_part(document, "fleet")
     explanation = (
-        f"A fleet of {' + '.join(chosen['parts'])} serves the day within {document['slo']} for "
-        f"{format_money(chosen['usd_per_month'])} a month, "
+        f"A fleet of {' + '.join(fleet_texts(chosen, 'parts'))} serves the day within {document['slo']} for "
+        f"{format_money(fleet_number(chosen, 'usd_per_month'))} a month, "
         f"{document['saving_vs_static_peak']:.0%} less than the static peak."
     )
     return Recommendation(
         question=question, estimates=(), pareto=(), explanation=explanation,
         catalog_captured_at=str(catalog.captured_at), catalog_snapshot_id=str(catalog.snapshot_id),
-        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), notes=tuple(document["notes"]),
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), notes=notes,
         sample_unit="requests", fleet=figures,
     )  # fmt: skip
 
 
-def fleet_figures(recommendation: Recommendation) -> dict[str, Any]:
+def fleet_figures(recommendation: Recommendation) -> dict[str, object]:
     """The fleet's answer as :func:`fleet_document` gives it: its question, then its figures."""
     assert recommendation.fleet is not None
     return {"question": recommendation.question, **recommendation.fleet}
@@ -231,5 +237,7 @@ def compared(old: Recommendation, new: Recommendation) -> Reevaluation:
                         tuple(reasons), (), summary)  # fmt: skip
 
 
-def _parts(figures: dict[str, Any]) -> str:
-    return " + ".join(figures["fleet"]["parts"])
+def _parts(figures: Mapping[str, object]) -> str:
+    from perdollar.report.fleet_figures import fleet_part, fleet_texts
+
+    return " + ".join(fleet_texts(fleet_part(figures, "fleet"), "parts"))

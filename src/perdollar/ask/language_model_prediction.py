@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from perdollar.ask.questions import PlanFlags
 from perdollar.errors import PerdollarError
@@ -18,15 +18,33 @@ from perdollar.question import LanguageModelSettings
 
 if TYPE_CHECKING:
     from perdollar.catalog import Accelerator, Catalog, InstanceType
+    from perdollar.predict.llm.measured import Calibration
     from perdollar.predict.llm.plan import TrainingPlan
     from perdollar.workload.llm.workload import LLMWorkload
+
+
+class _PlanChanges(TypedDict, total=False):
+    """What the flags and the workload change of a plan given with --plan."""
+
+    finetune: str
+    lora_rank: int
+    micro_batch: int
+    activation_checkpointing: bool
+    cpu_offload: bool
+    tensor_parallel: int
+    pipeline_parallel: int
+    virtual_stages: int
+    context_parallel: int
+    expert_parallel: int
+    framework: str
+    optimizer: str
 
 
 def _fixed_plan(settings: LanguageModelSettings, flags: PlanFlags, workload: LLMWorkload) -> TrainingPlan:
     from perdollar.predict.llm import parse_plan
 
     plan = parse_plan(settings.plan or "")
-    changes: dict[str, Any] = {"finetune": workload.finetune, "lora_rank": workload.lora_rank}
+    changes: _PlanChanges = {"finetune": workload.finetune, "lora_rank": workload.lora_rank}
     if settings.micro_batch:
         changes["micro_batch"] = settings.micro_batch
     if flags.activation_checkpointing:
@@ -37,9 +55,12 @@ def _fixed_plan(settings: LanguageModelSettings, flags: PlanFlags, workload: LLM
         changes["tensor_parallel"] = flags.tensor_parallel
     if flags.pipeline_parallel:
         changes["pipeline_parallel"] = flags.pipeline_parallel
-    for name in ("virtual_stages", "context_parallel", "expert_parallel"):
-        if getattr(flags, name):
-            changes[name] = getattr(flags, name)
+    if flags.virtual_stages:
+        changes["virtual_stages"] = flags.virtual_stages
+    if flags.context_parallel:
+        changes["context_parallel"] = flags.context_parallel
+    if flags.expert_parallel:
+        changes["expert_parallel"] = flags.expert_parallel
     if workload.framework:
         changes["framework"] = workload.framework
     if workload.optimizer:
@@ -62,7 +83,7 @@ def predict_llm(
     store_url: str | None = None,
     read_store: bool = False,
     note: Callable[[str], None] = lambda message: None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The prediction for ``spec`` on ``nodes`` × ``instance_name``, as the JSON document prints it.
 
     With ``read_store`` the bench runs of the model stored earlier calibrate it.
@@ -212,11 +233,12 @@ def _refuse_parallelism_the_framework_lacks(workload: LLMWorkload, flags: PlanFl
 
 
 def _on_own_stack(workload: LLMWorkload, instance: InstanceType, accelerator: Accelerator, nodes: int,
-                  settings: LanguageModelSettings, flags: PlanFlags) -> dict[str, Any]:  # fmt: skip
+                  settings: LanguageModelSettings, flags: PlanFlags) -> dict[str, object]:  # fmt: skip
     """The prediction on a chip that trains under its own stack (Trainium, TPU): the stack's plan,
     with the tensor-parallel degree or fixed plan asked for; what its record cannot run is refused."""
     from perdollar.predict.accelerator_stacks import TRAINING_STACKS
     from perdollar.predict.llm import MFU_CONVENTION
+    from perdollar.predict.llm.plan import TrainingPlan
     from perdollar.predict.nongpu_llm import stack_plan_problem, training_row
 
     stack = TRAINING_STACKS[accelerator.software_stack]
@@ -240,7 +262,7 @@ def _on_own_stack(workload: LLMWorkload, instance: InstanceType, accelerator: Ac
         instance, accelerator, workload, nodes, fixed=fixed, tensor_parallel=flags.tensor_parallel
     )
     plan = row["plan"]
-    if plan is None:
+    if not isinstance(plan, TrainingPlan):  # None: no plan of the stack fits
         raise PerdollarError(
             f"{instance.name} cannot train {workload.name} under {stack.label}: "
             f"{row['excluded_reason'] or row['fit_reason']}",
@@ -271,7 +293,7 @@ def _on_own_stack(workload: LLMWorkload, instance: InstanceType, accelerator: Ac
 
 def _calibration(
     workload: LLMWorkload, catalog: Catalog, store_url: str | None, note: Callable[[str], None]
-) -> Any:
+) -> Calibration:
     """The calibration from the model's stored bench runs; an unreachable store only costs a note."""
     from perdollar.ask.inputs import stored_measurements
     from perdollar.predict.llm.measured import calibrated
@@ -287,7 +309,7 @@ def _calibration(
     return calibrated(workload, runs, catalog)
 
 
-def training_band_document(low: float, high: float, group: str, rows: int) -> dict[str, Any]:
+def training_band_document(low: object, high: object, group: object, rows: object) -> dict[str, object]:
     """The 80% band of tokens per second, and the held-out group of training runs that set it."""
     from perdollar.predict.held_out_bands import UNVALIDATED
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from perdollar.errors import PerdollarError
 from perdollar.predict.frame import SUPPORTED_STACKS
@@ -14,9 +14,13 @@ from perdollar.workload.llm.census import checked
 
 if TYPE_CHECKING:
     from perdollar.catalog.model import Accelerator
+    from perdollar.predict.llm_serving.bands import Band
+    from perdollar.predict.llm_serving.disaggregate import Disaggregation
     from perdollar.predict.llm_serving.formats import ServingFormat
-    from perdollar.predict.llm_serving.load import Workload
-    from perdollar.predict.llm_serving.offered_load import OfferedLoad
+    from perdollar.predict.llm_serving.load import LLMServingPrediction, Workload
+    from perdollar.predict.llm_serving.offered_load import LoadFigures, OfferedLoad
+    from perdollar.predict.llm_serving.shape import GroupShape
+    from perdollar.predict.llm_serving.worth import FeatureWorth
 
 
 @dataclass(frozen=True)
@@ -27,11 +31,11 @@ class LanguageModelServingPrediction:
     accelerator: str
     gpus: int
     replicas: int
-    work: Any
-    result: Any
-    worth: dict[str, dict[str, Any]] = field(default_factory=dict)  # per feature: with it and without
-    load: Any = None  # the figures at --concurrency/--rps (offered_load.LoadFigures), else None
-    bands: dict[str, Any] = field(default_factory=dict)  # per figure: its held-out 80% band (bands.py)
+    work: Workload
+    result: LLMServingPrediction
+    worth: dict[str, FeatureWorth] = field(default_factory=dict)  # per feature: with it and without
+    load: LoadFigures | None = None  # the figures at --concurrency/--rps, else None
+    bands: dict[str, Band] = field(default_factory=dict)  # per figure: its held-out 80% band
 
 
 BUNDLED_CONFIGS = Path(__file__).resolve().parents[1] / "workload" / "llm" / "configs"
@@ -155,7 +159,8 @@ def predict_language_model_serving(
 
 
 def _predicted(
-    arch: DecoderArchitecture, chip: Any, fmt: Any, work: Any, shape: Any, gpus: int, unit: int, split: Any,
+    arch: DecoderArchitecture, chip: Accelerator, fmt: ServingFormat, work: Workload, shape: GroupShape,
+    gpus: int, unit: int, split: Disaggregation | None,
     batch: int | None, engine: str | None, kv_precision: str | None,
 ) -> LanguageModelServingPrediction:  # fmt: skip
     """The prediction, disaggregated where asked, with what each feature in use is worth."""
@@ -163,7 +168,7 @@ def _predicted(
     from perdollar.predict.llm_serving.engines import predict_with_engine, serving_engine
     from perdollar.predict.llm_serving.worth import feature_worth
 
-    def predict(asked: Any, layout: Any) -> Any:
+    def predict(asked: Workload, layout: GroupShape) -> LLMServingPrediction:
         return predict_with_engine(arch, chip, fmt, asked, shape=layout, batch=batch, engine=engine,
                                    kv_precision=kv_precision)  # fmt: skip
 
@@ -184,8 +189,10 @@ def _predicted(
     )
 
 
-def _refuse_what_the_stack_cannot_honour(chip: Accelerator, engine: str | None, kv_precision: str | None,
-                                         expert_parallel: int | None, split: Any) -> None:  # fmt: skip
+def _refuse_what_the_stack_cannot_honour(
+    chip: Accelerator, engine: str | None, kv_precision: str | None, expert_parallel: int | None,
+    split: Disaggregation | None,
+) -> None:  # fmt: skip
     """A non-GPU chip serves through its own stack's record: an engine, KV cache or layout that record
     does not model is refused in one line rather than replaced by the record's own."""
     from perdollar.predict.accelerator_stacks import SERVING_STACKS, serving_degrees, serving_kv_problem

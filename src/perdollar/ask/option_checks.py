@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from perdollar import amounts
 from perdollar.ask.options import Serving, Shape, Target
@@ -88,7 +88,17 @@ def refuse_training_targets(target: Target, data: DataSettings, family: Family) 
         )
 
 
-def engine_features(settings: LanguageModelSettings | None) -> dict[str, Any]:
+class EngineFeatures(TypedDict, total=False):
+    """The serving-engine features of :class:`LanguageModelSettings`, as it takes them."""
+
+    prefix_share: float | None
+    speculative: str | None
+    acceptance: float | None
+    speculative_tokens: int | None
+    disaggregate: str | None
+
+
+def engine_features(settings: LanguageModelSettings | None) -> EngineFeatures:
     """The serving-engine features given (prefix caching, speculative decoding), checked now."""
     if settings is None:
         return {}
@@ -96,8 +106,13 @@ def engine_features(settings: LanguageModelSettings | None) -> dict[str, Any]:
 
     speculation(settings.speculative, settings.acceptance, settings.speculative_tokens)
     checked_prefix_share(settings.prefix_share)
-    names = ("prefix_share", "speculative", "acceptance", "speculative_tokens", "disaggregate")
-    return {name: getattr(settings, name) for name in names}
+    return {
+        "prefix_share": settings.prefix_share,
+        "speculative": settings.speculative,
+        "acceptance": settings.acceptance,
+        "speculative_tokens": settings.speculative_tokens,
+        "disaggregate": settings.disaggregate,
+    }
 
 
 @dataclass(frozen=True)

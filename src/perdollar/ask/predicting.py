@@ -11,12 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from perdollar.ask.questions import PlanFlags, family_of, language_model_settings
 from perdollar.errors import PerdollarError
 from perdollar.question import LanguageModelSettings
 from perdollar.vocabulary import Family, Kind
+
+if TYPE_CHECKING:
+    from perdollar.ask.language_model_serving_prediction import LanguageModelServingPrediction
+    from perdollar.ask.prediction import NetworkPrediction
+
+# What a route answers: a network's prediction, a language model's training document (as its JSON
+# prints it) or its serving prediction.
+ConfigurationPrediction: TypeAlias = "NetworkPrediction | dict[str, object] | LanguageModelServingPrediction"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +87,7 @@ def refuse_a_misplaced_load(asked: PredictionAsked) -> None:
     )
 
 
-def _network(asked: PredictionAsked, reach: Reach) -> Any:
+def _network(asked: PredictionAsked, reach: Reach) -> NetworkPrediction:
     from perdollar.ask.inputs import measurements_from_file
     from perdollar.ask.prediction import predict_network
 
@@ -95,7 +103,7 @@ def _network(asked: PredictionAsked, reach: Reach) -> Any:
     )  # fmt: skip
 
 
-def _language_model_training(asked: PredictionAsked, reach: Reach) -> Any:
+def _language_model_training(asked: PredictionAsked, reach: Reach) -> dict[str, object]:
     from perdollar.ask.language_model_prediction import predict_llm
 
     instance = _instance(asked)
@@ -138,7 +146,7 @@ def _served_on(asked: PredictionAsked) -> tuple[str | None, int]:
     return machine.accelerator_key, gpus
 
 
-def _language_model_serving(asked: PredictionAsked, reach: Reach) -> Any:
+def _language_model_serving(asked: PredictionAsked, reach: Reach) -> LanguageModelServingPrediction:
     from perdollar.ask.language_model_serving_prediction import predict_language_model_serving
     from perdollar.predict.llm_serving.offered_load import offered_load
 
@@ -156,7 +164,7 @@ def _language_model_serving(asked: PredictionAsked, reach: Reach) -> Any:
 
 # A network's prediction is its training throughput whatever ``inference`` says (serving a network
 # is a latency curve: ``recommend --inference`` or ``bench --latency-curve``).
-PREDICTION_ROUTES: dict[tuple[Family, Kind], Callable[[PredictionAsked, Reach], Any]] = {
+PREDICTION_ROUTES: dict[tuple[Family, Kind], Callable[[PredictionAsked, Reach], ConfigurationPrediction]] = {
     ("network", "train"): _network,
     ("network", "inference"): _network,
     ("language-model", "train"): _language_model_training,
@@ -164,7 +172,7 @@ PREDICTION_ROUTES: dict[tuple[Family, Kind], Callable[[PredictionAsked, Reach], 
 }
 
 
-def predict_configuration(asked: PredictionAsked, reach: Reach | None = None) -> Any:
+def predict_configuration(asked: PredictionAsked, reach: Reach | None = None) -> ConfigurationPrediction:
     """The figures of one configuration: a network's ``NetworkPrediction``, a language model's
     training document or its ``LanguageModelServingPrediction``."""
     return PREDICTION_ROUTES[(asked.family, asked.kind)](asked, reach or Reach())

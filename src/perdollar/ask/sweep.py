@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from perdollar.ask.inputs import (
     Inputs,
@@ -147,7 +146,7 @@ def sweep_workload(
     *,
     store_url: str | None = None,
     store: bool = True,
-    on_event: Callable[[str, Any], None] | None = None,
+    on_event: Callable[[str, object], None] | None = None,
     make_job: Callable[[Estimate, int], BenchmarkJob] | None = None,
     only: Sequence[Configuration] = (),
 ) -> tuple[SweepResult, dict[str, str | None], Recommendation | None]:

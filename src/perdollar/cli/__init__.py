@@ -16,7 +16,7 @@ import os
 import sys
 import traceback
 import warnings
-from typing import Any
+from typing import TextIO
 
 import click
 import typer
@@ -117,7 +117,7 @@ def _whole_app() -> typer.Typer:
     return build_app()
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typer.Typer:
     # ``perdollar.cli.app`` (tests, embedding) is the whole command line, built on first use.
     if name == "app":
         return _whole_app()
@@ -191,7 +191,7 @@ def _without_flag_metavars(command: click.Command) -> None:
             param.metavar = ""
     make_help_option = command.get_help_option
 
-    def help_option(context: click.Context) -> Any:
+    def help_option(context: click.Context) -> click.Option | None:
         option = make_help_option(context)
         if option is not None:
             option.metavar = ""
@@ -217,7 +217,7 @@ def _show_warning(
     category: type[Warning],
     filename: str,
     lineno: int,
-    file: Any = None,
+    file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
     if issubclass(category, PerdollarWarning):

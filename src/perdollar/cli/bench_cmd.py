@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -23,6 +23,10 @@ from perdollar.cli.declared import Group, StoreChoice, takes
 from perdollar.cli.persist import check_store
 from perdollar.cli.shared_options import OUTPUT, STEP, Output, Step
 from perdollar.errors import EXIT_FAILURE, EXIT_OK, PerdollarError
+
+if TYPE_CHECKING:
+    from perdollar.cli.common import ProgressHandle
+    from perdollar.measure.result import Measurement
 
 
 def _duration_seconds(text: str) -> float:
@@ -59,7 +63,7 @@ def _concurrency(text: str | None) -> list[int] | None:
     return levels
 
 
-def _progress_callback(handle: Any, duration_s: float) -> Callable[[str, float], None]:
+def _progress_callback(handle: ProgressHandle, duration_s: float) -> Callable[[str, float], None]:
     def update(phase: str, fraction: float) -> None:
         handle.update(description=f"{phase} ({duration_s:.0f} s budget)", completed=fraction * 100)
 
@@ -72,7 +76,7 @@ def _command_mode(target: list[str]) -> bool:
 
 
 def _finish(
-    measurements: list[Any],
+    measurements: list[Measurement],
     *,
     json_output: bool,
     store_url: str | None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
 
 import typer
 
@@ -15,7 +15,7 @@ from perdollar.cli.shared_options import OUTPUT, PLACES, Output, Places
 from perdollar.terminal_tables import FittingTable
 
 
-def _where(row: dict[str, Any], prefix: str) -> str:
+def _where(row: Mapping[str, object], prefix: str) -> str:
     if row[f"{prefix}_cloud"] is None:
         return ""
     return f"{row[f'{prefix}_instance_type']} ({row[f'{prefix}_cloud']} {row[f'{prefix}_region']})"

@@ -13,17 +13,23 @@ from perdollar.cli.common import console, print_table
 from perdollar.terminal_tables import FittingTable
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from perdollar.catalog import Catalog
+    from perdollar.catalog.model import Accelerator
+
+# One row of a catalog frame as JSON values (``records``): each cell read as the frame holds it.
+CatalogRecord = dict[str, Any]
 
 
-def format_price(value: Any) -> str:
+def format_price(value: float | None) -> str:
     """List prices are exact: up to four significant digits, never rounded to cents."""
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
     return f"${value:,.0f}" if value >= 1000 else f"${value:.4g}"
 
 
-def quantity(value: Any, unit: str = "") -> str:
+def quantity(value: float | None, unit: str = "") -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "—"
     number = float(value)
@@ -31,7 +37,7 @@ def quantity(value: Any, unit: str = "") -> str:
     return f"{text}{unit}"
 
 
-def accelerator_cell(row: dict[str, Any]) -> str:
+def accelerator_cell(row: CatalogRecord) -> str:
     count = row["accelerator_count"]
     name = row["accelerator"]
     if not count or not isinstance(name, str):
@@ -54,13 +60,13 @@ def age_line(catalog: Catalog) -> str:
     )
 
 
-def price_dates(row: dict[str, Any]) -> str:
+def price_dates(row: CatalogRecord) -> str:
     """When the row's prices were captured: one date, or on-demand's / spot's where they differ."""
     dates = [str(day)[:10] for day in (row.get("captured_at"), row.get("spot_captured_at")) if day]
     return " / ".join(dict.fromkeys(dates))
 
 
-def listing_table(rows: list[dict[str, Any]], title: str, *, with_instance: bool = True) -> Table:
+def listing_table(rows: list[CatalogRecord], title: str, *, with_instance: bool = True) -> Table:
     table = FittingTable(title=title, title_justify="left", header_style="bold", pad_edge=False)
     # (header, justify, drop order): a narrow terminal leaves out the highest first; 0 stays.
     headers = [("instance type", "left", 0), ("cloud", "left", 1)] if with_instance else []
@@ -121,7 +127,7 @@ FLAG_MARKS = {
 }
 
 
-def records(frame: Any, fields: tuple[str, ...]) -> list[dict[str, Any]]:
+def records(frame: pd.DataFrame, fields: tuple[str, ...]) -> list[CatalogRecord]:
     from perdollar.cli.common import to_jsonable
 
     records = []
@@ -135,7 +141,7 @@ def records(frame: Any, fields: tuple[str, ...]) -> list[dict[str, Any]]:
     return records
 
 
-def print_show(result: dict[str, Any], chip: Any) -> None:
+def print_show(result: CatalogRecord, chip: Accelerator | None) -> None:
     parts = result["name_parts"]
     console.print(f"[bold]{escape(result['instance_type'])}[/] ({escape(result['cloud'])})", highlight=False)
     if parts is not None:

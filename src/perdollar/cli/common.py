@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,6 +17,19 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from perdollar import amounts
 from perdollar.jsonable import to_jsonable
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from perdollar.terminal_tables import FittedTable
+
+
+class ProgressHandle(Protocol):
+    """What a command's progress bar takes: steps done, and a new description or count."""
+
+    def advance(self, amount: float = 1) -> None: ...
+
+    def update(self, description: str | None = None, completed: float | None = None) -> None: ...
 
 
 class _State:
@@ -57,7 +70,9 @@ def fresh_consoles() -> None:
     err_console.__init__(stderr=True)  # type: ignore[misc]
 
 
-def print_table(table: Any, *, target: Console | None = None, see_every_column: str | None = None) -> Any:
+def print_table(
+    table: Table | FittedTable, *, target: Console | None = None, see_every_column: str | None = None
+) -> FittedTable:
     """``table`` (a rich table, or one already fitted) fitted to the terminal: whole columns left
     out rather than a figure or a name cut, and a dim line under it naming what was left out.
     Returns the table as fitted (its ``left_out`` names the columns not shown)."""
@@ -143,7 +158,7 @@ def held_note() -> str:
     return f" (--verbose shows the {lines} lines of log behind it)" if lines and not STATE.verbose else ""
 
 
-def emit_json(value: Any, *, table: str | None = None) -> None:
+def emit_json(value: object, *, table: str | None = None) -> None:
     """The command's document on stdout: as JSON, or with ``--csv`` its ``table`` (a dotted key of
     the document's main list; None: the document is one row, or a list of rows) as CSV."""
     out = STATE.json_out or sys.stdout
@@ -193,7 +208,9 @@ def stdout_kept_for_json() -> Iterator[None]:
 
 
 @contextmanager
-def progress(description: str, total: float | None = None, *, quiet: bool = False) -> Iterator[Any]:
+def progress(
+    description: str, total: float | None = None, *, quiet: bool = False
+) -> Iterator[ProgressHandle]:
     """A progress bar on stderr; ``quiet`` (e.g. with ``--json``) still shows it on a TTY only."""
     with Progress(
         SpinnerColumn(),

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import TextIO
 
 from perdollar.errors import PerdollarError
 
 
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+def _flatten(value: object, prefix: str = "") -> dict[str, object]:
     if isinstance(value, Mapping):
-        flat: dict[str, Any] = {}
+        flat: dict[str, object] = {}
         for key, item in value.items():
             flat.update(_flatten(item, f"{prefix}{key}."))
         return flat
@@ -30,9 +30,9 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix[:-1]: value}
 
 
-def table_rows(document: Any, table: str | None) -> list[dict[str, Any]]:
+def table_rows(document: object, table: str | None) -> list[dict[str, object]]:
     """The rows of the document's table (``table`` a dotted path into it; None: the document)."""
-    items: Any = document
+    items = document
     for key in table.split(".") if table else ():
         if not isinstance(items, Mapping):
             raise PerdollarError(f"this command's output has no table {table!r}", "use --json")
@@ -44,7 +44,7 @@ def table_rows(document: Any, table: str | None) -> list[dict[str, Any]]:
     return [_flatten(item) if isinstance(item, Mapping) else {"value": item} for item in items]
 
 
-def write_csv(document: Any, table: str | None, out: TextIO) -> None:
+def write_csv(document: object, table: str | None, out: TextIO) -> None:
     rows = table_rows(document, table)
     columns: list[str] = []
     for row in rows:

@@ -13,7 +13,7 @@ import inspect
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Literal, TypeVar, get_args, get_origin
 
 import typer
 
@@ -21,7 +21,7 @@ from perdollar.errors import PerdollarError
 from perdollar.question import Declared, declared
 from perdollar.vocabulary import ANY_ENGINE, MarketChoice, ServingEngineName
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +76,7 @@ class Group:
             return by_scope[option.scope]
         return self.panel or keyword.replace("_", " ").capitalize()
 
-    def declarations(self) -> list[tuple[str, Any, Declared, Any]]:
+    def declarations(self) -> list[tuple[str, object, Declared, object]]:
         """(field name, default, declaration, annotation) of each field the command takes."""
         hints = typing.get_type_hints(self.settings)
         out = []
@@ -87,7 +87,7 @@ class Group:
             if self.scopes is not None and option.scope and option.scope not in self.scopes:
                 continue
             hint = hints[item.name]
-            annotation: Any
+            annotation: object
             if option.parse:
                 annotation = str | None
             elif choices_of(hint):  # typer would print its own error: the text is checked here
@@ -98,7 +98,7 @@ class Group:
         return out
 
 
-def choices_of(hint: Any) -> tuple[str, ...]:
+def choices_of(hint: object) -> tuple[str, ...]:
     """The values a ``Literal`` (or optional ``Literal``) annotation allows; () for any other."""
     for candidate in (hint, *get_args(hint)):
         if get_origin(candidate) is Literal:
@@ -120,13 +120,14 @@ def checked_choice(text: str, choices: tuple[str, ...], flag: str) -> str:
     raise PerdollarError(f"unknown {noun} {text!r} for {flag}", fix)
 
 
-def _parsed(option: Declared, value: Any, hint: Any) -> Any:
+def _parsed(option: Declared, value: object, hint: object) -> object:
     if value is None:
         return value
+    # A parsed or chosen option is declared to typer as text (``Group.declarations``).
     if option.parse:
-        return PARSERS[option.parse](value, option.flag)
+        return PARSERS[option.parse](str(value), option.flag)
     choices = choices_of(hint)
-    return checked_choice(value, choices, option.flag) if choices else value
+    return checked_choice(str(value), choices, option.flag) if choices else value
 
 
 def _share(text: str, flag: str) -> float:
@@ -172,11 +173,11 @@ def _engines(text: str, flag: str) -> str:
     return text
 
 
-PARSERS: dict[str, Callable[[str, str], Any]] = {
+PARSERS: dict[str, Callable[[str, str], float | str]] = {
     "share": _share, "count": _count, "markets": _markets, "engines": _engines,
 }  # fmt: skip
 # Parsers of a comma list of choices, and the Literal each name of the list must be.
-CHOICE_LISTS: dict[str, Any] = {"markets": MarketChoice, "engines": ServingEngineName}
+CHOICE_LISTS: dict[str, object] = {"markets": MarketChoice, "engines": ServingEngineName}
 
 
 # A language model's settings, split in --help between what trains it and what serves it.
@@ -187,17 +188,18 @@ LANGUAGE_MODEL_PANELS = (
 )
 
 
-def _parameter(name: str, default: Any, option: Declared, annotation: Any, panel: str) -> inspect.Parameter:
-    extra: dict[str, Any] = {}
-    if option.minimum is not None and annotation in (int, int | None, float, float | None):
-        extra["min"] = option.minimum
-    if annotation == tuple[str, ...]:  # a repeatable option: click collects it as a list
+def _parameter(
+    name: str, default: object, option: Declared, annotation: object, panel: str
+) -> inspect.Parameter:
+    numeric = annotation in (int, int | None, float, float | None)
+    minimum = option.minimum if numeric else None  # None is typer's own default: no lower bound
+    if annotation == tuple[str, ...] and isinstance(default, tuple):  # repeatable: click collects a list
         annotation, default = list[str], list(default)
     flags = (option.flag, *option.aliases, *((option.short,) if option.short else ()))
     return inspect.Parameter(
         name,
         inspect.Parameter.KEYWORD_ONLY,
-        default=typer.Option(default, *flags, help=option.full_help, rich_help_panel=panel, **extra),
+        default=typer.Option(default, *flags, help=option.full_help, rich_help_panel=panel, min=minimum),
         annotation=annotation,
     )
 
@@ -224,12 +226,14 @@ def takes(**groups: type | Group) -> Callable[[F], F]:
                 added.append(_parameter(name, default, option, annotation, panel))
 
         @functools.wraps(command)
-        def run(*args: Any, **values: Any) -> Any:
+        def run(*args: object, **values: object) -> object:
             for keyword, group in resolved.items():
-                built = {}
+                built: dict[str, object] = {}
                 for name, _default, option, annotation in declarations[keyword]:
                     value = _parsed(option, values.pop(name), hints[keyword][name])
-                    built[name] = tuple(value) if annotation == tuple[str, ...] else value
+                    if annotation == tuple[str, ...] and isinstance(value, list | tuple):
+                        value = tuple(value)  # click collects a repeated option as a list
+                    built[name] = value
                 values[keyword] = group.settings(**built)
             return command(*args, **values)
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import typer
 
@@ -15,6 +16,10 @@ from perdollar.cli.output_files import write_text_file
 from perdollar.cli.shared_options import OUTPUT, PRECISION_ONLY, REGION_ONLY, Output, Places, Step, only_one
 from perdollar.cli.sweep_render import print_export
 from perdollar.errors import PerdollarError
+
+if TYPE_CHECKING:
+    from perdollar.jsonable import JsonValue
+    from perdollar.launch.export import CandidateSpec
 
 TRAINING_FORMATS = ("torchrun", "skypilot")
 
@@ -77,7 +82,7 @@ def export(
 
     parsed = parse_candidate(candidate)
     if fmt in TRAINING_FORMATS:
-        description = _training_launch(
+        launch = _training_launch(
             parsed,
             fmt,
             workload=workload,
@@ -88,7 +93,7 @@ def export(
             precision=precision,
             script=script,
         )
-        _emit_training(description, out=out, as_yaml=as_yaml, json_output=json_output, force=force)
+        _emit_training(launch, out=out, as_yaml=as_yaml, json_output=json_output, force=force)
         return 0
     description = describe_from_catalog(
         parsed,
@@ -114,9 +119,9 @@ def export(
     return 0
 
 
-def _training_launch(candidate: Any, fmt: str, *, workload: str | None, plan: str | None, region: str | None,
-                     seq_len: int | None, global_batch: int | None, precision: str | None,
-                     script: str) -> dict[str, Any]:  # fmt: skip
+def _training_launch(candidate: CandidateSpec, fmt: str, *, workload: str | None, plan: str | None,
+                     region: str | None, seq_len: int | None, global_batch: int | None, precision: str | None,
+                     script: str) -> dict[str, object]:  # fmt: skip
     """The plan for the candidate (fixed or searched) as a torchrun launch or a SkyPilot task."""
     from perdollar.ask.language_model_prediction import predict_llm
     from perdollar.ask.questions import PlanFlags
@@ -131,19 +136,24 @@ def _training_launch(candidate: Any, fmt: str, *, workload: str | None, plan: st
     settings = LanguageModelSettings(seq_len=seq_len, global_batch=global_batch, plan=plan)
     prediction = predict_llm(workload, candidate.instance_type, candidate.cloud, candidate.count, precision,
                              settings, PlanFlags())  # fmt: skip
+    planned = prediction["plan"]
+    token = planned.get("token") if isinstance(planned, Mapping) else None  # predict_llm's plan.to_dict()
     if not prediction.get("fits", True):
         raise PerdollarError(
-            f"the plan {prediction['plan']['token']} does not fit {candidate.count} × "
+            f"the plan {token} does not fit {candidate.count} × "
             f"{prediction['instance_type']} ({prediction['memory_per_gpu_gib']:.1f} GiB per GPU)",
             "leave out --plan to let the planner choose, or pick a larger candidate",
         )
     chosen_region = region or candidate.region
-    label = f"{candidate.label} {prediction['plan']['token']}"
+    label = f"{candidate.label} {token}"
+    # predict_llm's document is built of JSON values only (numbers, texts, the plan's to_dict()).
+    document = cast(Mapping[str, JsonValue], prediction)
+    description: dict[str, object]
     if fmt == "torchrun":
-        description = torchrun_description(prediction, script=script, script_args=[], label=label)
+        description = {**torchrun_description(document, script=script, script_args=[], label=label)}
     else:
         name = f"perdollar-{prediction['workload']}"
-        task = skypilot_training_task(prediction, script=script, script_args=[], spot=candidate.spot,
+        task = skypilot_training_task(document, script=script, script_args=[], spot=candidate.spot,
                                       region=chosen_region, name=name)  # fmt: skip
         description = {"format": "skypilot", "configuration": label, "plan": prediction["plan"],
                        "plan_text": prediction.get("plan_text", ""), "task": task}  # fmt: skip
@@ -152,7 +162,7 @@ def _training_launch(candidate: Any, fmt: str, *, workload: str | None, plan: st
     return description
 
 
-def _emit_training(description: dict[str, Any], *, out: Path | None, as_yaml: bool, json_output: bool,
+def _emit_training(description: Mapping[str, object], *, out: Path | None, as_yaml: bool, json_output: bool,
                    force: bool) -> None:  # fmt: skip
     """The runnable part by default (the node script, the task YAML); the whole description on ask."""
     import yaml
@@ -160,17 +170,19 @@ def _emit_training(description: dict[str, Any], *, out: Path | None, as_yaml: bo
     from perdollar.launch.skypilot import dump_task
 
     torchrun = description["format"] == "torchrun"
-    runnable = (
-        description["script"]
-        if torchrun
-        else dump_task(
-            description["task"],
+    if torchrun:
+        runnable = str(description["script"])
+    else:
+        task = description["task"]
+        if not isinstance(task, dict):
+            raise TypeError(f"a SkyPilot description's task is a mapping, not {type(task).__name__}")
+        runnable = dump_task(
+            task,
             [
                 f"perdollar training launch for {description['configuration']}: {description['plan_text']}",
                 "launch: sky launch <this file> (sky jobs launch for spot, so preemptions recover)",
             ],
         )
-    )
     whole_yaml = yaml.safe_dump(description, sort_keys=False) if as_yaml and torchrun else None
     if out is not None:
         whole = whole_yaml or json.dumps(description, indent=2)

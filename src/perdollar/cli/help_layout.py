@@ -12,10 +12,10 @@ import copy
 import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import click
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.style import StyleType
 from rich.table import Table
 from rich.text import Text
 
@@ -24,9 +24,11 @@ class _OptionsTable(Table):
     """typer's table of options: the columns before the type and the help stay on one line, and
     a column no option fills (short names, "--no-" forms) takes no room."""
 
-    def add_row(self, *renderables: Any, **settings: Any) -> None:
+    def add_row(
+        self, *renderables: RenderableType | None, style: StyleType | None = None, end_section: bool = False
+    ) -> None:
         columns_made_here = not self.columns  # typer adds the options table's columns row by row
-        super().add_row(*renderables, **settings)
+        super().add_row(*renderables, style=style, end_section=end_section)
         if columns_made_here:
             for column in self.columns[:-2]:  # the required mark and the option's names
                 column.no_wrap = True
@@ -41,7 +43,7 @@ class _OptionsTable(Table):
         yield from table.__rich_console__(console, options)
 
 
-def _shows(cell: Any) -> bool:
+def _shows(cell: object) -> bool:
     return bool(cell.plain if isinstance(cell, Text) else str(cell))
 
 

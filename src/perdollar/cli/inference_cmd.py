@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -20,10 +20,16 @@ from perdollar.cli.inference_render import curve_table, deployment_rows, deploym
 from perdollar.errors import NothingFeasibleError, PerdollarError
 from perdollar.question import Question
 
+if TYPE_CHECKING:
+    from perdollar.measure.latency import LatencyCurve
+    from perdollar.measure.result import HostFingerprint, Measurement
+
 # --- bench --inference ------------------------------------------------------------------------
 
 
-def curve_measurement(curve: Any, host: Any, started_at: str, duration_s: float) -> Any:
+def curve_measurement(
+    curve: LatencyCurve, host: HostFingerprint, started_at: str, duration_s: float
+) -> Measurement:
     """The curve as a :class:`Measurement` (mode ``inference``) so it can be stored and compared."""
     from perdollar.measure.result import Measurement, Rate, Status
     from perdollar.vocabulary import checked_word

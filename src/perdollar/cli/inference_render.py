@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from rich.markup import escape
 from rich.table import Table
@@ -14,17 +14,62 @@ from perdollar.catalog.price_age import is_stale, price_age_days
 from perdollar.fmt import format_money
 from perdollar.price.model import Estimate, ServingFigures
 from perdollar.terminal_tables import FittingTable
+from perdollar.vocabulary import Basis
+
+if TYPE_CHECKING:
+    from perdollar.measure.latency import LatencyCurve
+    from perdollar.measure.serving.loadgen import LoadResult
 
 
-def format_ms(value: float) -> str:
-    if value != value:
+class WhereItRuns(TypedDict):
+    """The columns that name a deployment's machine and date its price (every serving table's)."""
+
+    label: str
+    cloud: str
+    instance_type: str
+    region: str
+    market: str
+    accelerator_key: str | None
+    price_captured_at: str | None
+    price_age_days: int | None
+    price_stale: bool
+
+
+class PricedRow(WhereItRuns):
+    deployment_price_per_hour: float  # all the deployment's instances, USD/h
+
+
+class DeploymentRow(PricedRow):
+    """One ranked deployment of a network served (a row of ``--json``'s ``deployments``)."""
+
+    accelerator_count: float
+    instances: int
+    spot_extra_instances: int
+    replicas: int
+    batch: float
+    max_wait_ms: float | None
+    latency_ms: float | None
+    latency_high_ms: float | None
+    capacity_per_replica: float | None
+    rate_per_replica: float | None
+    utilisation: float | None
+    price_per_hour: float | None
+    usd_per_million_requests: float | None
+    usd_per_million_requests_high: float | None
+    basis: Basis
+    interruption_bucket: str | None
+    captured_at: str
+
+
+def format_ms(value: float | None) -> str:
+    if value is None or value != value:  # not predicted, or NaN
         return "–"
     if value == float("inf"):
         return "overload"
     return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
 
 
-def curve_table(curve: Any) -> Table:
+def curve_table(curve: LatencyCurve) -> Table:
     table = Table(
         title=f"{escape(curve.workload_name)} latency curve on this machine "
         f"({curve.device}, {curve.precision}); "
@@ -51,7 +96,7 @@ def curve_table(curve: Any) -> Table:
     return table
 
 
-def load_table(title: str, results: list[Any]) -> Table:
+def load_table(title: str, results: Sequence[LoadResult]) -> Table:
     table = Table(title=title, title_justify="left")
     for header in ("offered/s", "served/s", "requests", "errors", "P50", "P90", "P95", "P99", "max"):
         table.add_column(header, justify="right")
@@ -70,9 +115,9 @@ def load_table(title: str, results: list[Any]) -> Table:
     return table
 
 
-def deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[str, Any]]:
+def deployment_rows(estimates: Sequence[Estimate], top: int) -> list[DeploymentRow]:
     """The best ``top`` feasible deployments, as the select stage kept them (best region each)."""
-    rows = []
+    rows: list[DeploymentRow] = []
     for estimate in [e for e in estimates if e.feasible][:top]:
         figures = estimate.serving or ServingFigures()
         rows.append(
@@ -101,7 +146,7 @@ def deployment_rows(estimates: Sequence[Estimate], top: int) -> list[dict[str, A
     return rows
 
 
-def where_it_runs(estimate: Estimate, on: str | dt.date | None = None) -> dict[str, Any]:
+def where_it_runs(estimate: Estimate, on: str | dt.date | None = None) -> WhereItRuns:
     """The columns that name a deployment's machine and date its price, shared by every serving
     table's rows; ``on`` (default today) is the day the price's age is counted to."""
     day = on or dt.date.today()
@@ -118,14 +163,14 @@ def where_it_runs(estimate: Estimate, on: str | dt.date | None = None) -> dict[s
     }
 
 
-def price_cell(row: dict[str, Any], money: Callable[[float], str] = format_money) -> str:
+def price_cell(row: PricedRow, money: Callable[[float], str] = format_money) -> str:
     """A deployment's $/h over its price's date (marked stale when it is)."""
     date = row.get("price_captured_at")
     dated = f"\n{date}{' stale' if row.get('price_stale') else ''}" if date else ""
     return f"{money(row['deployment_price_per_hour'])}{dated}"
 
 
-def excluded_rows(estimates: Sequence[Estimate]) -> list[dict[str, Any]]:
+def excluded_rows(estimates: Sequence[Estimate]) -> list[dict[str, str]]:
     return [
         {
             "accelerator": e.accelerator or "(CPU)",
@@ -137,7 +182,7 @@ def excluded_rows(estimates: Sequence[Estimate]) -> list[dict[str, Any]]:
     ]
 
 
-def deployment_table(rows: list[dict[str, Any]], label: str, qps: float) -> Table:
+def deployment_table(rows: list[DeploymentRow], label: str, qps: float) -> Table:
     table = FittingTable(title=f"Cheapest deployments for {qps:g} requests/s ({label})", title_justify="left")
     # (header, drop order): a narrow terminal leaves out the highest first; 0 stays.
     for header, drop_order in (

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -71,7 +71,7 @@ def compare_llm_serving(
     return EXIT_OK
 
 
-def _table(rows: tuple[dict[str, Any], ...], slo: str, rps: float) -> Table:
+def _table(rows: tuple[Mapping[str, object], ...], slo: str, rps: float) -> Table:
     title = f"Each configuration for {rps:g} requests/s within {slo}"
     table = FittingTable(title=title, title_justify="left")
     # (header, justify, drop order): a narrow terminal leaves out the highest first; 0 stays.
@@ -93,7 +93,10 @@ def _table(rows: tuple[dict[str, Any], ...], slo: str, rps: float) -> Table:
         if row["feasible"]:
             cost = f"${row['usd_per_million_output_tokens']:.3g}"
             ratio = row["times_cheapest"]
-            versus = "—" if ratio is None else ("cheapest" if abs(ratio - 1) < 1e-9 else f"{ratio:.2g}×")
+            if not isinstance(ratio, int | float):  # None: no plausible price to compare with
+                versus = "—"
+            else:
+                versus = "cheapest" if abs(ratio - 1) < 1e-9 else f"{ratio:.2g}×"
             if not row["plausible_price"]:
                 versus += " (price-outlier)"
             latency = f"{row['ttft_p99_ms']:.0f} / {row['tpot_p99_ms']:.1f}"

@@ -3,23 +3,75 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TypedDict
 
 from rich.markup import escape
 from rich.table import Table
 
-from perdollar.cli.inference_render import price_cell, where_it_runs
+from perdollar.cli.inference_render import PricedRow, price_cell, where_it_runs
 from perdollar.cli.llm_serving_render import engine_build
 from perdollar.price.model import Estimate, ServingFigures
 from perdollar.terminal_tables import FittingTable
+from perdollar.vocabulary import Basis
+
+
+class Span(TypedDict):
+    low: float | None
+    high: float | None
+
+
+class DeploymentBand(TypedDict):
+    """A deployment's 80% bands and the group of held-out rows they come from."""
+
+    level: float
+    group: str
+    rows: int | None
+    validated: bool
+    usd_per_million_output_tokens: Span
+    ttft_p99_ms: Span
+    tpot_p99_ms: Span
+
+
+class LLMDeploymentRow(PricedRow):
+    """One ranked deployment of a language model served (a row of ``--json``'s ``deployments``)."""
+
+    tensor_parallel: int | None
+    precision: str | None
+    engine: str | None
+    engine_build: str | None
+    kv_precision: str | None
+    replicas: int
+    instances: int
+    spot_extra_instances: int
+    batch: float
+    ttft_p99_ms: float | None
+    tpot_p99_ms: float | None
+    max_concurrent_sequences: float | None
+    kv_cache_gib: float | None
+    usd_per_million_output_tokens: float | None
+    usd_per_million_tokens: float | None
+    basis: Basis
+    bottleneck: str
+    plan_text: str
+    energy_kwh_per_million_tokens: float | None
+    co2e_g_per_million_tokens: float | None
+    energy_kwh_per_million_output_tokens: float | None
+    co2e_g_per_million_output_tokens: float | None
+    grid_gco2e_per_kwh: float | None
+    weights_gb: float | None
+    weights_egress_usd: float | None
+    weights_load_s: float | None
+    price_basis: str | None
+    band: DeploymentBand | None
+    ties_with_top: bool
 
 
 def llm_deployment_rows(
     estimates: Sequence[Estimate], top: int, ties: Sequence[int] = ()
-) -> list[dict[str, Any]]:
+) -> list[LLMDeploymentRow]:
     """The best ``top`` feasible deployments, as the select stage kept them (best region per
     machine, degree and format); ``ties``: the estimates that tie with the top one within bands."""
-    rows = []
+    rows: list[LLMDeploymentRow] = []
     tied = {id(estimates[i]) for i in ties}
     for estimate in [e for e in estimates if e.feasible][:top]:
         figures = estimate.serving or ServingFigures()
@@ -61,7 +113,7 @@ def llm_deployment_rows(
     return rows
 
 
-def _band(figures: ServingFigures) -> dict[str, Any] | None:
+def _band(figures: ServingFigures) -> DeploymentBand | None:
     """The deployment's 80% bands (cost per output token, TTFT and TPOT p99) and their group."""
     if figures.band_group is None:
         return None
@@ -77,7 +129,7 @@ def _band(figures: ServingFigures) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
-def _cost_cell(row: dict[str, Any]) -> str:
+def _cost_cell(row: LLMDeploymentRow) -> str:
     """$/M output tokens, its band beneath, ≈ where it ties with the top deployment."""
     text = f"${row['usd_per_million_output_tokens']:.3g}"
     band = row.get("band")
@@ -89,7 +141,7 @@ def _cost_cell(row: dict[str, Any]) -> str:
     return f"{mark}{text}\n{cost['low']:.2g}…{cost['high']:.2g}{wide}"
 
 
-def _latency_cell(row: dict[str, Any]) -> str:
+def _latency_cell(row: LLMDeploymentRow) -> str:
     text = f"{row['ttft_p99_ms']:.0f} / {row['tpot_p99_ms']:.1f}"
     band = row.get("band")
     if not band:
@@ -98,11 +150,11 @@ def _latency_cell(row: dict[str, Any]) -> str:
     return f"{text}\n{ttft['low']:.0f}…{ttft['high']:.0f} / {tpot['low']:.1f}…{tpot['high']:.1f}"
 
 
-def llm_excluded_rows(estimates: Sequence[Estimate]) -> list[dict[str, Any]]:
+def llm_excluded_rows(estimates: Sequence[Estimate]) -> list[dict[str, str | None]]:
     return [{"accelerator": e.accelerator, "reason": e.excluded_reason} for e in estimates if not e.feasible]
 
 
-def _bill_cells(row: dict[str, Any], pulled: bool) -> list[str]:
+def _bill_cells(row: LLMDeploymentRow, pulled: bool) -> list[str]:
     """kWh over g CO2e per million output tokens; with stored weights, their egress $ over load s."""
     kwh, grams = row.get("energy_kwh_per_million_output_tokens"), row.get("co2e_g_per_million_output_tokens")
     cells = [f"{kwh:.3g}\n{grams:.3g}" if kwh is not None and grams is not None else "—"]
@@ -115,7 +167,7 @@ def _bill_cells(row: dict[str, Any], pulled: bool) -> list[str]:
 ENERGY_HEADER = "kWh / g CO2e\nper M out tok"
 
 
-def missing_energy_line(rows: list[dict[str, Any]], left_out: Sequence[str]) -> str:
+def missing_energy_line(rows: list[LLMDeploymentRow], left_out: Sequence[str]) -> str:
     """Why the energy column shows "—" for a row ('' when it shows every figure, or is left out)."""
     from perdollar.report.tables import BillFigures, missing_energy_note
 
@@ -134,7 +186,7 @@ def missing_energy_line(rows: list[dict[str, Any]], left_out: Sequence[str]) -> 
 
 
 def llm_deployment_table(
-    rows: list[dict[str, Any]], slo: str, rps: float, *, by_carbon: bool = False
+    rows: list[LLMDeploymentRow], slo: str, rps: float, *, by_carbon: bool = False
 ) -> Table:
     ranked_by = "Lowest-emission" if by_carbon else "Cheapest"
     table = FittingTable(

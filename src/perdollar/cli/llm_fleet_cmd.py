@@ -3,15 +3,16 @@ asked through :func:`perdollar.ask.answer` (:mod:`perdollar.ask.fleet`), shown a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from perdollar.cli import common
 from perdollar.errors import EXIT_OK
 from perdollar.question import Question
 
 
-def _print(document: dict[str, Any]) -> None:
+def _print(document: Mapping[str, object]) -> None:
+    from perdollar.report.fleet_figures import fleet_intervals, fleet_part, fleet_texts
     from perdollar.terminal_tables import FittingTable
 
     table = FittingTable(title=f"Fleet over the day within {document['slo']}")
@@ -31,9 +32,9 @@ def _print(document: dict[str, Any]) -> None:
             no_wrap=not column.startswith("fleet"),  # figures read together stay on their line
             drop_order=drop_order,
         )
-    for row in document["intervals"]:
+    for row in fleet_intervals(document):
         table.add_row(
-            row["start"], f"{row['requests_per_second']:.3g}", str(row["replicas"]),
+            str(row["start"]), f"{row['requests_per_second']:.3g}", str(row["replicas"]),
             f"{row['fleet']} ({row['spot_instances']} / {row['on_demand_instances']})",
             f"${row['usd_per_hour']:.2f}",
             f"{row['static_peak_replicas']} · ${row['static_peak_usd_per_hour']:.2f}",
@@ -45,27 +46,29 @@ def _print(document: dict[str, Any]) -> None:
     lines = []
     for key, name in (("fleet", "Chosen fleet"), ("autoscaled_single_type", "One type, autoscaled"),
                       ("static_peak", "Static peak")):  # fmt: skip
-        part = document[key]
+        part = fleet_part(document, key)
         emitted = part.get("co2e_kg_per_month")
         lines.append(
             f"{name}: ${part['usd_per_month']:,.0f} a month, "
             f"${part['usd_per_million_output_tokens']:.3g} per million output tokens "
             f"(${part['usd_per_million_tokens']:.3g} in and out), "
             + (f"{emitted:,.0f} kg CO₂e a month, " if emitted is not None else "")
-            + f"spot share {part['spot_share']:.0%} — {'; '.join(part['parts'])}"
+            + f"spot share {part['spot_share']:.0%} — {'; '.join(fleet_texts(part, 'parts'))}"
             + _price_dates(part)
         )
     lines.append(
         f"Saving against the static peak: {document['saving_vs_static_peak']:.0%}. Replay: the SLO met in "
         f"{document['replay_slo_met_share']:.0%} of intervals."
     )
-    for line in (*lines, *document["notes"]):
+    for line in (*lines, *fleet_texts(document, "notes")):
         common.console.print(line, highlight=False, markup=False)
 
 
-def _price_dates(part: dict[str, Any]) -> str:
+def _price_dates(part: Mapping[str, object]) -> str:
     """ "(prices of 2025-11-30)": the dates of the prices the fleet's machines are billed at."""
-    dates = sorted({d for d in part.get("price_captured_at") or () if d})
+    captured = part.get("price_captured_at") or ()
+    listed = captured if isinstance(captured, list | tuple) else ()
+    dates = sorted({d for d in listed if isinstance(d, str) and d})
     return f" (prices of {' … '.join(dict.fromkeys((dates[0], dates[-1])))})" if dates else ""
 
 

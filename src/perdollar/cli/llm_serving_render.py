@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,10 +11,18 @@ from rich.markup import escape
 from perdollar.fmt import format_band, format_number
 from perdollar.predict.llm_serving import LLMServingPrediction, Workload
 from perdollar.predict.llm_serving.bands import Band, builds_sentence, engine_builds
-from perdollar.predict.llm_serving.offered_load import LoadFigures
+from perdollar.predict.llm_serving.offered_load import LoadFigures, Quantiles
+from perdollar.predict.llm_serving.worth import FeatureWorth
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
 BAND_LEVEL = 0.8
+UNITS = {
+    "output_tokens_per_second": "output tokens/s, total over all GPUs",
+    "ttft_ms": "ms, one request's prompt, unqueued",
+    "tpot_ms": "ms per output token of one sequence",
+    "kv_cache_gib": "GiB per GPU left for the KV cache",
+    "max_concurrent_sequences": "sequences of input + output tokens, all replicas",
+}
 
 
 def prediction_document(
@@ -24,18 +32,19 @@ def prediction_document(
     replicas: int,
     work: Workload,
     p: LLMServingPrediction,
-    worth: dict[str, dict[str, Any]] | None = None,
+    worth: Mapping[str, FeatureWorth] | None = None,
     bands: dict[str, Band] | None = None,
     *,
     load: LoadFigures | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Rates total over all ``gpus`` (``replicas`` independent copies of one replica, or of one
     xPyD set of replicas when disaggregated); ``worth``: each feature in use, with it and without;
     ``bands``: each figure's band from the held-out error of predictions like it; ``load``: the
     figures at the requests in flight or the rate asked for."""
     figures = {"throughput": p.output_tokens_per_second * replicas, "ttft": p.ttft_ms, "tpot": p.tpot_ms}
     banded = {name: band.document(figures[name]) for name, band in (bands or {}).items() if p.fits}
-    document: dict[str, Any] = {
+    units = dict(UNITS)  # a load adds its own
+    document: dict[str, object] = {
         "model": arch.name,
         "accelerator": accelerator,
         "gpus": gpus,
@@ -78,23 +87,18 @@ def prediction_document(
         "basis": p.basis,
         "breakdown_ms": p.breakdown_ms,
         "features": worth or {},
-        "units": {
-            "output_tokens_per_second": "output tokens/s, total over all GPUs",
-            "ttft_ms": "ms, one request's prompt, unqueued",
-            "tpot_ms": "ms per output token of one sequence",
-            "kv_cache_gib": "GiB per GPU left for the KV cache",
-            "max_concurrent_sequences": "sequences of input + output tokens, all replicas",
-        },
+        "units": units,
     }
     if load is not None:
-        document.update(load_document(load, p.engine))
-        document["units"].update(LOAD_UNITS)
+        at_load = load_document(load, p.engine)
+        document.update(at_load)
+        units.update(LOAD_UNITS)
         # The figures at the load carry the band of their figure, around each quantile.
         for name in ("ttft", "tpot"):
             band = (bands or {}).get(name)
             for quantile in ("p50", "p99"):
-                value = document.get(f"{name}_{quantile}_ms")
-                if band is not None and value is not None and p.fits:
+                value = at_load.get(f"{name}_{quantile}_ms")
+                if band is not None and isinstance(value, int | float) and p.fits:
                     banded[f"{name}_{quantile}"] = band.document(value)
     return document
 
@@ -115,11 +119,11 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def load_document(load: LoadFigures, engine: str) -> dict[str, Any]:
+def load_document(load: LoadFigures, engine: str) -> dict[str, float | str | None]:
     """The keys a load adds: quantiles in ms (null over capacity), what was offered, the scheduler."""
     from perdollar.predict.llm_serving.engines import serving_engine
 
-    figures: dict[str, Any] = {
+    figures: dict[str, float | str | None] = {
         "concurrency": load.load.concurrency,
         "offered_requests_per_second": load.load.requests_per_second,
         "over_capacity": load.over_capacity,
@@ -150,7 +154,7 @@ def print_prediction(
     replicas: int,
     work: Workload,
     p: LLMServingPrediction,
-    worth: dict[str, dict[str, Any]] | None = None,
+    worth: Mapping[str, FeatureWorth] | None = None,
     bands: dict[str, Band] | None = None,
     *,
     load: LoadFigures | None = None,
@@ -239,7 +243,7 @@ def load_lines(load: LoadFigures, engine: str) -> list[str]:
             scheduler,
         ]
 
-    def pair(quantiles: Any, scale: float = 1.0) -> str:
+    def pair(quantiles: Quantiles, scale: float = 1.0) -> str:
         return f"{format_number(quantiles.p50 / scale)} / {format_number(quantiles.p99 / scale)}"
 
     lines = [
@@ -328,16 +332,23 @@ def step_line(breakdown: dict[str, float]) -> str:
     return "step (ms): " + " · ".join(parts)
 
 
-def _figures(change: dict[str, Any]) -> str:
-    tokens = (change["output_tokens_per_second_without"], change["output_tokens_per_second"])
+def _shown(change: FeatureWorth, name: str) -> str:
+    value = change[name]
+    if isinstance(value, str):
+        raise TypeError(f"the feature's {name} is a text, not a number")  # feature_worth gives numbers
+    return format_number(value)
+
+
+def _figures(change: FeatureWorth) -> str:
     return (
-        f"{format_number(tokens[0])} → {format_number(tokens[1])} output tokens/s, TTFT "
-        f"{format_number(change['ttft_ms_without'])} → {format_number(change['ttft_ms'])} ms, TPOT "
-        f"{format_number(change['tpot_ms_without'])} → {format_number(change['tpot_ms'])} ms"
+        f"{_shown(change, 'output_tokens_per_second_without')} → "
+        f"{_shown(change, 'output_tokens_per_second')} output tokens/s, TTFT "
+        f"{_shown(change, 'ttft_ms_without')} → {_shown(change, 'ttft_ms')} ms, TPOT "
+        f"{_shown(change, 'tpot_ms_without')} → {_shown(change, 'tpot_ms')} ms"
     )
 
 
-def worth_lines(worth: dict[str, dict[str, Any]]) -> list[str]:
+def worth_lines(worth: Mapping[str, FeatureWorth]) -> list[str]:
     """One line per feature in use: what it changes against the same GPUs without it."""
     lines = []
     if prefix := worth.get("prefix_caching"):
@@ -365,8 +376,8 @@ def worth_lines(worth: dict[str, dict[str, Any]]) -> list[str]:
     if split := worth.get("disaggregation"):
         lines.append(
             f"what {split['layout']} disaggregation is worth against {split['compared_with']}: "
-            f"{_figures(split)} (KV transfer {format_number(split['kv_transfer_ms'])} ms in the TTFT; "
-            f"prefill pool {format_number(split['prefill_pool_requests_per_second'])} req/s, decode pool "
-            f"{format_number(split['decode_pool_requests_per_second'])} req/s)"
+            f"{_figures(split)} (KV transfer {_shown(split, 'kv_transfer_ms')} ms in the TTFT; "
+            f"prefill pool {_shown(split, 'prefill_pool_requests_per_second')} req/s, decode pool "
+            f"{_shown(split, 'decode_pool_requests_per_second')} req/s)"
         )
     return lines

@@ -14,7 +14,6 @@ from __future__ import annotations
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -24,7 +23,7 @@ from perdollar.errors import PerdollarError
 __all__ = ["ABOVE_ONE", "NON_NEGATIVE", "PROBABILITIES", "check_value", "harden", "numeric_options"]
 
 
-def numeric_kind(annotation: Any) -> type | None:
+def numeric_kind(annotation: object) -> type | None:
     """``int`` or ``float`` for an option typed so (optional or not), else None."""
     for candidate in (annotation, *typing.get_args(annotation)):
         if candidate in (int, float):
@@ -32,7 +31,7 @@ def numeric_kind(annotation: Any) -> type | None:
     return None
 
 
-def _is_text(annotation: Any) -> bool:
+def _is_text(annotation: object) -> bool:
     """An option typed as text or a path (optional or repeatable or not)."""
     candidates = [annotation, *typing.get_args(annotation)]
     for candidate in list(candidates):
@@ -40,8 +39,12 @@ def _is_text(annotation: Any) -> bool:
     return any(candidate in (str, Path) for candidate in candidates)
 
 
-def _checked(option: str, integer: bool, previous: Callable[..., Any] | None) -> Callable[..., Any]:
-    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+# A click option's callback: the parsed value in, the value the command receives out.
+Callback = Callable[[click.Context, click.Parameter, object], object]
+
+
+def _checked(option: str, integer: bool, previous: Callback | None) -> Callback:
+    def callback(ctx: click.Context, param: click.Parameter, value: object) -> object:
         if value is not None and not isinstance(value, bool):
             for item in value if isinstance(value, list | tuple) else (value,):
                 check_value(option, item, integer=integer)
@@ -71,7 +74,7 @@ def _refuse_empty(param: click.Parameter) -> None:
     option = param.opts[0]
     convert = param.process_value
 
-    def process_value(ctx: click.Context, value: Any) -> Any:
+    def process_value(ctx: click.Context, value: object) -> object:
         # Only what the user typed: a default of "" (such as sweep's --install) means "not given".
         # (typer carries its own copy of click: the source is compared by name, not by identity.)
         source = ctx.get_parameter_source(param.name or "")

@@ -12,7 +12,7 @@ look as expected, nothing is changed.
 
 from __future__ import annotations
 
-from typing import Any, get_origin
+from typing import get_origin
 
 import click
 
@@ -20,12 +20,12 @@ _PLAIN_TYPES = (str, int, float)
 _UNCHANGED = object()  # "convert as typer would": the value is not provably unchanged
 
 
-def _in_range(info: Any, value: float) -> bool:
+def _in_range(info: object, value: float) -> bool:
     low, high = getattr(info, "min", None), getattr(info, "max", None)
     return (low is None or value >= low) and (high is None or value <= high)
 
 
-def _as_converted(param: click.Parameter, value: Any) -> Any:
+def _as_converted(param: click.Parameter, value: object) -> object:
     """What typer's conversion makes of ``value`` where that is known without it, else _UNCHANGED."""
     descriptor = getattr(param, "type_descriptor", None)
     info = getattr(descriptor, "parameter_info", None)
@@ -47,13 +47,14 @@ def _as_converted(param: click.Parameter, value: Any) -> Any:
     if annotation not in _PLAIN_TYPES or type(value) is not annotation:
         return _UNCHANGED
     # Text is never checked; a number is checked against its range (and clamped into it).
-    return value if annotation is str or _in_range(info, value) else _UNCHANGED
+    in_range = isinstance(value, int | float) and _in_range(info, value)  # a number: int or float
+    return value if annotation is str or in_range else _UNCHANGED
 
 
 def _skipping(param: click.Parameter) -> None:
     convert = param.process_value
 
-    def process_value(ctx: click.Context, value: Any) -> Any:
+    def process_value(ctx: click.Context, value: object) -> object:
         converted = _as_converted(param, value)
         if converted is _UNCHANGED:
             return convert(ctx, value)
@@ -69,7 +70,7 @@ def _with_plain_help(command: click.Command) -> None:
     if make_help is None:
         return
 
-    def get_help_option(ctx: click.Context) -> Any:
+    def get_help_option(ctx: click.Context) -> click.Option | None:
         option = make_help(ctx)
         fresh = option is not None and not hasattr(option, "_perdollar_plain")
         if fresh and hasattr(option, "type_descriptor"):

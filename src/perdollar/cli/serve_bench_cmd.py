@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -13,6 +14,10 @@ from perdollar.cli.inference_render import load_table
 from perdollar.cli.shared_options import OUTPUT, STEP, Output, Step
 from perdollar.errors import PerdollarError
 from perdollar.question import declared
+
+if TYPE_CHECKING:
+    from perdollar.measure.serving.loadgen import LoadResult
+    from perdollar.measure.serving.server import RunningServer
 
 SERVE_BENCH_HELP = (
     "Start a real HTTP model server on 127.0.0.1 and load-test it at rising request rates.\n\n"
@@ -74,14 +79,14 @@ def run_serve_bench(
     device: str,
     connections: int,
     p99_ceiling_ms: float | None,
-    report: Any = None,
-) -> tuple[Any, list[Any], str]:
+    report: Callable[[str, float], None] | None = None,
+) -> tuple[RunningServer, list[LoadResult], str]:
     """Load-test a fresh server at each rate; returns (server info, results, why it stopped)."""
     from perdollar.measure.serving.loadgen import open_loop
     from perdollar.measure.serving.server import running_server
 
     path, method, body = ("/noop", "GET", b"") if workload is None else ("/predict", "POST", b"{}")
-    results: list[Any] = []
+    results: list[LoadResult] = []
     reason = "reached the last rate"
     max_seconds = len(rates) * (step_seconds + 10) + 120
     with running_server(
@@ -247,7 +252,8 @@ def _bench_url(
 
 
 def _print_load(
-    workload: str, noop: bool, server: Any, results: list[Any], reason: str, step_seconds: float
+    workload: str, noop: bool, server: RunningServer, results: list[LoadResult], reason: str,
+    step_seconds: float,
 ) -> None:
     target = "no-op endpoint" if noop else f"{workload} at batch {server.batch_size} per request"
     common.print_table(

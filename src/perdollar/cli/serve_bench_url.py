@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from rich.table import Table
@@ -19,6 +19,9 @@ from perdollar.measure.serving.openai_load import (
     rising_load,
     run_measurement,
 )
+
+if TYPE_CHECKING:
+    from perdollar.measure.result import Measurement
 
 DEFAULT_LLM_RATES = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 
@@ -93,7 +96,7 @@ def run_url_bench(
     return 0 if measurement.status == "ok" else 1
 
 
-def _beyond_physics(measurement: Any, known: tuple[str, str] | None) -> str:
+def _beyond_physics(measurement: Measurement, known: tuple[str, str] | None) -> str:
     """'' or why the run beats its GPU's physical limit (so it will calibrate nothing), limit named."""
     if known is None or not measurement.host.accelerator_key:
         return ""

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -14,6 +15,11 @@ from perdollar.cli.common import console, emit_json, err_console, print_table, p
 from perdollar.cli.declared import StoreChoice, takes
 from perdollar.cli.shared_options import OUTPUT, STEP, STORE_URL_ONLY, Output, Step
 from perdollar.errors import EXIT_FAILURE, PerdollarError
+from perdollar.question import Question
+
+if TYPE_CHECKING:
+    from perdollar.ask.checklist import CheckRun
+    from perdollar.measure.result import Measurement
 
 STORE_HELP = "Results store: any SQLAlchemy URL (default: PERDOLLAR_STORE, else SQLite in the data dir)."
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "unknown": "dim"}
@@ -180,7 +186,7 @@ def reevaluate(
         )
 
 
-def _check_workload_file(stored_id: str, question: Any, *, allowed: bool) -> None:
+def _check_workload_file(stored_id: str, question: Question, *, allowed: bool) -> None:
     """A stored question names its workload; one that names a file would run that file's code,
     and the name is only as trustworthy as everyone who can write the store."""
     from perdollar.workload.loader import names_workload_file
@@ -193,7 +199,7 @@ def _check_workload_file(stored_id: str, question: Any, *, allowed: bool) -> Non
         )
 
 
-def _check_same_workload(old: Any, new: Any) -> None:
+def _check_same_workload(old: Question, new: Question) -> None:
     """The file must still build the workload the question was stored for: otherwise today's
     answer would be about another workload under the old question's name."""
     if old.workload_fingerprint and new.workload_fingerprint != old.workload_fingerprint:
@@ -348,7 +354,7 @@ def check(
     _fail_on_failed_runs(result.measurements)
 
 
-def _print_checklist(result: Any) -> None:
+def _print_checklist(result: CheckRun) -> None:
     table = Table(
         title=f"Performance checklist: {escape(result.workload_name)} on {escape(result.target.name)}",
         title_justify="left",
@@ -363,7 +369,7 @@ def _print_checklist(result: Any) -> None:
     print_table(table)
 
 
-def _fail_on_failed_runs(measurements: Any) -> None:
+def _fail_on_failed_runs(measurements: Sequence[Measurement]) -> None:
     """A checklist over runs that crashed is no pass: name each failed run, then exit 1."""
     failed = [m for m in measurements if not m.ok]
     for measurement in failed:

@@ -7,7 +7,7 @@ import json
 import re
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -20,7 +20,7 @@ from perdollar.cli.persist import check_store
 from perdollar.cli.recommend_options import Shape, Target, Where
 from perdollar.cli.shared_options import OUTPUT, Output
 from perdollar.cli.sweep_options import JobGoal, NodeSetup, SweepFlags
-from perdollar.cli.sweep_render import outcome_row, print_event, print_plan, print_result
+from perdollar.cli.sweep_render import PlannedJob, outcome_row, print_event, print_plan, print_result
 from perdollar.errors import EXIT_FAILURE, PerdollarError
 from perdollar.files import write_file_safely
 from perdollar.question import DataSettings, LanguageModelSettings, SpotSettings
@@ -29,7 +29,7 @@ from perdollar.vocabulary import Word, checked_word
 if TYPE_CHECKING:  # types only: importing them would load pandas or the database driver at start-up
     from perdollar.launch.jobs import JobOptions
     from perdollar.launch.plan import SweepContext
-    from perdollar.launch.sweep import Strategy, SweepSettings
+    from perdollar.launch.sweep import Executor, Strategy, SweepResult, SweepSettings
     from perdollar.select.model import Recommendation
 
 SWEEP_HELP = (
@@ -79,7 +79,7 @@ def _check_choice(value: str, allowed: tuple[Word, ...], option: str) -> Word:
         ) from None
 
 
-def _make_executor(via: str, log_dir: Path) -> Any:
+def _make_executor(via: str, log_dir: Path) -> Executor:
     if via == "local":
         from perdollar.launch.local import LocalExecutor
 
@@ -110,7 +110,7 @@ def _dry_run(
 
     chosen = plan_first_jobs(bundle, recommendation, options, settings, on_skip=skipped)
     paths = write_dry_run([job for job, _ in chosen], out_dir)
-    rows = [
+    rows: list[PlannedJob] = [
         {
             "candidate": job.candidate,
             "why": why,
@@ -286,10 +286,14 @@ def _job_options(
 
 
 def _document(
-    workload: str, result: Any, saved: dict[str, str | None], recommendation_id: str | None, out_dir: Path
-) -> dict[str, Any]:
+    workload: str,
+    result: SweepResult,
+    saved: dict[str, str | None],
+    recommendation_id: str | None,
+    out_dir: Path,
+) -> dict[str, object]:
     """The sweep's JSON document, also written to ``sweep.json`` in its folder."""
-    document = {
+    document: dict[str, object] = {
         "workload": workload,
         "executor": result.executor,
         "strategy": result.strategy,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from rich.table import Table
 from rich.text import Text
@@ -11,8 +12,28 @@ from rich.text import Text
 from perdollar.cli import common
 from perdollar.fmt import format_money
 
+if TYPE_CHECKING:
+    from perdollar.launch.outcome import JobOutcome
+    from perdollar.launch.spec import JobResources
+    from perdollar.launch.sweep import SweepResult
 
-def outcome_row(outcome: Any) -> dict[str, Any]:
+
+class PlannedJob(TypedDict):
+    """One job of a dry run's plan (a row of ``--json``'s ``jobs``)."""
+
+    candidate: str
+    why: str
+    job: str
+    yaml: str  # the job's task file
+    duration_s: float
+    max_seconds: float
+    cost_cap_usd: float
+    price_per_hour: float
+    resources: JobResources
+    run: str
+
+
+def outcome_row(outcome: JobOutcome) -> dict[str, object]:
     measurement = outcome.measurement
     rate = measurement.samples_per_second if measurement is not None else None
     return {
@@ -29,7 +50,7 @@ def outcome_row(outcome: Any) -> dict[str, Any]:
     }
 
 
-def print_plan(rows: list[dict[str, Any]], total: float) -> None:
+def print_plan(rows: list[PlannedJob], total: float) -> None:
     folder = Path(rows[0]["yaml"]).parent if rows else "—"
     table = Table(title="sweep plan (dry run)", title_justify="left")
     for column in ("#", "candidate", "why", "measures", "killed after", "cost cap", "task YAML"):
@@ -52,21 +73,22 @@ def print_plan(rows: list[dict[str, Any]], total: float) -> None:
     )
 
 
-def print_result(result: Any, saved: dict[str, str | None], out_dir: Path) -> None:
+def print_result(result: SweepResult, saved: dict[str, str | None], out_dir: Path) -> None:
     from perdollar.fmt import format_band
 
     table = Table(title=f"sweep via {result.executor} ({result.strategy})", title_justify="left")
     for column in ("candidate", "status", "samples/s measured", "measured on", "cost cap", "reason"):
         table.add_column(column)
     for outcome in result.outcomes:
-        row = outcome_row(outcome)
-        rate = row["samples_per_second"]
+        measurement = outcome.measurement
+        rate = measurement.samples_per_second if measurement is not None else None
         rate_text = format_band(rate.median, rate.low, rate.high) if rate is not None else "—"
-        where = row["measured_on"] or "—"
-        if outcome.executor == "local" and outcome.measurement is not None:
+        where = (measurement.host.instance_type if measurement is not None else None) or "—"
+        if outcome.executor == "local" and measurement is not None:
             where = "this host (local)"
-        cap = format_money(row["cost_cap_usd"]) if result.billed else "not billed"
-        table.add_row(Text(row["candidate"]), row["status"], rate_text, where, cap, Text(row["reason"] or ""))
+        cap = format_money(outcome.job.caps.max_dollars) if result.billed else "not billed"
+        reason = Text(outcome.reason or "")
+        table.add_row(Text(outcome.job.candidate), outcome.status, rate_text, where, cap, reason)
     common.print_table(table)
     for line in result.changes:
         common.console.print(f"• {line}", highlight=False, markup=False)
@@ -83,18 +105,22 @@ def print_result(result: Any, saved: dict[str, str | None], out_dir: Path) -> No
     )
 
 
-def print_event(kind: str, payload: Any, *, billed: bool = True) -> None:
+def print_event(kind: str, payload: object, *, billed: bool = True) -> None:
     """One stderr line per launch, outcome, skip or failed store while the sweep runs (``billed``:
     whether the jobs are charged, on a cloud, or run on this machine for nothing)."""
-    if kind == "start":
+    from perdollar.launch.outcome import JobOutcome
+    from perdollar.launch.spec import BenchmarkJob
+    from perdollar.launch.sweep import SweepProgress
+
+    if kind == "start" and isinstance(payload, BenchmarkJob):
         cost = f"cap {format_money(payload.caps.max_dollars)}" if billed else "on this machine, not billed"
         common.err_console.print(f"→ launching {payload.candidate} ({cost})", highlight=False, markup=False)
-    elif kind == "outcome":
+    elif kind == "outcome" and isinstance(payload, JobOutcome):
         detail = f": {payload.reason}" if payload.reason else ""
         common.err_console.print(
             f"  {payload.job.candidate}: {payload.status}{detail}", highlight=False, markup=False
         )
-    elif kind == "progress":
+    elif kind == "progress" and isinstance(payload, SweepProgress):
         cap = f" of the {format_money(payload.budget_usd)} cap" if payload.budget_usd is not None else ""
         spent = f"at most {format_money(payload.spent_usd)} spent{cap}" if billed else "local, not billed"
         common.err_console.print(
@@ -106,7 +132,7 @@ def print_event(kind: str, payload: Any, *, billed: bool = True) -> None:
         common.err_console.print(f"  not stored: {payload}", highlight=False, markup=False)
 
 
-def print_export(description: dict[str, Any], *, as_yaml: bool) -> None:
+def print_export(description: Mapping[str, object], *, as_yaml: bool) -> None:
     """The description on stdout (YAML or JSON); its price and provenance on stderr."""
     import json
     import sys
@@ -118,10 +144,10 @@ def print_export(description: dict[str, Any], *, as_yaml: bool) -> None:
         sys.stdout.write(yaml.safe_dump(description, sort_keys=False))
         return
     sys.stdout.write(json.dumps(description, indent=2) + "\n")
-    price = description["price_per_hour_usd"]
-    cost = f"{format_money(price)}/h" if price is not None else "no price in the catalog"
-    if description.get("ec2_price_per_hour_usd") is not None:  # a managed service's own rate
-        cost += f" as SageMaker bills it (EC2 {format_money(description['ec2_price_per_hour_usd'])}/h)"
+    price, ec2 = description["price_per_hour_usd"], description.get("ec2_price_per_hour_usd")
+    cost = f"{format_money(price)}/h" if isinstance(price, int | float) else "no price in the catalog"
+    if isinstance(ec2, int | float):  # a managed service's own rate
+        cost += f" as SageMaker bills it (EC2 {format_money(ec2)}/h)"
     common.err_console.print(
         f"{description['instance']} in {description['region']}: {cost} "
         f"(catalog {description['price_captured_at']})",

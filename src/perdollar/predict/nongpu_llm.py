@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
@@ -224,7 +223,7 @@ def best_stack_plan(
 def training_row(
     instance: InstanceType, accelerator: Accelerator, workload: LLMWorkload, nodes: int, *,
     fixed: TrainingPlan | None = None, tensor_parallel: int | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, object]:  # fmt: skip
     """One LLM_COLUMNS row for ``nodes`` × ``instance`` under the chip's own training stack: with the
     ``fixed`` plan or ``tensor_parallel`` degree asked for, or excluded saying why the stack cannot."""
     stack = TRAINING_STACKS[accelerator.software_stack]
@@ -242,7 +241,7 @@ def training_row(
         global_batch=workload.global_batch, degrees=(degree,) if degree else None, micro_batch=micro_batch,
     )  # fmt: skip
     plan, memory, problem = found.plan, found.memory_gib, found.problem
-    row: dict[str, Any] = {"cloud": instance.cloud, "instance_type": instance.name,
+    row: dict[str, object] = {"cloud": instance.cloud, "instance_type": instance.name,
                            "accelerator_key": instance.accelerator_key, "nodes": nodes,
                            "accelerators_per_node": float(chips_per_node), "excluded_reason": excluded,
                            "max_batch_that_fits": None, "breakdown_s": {},

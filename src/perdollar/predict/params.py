@@ -127,7 +127,7 @@ class ShippedModel:
     params: ModelParams
     errors: dict[str, ErrorQuantiles] = field(default_factory=lambda: dict(_DEFAULT_ERRORS))
     fallback: dict[str, dict[str, float]] = field(default_factory=dict)  # family → fitted descriptor
-    provenance: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, object] = field(default_factory=dict)  # how the fit was made, as JSON
 
     def errors_for(self, basis: str, stack: str = "cuda") -> ErrorQuantiles:
         """The observed errors behind a band of ``basis`` on a chip of ``stack`` (a measurement
@@ -136,7 +136,7 @@ class ShippedModel:
         return errors if basis == "measured" else errors.on_stack(stack, self.params.rocm_efficiency)
 
 
-def params_to_json(model: ShippedModel) -> dict[str, Any]:
+def params_to_json(model: ShippedModel) -> dict[str, object]:
     return {
         "params": asdict(model.params),
         "errors": {k: asdict(v) for k, v in model.errors.items()},
@@ -146,6 +146,7 @@ def params_to_json(model: ShippedModel) -> dict[str, Any]:
 
 
 def params_from_json(payload: dict[str, Any]) -> ShippedModel:
+    # ``payload``: the shipped JSON file as read, its sections spread into the dataclasses.
     known = {f.name for f in fields(ModelParams)}
     params = ModelParams(**{k: v for k, v in payload.get("params", {}).items() if k in known})
     errors = dict(_DEFAULT_ERRORS)

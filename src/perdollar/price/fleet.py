@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
@@ -235,7 +234,7 @@ def mixed_fleet(
                     upper[y_at(h, k, c)] = 0.0
     # SciPy's solver is imported here, not with the module: the fleet options are registered with
     # every command, and loading scipy.optimize costs about a second on a small machine.
-    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.optimize import Bounds, LinearConstraint, OptimizeResult, milp
     from scipy.sparse import lil_matrix
 
     groups = quota_groups(options, policy.quotas)
@@ -275,7 +274,7 @@ def mixed_fleet(
     integrality = np.zeros(size)
     integrality[: hours * kinds] = 1
 
-    def solve(objective: np.ndarray) -> Any:
+    def solve(objective: np.ndarray) -> OptimizeResult:
         return milp(
             objective, constraints=LinearConstraint(matrix.tocsr(), low, high), integrality=integrality,
             bounds=Bounds(np.zeros(size), upper),

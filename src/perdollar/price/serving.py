@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -14,6 +14,8 @@ from perdollar.frames import map_distinct
 from perdollar.predict.serving.plans import CPU_KEY, AcceleratorPlan, ServingTarget
 from perdollar.price.spot import bucket_fractions
 from perdollar.vocabulary import SECONDS_PER_HOUR
+
+Cell = TypeVar("Cell")  # one column's value, a plan's or the missing one
 
 
 def price_deployments(
@@ -46,7 +48,7 @@ def price_deployments(
     keys = list(zip(accelerator, fraction, strict=True))
     plan_rows = [plans.get(key) for key in keys]
 
-    def column(getter: Callable[[AcceleratorPlan], Any], missing: Any) -> list[Any]:
+    def column(getter: Callable[[AcceleratorPlan], Cell], missing: Cell) -> list[Cell]:
         return [getter(plan) if plan is not None else missing for plan in plan_rows]
 
     quantile = max(target.slo_ms)
@@ -146,7 +148,7 @@ def ranked(frame: pd.DataFrame, cost: str, latency: str) -> pd.DataFrame:
 
 
 def spot_extra_instances(
-    instances: np.ndarray, buckets: Sequence[Any], overprovision: float | None
+    instances: np.ndarray, buckets: Sequence[object], overprovision: float | None
 ) -> np.ndarray:
     """Instances added on spot so that a reclaim wave does not break the SLO.
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass
-from typing import Any
 
 from perdollar.price.model import Estimate
 from perdollar.select.model import Recommendation
@@ -66,10 +65,10 @@ def cost_carbon_front(recommendation: Recommendation) -> CarbonFront | None:
     return CarbonFront(units[0], units[1], tuple(points), tuple(points[i] for i in front))
 
 
-def cost_carbon_scatter(front: CarbonFront) -> dict[str, Any]:
+def cost_carbon_scatter(front: CarbonFront) -> dict[str, object]:
     """The Plotly figure: every candidate, and the front as a stepped line."""
 
-    def trace(points: tuple[CarbonPoint, ...], name: str, **style: Any) -> dict[str, Any]:
+    def trace(points: tuple[CarbonPoint, ...], name: str, **style: object) -> dict[str, object]:
         return {
             "type": "scatter", "name": name, "x": [p.carbon for p in points], "y": [p.cost for p in points],
             "text": [html.escape(p.label) for p in points], "hoverinfo": "text+x+y", **style,

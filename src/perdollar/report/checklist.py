@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from perdollar.fmt import format_bytes
 from perdollar.measure.result import Measurement
@@ -112,11 +112,12 @@ def check_input_bound(evidence: Evidence) -> CheckItem:
 def check_utilisation(evidence: Evidence, target: Target) -> CheckItem:
     title = f"Accelerator utilisation ≥ {UTILISATION_TARGET:.0f}%"
     measurement = evidence.full if _rate(evidence.full) else evidence.cached
-    utilisation: Mapping[str, Any] = measurement.utilization if measurement is not None else {}
-    if "gpu_percent" in utilisation:
-        value, what = float(utilisation["gpu_percent"]), "GPU"
-    elif "cpu_percent" in utilisation and not target.accelerators:
-        value, what = float(utilisation["cpu_percent"]), "CPU (no accelerator on this host)"
+    utilisation: Mapping[str, object] = measurement.utilization if measurement is not None else {}
+    gpu, cpu = utilisation.get("gpu_percent"), utilisation.get("cpu_percent")
+    if isinstance(gpu, int | float):
+        value, what = float(gpu), "GPU"
+    elif isinstance(cpu, int | float) and not target.accelerators:
+        value, what = float(cpu), "CPU (no accelerator on this host)"
     else:
         return CheckItem(
             "utilisation",

@@ -10,12 +10,19 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from perdollar.catalog.price_age import is_stale
 from perdollar.errors import PerdollarError
 from perdollar.fmt import format_hours, format_money
 from perdollar.goals import FleetGoal
+from perdollar.report.fleet_figures import (
+    DAMAGED_FIX,
+    Figures,
+    fleet_intervals,
+    fleet_number,
+    fleet_part,
+    fleet_texts,
+)
 from perdollar.report.page import document, escape, fields, figure, table
 from perdollar.report.plots import FONT, TITLE_PLACE
 from perdollar.select.model import Recommendation
@@ -30,17 +37,22 @@ FLEETS = (
 )
 
 
-def _edges(intervals: Sequence[dict[str, Any]]) -> list[float]:
+def _edges(intervals: Sequence[Figures]) -> list[float]:
     """Each interval's start in hours from the first, and the day's end: where the steps change."""
     edges = [0.0]
     for row in intervals:
-        edges.append(edges[-1] + float(row["duration_s"]) / 3600)
+        edges.append(edges[-1] + float(fleet_number(row, "duration_s")) / 3600)
     return edges
 
 
 def _steps(
-    name: str, values: Sequence[float], edges: Sequence[float], colour: str, **style: Any
-) -> dict[str, Any]:
+    name: str,
+    values: Sequence[float],
+    edges: Sequence[float],
+    colour: str,
+    line: Mapping[str, object] | None = None,
+    **style: object,
+) -> dict[str, object]:
     """One series as steps across the day: each value held over its interval."""
     return {
         "type": "scatter",
@@ -48,38 +60,40 @@ def _steps(
         "name": name,
         "x": list(edges),
         "y": [*values, values[-1]],
-        "line": {"color": colour, "width": 2.5, "shape": "hv", **style.pop("line", {})},
+        "line": {"color": colour, "width": 2.5, "shape": "hv", **(line or {})},
         "hovertemplate": f"{html.escape(name)}: %{{y:.4g}}<extra></extra>",
         **style,
     }
 
 
-def _axis(intervals: Sequence[dict[str, Any]], edges: Sequence[float]) -> dict[str, Any]:
+def _axis(intervals: Sequence[Figures], edges: Sequence[float]) -> dict[str, object]:
     return {
         "title": {"text": "the day, interval by interval (start of each)"},
         "tickmode": "array",
         "tickvals": list(edges[:-1]),
-        "ticktext": [html.escape(r["start"]) for r in intervals],
+        "ticktext": [html.escape(str(r.get("start"))) for r in intervals],
         "range": [0, edges[-1]],
         "automargin": True,
     }
 
 
-def replicas_over_the_day(intervals: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def replicas_over_the_day(intervals: Sequence[Figures]) -> dict[str, object]:
     """Replicas of the chosen fleet and of the static peak, with the load on a second axis."""
     edges = _edges(intervals)
     data = [
-        _steps("chosen fleet (replicas)", [r["replicas"] for r in intervals], edges, CHOSEN_COLOUR),
+        _steps(
+            "chosen fleet (replicas)", [fleet_number(r, "replicas") for r in intervals], edges, CHOSEN_COLOUR
+        ),
         _steps(
             "static peak (replicas)",
-            [r["static_peak_replicas"] for r in intervals],
+            [fleet_number(r, "static_peak_replicas") for r in intervals],
             edges,
             STATIC_COLOUR,
             line={"dash": "dash"},
         ),
         _steps(
             "load (requests/s)",
-            [r["requests_per_second"] for r in intervals],
+            [fleet_number(r, "requests_per_second") for r in intervals],
             edges,
             LOAD_COLOUR,
             yaxis="y2",
@@ -110,13 +124,13 @@ def replicas_over_the_day(intervals: Sequence[dict[str, Any]]) -> dict[str, Any]
     }
 
 
-def cost_over_the_day(intervals: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def cost_over_the_day(intervals: Sequence[Figures]) -> dict[str, object]:
     """US dollars an hour of the chosen fleet and of the static peak."""
     edges = _edges(intervals)
     data = [
         _steps(
             "chosen fleet ($/h)",
-            [r["usd_per_hour"] for r in intervals],
+            [fleet_number(r, "usd_per_hour") for r in intervals],
             edges,
             CHOSEN_COLOUR,
             fill="tozeroy",
@@ -124,7 +138,7 @@ def cost_over_the_day(intervals: Sequence[dict[str, Any]]) -> dict[str, Any]:
         ),
         _steps(
             "static peak ($/h)",
-            [r["static_peak_usd_per_hour"] for r in intervals],
+            [fleet_number(r, "static_peak_usd_per_hour") for r in intervals],
             edges,
             STATIC_COLOUR,
             line={"dash": "dash"},
@@ -150,24 +164,29 @@ def _per_hour(usd: float) -> str:
     return f"${usd:,.2f}"
 
 
-def _banner(recommendation: Recommendation, figures: dict[str, Any]) -> str:
-    chosen, static = figures["fleet"], figures["static_peak"]
+def _banner(recommendation: Recommendation, figures: Figures) -> str:
+    chosen, static = fleet_part(figures, "fleet"), fleet_part(figures, "static_peak")
     saving = figures["saving_vs_static_peak"]
-    monthly_saving = static["usd_per_month"] - chosen["usd_per_month"]
+    monthly_saving = fleet_number(static, "usd_per_month") - fleet_number(chosen, "usd_per_month")
     date = recommendation.catalog_captured_at[:10]
     stale = " stale" if is_stale(date, recommendation.created_at) else ""
     return fields(
         [
-            ("fleet", "chosen fleet", escape(" + ".join(chosen["parts"])), "wide"),
+            ("fleet", "chosen fleet", escape(" + ".join(fleet_texts(chosen, "parts"))), "wide"),
             ("slo", "within", escape(figures["slo"]), "wide"),
-            ("usd-per-month", "a month", escape(format_money(chosen["usd_per_month"])), ""),
+            ("usd-per-month", "a month", escape(format_money(fleet_number(chosen, "usd_per_month"))), ""),
             (
                 "usd-per-million-output-tokens",
                 "per million output tokens",
                 escape(f"${chosen['usd_per_million_output_tokens']:.3g}"),
                 "",
             ),
-            ("static-peak", "static peak, a month", escape(format_money(static["usd_per_month"])), ""),
+            (
+                "static-peak",
+                "static peak, a month",
+                escape(format_money(fleet_number(static, "usd_per_month"))),
+                "",
+            ),
             ("saving", "saving", escape(f"{saving:.0%} ({format_money(monthly_saving)} a month)"), ""),
             (
                 "replay",
@@ -181,7 +200,7 @@ def _banner(recommendation: Recommendation, figures: dict[str, Any]) -> str:
     )
 
 
-def _question_section(recommendation: Recommendation, figures: dict[str, Any]) -> str:
+def _question_section(recommendation: Recommendation, figures: Figures) -> str:
     question = recommendation.question
     goal, settings = question.goal, question.language_model
     traffic = goal.traffic if isinstance(goal, FleetGoal) else None
@@ -212,9 +231,10 @@ def _question_section(recommendation: Recommendation, figures: dict[str, Any]) -
     return "<h2>Question and assumptions</h2>" + table(["", ""], shown)
 
 
-def _hours_section(intervals: Sequence[dict[str, Any]]) -> str:
+def _hours_section(intervals: Sequence[Figures]) -> str:
     rows = []
     for row in intervals:
+        static_peak_per_hour = fleet_number(row, "static_peak_usd_per_hour")
         met = "<span class='pass'>✔</span>" if row["meets_slo"] else "<span class='fail'>✖ missed</span>"
         added = (
             f" <span class='note'>+{row['added_by_replay']} by replay</span>"
@@ -224,13 +244,13 @@ def _hours_section(intervals: Sequence[dict[str, Any]]) -> str:
         rows.append(
             [
                 escape(row["start"]),
-                escape(format_hours(float(row["duration_s"]) / 3600)),
+                escape(format_hours(float(fleet_number(row, "duration_s")) / 3600)),
                 escape(f"{row['requests_per_second']:.3g}"),
                 escape(str(row["replicas"])),
                 escape(row["fleet"]) + added,
                 escape(f"{row['spot_instances']} / {row['on_demand_instances']}"),
-                escape(_per_hour(row["usd_per_hour"])),
-                escape(f"{row['static_peak_replicas']} · {_per_hour(row['static_peak_usd_per_hour'])}"),
+                escape(_per_hour(fleet_number(row, "usd_per_hour"))),
+                escape(f"{row['static_peak_replicas']} · {_per_hour(static_peak_per_hour)}"),
                 escape(f"{row['replay_ttft_p99_ms']:.0f} / {row['replay_tpot_p99_ms']:.1f}") + f" {met}",
             ]
         )
@@ -262,57 +282,55 @@ FLEET_FIGURES = {"usd_per_month": True, "usd_per_million_output_tokens": True, "
 FLEET_KEYS = ("fleet", "autoscaled_single_type", "static_peak")
 
 
-def check_fleet_figures(document: Mapping[str, Any]) -> None:
+def check_fleet_figures(document: Figures) -> None:
     """A one-line error naming the first figure the page or a comparison needs that is missing or
     is not what it should be (a stored fleet can be damaged by hand)."""
     _check_figures(document, ANSWER_FIGURES, "")
     intervals = document.get("intervals")
     if not isinstance(intervals, list) or not intervals:
-        raise PerdollarError("the fleet's intervals are missing", _DAMAGED_FIX)
+        raise PerdollarError("the fleet's intervals are missing", DAMAGED_FIX)
     for index, interval in enumerate(intervals):
         _check_figures(interval, INTERVAL_FIGURES, f"intervals[{index}].")
     for key in FLEET_KEYS:
-        _check_figures(document.get(key), FLEET_FIGURES, f"{key}.")
-        parts = document[key].get("parts")
+        parts = _check_figures(document.get(key), FLEET_FIGURES, f"{key}.").get("parts")
         if not isinstance(parts, list) or not parts or not all(isinstance(p, str) for p in parts):
-            raise PerdollarError(f"the fleet's {key}.parts is not a list of machines", _DAMAGED_FIX)
+            raise PerdollarError(f"the fleet's {key}.parts is not a list of machines", DAMAGED_FIX)
     if not isinstance(document.get("notes"), list | tuple):
-        raise PerdollarError("the fleet's notes are missing", _DAMAGED_FIX)
+        raise PerdollarError("the fleet's notes are missing", DAMAGED_FIX)
 
 
-_DAMAGED_FIX = "ask the question afresh with perdollar recommend --load-curve/--trace"
-
-
-def _check_figures(part: object, figures: Mapping[str, bool], where: str) -> None:
+def _check_figures(part: object, figures: Mapping[str, bool], where: str) -> Figures:
     if not isinstance(part, Mapping):
-        raise PerdollarError(f"the fleet's {where.rstrip('.') or 'answer'} is missing", _DAMAGED_FIX)
+        raise PerdollarError(f"the fleet's {where.rstrip('.') or 'answer'} is missing", DAMAGED_FIX)
     for name, numeric in figures.items():
         value = part.get(name)
         if value is None:
-            raise PerdollarError(f"the fleet's {where}{name} is missing", _DAMAGED_FIX)
+            raise PerdollarError(f"the fleet's {where}{name} is missing", DAMAGED_FIX)
         number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
         if numeric != number if numeric else not isinstance(value, str):
             shown = str(value)[:40]
             raise PerdollarError(
                 f"the fleet's {where}{name} is {shown!r}, not {'a number' if numeric else 'a text'}",
-                _DAMAGED_FIX,
+                DAMAGED_FIX,
             )
+    return part
 
 
-def _static_peak_section(figures: dict[str, Any]) -> str:
+def _static_peak_section(figures: Figures) -> str:
     rows = [
         [
             escape(name),
-            escape("; ".join(figures[key]["parts"])),
-            escape(format_money(figures[key]["usd_per_month"])),
-            escape(f"${figures[key]['usd_per_million_output_tokens']:.3g}"),
-            escape(f"${figures[key]['usd_per_million_tokens']:.3g}"),
-            escape(f"{figures[key]['spot_share']:.0%}"),
+            escape("; ".join(fleet_texts(fleet_part(figures, key), "parts"))),
+            escape(format_money(fleet_number(fleet_part(figures, key), "usd_per_month"))),
+            escape(f"${fleet_number(fleet_part(figures, key), 'usd_per_million_output_tokens'):.3g}"),
+            escape(f"${fleet_number(fleet_part(figures, key), 'usd_per_million_tokens'):.3g}"),
+            escape(f"{fleet_number(fleet_part(figures, key), 'spot_share'):.0%}"),
         ]
         for key, name in FLEETS
         if key in figures
     ]
-    chosen, static = figures["fleet"]["usd_per_month"], figures["static_peak"]["usd_per_month"]
+    chosen = fleet_number(fleet_part(figures, "fleet"), "usd_per_month")
+    static = fleet_number(fleet_part(figures, "static_peak"), "usd_per_month")
     return (
         "<h2>Against the static peak</h2>"
         f"<p data-field='saving-sentence'>Sized for the busiest interval all day, the static peak costs "
@@ -332,7 +350,7 @@ def render_fleet_report(recommendation: Recommendation, plotly_js: str, generate
     """The whole page of a fleet over the day, as a string (a damaged stored fleet: a one-line error)."""
     figures = recommendation.fleet or {}
     check_fleet_figures(figures)
-    intervals = figures.get("intervals") or []
+    intervals = fleet_intervals(figures)
     question = recommendation.question
     notes = "".join(f"<li>{escape(note)}</li>" for note in figures.get("notes", recommendation.notes))
     charts = (

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from perdollar.report.banner import BANNER_STYLE
 from perdollar.report.sorting import SORT_SCRIPT
@@ -35,11 +34,11 @@ details{margin-top:.8em} .note{color:#555;font-size:.9em} .plot{min-height:260px
 """
 
 
-def escape(value: Any) -> str:
+def escape(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def script_json(value: Any) -> str:
+def script_json(value: object) -> str:
     """JSON safe inside a <script> element (cannot close it, cannot start a comment)."""
     text = json.dumps(value, allow_nan=False, default=str)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -68,7 +67,7 @@ def table(
     return f"<div class='scroll'>{element}</div>"
 
 
-def figure(div_id: str, plotted: dict[str, Any] | None, empty: str) -> str:
+def figure(div_id: str, plotted: Mapping[str, object] | None, empty: str) -> str:
     """A Plotly figure drawn into its own element; ``empty`` says in one line why there is none."""
     if plotted is None:
         return f"<p class='note'>{escape(empty)}</p>"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any
 
 from perdollar.goals import trained
 from perdollar.price.model import Estimate
@@ -67,9 +66,9 @@ def _hover(estimate: Estimate, hours: float, cost: float) -> str:
     )
 
 
-def time_cost_scatter(recommendation: Recommendation) -> dict[str, Any]:
+def time_cost_scatter(recommendation: Recommendation) -> dict[str, object]:
     target, target_text = target_samples(recommendation)
-    traces: list[dict[str, Any]] = []
+    traces: list[dict[str, object]] = []
     for market, colour in MARKET_COLOURS.items():
         xs, ys, lo_x, hi_x, lo_y, hi_y, text = [], [], [], [], [], [], []
         for estimate in recommendation.estimates:
@@ -191,13 +190,17 @@ def time_cost_scatter(recommendation: Recommendation) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _spread(traces: list[dict[str, Any]], axis: str) -> tuple[float, float] | None:
+def _spread(traces: list[dict[str, object]], axis: str) -> tuple[float, float] | None:
     """The smallest and largest finite positive value the traces put on ``axis``."""
-    values = [v for trace in traces for v in trace.get(axis, []) if _finite(v)]
+    values: list[float] = []
+    for trace in traces:
+        points = trace.get(axis, [])
+        if isinstance(points, list | tuple):  # the traces built above list their points
+            values += [v for v in points if isinstance(v, int | float) and _finite(v)]
     return (min(values), max(values)) if values else None
 
 
-def log_ticks(spread: tuple[float, float] | None, label: str) -> dict[str, Any]:
+def log_ticks(spread: tuple[float, float] | None, label: str) -> dict[str, object]:
     """Ticks at 1, 2 and 5 of each decade over the data, every one with its unit ("20 h", "$500")."""
     if spread is None:
         return {}
@@ -212,7 +215,7 @@ def log_ticks(spread: tuple[float, float] | None, label: str) -> dict[str, Any]:
     return {"tickmode": "array", "tickvals": ticks, "ticktext": text}
 
 
-def _point_labels(recommendation: Recommendation, target: float) -> dict[str, Any] | None:
+def _point_labels(recommendation: Recommendation, target: float) -> dict[str, object] | None:
     """Names beside the best few points (rank order), so the chart reads without hovering."""
     feasible = [e for e in recommendation.estimates if e.feasible][:LABELLED_POINTS]
     placed = [(e, figures) for e in feasible if (figures := time_and_cost(e, target)) is not None]
@@ -233,7 +236,7 @@ def _point_labels(recommendation: Recommendation, target: float) -> dict[str, An
     }
 
 
-def samples_per_dollar_bars(recommendation: Recommendation) -> dict[str, Any]:
+def samples_per_dollar_bars(recommendation: Recommendation) -> dict[str, object]:
     """The best samples per dollar each accelerator reaches (any instance, market, node count)."""
     best: dict[str, Estimate] = {}
     for estimate in recommendation.estimates:
@@ -283,7 +286,7 @@ def samples_per_dollar_bars(recommendation: Recommendation) -> dict[str, Any]:
     }
 
 
-def spot_view(recommendation: Recommendation) -> dict[str, Any] | None:
+def spot_view(recommendation: Recommendation) -> dict[str, object] | None:
     """Spot candidates: expected cost (interruptions, checkpoints, restarts included) against the
     probability of meeting the deadline, or against expected time when there is no deadline."""
     target, target_text = target_samples(recommendation)

@@ -9,7 +9,7 @@ import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from perdollar.price.model import Estimate, ServingFigures
 from perdollar.report.plots import FONT, MARKET_COLOURS, TITLE_PLACE, log_ticks
@@ -85,13 +85,13 @@ def hover(estimate: Estimate) -> str:
 
 def cost_latency_scatter(
     deployments: Sequence[Estimate], latency: Latency, top: Estimate | None
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     """Every deployment by this latency and its price, the front as a stepped line, the SLO limit
     as a dashed line; None when no deployment has both figures."""
     points = placed(deployments, latency)
     if not points:
         return None
-    traces: list[dict[str, Any]] = []
+    traces: list[dict[str, object]] = []
     for market, colour in MARKET_COLOURS.items():
         mine = [p for p in points if p[0].market == market]
         if mine:
@@ -196,7 +196,7 @@ def cost_latency_scatter(
     }
 
 
-def engine_format_bars(best: dict[tuple[str, str], float]) -> dict[str, Any]:
+def engine_format_bars(best: dict[tuple[str, str], float]) -> dict[str, object]:
     """The best price per million output tokens of each (engine, format): one bar group per format."""
     engines = sorted(
         {engine for engine, _ in best},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any, SupportsFloat, TypedDict
 
 import pandas as pd
 
@@ -211,7 +211,9 @@ def deployment_estimate(
     )
 
 
-def _finite_or_none(value: Any) -> float | None:
+def _finite_or_none(value: object) -> float | None:
+    if not isinstance(value, SupportsFloat | str):
+        return None
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Hashable, Mapping
+from typing import SupportsFloat, TypedDict
 
 import pandas as pd
 
@@ -17,40 +17,51 @@ from perdollar.select.llm_serving_ties import band_figures
 MAX_FEASIBLE_ESTIMATES = 200
 # One deployment shape: a region's best of each (machine, market, tensor-parallel degree, format).
 DEPLOYMENT_SHAPE = ["cloud", "instance_type", "market", "tensor_parallel", "precision"]
-_BILL_FIGURES = (
-    "energy_kwh_per_million_tokens", "co2e_g_per_million_tokens", "energy_kwh_per_million_output_tokens",
-    "co2e_g_per_million_output_tokens", "grid_gco2e_per_kwh", "weights_gb", "weights_egress_usd",
-    "weights_load_s",
-)  # fmt: skip
 
 
-def _number(value: Any) -> float:
+class _BillFigures(TypedDict):
+    """A deployment's energy, carbon and weights-pull figures, as :class:`ServingFigures` takes them."""
+
+    energy_kwh_per_million_tokens: float | None
+    co2e_g_per_million_tokens: float | None
+    energy_kwh_per_million_output_tokens: float | None
+    co2e_g_per_million_output_tokens: float | None
+    grid_gco2e_per_kwh: float | None
+    weights_gb: float | None
+    weights_egress_usd: float | None
+    weights_load_s: float | None
+
+
+def _number(value: object) -> float:
+    """A number from the table; NaN where the cell holds none."""
+    if not isinstance(value, SupportsFloat | str):
+        return math.nan
     try:
         return float(value)
     except (TypeError, ValueError):
         return math.nan
 
 
-def _whole(value: Any) -> int:
+def _whole(value: object) -> int:
     """A count from the table; 0 where an excluded deployment has none."""
     number = _number(value)
     return int(number) if math.isfinite(number) else 0
 
 
-def _layout(row: pd.Series | dict[str, Any]) -> tuple[str, str]:
+def _layout(row: pd.Series | Mapping[str, object]) -> tuple[str, str]:
     """The replica's layout as a plan token and in words: tensor parallel, or experts split over
     its GPUs with attention data parallel (a mixture-of-experts model's expert_parallel column)."""
-    gpus = int(row["tensor_parallel"])
+    gpus = int(_number(row["tensor_parallel"]))
     experts = _whole(row.get("expert_parallel", 1)) or 1
     if experts > 1:
         return f"ep{experts}", f"expert parallel {experts} (attention data parallel)"
     return f"tp{gpus}", f"tensor parallel {gpus}"
 
 
-def llm_deployment_label(row: pd.Series | dict[str, Any]) -> str:
+def llm_deployment_label(row: pd.Series | Mapping[str, object]) -> str:
     plan = f"{_layout(row)[0]}+{row['precision']}"
     return Configuration(
-        int(row["instances"]) or 1, str(row["instance_type"]), str(row["market"]), str(row["cloud"]),
+        int(_number(row["instances"])) or 1, str(row["instance_type"]), str(row["market"]), str(row["cloud"]),
         str(row["region"]), plan,
     ).label  # fmt: skip
 
@@ -110,7 +121,7 @@ def llm_deployment_estimates(
     return tuple(estimates)
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     """A text cell, None where the table has none (an empty or missing cell)."""
     return value if isinstance(value, str) and value else None
 
@@ -121,13 +132,23 @@ def _fit_note(row: pd.Series) -> str:
     return f" ({note})" if isinstance(note, str) and note else ""
 
 
-def _bill_figures(row: dict[str, Any]) -> dict[str, Any]:
+def _bill_figures(row: Mapping[str, object]) -> _BillFigures:
     """The energy, carbon and weights-pull figures of a row, None where they were not priced."""
-    figures: dict[str, float | None] = {}
-    for name in _BILL_FIGURES:
+
+    def priced(name: str) -> float | None:
         number = _number(row.get(name))
-        figures[name] = number if math.isfinite(number) else None
-    return figures
+        return number if math.isfinite(number) else None
+
+    return {
+        "energy_kwh_per_million_tokens": priced("energy_kwh_per_million_tokens"),
+        "co2e_g_per_million_tokens": priced("co2e_g_per_million_tokens"),
+        "energy_kwh_per_million_output_tokens": priced("energy_kwh_per_million_output_tokens"),
+        "co2e_g_per_million_output_tokens": priced("co2e_g_per_million_output_tokens"),
+        "grid_gco2e_per_kwh": priced("grid_gco2e_per_kwh"),
+        "weights_gb": priced("weights_gb"),
+        "weights_egress_usd": priced("weights_egress_usd"),
+        "weights_load_s": priced("weights_load_s"),
+    }
 
 
 def _other_end(feasible: pd.DataFrame, by_carbon: bool) -> Hashable | None:

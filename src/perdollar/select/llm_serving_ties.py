@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import SupportsFloat, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,9 @@ def with_cost_band(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(**{f"{COST}_low": low, f"{COST}_high": high})
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
+    if not isinstance(value, SupportsFloat | str):
+        return None
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -41,16 +43,33 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def band_figures(row: Mapping[str, Any]) -> dict[str, Any]:
+class BandFigures(TypedDict):
+    """The bands of a deployment's figures, as :class:`ServingFigures` takes them."""
+
+    usd_per_million_output_tokens_low: float | None  # COST's band
+    usd_per_million_output_tokens_high: float | None
+    ttft_p99_ms_low: float | None
+    ttft_p99_ms_high: float | None
+    tpot_p99_ms_low: float | None
+    tpot_p99_ms_high: float | None
+    band_group: str | None
+    band_rows: int | None
+
+
+def band_figures(row: Mapping[str, object]) -> BandFigures:
     """A deployment's bands for its ServingFigures (None where the row has none)."""
-    names = (f"{COST}_low", f"{COST}_high", "ttft_p99_ms_low", "ttft_p99_ms_high", "tpot_p99_ms_low",
-             "tpot_p99_ms_high")  # fmt: skip
-    figures: dict[str, Any] = {name: _number(row.get(name)) for name in names}
     group = row.get("band_group")
-    figures["band_group"] = group if isinstance(group, str) and group else None
     rows = _number(row.get("band_rows"))
-    figures["band_rows"] = int(rows) if rows is not None else None
-    return figures
+    return {
+        "usd_per_million_output_tokens_low": _number(row.get(f"{COST}_low")),
+        "usd_per_million_output_tokens_high": _number(row.get(f"{COST}_high")),
+        "ttft_p99_ms_low": _number(row.get("ttft_p99_ms_low")),
+        "ttft_p99_ms_high": _number(row.get("ttft_p99_ms_high")),
+        "tpot_p99_ms_low": _number(row.get("tpot_p99_ms_low")),
+        "tpot_p99_ms_high": _number(row.get("tpot_p99_ms_high")),
+        "band_group": group if isinstance(group, str) and group else None,
+        "band_rows": int(rows) if rows is not None else None,
+    }
 
 
 def cost_ties(estimates: Sequence[Estimate]) -> tuple[int, ...]:

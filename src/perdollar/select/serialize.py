@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from perdollar.jsonable import to_jsonable
 from perdollar.select.model import Recommendation
 
 
-def recommendation_to_dict(recommendation: Recommendation) -> dict[str, Any]:
+def recommendation_to_dict(recommendation: Recommendation) -> dict[str, object]:
     """``estimates`` (ranked: feasible first, each with its ``label`` and ``feasible``),
     ``pareto`` and ``ties`` (indices into ``estimates``), ``explanation``,
     ``catalog_captured_at``, the question, notes."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import SupportsFloat
 
 import pandas as pd
 
@@ -52,13 +52,15 @@ def deployment_estimates(frame: pd.DataFrame, target: ServingTarget) -> tuple[Es
     return tuple(estimates)
 
 
-def deployment_label(row: pd.Series | Mapping[str, Any]) -> str:
+def deployment_label(row: pd.Series | Mapping[str, object]) -> str:
     """The deployment's configuration label, ``2x g5.xlarge spot (aws us-east-1)``."""
     parts = (str(row["instance_type"]), str(row["market"]), str(row["cloud"]), str(row["region"]))
-    return Configuration(int(row["instances"]), *parts).label
+    return Configuration(int(_finite(row["instances"])), *parts).label
 
 
-def _finite(value: Any) -> float:
+def _finite(value: object) -> float:
+    if not isinstance(value, SupportsFloat | str):
+        return math.nan
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -14,14 +14,16 @@ on a small file is the weaker model, so it is only done when honesty needs it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from perdollar.catalog.catalog import Catalog
+from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
-from perdollar.predict.lab.evaluation import ape_summary, build_cases, pair_indices, spearman
+from perdollar.predict.lab.evaluation import Cases, ape_summary, build_cases, pair_indices, spearman
 from perdollar.predict.lab.fit import FitResult, held_out_fit, model_step_times, predict_pairs
 from perdollar.predict.llm_serving.published import validation_section
 from perdollar.predict.params import ShippedModel, shipped_model
@@ -29,7 +31,7 @@ from perdollar.predict.published import normalise, read_published_csv
 from perdollar.predict.references import published_profile_provider
 
 
-def _alias(catalog: Any):
+def _alias(catalog: Catalog) -> Callable[[str], str | None]:
     cache: dict[str, str | None] = {}
 
     def key(name: str) -> str | None:
@@ -43,14 +45,16 @@ def _alias(catalog: Any):
     return key
 
 
-def _peak(acc: Any, precision: str) -> float:
+def _peak(acc: Accelerator, precision: str) -> float:
     dtype = {"amp": "fp16", "fp16": "fp16", "f16": "fp16", "bf16": "bf16", "tf32": "tf32", "fp8": "fp8"}.get(
         precision, "fp32"
     )
     return acc.peak_tflops(dtype) or acc.peak_tflops("fp16") or acc.peak_fp32_tflops or 1.0
 
 
-def baselines(preds: pd.DataFrame, rows: pd.DataFrame, accelerators: Any) -> dict[str, dict]:
+def baselines(
+    preds: pd.DataFrame, rows: pd.DataFrame, accelerators: Mapping[str, Accelerator]
+) -> dict[str, dict]:
     """The naive ratio predictors on the same pairs (memory bandwidth, peak FLOPS, their geometric mean)."""
     precision = rows["precision"].astype(str).to_numpy()[preds["case_target"].to_numpy()]
     a = [accelerators[k] for k in preds["accelerator_anchor"]]
@@ -65,17 +69,20 @@ def baselines(preds: pd.DataFrame, rows: pd.DataFrame, accelerators: Any) -> dic
     }
 
 
-def beaten_by(ours: dict[str, Any], naive: dict[str, dict[str, Any]]) -> list[str]:
+def beaten_by(ours: Mapping[str, object], naive: Mapping[str, Mapping[str, object]]) -> list[str]:
     """The naive baselines whose median error on the same pairs is below perdollar's, best first."""
-    if ours.get("median_ape") is None:
+    mine = ours.get("median_ape")
+    if not isinstance(mine, int | float):  # None: no pair to summarise
         return []
-    better = [(s["median_ape"], name) for name, s in naive.items() if s.get("median_ape") is not None]
-    return [name for error, name in sorted(better) if error < ours["median_ape"]]
+    better = [
+        (error, name) for name, s in naive.items() if isinstance(error := s.get("median_ape"), int | float)
+    ]
+    return [name for error, name in sorted(better) if error < mine]
 
 
 def run_validation(
-    path: str | Path, catalog: Any, target_gpus: list[str] | None = None, *, refit: bool = True
-) -> dict[str, Any]:
+    path: str | Path, catalog: Catalog, target_gpus: list[str] | None = None, *, refit: bool = True
+) -> dict[str, object]:
     started = time.perf_counter()
     accelerators = dict(catalog.accelerators)
     rows = normalise(read_published_csv(path), _alias(catalog))
@@ -130,7 +137,9 @@ def run_validation(
         )
     preds = predict_pairs(cases, pairs, fit)
     ref, fb = preds[preds["reference"]], preds[~preds["reference"]]
-    result: dict[str, Any] = {
+    calibrated_all = ape_summary(preds["calibrated"], preds["actual"])
+    naive = baselines(preds, cases.rows, accelerators) if len(preds) else {}
+    result: dict[str, object] = {
         "file": str(path),
         "target_gpus": sorted(targets) if targets else "all",
         "fit": fit_note,
@@ -141,14 +150,14 @@ def run_validation(
             "note": "models without a reference workload: fallback profile (fitted per model name)",
             "calibrated": ape_summary(fb["calibrated"], fb["actual"]),
         },
-        "calibrated_all": ape_summary(preds["calibrated"], preds["actual"]),
+        "calibrated_all": calibrated_all,
         "spearman": _mean_spearman(cases, fit, targets),
         "coverage": _coverage(rows, preds, targets),
         "left_out": _left_out(rows),
         "per_gpu": _per_gpu(preds),
-        "baselines": baselines(preds, cases.rows, accelerators) if len(preds) else {},
+        "baselines": naive,
     }
-    result["beaten_by"] = beaten_by(result["calibrated_all"], result["baselines"])
+    result["beaten_by"] = beaten_by(calibrated_all, naive)
     llm_serving = validation_section(Path(path), catalog, targets)
     if llm_serving is not None:
         result["llm_serving"] = llm_serving
@@ -183,14 +192,14 @@ def _refit_start(
     """
     fitted = shipped.provenance.get("fitted_accelerators")
     target_keys = set(rows.loc[rows["gpu"].isin(targets), "accelerator_key"].dropna())
-    if fitted is None:
+    if not isinstance(fitted, list | dict):  # None: the shipped fit does not say
         return None, "defaults (the shipped fit does not say which GPUs it saw)"
     if not target_keys & set(fitted):
         return shipped, "shipped parameters (their fit saw none of the target GPUs)"
     return None, "defaults (the shipped fit saw a target GPU)"
 
 
-def _mean_spearman(cases: Any, fit: FitResult, targets: set[str] | None) -> dict[str, Any]:
+def _mean_spearman(cases: Cases, fit: FitResult, targets: set[str] | None) -> dict[str, float | None]:
     rows = cases.rows.assign(model_rate=1.0 / model_step_times(cases, fit))
     values = []
     for _, group in rows.groupby("pair_key"):
@@ -202,7 +211,7 @@ def _mean_spearman(cases: Any, fit: FitResult, targets: set[str] | None) -> dict
     return {"mean": float(np.mean(values)) if values else None, "workloads": len(values)}
 
 
-def _coverage(rows: pd.DataFrame, preds: pd.DataFrame, targets: set[str] | None) -> dict[str, Any]:
+def _coverage(rows: pd.DataFrame, preds: pd.DataFrame, targets: set[str] | None) -> dict[str, float | None]:
     usable = rows[rows["usable"]]
     gpus_per_key = usable.groupby("pair_key")["gpu"].nunique()
     candidates = usable[usable["pair_key"].map(gpus_per_key) > 1]
@@ -231,8 +240,8 @@ def _left_out(rows: pd.DataFrame) -> dict[str, int]:
     }
 
 
-def _per_gpu(preds: pd.DataFrame) -> dict[str, Any]:
-    out = {}
+def _per_gpu(preds: pd.DataFrame) -> dict[str, dict[str, object]]:
+    out: dict[str, dict[str, object]] = {}
     for gpu, group in preds.groupby("gpu_target"):
         ref = group[group["reference"]]
         out[str(gpu)] = {

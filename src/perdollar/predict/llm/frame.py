@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
+from typing import TypedDict
 
 import pandas as pd
 
@@ -59,9 +59,23 @@ def excluded_reason(instance: InstanceType, accelerator: Accelerator | None, wor
     return ""
 
 
+class ClusterSettings(TypedDict):
+    """The keywords :func:`search_plans` and :func:`predict_llm_training` take for the cluster."""
+
+    gpus_per_node: int
+    nodes: int
+    seq_len: int
+    global_batch: int
+    precision: str
+    network_gbps: float | None
+    efa_interfaces: int | None
+    efficiency: LLMEfficiency | None
+    attention_kernel: str
+
+
 def cluster_settings(
     workload: LLMWorkload, instance: InstanceType, gpus: int, nodes: int, efficiency: LLMEfficiency | None
-) -> dict[str, Any]:
+) -> ClusterSettings:
     """What every plan of ``workload`` on ``nodes`` × ``instance`` is predicted with, besides the plan."""
     return {
         "gpus_per_node": gpus,
@@ -107,8 +121,8 @@ def _search(
 
 def _row(
     instance: InstanceType, nodes: int, prediction: LLMTrainingPrediction | None, excluded: str, problem: str
-) -> dict[str, Any]:
-    row: dict[str, Any] = {
+) -> dict[str, object]:
+    row: dict[str, object] = {
         "cloud": instance.cloud,
         "instance_type": instance.name,
         "accelerator_key": instance.accelerator_key,
@@ -189,7 +203,7 @@ def llm_prediction_frame(
     counts = sorted({int(n) for n in node_counts if int(n) >= 1}) or [1]
     accelerators = dict(catalog.accelerators)
     kept = kept_searches(workload, plan, efficiency) if keep else KeptSearches(None)
-    searched: dict[tuple[Any, ...], PlanSearch] = {}
+    searched: dict[tuple[object, ...], PlanSearch] = {}
     rows = []
     for instance in catalog.instance_types.values():
         accelerator = accelerators.get(instance.accelerator_key or "")

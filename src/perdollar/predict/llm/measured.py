@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, replace
-from typing import Any
 
 from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
 from perdollar.measure.fsdp import SHARDING
+from perdollar.measure.result import Measurement
 from perdollar.predict.llm.plan import TrainingPlan
 from perdollar.predict.llm.stage import LLMEfficiency
 from perdollar.predict.llm.step import predict_llm_training
@@ -35,7 +35,7 @@ class Calibration:
 
 
 def _predicted_for(
-    run: Any, workload: LLMWorkload, accelerator: Accelerator, efficiency: LLMEfficiency
+    run: Measurement, workload: LLMWorkload, accelerator: Accelerator, efficiency: LLMEfficiency
 ) -> float:
     processes = max(int(run.nproc or 1), 1)
     plan = TrainingPlan(
@@ -58,7 +58,10 @@ def _predicted_for(
 
 
 def calibrated(
-    workload: LLMWorkload, measurements: list[Any], catalog: Catalog, base: LLMEfficiency | None = None
+    workload: LLMWorkload,
+    measurements: list[Measurement],
+    catalog: Catalog,
+    base: LLMEfficiency | None = None,
 ) -> Calibration:
     """The efficiency that reproduces the usable runs among ``measurements`` (median factor)."""
     efficiency = base or LLMEfficiency()

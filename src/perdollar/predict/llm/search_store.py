@@ -15,8 +15,8 @@ import contextlib
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from perdollar import cache
 from perdollar.files import installed_version
@@ -33,7 +33,7 @@ KIND = "llm-plans"
 _CODE = ("predict", "profile", "workload", "catalog")
 
 
-def _digest(payload: Any) -> str:
+def _digest(payload: object) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=repr).encode()).hexdigest()[:24]
 
 
@@ -42,10 +42,10 @@ class KeptSearches:
 
     def __init__(self, path: Path | None) -> None:
         self._path = path
-        self._outcomes: dict[str, Any] = _read(path) if path is not None else {}
+        self._outcomes: dict[str, object] = _read(path) if path is not None else {}
         self._added = False
 
-    def get(self, cluster: tuple[Any, ...]) -> PlanSearch | None:
+    def get(self, cluster: tuple[object, ...]) -> PlanSearch | None:
         kept = self._outcomes.get(_digest(repr(cluster)))
         if kept is None:
             return None
@@ -53,7 +53,7 @@ class KeptSearches:
             return _search_from_dict(kept)
         return None  # written by another layout of these classes: searched again and replaced
 
-    def put(self, cluster: tuple[Any, ...], search: PlanSearch) -> None:
+    def put(self, cluster: tuple[object, ...], search: PlanSearch) -> None:
         self._outcomes[_digest(repr(cluster))] = _search_to_dict(search)
         self._added = True
 
@@ -78,12 +78,12 @@ def kept_searches(
     return KeptSearches(cache.entry_path(KIND, cache.entry_key(context, _CODE)))
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> dict[str, object]:
     document = cache.read_json(path)  # not kept yet, or damaged: searched again
     return document if isinstance(document, dict) else {}
 
 
-def _search_to_dict(search: PlanSearch) -> dict[str, Any]:
+def _search_to_dict(search: PlanSearch) -> dict[str, object]:
     return {
         "best": _prediction_to_dict(search.best),
         "nearest_miss": _prediction_to_dict(search.nearest_miss),
@@ -92,23 +92,32 @@ def _search_to_dict(search: PlanSearch) -> dict[str, Any]:
     }
 
 
-def _search_from_dict(kept: dict[str, Any]) -> PlanSearch:
+def _search_from_dict(kept: object) -> PlanSearch:
+    """The kept search; a TypeError, KeyError or ValueError where the file no longer reads as one."""
+    if not isinstance(kept, Mapping):
+        raise TypeError("a kept search is an object")
+    evaluated = kept["evaluated"]
+    if not isinstance(evaluated, int | float | str):
+        raise TypeError("a kept search counts the plans it evaluated")
     return PlanSearch(
         _prediction_from_dict(kept["best"]),
         _prediction_from_dict(kept["nearest_miss"]),
-        int(kept["evaluated"]),
+        int(evaluated),
         str(kept["problem"]),
     )
 
 
-def _prediction_to_dict(prediction: LLMTrainingPrediction | None) -> dict[str, Any] | None:
+def _prediction_to_dict(prediction: LLMTrainingPrediction | None) -> dict[str, object] | None:
     if prediction is None:
         return None
     fields = {f.name: getattr(prediction, f.name) for f in dataclasses.fields(prediction)}
     return fields | {"plan": dataclasses.asdict(prediction.plan)}
 
 
-def _prediction_from_dict(kept: dict[str, Any] | None) -> LLMTrainingPrediction | None:
+def _prediction_from_dict(kept: object) -> LLMTrainingPrediction | None:
     if kept is None:
         return None
+    if not isinstance(kept, dict):
+        raise TypeError("a kept prediction is an object")
+    # The fields as the file holds them: one missing or unknown is a TypeError, and searched again.
     return LLMTrainingPrediction(**(kept | {"plan": TrainingPlan(**kept["plan"])}))

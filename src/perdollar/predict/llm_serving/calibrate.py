@@ -15,11 +15,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
 from perdollar.catalog.model import Accelerator
+from perdollar.measure.result import Measurement
 from perdollar.predict.llm_serving.engines import DEFAULT_ENGINE
 from perdollar.predict.llm_serving.formats import peak_tflops, serving_format, unsupported_reason
 from perdollar.predict.llm_serving.published import ServingCase, predict_case
@@ -65,7 +65,7 @@ class Calibration:
                 f"with it under {self.engine}")  # fmt: skip
 
 
-def reading_of(measurement: Any) -> EndpointReading | None:
+def reading_of(measurement: Measurement) -> EndpointReading | None:
     """The light-load reading of a stored ``serve-bench --url`` measurement (None: not usable)."""
     details = measurement.utilization or {}
     steps = [s for s in details.get("steps") or () if s.get("ok") and s.get("tpot_ms") and s.get("ttft_ms")]

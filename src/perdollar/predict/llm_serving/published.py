@@ -31,7 +31,7 @@ from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_con
 FILES = ("llamacpp_llama3_inference.csv", "tensorrt_llm_inference.csv")
 CONFIGS = Path(__file__).resolve().parents[2] / "workload" / "llm" / "configs"
 # Models of the tables that perdollar bundles no config for: the sizes of their public configs.
-_MORE_CONFIGS: dict[str, dict[str, Any]] = {
+_MORE_CONFIGS: dict[str, dict[str, str | int]] = {
     "mistral-7b": {"model_type": "mistral", "hidden_size": 4096, "num_hidden_layers": 32,
                    "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
                    "vocab_size": 32000},
@@ -121,6 +121,7 @@ def load_cases(development_csv: Path, catalog: Catalog) -> tuple[list[ServingCas
 
 
 def _case(row: Any, chip: Accelerator, arch: DecoderArchitecture) -> ServingCase | None:
+    # ``row``: a row of the published table as pandas reads it (its columns as attributes).
     count = int(row.gpu_count)
     text, unit = str(row.seq_len), str(row.unit)
     fmt = serving_format(str(row.precision))
@@ -306,7 +307,7 @@ def held_out_errors(
     return out
 
 
-def _summary(values: list[float]) -> dict[str, Any]:
+def _summary(values: list[float]) -> dict[str, float | None]:
     if not values:
         return {"n": 0, "median_ape": None, "mean_ape": None, "within_10pct": None, "within_25pct": None}
     return {
@@ -320,7 +321,7 @@ def _summary(values: list[float]) -> dict[str, Any]:
 
 def validation_section(
     path: Path, catalog: Catalog, target_gpus: Iterable[str] | None
-) -> dict[str, Any] | None:
+) -> dict[str, object] | None:
     """`perdollar validate`'s LLM serving section: held-out errors by kind beside the plain roofline;
     None when the file has no LLM serving rows."""
     try:

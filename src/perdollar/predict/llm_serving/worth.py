@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from perdollar.predict.llm_serving.disaggregate import disaggregation
 from perdollar.predict.llm_serving.load import LLMServingPrediction, Workload
 from perdollar.predict.llm_serving.timing import GroupShape
 
 Predictor = Callable[[Workload, GroupShape], LLMServingPrediction]
+# One feature's figures with it and without it: rates, latencies and counts, and what it is compared with.
+FeatureWorth = dict[str, float | str]
 
 
 def _change(without: LLMServingPrediction, with_: LLMServingPrediction, copies: int = 1) -> dict[str, float]:
@@ -30,13 +31,13 @@ def _change(without: LLMServingPrediction, with_: LLMServingPrediction, copies: 
 
 def feature_worth(
     predict: Predictor, work: Workload, shape: GroupShape, result: LLMServingPrediction
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, FeatureWorth]:
     """Per feature in use, the replica's figures with it and without it (``predict`` without
     disaggregation: a disaggregated ``result`` is compared with the same GPUs colocated)."""
     if not result.fits:
         return {}
     colocated = predict(work, shape)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, FeatureWorth] = {}
     if work.prefix_share:
         without = predict(replace(work, prefix_share=0.0), shape)
         out["prefix_caching"] = {

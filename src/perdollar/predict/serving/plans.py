@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -113,17 +113,18 @@ def plan_accelerator(
         return _excluded(base, "does not fit in accelerator memory even at batch size 1")
     scaled = curve.scaled(device_fraction) if device_fraction < 1 else curve
     slo_s = {q: ms / 1e3 for q, ms in target.slo_ms.items()}
-    kwargs: dict[str, Any] = {
-        "qps": target.qps,
-        "slo_s": slo_s,
-        "headroom": target.headroom,
-        "max_wait_options_s": target.wait_options_s(),
-    }
-    nominal = plan_replicas(scaled.batch_sizes, scaled.seconds, **kwargs)
+    planned = partial(
+        plan_replicas,
+        qps=target.qps,
+        slo_s=slo_s,
+        headroom=target.headroom,
+        max_wait_options_s=target.wait_options_s(),
+    )
+    nominal = planned(scaled.batch_sizes, scaled.seconds)
     if nominal.plan is None:
         share = f" on a {device_fraction:.2g} share of the device" if device_fraction < 1 else ""
         return _excluded(base, f"{nominal.reason}{share} ({target.slo_label})")
-    slow = plan_replicas(scaled.batch_sizes, scaled.high, **kwargs)
+    slow = planned(scaled.batch_sizes, scaled.high)
     plan = nominal.plan
     return AcceleratorPlan(
         accelerator_key=curve.accelerator_key,
