@@ -147,7 +147,7 @@ def _training_launch(candidate: CandidateSpec, fmt: str, *, workload: str | None
     chosen_region = region or candidate.region
     label = f"{candidate.label} {token}"
     # predict_llm's document is built of JSON values only (numbers, texts, the plan's to_dict()).
-    document = cast(Mapping[str, JsonValue], prediction)
+    document = cast("Mapping[str, JsonValue]", prediction)
     description: dict[str, object]
     if fmt == "torchrun":
         description = {**torchrun_description(document, script=script, script_args=[], label=label)}
