@@ -89,6 +89,8 @@ TOKEN_SERVING_OBJECTIVE: ServingObjective = "usd-per-million-tokens"
 LatencyMetric = Literal["latency", "ttft", "tpot"]
 # How a fleet's traffic over a day is given: hourly rates, or the requests as they came.
 TrafficKind = Literal["load-curve", "trace"]
+# The rows the store keeps: a run's measurement, or a question's answer.
+StoredKind = Literal["measurement", "recommendation"]
 
 Word = TypeVar("Word", bound=str)
 
