@@ -97,7 +97,25 @@ def test_every_declared_field_has_a_default_a_help_and_typed_choices() -> None:
     by_flag = {option.flag: choices_of(typing.get_type_hints(s)[i.name]) for s, i, option in fields}
     assert set(by_flag["--precision"]) >= {"fp32", "amp-bf16", "bf16", "fp8"}
     assert "carbon" in by_flag["--objective"]
-    assert by_flag["--market"] == () and set(choices_of(CHOICE_LISTS["markets"])) >= {"spot", "committed"}
+    # recommend's --market is a comma list of markets; catalog's keeps offers of one priced market.
+    markets = {
+        choices_of(typing.get_type_hints(s)[i.name]): o.parse for s, i, o in fields if o.flag == "--market"
+    }
+    assert markets == {(): "markets", ("on-demand", "spot"): ""}
+    assert set(choices_of(CHOICE_LISTS["markets"])) >= {"spot", "committed"}
+    # The commands' own options are declared too, each fixed set of choices typed.
+    assert by_flag["--kind"] == ("measurement", "recommendation")
+    assert set(by_flag["--mode"]) == {"cached-input", "full", "data-only", "all"}
+    assert by_flag["--source"] == ("gpuhunt", "aws-api") and "name" in by_flag["--sort"]
+    for flag in ("--target-gpus", "--stale", "--max-run", "--connections", "--measure", "--captured-at"):
+        assert flag in by_flag, flag
+
+
+def test_the_listing_sorts_by_the_keys_the_catalog_query_sorts_by() -> None:
+    from perdollar.catalog.query import SORT_KEYS
+    from perdollar.vocabulary import ListingSort
+
+    assert typing.get_args(ListingSort) == tuple(SORT_KEYS)
 
 
 def _helps_by_flag() -> dict[str, set[str]]:
@@ -227,3 +245,26 @@ def test_an_engine_that_is_none_of_the_choices_is_refused_with_the_nearest(
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-1500:]
     assert f"unknown serving engine {named!r} for --engine" in lines[0] and "did you mean" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "near"),
+    [(("catalog", "--sort", "prise"), "--sort", "price"),
+     (("catalog", "--market", "spto"), "--market", "spot"),
+     (("catalog", "refresh", "--source", "gpuhnt"), "--source", "gpuhunt"),
+     (("bench", "mlp", "--mode", "ful", "--no-store"), "--mode", "full")],
+)  # fmt: skip
+def test_a_command_option_of_fixed_choices_is_refused_with_the_nearest(
+    command: tuple[str, ...], flag: str, near: str
+) -> None:
+    done = run_perdollar(*command)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-1500:]
+    assert f"for {flag}" in lines[0] and f"did you mean {near}?" in lines[0], lines[0]
+
+
+def test_the_catalog_reads_its_market_whatever_its_case() -> None:
+    done = run_perdollar("catalog", "--market", "Spot", "--limit", "3", "--json")
+    assert done.returncode == 0, done.stderr[-1500:]
+    rows = json.loads(done.stdout)
+    assert rows and all(row["spot_price_per_hour"] is not None for row in rows)

@@ -60,7 +60,12 @@ def test_bad_input_is_one_line_with_exit_code_2(tmp_path: Path) -> None:
     assert "no recommendation with id 'nosuchid'" in missing.stderr
     assert not (tmp_path / "x.html").exists()
     kind = perdollar("history", "--kind", "banana", check=False)
-    assert kind.returncode == 2 and "measurement or recommendation" in kind.stderr
+    assert kind.returncode == 2 and "unknown kind 'banana' for --kind" in kind.stderr
+    assert "measurement, recommendation" in kind.stderr and len(kind.stderr.strip().splitlines()) == 1
+    # --kind is a typed choice, refused as every other is: with the nearest kind, whatever the case.
+    near = perdollar("history", "--kind", "measurment", check=False)
+    assert near.returncode == 2 and "did you mean measurement?" in near.stderr
+    assert perdollar("history", "--kind", "Measurement", "--json", check=False).returncode == 0
     bad_url = perdollar("history", "--store", "definitely not a url", check=False)
     assert bad_url.returncode == 2 and "not a SQLAlchemy URL" in bad_url.stderr
 

@@ -89,6 +89,19 @@ TOKEN_SERVING_OBJECTIVE: ServingObjective = "usd-per-million-tokens"
 LatencyMetric = Literal["latency", "ttft", "tpot"]
 # How a fleet's traffic over a day is given: hourly rates, or the requests as they came.
 TrafficKind = Literal["load-curve", "trace"]
+# The markets a catalog listing filters by (the two a snapshot prices), and what it sorts by.
+ListedMarket = Literal["on-demand", "spot"]
+ListingSort = Literal[
+    "price", "spot", "price-per-accelerator", "accelerator-memory", "vcpus", "memory", "accelerators",
+    "network", "name",
+]  # fmt: skip
+# What bench measures: the step on one batch reused, the workload's own input path, the input
+# pipeline alone, or the three of them.
+BenchMode = Literal["cached-input", "full", "data-only", "all"]
+# Where catalog refresh reads current prices: gpuhunt's published catalogs, or AWS's own APIs.
+PriceSource = Literal["gpuhunt", "aws-api"]
+# The rows the store keeps: a run's measurement, or a question's answer.
+StoredKind = Literal["measurement", "recommendation"]
 
 Word = TypeVar("Word", bound=str)
 

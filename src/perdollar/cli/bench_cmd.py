@@ -12,16 +12,14 @@ import typer
 from perdollar.cli import common
 from perdollar.cli.bench_options import (
     BENCH_HELP,
-    DURATION_HELP,
-    PLAN_HELP,
     TARGET_HELP,
-    TIMEOUT_HELP,
+    BenchRun,
     CommandReading,
     LatencyCurve,
 )
 from perdollar.cli.declared import Group, StoreChoice, takes
 from perdollar.cli.persist import check_store
-from perdollar.cli.shared_options import OUTPUT, STEP, Output, Step
+from perdollar.cli.shared_options import OPTIONS, OUTPUT, STEP, Output, Step
 from perdollar.errors import EXIT_FAILURE, EXIT_OK, PerdollarError
 
 if TYPE_CHECKING:
@@ -246,6 +244,7 @@ def run_find_max_batch(
 
 
 @takes(
+    run=Group(BenchRun, panel=OPTIONS),
     reading=Group(CommandReading, panel="Reading a command's output"),
     curve=Group(LatencyCurve, panel="Serving latency curve"),
     store=StoreChoice,
@@ -254,21 +253,8 @@ def run_find_max_batch(
 )
 def bench(
     target: list[str] = typer.Argument(None, metavar="WORKLOAD | -- COMMAND…", help=TARGET_HELP),
-    mode: str = typer.Option("cached-input", "--mode", "-m", help="cached-input | full | data-only | all."),
-    duration: str | None = typer.Option(None, "--duration", "-d", help=DURATION_HELP),
-    nproc: int = typer.Option(
-        1, "--nproc", help="Processes for data-parallel DDP (gloo on CPU, NCCL on GPU)."
-    ),
-    plan: str | None = typer.Option(None, "--plan", help=PLAN_HELP),
-    device: str = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N."),
-    timeout: float | None = typer.Option(None, "--timeout", help=TIMEOUT_HELP),
-    find_max_batch: bool = typer.Option(
-        False, "--find-max-batch", help="Bisect the largest batch that fits in memory."
-    ),
-    memory_limit: str | None = typer.Option(
-        None, "--memory-limit", help="Cap the child's address space, e.g. 8G (CPU runs)."
-    ),
     *,
+    run: BenchRun,
     reading: CommandReading,
     curve: LatencyCurve,
     store: StoreChoice,
@@ -278,6 +264,8 @@ def bench(
     batch_size = step.batch_size
     precision = step.precision
     json_output = output.json_output
+    mode, duration, nproc, plan, device = run.mode, run.duration, run.nproc, run.plan, run.device
+    timeout, find_max_batch, memory_limit = run.timeout, run.find_max_batch, run.memory_limit
     target = list(target or [])
     if not target:
         raise PerdollarError("nothing to measure", "give a workload (bench mlp) or a command after --")

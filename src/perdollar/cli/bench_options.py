@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perdollar.question import declared
+from perdollar.vocabulary import BenchMode
 
 BENCH_HELP = (
     "Measure a workload on this machine until its samples/s are steady, and say how steady.\n\n"
@@ -49,6 +50,27 @@ TIMEOUT_HELP = (
     "baseline run included (default 2×duration+90, about twice that with --nproc); it is recorded "
     "as a timeout."
 )
+
+
+@dataclass(frozen=True, slots=True)
+class BenchRun:
+    """How a workload's training steps are measured: in which mode, for how long, over what."""
+
+    mode: BenchMode = declared(  # noqa: RUF009 (declared() returns a dataclasses.field)
+        "cached-input", "--mode", "cached-input | full | data-only | all.", short="-m"
+    )
+    duration: str | None = declared(None, "--duration", DURATION_HELP, short="-d")
+    nproc: int = declared(1, "--nproc", "Processes for data-parallel DDP (gloo on CPU, NCCL on GPU).")
+    plan: str | None = declared(None, "--plan", PLAN_HELP)
+    # Not a fixed set of choices: cuda:N names any of the machine's GPUs.
+    device: str = declared("auto", "--device", "auto, cpu, cuda or cuda:N.")
+    timeout: float | None = declared(None, "--timeout", TIMEOUT_HELP)
+    find_max_batch: bool = declared(
+        False, "--find-max-batch", "Bisect the largest batch that fits in memory."
+    )
+    memory_limit: str | None = declared(
+        None, "--memory-limit", "Cap the child's address space, e.g. 8G (CPU runs)."
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from perdollar.cli.catalog_options import ListingFilter
 from perdollar.cli.catalog_render import (
     age_line,
     listing_table,
@@ -15,8 +16,8 @@ from perdollar.cli.catalog_render import (
     records,
 )
 from perdollar.cli.common import console, emit_json
-from perdollar.cli.declared import takes
-from perdollar.cli.shared_options import CLOUD_ONLY, OUTPUT, PLACES, Output, Places, only_one
+from perdollar.cli.declared import Group, takes
+from perdollar.cli.shared_options import CLOUD_ONLY, OPTIONS, OUTPUT, PLACES, Output, Places, only_one
 from perdollar.terminal_tables import FittingTable
 
 if TYPE_CHECKING:
@@ -52,39 +53,10 @@ LISTING_JSON_FIELDS = (
 
 
 @catalog_app.callback()
-@takes(places=PLACES, output=OUTPUT)
-def catalog_list(
-    ctx: typer.Context,
-    accelerator: str | None = typer.Option(
-        None,
-        "--accelerator",
-        "-a",
-        help="Chip name or family, case-insensitive: a10g, A100, H100, tpu, trainium.",
-    ),
-    min_accelerator_memory: float | None = typer.Option(
-        None, "--min-accelerator-memory", help="Minimum memory per accelerator, GiB."
-    ),
-    min_accelerators: float | None = typer.Option(None, "--min-accelerators", help="Minimum accelerators."),
-    min_vcpus: float | None = typer.Option(None, "--min-vcpus", help="Minimum vCPUs."),
-    cpu_only: bool = typer.Option(False, "--cpu-only", help="Only instance types without accelerators."),
-    market: str | None = typer.Option(
-        None,
-        "--market",
-        help="on-demand or spot: keep offers priced in that market (--max-price applies to it).",
-    ),
-    max_price: float | None = typer.Option(None, "--max-price", help="Maximum USD per instance-hour."),
-    sort: str = typer.Option(
-        "price",
-        "--sort",
-        help="price, spot, price-per-accelerator, accelerator-memory, vcpus, memory, "
-        "accelerators, network or name.",
-    ),
-    limit: int | None = typer.Option(None, "--limit", help="Rows to show (table default 40; JSON: all)."),
-    *,
-    places: Places,
-    output: Output,
-) -> None:
+@takes(kept=Group(ListingFilter, panel=OPTIONS), places=PLACES, output=OUTPUT)
+def catalog_list(ctx: typer.Context, *, kept: ListingFilter, places: Places, output: Output) -> None:
     """List offers (one row per cloud, instance type and region), filtered and sorted."""
+    limit = kept.limit
     cloud = list(places.clouds)
     region = list(places.regions)
     json_output = output.json_output
@@ -94,9 +66,10 @@ def catalog_list(
 
     catalog = load()
     frame = find(
-        catalog, cloud=cloud or None, region=region or None, accelerator=accelerator,
-        min_accelerator_memory_gib=min_accelerator_memory, min_accelerators=min_accelerators,
-        min_vcpus=min_vcpus, market=market, max_price=max_price, cpu_only=cpu_only, sort=sort,
+        catalog, cloud=cloud or None, region=region or None, accelerator=kept.accelerator,
+        min_accelerator_memory_gib=kept.min_accelerator_memory, min_accelerators=kept.min_accelerators,
+        min_vcpus=kept.min_vcpus, market=kept.market, max_price=kept.max_price, cpu_only=kept.cpu_only,
+        sort=kept.sort,
     )  # fmt: skip
     total = len(frame)
     if json_output:

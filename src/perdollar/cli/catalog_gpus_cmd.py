@@ -5,13 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-import typer
-
 from perdollar.cli.catalog_cmd import catalog_app
+from perdollar.cli.catalog_options import GpuFilter
 from perdollar.cli.catalog_render import FLAG_MARKS, format_price, print_table, quantity
 from perdollar.cli.common import console, emit_json
-from perdollar.cli.declared import takes
-from perdollar.cli.shared_options import OUTPUT, PLACES, Output, Places
+from perdollar.cli.declared import Group, takes
+from perdollar.cli.shared_options import OPTIONS, OUTPUT, PLACES, Output, Places
 from perdollar.terminal_tables import FittingTable
 
 
@@ -22,22 +21,15 @@ def _where(row: Mapping[str, object], prefix: str) -> str:
 
 
 @catalog_app.command("gpus")
-@takes(places=PLACES, output=OUTPUT)
-def catalog_gpus(
-    accelerator: str | None = typer.Option(
-        None, "--accelerator", "-a", help="Chip or family: H100, A100, l4."
-    ),
-    min_memory: float | None = typer.Option(None, "--min-memory", help="Minimum memory per GPU, GiB."),
-    *,
-    places: Places,
-    output: Output,
-) -> None:
+@takes(kept=Group(GpuFilter, panel=OPTIONS), places=PLACES, output=OUTPUT)
+def catalog_gpus(*, kept: GpuFilter, places: Places, output: Output) -> None:
     """One row per accelerator: the cheapest on-demand and spot price per GPU-hour over every cloud
     and region, where it is, and when that price was captured.
 
       perdollar catalog gpus --accelerator H100
       perdollar catalog gpus --min-memory 40 --cloud aws --cloud runpod --csv
     """
+    accelerator, min_memory = kept.accelerator, kept.min_memory
     cloud = list(places.clouds)
     region = list(places.regions)
     json_output = output.json_output

@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 from perdollar.cli.catalog_cmd import catalog_app
+from perdollar.cli.catalog_options import QuotasTarget
 from perdollar.cli.common import err_console
-from perdollar.cli.declared import takes
-from perdollar.cli.shared_options import OUTPUT, Output
+from perdollar.cli.declared import Group, takes
+from perdollar.cli.shared_options import OPTIONS, OUTPUT, Output
 from perdollar.errors import PerdollarError
 
 
 @catalog_app.command("quotas")
+@takes(target=Group(QuotasTarget, panel=OPTIONS))
 def catalog_quotas(
     from_cloud: str = typer.Option(..., "--from-cloud", help="The cloud to read quotas from: aws."),
-    region: list[str] = typer.Option(["us-east-1"], "--region", help="Regions to read (repeatable)."),
-    out: Path = typer.Option(Path("quotas.csv"), "--out", "-o", help="The quotas CSV to write."),
+    *,
+    target: QuotasTarget,
 ) -> None:
     """Write a quotas file (cloud,region,family,gpus) for `recommend --quotas` from AWS Service Quotas.
 
@@ -27,6 +27,7 @@ def catalog_quotas(
 
       perdollar catalog quotas --from-cloud aws --region us-east-1 --region us-west-2 -o quotas.csv
     """
+    region, out = list(target.region), target.out
     from perdollar.catalog import load
     from perdollar.catalog.quotas import write_quotas
     from perdollar.catalog.quotas_aws import aws_gpu_quotas

@@ -7,13 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
 from rich.markup import escape
 
 from perdollar.cli.catalog_cmd import catalog_app
+from perdollar.cli.catalog_options import RefreshSources
 from perdollar.cli.common import emit_json, err_console, progress
-from perdollar.cli.declared import takes
-from perdollar.cli.shared_options import OUTPUT, Output
+from perdollar.cli.declared import Group, takes
+from perdollar.cli.shared_options import OPTIONS, OUTPUT, Output
 from perdollar.errors import PerdollarError
 
 if TYPE_CHECKING:  # types only: the catalog readers load pandas
@@ -34,34 +34,8 @@ def _day(text: str | None) -> dt.date | None:
 
 
 @catalog_app.command("refresh")
-@takes(output=OUTPUT)
-def catalog_refresh(
-    provider: list[str] = typer.Option(
-        [],
-        "--provider",
-        "--cloud",
-        help="Providers to refresh (repeatable; default all): aws, gcp, azure, lambda, runpod, vastai, "
-        "nebius, oci, verda, cloudrift. The others keep the current snapshot's offers.",
-    ),
-    source: str | None = typer.Option(
-        None,
-        "--source",
-        help="gpuhunt (default): every provider, no credentials (needs pip install 'perdollar[prices]' "
-        "unless --from); aws-api (default with --region): AWS's own APIs with your credentials (spot "
-        "price per zone now, specs).",
-    ),
-    from_path: Path | None = typer.Option(
-        None, "--from", help="Read a gpuhunt catalog from files: a folder of provider CSVs, or a zip of them."
-    ),
-    captured_at: str | None = typer.Option(
-        None,
-        "--captured-at",
-        help="With --from: the date the files' prices were observed (default: file dates).",
-    ),
-    region: list[str] = typer.Option([], "--region", help="--source aws-api: AWS regions (repeatable)."),
-    *,
-    output: Output,
-) -> None:
+@takes(asked=Group(RefreshSources, panel=OPTIONS), output=OUTPUT)
+def catalog_refresh(*, asked: RefreshSources, output: Output) -> None:
     """Fetch current offers and write a new catalog snapshot that takes precedence.
 
     Through gpuhunt (dstack's maintained offers catalog) for AWS, GCP, Azure and the GPU clouds
@@ -75,8 +49,9 @@ def catalog_refresh(
       perdollar catalog refresh --source aws-api --region us-east-1 --region us-west-2
     """  # fmt: skip
     json_output = output.json_output
-
-    source = source or ("aws-api" if region else "gpuhunt")
+    provider, region = list(asked.provider), list(asked.region)
+    from_path, captured_at = asked.from_path, asked.captured_at
+    source = asked.source or ("aws-api" if region else "gpuhunt")
     if source not in SOURCES:
         raise PerdollarError(f"unknown source {source!r}", f"use one of {', '.join(SOURCES)}")
     if source == "aws-api":

@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 
-import typer
 from rich.table import Table
 
 from perdollar.cli.catalog_cmd import catalog_app
+from perdollar.cli.catalog_options import SourceFilter
 from perdollar.cli.common import emit_json, print_table
-from perdollar.cli.declared import takes
-from perdollar.cli.shared_options import OUTPUT, Output
+from perdollar.cli.declared import Group, takes
+from perdollar.cli.shared_options import OPTIONS, OUTPUT, Output
 
 
 @catalog_app.command("sources")
-@takes(output=OUTPUT)
-def catalog_sources(
-    stale_only: bool = typer.Option(False, "--stale", help="Only the rows past their date."),
-    *,
-    output: Output,
-) -> None:
+@takes(kept=Group(SourceFilter, panel=OPTIONS), output=OUTPUT)
+def catalog_sources(*, kept: SourceFilter, output: Output) -> None:
     """List every egress/storage rate, energy factor and grid carbon intensity the bill uses, with
     its source and date; stale ones are marked (rates after PERDOLLAR_STALE_PRICE_DAYS, default 30
     days, like prices; yearly energy and grid figures after three years).
@@ -29,7 +25,7 @@ def catalog_sources(
     json_output = output.json_output
     from perdollar.catalog.bill_sources import bill_sources
 
-    rows = [row for row in bill_sources() if row.stale or not stale_only]
+    rows = [row for row in bill_sources() if row.stale or not kept.stale_only]
     if json_output:
         emit_json({"sources": [dataclasses.asdict(row) for row in rows]}, table="sources")
         return

@@ -11,9 +11,19 @@ from typing import TYPE_CHECKING, cast
 import typer
 
 from perdollar.cli import common
-from perdollar.cli.declared import takes
+from perdollar.cli.declared import Group, takes
+from perdollar.cli.export_options import ExportLaunch
 from perdollar.cli.output_files import write_text_file
-from perdollar.cli.shared_options import OUTPUT, PRECISION_ONLY, REGION_ONLY, Output, Places, Step, only_one
+from perdollar.cli.shared_options import (
+    OPTIONS,
+    OUTPUT,
+    PRECISION_ONLY,
+    REGION_ONLY,
+    Output,
+    Places,
+    Step,
+    only_one,
+)
 from perdollar.cli.sweep_render import print_export
 from perdollar.errors import PerdollarError
 
@@ -47,27 +57,12 @@ EXPORT_HELP = (
 )
 
 
-@takes(places=REGION_ONLY, step=PRECISION_ONLY, output=OUTPUT)
+@takes(launch=Group(ExportLaunch, panel=OPTIONS), places=REGION_ONLY, step=PRECISION_ONLY, output=OUTPUT)
 def export(
     candidate: str = typer.Argument(..., help="e.g. '4x g5.4xlarge spot', 'ml.g5.12xlarge'."),
     fmt: str = typer.Option(..., "--format", "-f", help="sagemaker, ec2, torchrun or skypilot."),
-    max_run: str = typer.Option("24h", "--max-run", help="SageMaker max_run (e.g. 24h, 90m)."),
-    max_wait: str | None = typer.Option(None, "--max-wait", help="SageMaker spot max_wait (≥ --max-run)."),
-    workload: str | None = typer.Option(
-        None, "--workload", "-w", help="torchrun/skypilot: the language model (built-in or config.json)."
-    ),
-    plan: str | None = typer.Option(
-        None, "--plan", help="torchrun/skypilot: fix the plan, e.g. fsdp+ac,mb4."
-    ),
-    seq_len: int | None = typer.Option(None, "--seq-len", help="torchrun/skypilot: tokens per sequence."),
-    global_batch: int | None = typer.Option(
-        None, "--global-batch", help="torchrun/skypilot: sequences per optimizer step."
-    ),
-    script: str = typer.Option("train.py", "--script", help="torchrun/skypilot: the training script."),
-    as_yaml: bool = typer.Option(False, "--yaml", help="Print YAML instead of JSON."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Also write the description to this file."),
-    force: bool = typer.Option(False, "--force", help="Replace the --out file if it exists."),
     *,
+    launch: ExportLaunch,
     places: Places,
     step: Step,
     output: Output,
@@ -75,6 +70,9 @@ def export(
     region = only_one(places.regions, "--region")
     precision = step.precision
     json_output = output.json_output
+    max_run, max_wait, workload, plan = launch.max_run, launch.max_wait, launch.workload, launch.plan
+    seq_len, global_batch, script = launch.seq_len, launch.global_batch, launch.script
+    as_yaml, out, force = launch.as_yaml, launch.out, launch.force
     import yaml
 
     from perdollar import catalog as catalog_module
@@ -82,7 +80,7 @@ def export(
 
     parsed = parse_candidate(candidate)
     if fmt in TRAINING_FORMATS:
-        launch = _training_launch(
+        training = _training_launch(
             parsed,
             fmt,
             workload=workload,
@@ -93,7 +91,7 @@ def export(
             precision=precision,
             script=script,
         )
-        _emit_training(launch, out=out, as_yaml=as_yaml, json_output=json_output, force=force)
+        _emit_training(training, out=out, as_yaml=as_yaml, json_output=json_output, force=force)
         return 0
     description = describe_from_catalog(
         parsed,

@@ -12,9 +12,11 @@ from perdollar.ask.questions import PlanFlags
 from perdollar.catalog.model import InstanceType
 from perdollar.cli.common import console, emit_json, err_console, print_table, progress
 from perdollar.cli.declared import LANGUAGE_MODEL_PANELS, Group, StoreChoice, takes
+from perdollar.cli.predict_options import PredictionTarget, ValidationTargets
 from perdollar.cli.shared_options import (
     CLOUD_ONLY,
     MEASURED,
+    OPTIONS,
     OUTPUT,
     STEP,
     Measured,
@@ -92,6 +94,7 @@ def _bar(value: float | None) -> str:
 
 
 @takes(
+    target=Group(PredictionTarget, panel=OPTIONS),
     language_model=Group(LanguageModelSettings, ("training", "serving"), scope_panels=LANGUAGE_MODEL_PANELS),
     plan_flags=Group(PlanFlags, panel="Language model: plan"),
     store=StoreChoice,
@@ -104,28 +107,8 @@ def predict_command(
     workload: str = typer.Argument(
         ..., help="Built-in workload name, path/to/file.py:function, or an LLM's config.json."
     ),
-    instance: str = typer.Option(None, "--instance", "-i", help="Instance type, e.g. g5.2xlarge."),
-    nodes: int = typer.Option(1, "--nodes", "-n", min=1, help="Number of instances (data parallel)."),
-    data_bytes_per_sample: float = typer.Option(
-        None, "--data-bytes-per-sample", help="Bytes streamed from object storage per sample."
-    ),
-    input_rate_per_core: float = typer.Option(
-        None, "--input-rate-per-core", help="Data-only samples/s per host core (input-pipeline cap)."
-    ),
-    inference: bool = typer.Option(False, "--inference", help="Serve an LLM config: prefill and decode."),
-    accelerator: str = typer.Option(
-        None, "--accelerator", help="LLM --inference: accelerator name or alias (or give --instance)."
-    ),
-    gpus: int = typer.Option(
-        1, "--gpus", min=1, help="LLM --inference: GPUs in all (replicas × TP × PP); or give --instance."
-    ),
-    concurrency: int = typer.Option(
-        None, "--concurrency", help="LLM --inference: requests in flight (closed loop): TTFT/TPOT p50, p99."
-    ),
-    rps: float = typer.Option(
-        None, "--rps", help="LLM --inference: requests/s arriving (Poisson): TTFT/TPOT p50, p99."
-    ),
     *,
+    target: PredictionTarget,
     language_model: LanguageModelSettings,
     plan_flags: PlanFlags,
     store: StoreChoice,
@@ -147,10 +130,11 @@ def predict_command(
     )
 
     asked = PredictionAsked(
-        workload, instance=instance, nodes=nodes, cloud=cloud, batch_size=batch_size, precision=precision,
-        inference=inference, accelerator=accelerator, gpus=gpus, settings=language_model, flags=plan_flags,
-        measurements_file=measurements, data_bytes_per_sample=data_bytes_per_sample,
-        input_rate_per_core=input_rate_per_core, concurrency=concurrency, requests_per_second=rps,
+        workload, instance=target.instance, nodes=target.nodes, cloud=cloud, batch_size=batch_size,
+        precision=precision, inference=target.inference, accelerator=target.accelerator, gpus=target.gpus,
+        settings=language_model, flags=plan_flags, measurements_file=measurements,
+        data_bytes_per_sample=target.data_bytes_per_sample, input_rate_per_core=target.input_rate_per_core,
+        concurrency=target.concurrency, requests_per_second=target.rps,
     )  # fmt: skip
     refuse_a_misplaced_load(asked)
     # A served language model is predicted in well under a second: no progress line to clear.
@@ -204,21 +188,17 @@ def _render(answer: object, json_output: bool) -> None:
             print_llm_prediction(answer)
 
 
-@takes(output=OUTPUT)
+@takes(targets=Group(ValidationTargets, panel=OPTIONS), output=OUTPUT)
 def validate_command(
     file: Path | None = typer.Argument(
         None, help="CSV of published figures (the columns below; default: the shipped sample)."
     ),
-    target_gpus: str = typer.Option(None, "--target-gpus", help="Comma-separated gpu values to predict."),
-    refit: bool = typer.Option(
-        True,
-        "--refit/--no-refit",
-        help="Refit without the target GPUs first where the shipped fit saw their rows.",
-    ),
     *,
+    targets: ValidationTargets,
     output: Output,
 ) -> None:
     json_output = output.json_output
+    target_gpus, refit = targets.target_gpus, targets.refit
     from perdollar import catalog as catalog_mod
     from perdollar.files import checked_user_file
     from perdollar.predict.lab.validate import run_validation
@@ -229,9 +209,9 @@ def validate_command(
         checked_user_file(file, "the CSV", PUBLISHED_MAX_BYTES, fix)
     else:
         file = SAMPLE_CSV
-    targets = [g.strip() for g in target_gpus.split(",") if g.strip()] if target_gpus else None
+    gpus = [g.strip() for g in target_gpus.split(",") if g.strip()] if target_gpus else None
     with progress("pairing, fitting and predicting", quiet=json_output):
-        result = run_validation(file, catalog_mod.load(), targets, refit=refit)
+        result = run_validation(file, catalog_mod.load(), gpus, refit=refit)
     if json_output:
         emit_json(result)
         return

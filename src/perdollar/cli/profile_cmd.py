@@ -7,8 +7,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from perdollar.cli.common import console, emit_json, print_table, progress
-from perdollar.cli.declared import takes
-from perdollar.cli.shared_options import OUTPUT, STEP, Output, Step
+from perdollar.cli.declared import Group, takes
+from perdollar.cli.profile_options import ProfileRun
+from perdollar.cli.shared_options import OPTIONS, OUTPUT, STEP, Output, Step
 from perdollar.fmt import format_bytes, format_si
 
 HELP = (
@@ -125,26 +126,26 @@ def _print_summary(profile: object, top: int) -> None:
         )
 
 
-@takes(step=STEP, output=OUTPUT)
+@takes(run=Group(ProfileRun, panel=OPTIONS), step=STEP, output=OUTPUT)
 def profile_command(
     workload: str = typer.Argument(..., help="Built-in workload name or path/to/file.py:function."),
-    inference: bool = typer.Option(False, "--inference", help="Profile the forward pass of serving."),
-    top: int = typer.Option(8, "--top", help="How many operators to list by FLOPs and by bytes."),
-    timeout: float = typer.Option(
-        300.0, "--timeout", help="Seconds a workload file may take to import and trace (default 300)."
-    ),
     *,
+    run: ProfileRun,
     step: Step,
     output: Output,
 ) -> None:
     batch_size = step.batch_size
     precision = step.precision
     json_output = output.json_output
+    inference, top, timeout = run.inference, run.top, run.timeout
     from perdollar.profile.profiler import load_to_profile, profile_workload
     from perdollar.profile.summary import profile_dict
 
     loaded = load_to_profile(
-        workload, batch_size=batch_size, precision=precision, kind="inference" if inference else None,
+        workload,
+        batch_size=batch_size,
+        precision=precision,
+        kind="inference" if inference else None,
         timeout_s=timeout,
     )
     with progress(f"tracing one step of {loaded.name}", quiet=json_output):

@@ -28,9 +28,9 @@ from perdollar.ask.questions import PlanFlags, family_of
 from perdollar.cli import common, recommend_inputs
 from perdollar.cli.declared import LANGUAGE_MODEL_PANELS, Group, StoreChoice, takes
 from perdollar.cli.persist import check_store
-from perdollar.cli.recommend_options import Shown
+from perdollar.cli.recommend_options import LocalRun, Shown
 from perdollar.cli.recommend_render import show_comparison, show_recommendation
-from perdollar.cli.shared_options import MEASURED, OUTPUT, STEP, Measured, Output, Step
+from perdollar.cli.shared_options import MEASURED, OPTIONS, OUTPUT, STEP, Measured, Output, Step
 from perdollar.errors import EXIT_OK, PerdollarError
 from perdollar.goals import training_goal
 from perdollar.question import BillSettings, DataSettings, LanguageModelSettings, NearSettings, SpotSettings
@@ -82,6 +82,7 @@ COMPARE_HELP = (
 
 
 @takes(
+    local=Group(LocalRun, panel=OPTIONS),
     target=Target,
     shape=Shape,
     goal=Goal,
@@ -101,8 +102,8 @@ COMPARE_HELP = (
 )
 def recommend(
     workload: str = typer.Argument(..., help="Built-in name (vit-b16, resnet50, …) or file.py:function."),
-    measure: bool = typer.Option(False, "--measure", help="Benchmark locally first and calibrate from it."),
     *,
+    local: LocalRun,
     target: Target,
     shape: Shape,
     goal: Goal,
@@ -156,7 +157,7 @@ def recommend(
     with common.progress("recommend", quiet=output.json_output) as handle:
         found = recommend_inputs.load_measurements(measurements)
         spec = None
-        if measure:
+        if local.measure:
             spec = workload_to_measure(workload, batch_size=batch_size, precision=precision)
             found += recommend_inputs.measure_here(spec, output.json_output, store.store_url, store.enabled)
         recommendation = answer(

@@ -10,7 +10,14 @@ from pathlib import Path
 from perdollar.ask.options import PRECISION_HELP, Goal, Serving, Shape, Target, Where
 from perdollar.question import declared
 
-__all__ = ["PRECISION_HELP", "Goal", "Serving", "Shape", "Shown", "Target", "Where"]
+__all__ = ["PRECISION_HELP", "Goal", "LocalRun", "Serving", "Shape", "Shown", "Target", "Where"]
+
+
+@dataclass(frozen=True, slots=True)
+class LocalRun:
+    """Whether the workload is measured on this machine first, to calibrate the ranking's predictions."""
+
+    measure: bool = declared(False, "--measure", "Benchmark locally first and calibrate from it.")
 
 
 @dataclass(frozen=True, slots=True)

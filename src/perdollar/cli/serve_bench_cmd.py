@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 import typer
 
 from perdollar.cli import common
-from perdollar.cli.declared import StoreChoice, takes
+from perdollar.cli.declared import Group, StoreChoice, takes
 from perdollar.cli.inference_render import load_table
-from perdollar.cli.shared_options import OUTPUT, STEP, Output, Step
+from perdollar.cli.shared_options import OPTIONS, OUTPUT, STEP, Output, Step
 from perdollar.errors import PerdollarError
 from perdollar.question import declared
 
@@ -127,6 +127,24 @@ def run_serve_bench(
 
 
 @dataclass(frozen=True, slots=True)
+class LoadLadder:
+    """The rates a local server is offered, for how long each, over which client, on which device."""
+
+    rates: str | None = declared(None, "--rates", "Exact rates to offer, e.g. 10,50,100 (req/s).")
+    start_rps: float = declared(5.0, "--start-rps", "First offered rate (requests/s).")
+    max_rps: float = declared(5000.0, "--max-rps", "Last offered rate (requests/s).")
+    growth: float = declared(2.0, "--growth", "Each step offers this many times the last rate.")
+    step_seconds: float | None = declared(
+        None, "--step-seconds", "Seconds of traffic per rate (default 2; with --url 30; ≤ 60)."
+    )
+    p99_ceiling_ms: float | None = declared(None, "--p99-ceiling-ms", "Stop once P99 exceeds this (ms).")
+    connections: int = declared(64, "--connections", "Keep-alive connections of the client.")
+    noop: bool = declared(False, "--noop", "Load the server's no-op endpoint (no model).")
+    # Not a fixed set of choices: resolve_device reads cuda:N too.
+    device: str = declared("cpu", "--device", "cpu, cuda, auto.")
+
+
+@dataclass(frozen=True, slots=True)
 class Endpoint:
     """An OpenAI-compatible server measured by its URL, and what it serves."""
 
@@ -135,41 +153,32 @@ class Endpoint:
     input_tokens: int = declared(
         512, "--input-tokens", "With --url: prompt tokens.", unit="tokens", minimum=1
     )
-    output_tokens: int = declared(
-        128, "--output-tokens", "With --url: tokens out.", unit="tokens", minimum=1
-    )
+    output_tokens: int = declared(128, "--output-tokens", "With --url: tokens out.", unit="tokens", minimum=1)
     chat: bool = declared(False, "--chat", "With --url: use /chat/completions.")
     max_requests: int = declared(100, "--max-requests", "With --url: requests per rate.", minimum=1)
     stall_seconds: float = declared(30.0, "--stall-seconds", "With --url: stall limit.", unit="s")
     accelerator: str | None = declared(None, "--accelerator", "With --url: the server's GPU.")
     gpus: int = declared(1, "--gpus", "With --url: GPUs behind the endpoint.", minimum=1)
     engine: str | None = declared(
-        None, "--engine", "With --url: the serving engine behind it (vllm, sglang, tensorrt-llm, tgi, "
+        None,
+        "--engine",
+        "With --url: the serving engine behind it (vllm, sglang, tensorrt-llm, tgi, "
         "llama.cpp, hf); the run then calibrates that engine's predictions only (default: vllm's).",
         parse="engines",
     )
 
 
-@takes(endpoint=Endpoint, store=StoreChoice, step=STEP, output=OUTPUT)
+@takes(
+    ladder=Group(LoadLadder, panel=OPTIONS), endpoint=Endpoint, store=StoreChoice, step=STEP, output=OUTPUT
+)
 def serve_bench_command(
     workload: str = typer.Argument(
-        None, help="Built-in name (mlp, bert-base, …) or file.py:function. With --url: the language model "
-        "served (llama-3.1-8b, a config.json), so the run calibrates its serving predictions."
+        None,
+        help="Built-in name (mlp, bert-base, …) or file.py:function. With --url: the language model "
+        "served (llama-3.1-8b, a config.json), so the run calibrates its serving predictions.",
     ),
-    rates: str | None = typer.Option(None, "--rates", help="Exact rates to offer, e.g. 10,50,100 (req/s)."),
-    start_rps: float = typer.Option(5.0, "--start-rps", help="First offered rate (requests/s)."),
-    max_rps: float = typer.Option(5000.0, "--max-rps", help="Last offered rate (requests/s)."),
-    growth: float = typer.Option(2.0, "--growth", help="Each step offers this many times the last rate."),
-    step_seconds: float = typer.Option(
-        None, "--step-seconds", help="Seconds of traffic per rate (default 2; with --url 30; ≤ 60)."
-    ),
-    p99_ceiling_ms: float | None = typer.Option(
-        None, "--p99-ceiling-ms", help="Stop once P99 exceeds this (ms)."
-    ),
-    connections: int = typer.Option(64, "--connections", help="Keep-alive connections of the client."),
-    noop: bool = typer.Option(False, "--noop", help="Load the server's no-op endpoint (no model)."),
-    device: str = typer.Option("cpu", "--device", help="cpu, cuda, auto."),
     *,
+    ladder: LoadLadder,
     endpoint: Endpoint,
     store: StoreChoice,
     step: Step,
@@ -178,6 +187,19 @@ def serve_bench_command(
     batch_size = step.batch_size
     precision = step.precision
     json_output = output.json_output
+    rates, step_seconds, connections, noop = (
+        ladder.rates,
+        ladder.step_seconds,
+        ladder.connections,
+        ladder.noop,
+    )
+    start_rps, max_rps, growth, p99_ceiling_ms = (
+        ladder.start_rps,
+        ladder.max_rps,
+        ladder.growth,
+        ladder.p99_ceiling_ms,
+    )
+    device = ladder.device
     if endpoint.url is not None:
         return _bench_url(endpoint, workload, rates, step_seconds, precision, store, json_output)
     if workload is None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
@@ -12,13 +11,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from perdollar.cli.common import console, emit_json, err_console, print_table, progress
-from perdollar.cli.declared import StoreChoice, takes
-from perdollar.cli.shared_options import OUTPUT, STEP, STORE_URL_ONLY, Output, Step
+from perdollar.cli.declared import Group, StoreChoice, takes
+from perdollar.cli.shared_options import OPTIONS, OUTPUT, STEP, STORE_URL_ONLY, Output, Step
+from perdollar.cli.store_options import CheckRun, HistoryFilter, Reevaluation, ReportTarget
 from perdollar.errors import EXIT_FAILURE, PerdollarError
 from perdollar.question import Question
 
 if TYPE_CHECKING:
-    from perdollar.ask.checklist import CheckRun
+    from perdollar.ask.checklist import CheckRun as ChecklistRun
     from perdollar.measure.result import Measurement
 
 STORE_HELP = "Results store: any SQLAlchemy URL (default: PERDOLLAR_STORE, else SQLite in the data dir)."
@@ -39,21 +39,9 @@ history_app = typer.Typer(
 
 
 @history_app.callback()
-@takes(output=OUTPUT, store=STORE_URL_ONLY)
-def history(
-    ctx: typer.Context,
-    workload: str | None = typer.Option(
-        None, "--workload", "-w", help="Only this workload (name or fingerprint prefix)."
-    ),
-    kind: str | None = typer.Option(None, "--kind", help="Only 'measurement' or 'recommendation' rows."),
-    limit: int = typer.Option(50, "--limit", "-n", min=1, help="Show at most this many rows."),
-    check: bool = typer.Option(
-        False, "--check", help="List stored rows that cannot be read back; exit 1 if there are any."
-    ),
-    *,
-    output: Output,
-    store: StoreChoice,
-) -> None:
+@takes(shown=Group(HistoryFilter, panel=OPTIONS), output=OUTPUT, store=STORE_URL_ONLY)
+def history(ctx: typer.Context, *, shown: HistoryFilter, output: Output, store: StoreChoice) -> None:
+    workload, kind, limit, check = shown.workload, shown.kind, shown.limit, shown.check
     json_output = output.json_output
     store_url = store.store_url
     if ctx.invoked_subcommand:
@@ -63,14 +51,8 @@ def history(
 
         check_rows(store_url, json_output)
         return
-    from perdollar.errors import PerdollarError
     from perdollar.paths import default_store_url
     from perdollar.store import open_store
-
-    if kind not in (None, "measurement", "recommendation"):
-        raise PerdollarError(
-            f"--kind {kind!r} is not a kind of stored result", "use measurement or recommendation"
-        )
     from perdollar.store.store import StoreMissingError
 
     try:
@@ -109,22 +91,13 @@ def history(
 
 
 @history_app.command("reevaluate")
-@takes(output=OUTPUT, store=STORE_URL_ONLY)
+@takes(asked=Group(Reevaluation, panel=OPTIONS), output=OUTPUT, store=STORE_URL_ONLY)
 def reevaluate(
     recommendation_id: str | None = typer.Argument(
         None, help="Stored recommendation id (default: the newest)."
     ),
-    store_new: bool = typer.Option(
-        True, "--store-result/--no-store", help="Store today's answer as a new recommendation."
-    ),
-    run_workload_file: bool = typer.Option(
-        False,
-        "--run-workload-file",
-        help="Let a question about a workload file (FILE.py:FUNCTION) run that file again. Without "
-        "it such a question is refused: anyone who can write the store could have pointed it at "
-        "other code.",
-    ),
     *,
+    asked: Reevaluation,
     output: Output,
     store: StoreChoice,
 ) -> None:
@@ -138,6 +111,7 @@ def reevaluate(
     """
     json_output = output.json_output
     store_url = store.store_url
+    store_new, run_workload_file = asked.store_new, asked.run_workload_file
     from perdollar.ask import answer
     from perdollar.cli.persist import save_recommendation
     from perdollar.cli.stored_rows import read_back
@@ -210,20 +184,13 @@ def _check_same_workload(old: Question, new: Question) -> None:
         )
 
 
-@takes(printed=OUTPUT, store=STORE_URL_ONLY)
+@takes(target=Group(ReportTarget, panel=OPTIONS), printed=OUTPUT, store=STORE_URL_ONLY)
 def report(
     recommendation_id: str | None = typer.Argument(
         None, help="Stored recommendation id (default: the newest)."
     ),
-    last: bool = typer.Option(False, "--last", help="The newest stored recommendation (the default)."),
-    output: Path = typer.Option(Path("report.html"), "--output", "-o", help="HTML file to write."),
-    workload: str | None = typer.Option(
-        None, "--workload", "-w", help="With --last: the newest for this workload."
-    ),
-    force: bool = typer.Option(
-        False, "--force", help="Replace the file at --output (an earlier report included)."
-    ),
     *,
+    target: ReportTarget,
     printed: Output,
     store: StoreChoice,
 ) -> None:
@@ -244,6 +211,7 @@ def report(
     """
     json_output = printed.json_output
     store_url = store.store_url
+    last, output, workload, force = target.last, target.output, target.workload, target.force
     from perdollar.cli.stored_rows import read_back
     from perdollar.errors import PerdollarError
     from perdollar.report.html import check_report_target, report_kind, write_report
@@ -277,20 +245,11 @@ def report(
         )
 
 
-@takes(store=StoreChoice, step=STEP, output=OUTPUT)
+@takes(run=Group(CheckRun, panel=OPTIONS), store=StoreChoice, step=STEP, output=OUTPUT)
 def check(
     workload: str = typer.Argument(..., help="Built-in workload (mlp, vit-b16, …) or path/file.py:function."),
-    duration: float = typer.Option(
-        3.0, "--duration", min=0.5, help="Seconds of timed steps per measurement."
-    ),
-    nproc: int = typer.Option(2, "--nproc", min=1, help="Processes for the scaling check (1 skips it)."),
-    instance: str | None = typer.Option(
-        None,
-        "--instance",
-        help="Judge CPU ratio, memory, bf16 and network against this catalog instance instead of this host.",
-    ),
-    device: str = typer.Option("auto", "--device", help="auto, cpu or cuda."),
     *,
+    run: CheckRun,
     store: StoreChoice,
     step: Step,
     output: Output,
@@ -308,6 +267,7 @@ def check(
     batch_size = step.batch_size
     precision = step.precision
     json_output = output.json_output
+    duration, nproc, instance, device = run.duration, run.nproc, run.instance, run.device
     from perdollar.ask.checklist import run_checks
     from perdollar.cli.persist import check_store, save_measurement
 
@@ -354,7 +314,7 @@ def check(
     _fail_on_failed_runs(result.measurements)
 
 
-def _print_checklist(result: CheckRun) -> None:
+def _print_checklist(result: ChecklistRun) -> None:
     table = Table(
         title=f"Performance checklist: {escape(result.workload_name)} on {escape(result.target.name)}",
         title_justify="left",
