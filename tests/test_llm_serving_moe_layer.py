@@ -23,7 +23,7 @@ from perdollar.predict.expert_load import (
 from perdollar.predict.llm_serving import Workload, serving_format
 from perdollar.predict.llm_serving.engine_cases import load_published_rows
 from perdollar.predict.llm_serving.engines import ENGINES
-from perdollar.predict.llm_serving.load import predict_llm_serving, serving_shape_problem
+from perdollar.predict.llm_serving.load import mixed_iteration, predict_llm_serving, serving_shape_problem
 from perdollar.predict.llm_serving.moe_layer import (
     MoELayout,
     Rates,
@@ -35,6 +35,7 @@ from perdollar.predict.llm_serving.moe_stage import moe_layout
 from perdollar.predict.llm_serving.timing import (
     GroupShape,
     ServingEfficiency,
+    busiest_group_prompts,
     decode_attention_flops,
     decode_step_time,
     prefill_time,
@@ -176,6 +177,27 @@ def test_data_parallel_attention_beside_sliced_experts(catalog: catalog_mod.Cata
     assert "ranks" in serving_shape_problem(arch, GroupShape(1, expert_parallel=4, data_parallel_attention=8))
     result = predict_llm_serving(arch, h200, FP8, Workload(3200, 800), shape=shape)
     assert result.fits and result.max_concurrent_sequences % 8 == 0
+
+
+def test_a_prompt_is_prefilled_whole_by_one_attention_group(catalog: catalog_mod.Catalog) -> None:
+    arch, h200 = _arch("deepseek-v3"), catalog.accelerator("H200")
+    shape = GroupShape(tensor_parallel=1, expert_parallel=8, data_parallel_attention=8)
+    # Under one prompt an iteration, all of it lands on one group; up to one a group, one each.
+    assert busiest_group_prompts(0.25, shape) == 0.25
+    assert busiest_group_prompts(5.0, shape) == 1.0
+    assert busiest_group_prompts(24.0, shape) == 3.0
+    assert busiest_group_prompts(0.25, GroupShape(tensor_parallel=8)) == 0.25
+    # Eight prompts, one a group, cost each group what one prompt alone costs its group: far less
+    # than eight lone prompts, whose attention runs on one GPU while the other seven wait.
+    one = prefill_time(arch, FP8, h200, shape, 8192)
+    eight = prefill_time(arch, FP8, h200, shape, 8192, sequences=8)
+    assert eight.seconds < 4.0 * one.seconds
+    # So a continuous-batching iteration grows with the prompts it starts, which one group carries
+    # (dstack's SGLang rows with data-parallel attention: TPOT 80 ms at 64 running, 111 ms at 128).
+    work = Workload(3200, 800)
+    at_64 = mixed_iteration(arch, FP8, h200, shape, 64, work)
+    at_128 = mixed_iteration(arch, FP8, h200, shape, 128, work)
+    assert at_128.seconds > 1.15 * at_64.seconds
 
 
 def test_published_rows_with_data_parallel_attention_are_read_so(catalog: catalog_mod.Catalog) -> None:

@@ -25,6 +25,7 @@ from perdollar.predict.llm_serving.timing import (
     StepTime,
     _stage_time,
     _weights_read_per_gpu,
+    busiest_group_prompts,
     busiest_group_sequences,
     decode_attention_flops,
     decode_step_time,
@@ -136,8 +137,11 @@ def mixed_iteration(
     positions = work.positions_per_step
     per_rank = busiest_group_sequences(micro, shape)
     groups = shape.attention_data_parallel
+    # Each prompt is prefilled by its own sequence's group: the busiest group's prompts, on every group.
+    group_prompts = busiest_group_prompts(prompts, shape)
     attention = decode_attention_flops(arch) * work.mean_context * per_rank * groups * positions
-    attention += 2.0 * arch.num_layers * q_width * prompts * (work.input_tokens**2 - work.cached_tokens**2)
+    attention += (2.0 * arch.num_layers * q_width * group_prompts * groups
+                  * (work.input_tokens**2 - work.cached_tokens**2))  # fmt: skip
     kv = per_rank * work.mean_context * kv_bytes_per_token_per_gpu(arch, fmt, shape)
     tokens = micro * positions + prompt_tokens
     bytes_read = _weights_read_per_gpu(arch, fmt, shape, tokens)
@@ -151,6 +155,7 @@ def mixed_iteration(
         bytes_read=bytes_read,
         attention_flops=attention,
         kv_bytes=kv,
+        group_tokens=per_rank * positions + group_prompts * work.uncached_tokens,
     )
     return with_proposer(arch, fmt, accelerator, shape, micro, work, eff, step)
 

@@ -75,19 +75,31 @@ def moe_stage_time(
     bytes_read: float,
     attention_flops: float,
     kv_bytes: float,
+    group_tokens: float | None = None,
 ) -> StepTime:
     """A MoE model's pass through one stage: attention, dense layers and shared experts by the
     roofline (only what a token multiplies: the input embedding is a lookup), each MoE layer by
-    :func:`perdollar.predict.llm_serving.moe_layer.moe_layer_time` on its busiest GPU."""
+    :func:`perdollar.predict.llm_serving.moe_layer.moe_layer_time` on its busiest GPU.
+
+    Under data-parallel attention each group multiplies its own sequences' and prompts' tokens
+    through the attention's projections, and the others wait for the busiest at the experts'
+    exchange: those products count ``group_tokens`` (the busiest group's; None: an even share)
+    on every group. The other products see every token of the step, evenly spread."""
     stages = shape.pipeline_parallel
     layers = math.ceil(arch.num_layers / stages)
     moe_layers = math.ceil(arch.moe_layers / stages)
     rate = flops_rate(accelerator, fmt, eff)
     weights_s = bytes_read / weight_bandwidth(accelerator, fmt, eff)
     routed = routed_expert_params(arch)
+    roles = arch.params_by_role()
     beside_experts = arch.active_params - routed * arch.experts_per_token / arch.num_experts
-    beside_experts -= arch.params_by_role().get("router", 0)
-    matmul_s = 2.0 * beside_experts * tokens / shape.gpus / rate
+    beside_experts -= roles.get("router", 0)
+    groups = shape.attention_data_parallel
+    product_flops = 2.0 * beside_experts * tokens
+    if groups > 1 and group_tokens is not None:
+        projections = roles.get("attention", 0)
+        product_flops += 2.0 * projections * (group_tokens * groups - tokens)
+    matmul_s = product_flops / shape.gpus / rate
     kv_s = kv_bytes / kv_bandwidth(accelerator, eff)
     attention_s = attention_flops / shape.gpus / attention_rate(accelerator, fmt, eff)
     communication = tensor_parallel_collectives_s(arch, accelerator, shape, tokens, eff)

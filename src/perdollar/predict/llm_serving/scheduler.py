@@ -79,13 +79,21 @@ def step_model(
         per_rank = busiest_group_sequences(micro, shape) if decoding else 0.0
         prompt_tokens = sum(tokens for _, tokens in chunks) / stages
         pairs = sum((start + tokens) ** 2 - start**2 for start, tokens in chunks) / stages
-        attention = decode_flops * per_rank * groups + 2.0 * arch.num_layers * q_width * pairs
+        # Each chunk is prefilled by its own sequence's group: the busiest group holds the largest
+        # chunk, or its even share of them all where there are more chunks than groups.
+        group_chunk_tokens, group_pairs = prompt_tokens, pairs
+        if groups > 1 and chunks:
+            group_chunk_tokens = max(max(tokens for _, tokens in chunks) / stages, prompt_tokens / groups)
+            largest_pairs = max((start + tokens) ** 2 - start**2 for start, tokens in chunks) / stages
+            group_pairs = max(largest_pairs, pairs / groups) * groups
+        attention = decode_flops * per_rank * groups + 2.0 * arch.num_layers * q_width * group_pairs
         earlier = sum(start for start, _ in chunks) / stages
         kv = (per_rank * work.mean_context + earlier) * per_token_kv
         tokens = micro * positions + prompt_tokens
         read = _weights_read_per_gpu(arch, fmt, shape, tokens)
+        group_tokens = per_rank * positions + group_chunk_tokens
         step = _stage_time(arch, fmt, accelerator, shape, efficiency, tokens=tokens, bytes_read=read,
-                           attention_flops=attention, kv_bytes=kv)  # fmt: skip
+                           attention_flops=attention, kv_bytes=kv, group_tokens=group_tokens)  # fmt: skip
         if decoding:
             step = with_proposer(arch, fmt, accelerator, shape, micro, work, efficiency, step)
         known[key] = step.seconds

@@ -152,6 +152,7 @@ def _stage_time(
     bytes_read: float,
     attention_flops: float,
     kv_bytes: float = 0.0,
+    group_tokens: float | None = None,
 ) -> StepTime:
     """One pass of ``tokens`` tokens through one pipeline stage, times the P stages in turn.
 
@@ -159,10 +160,13 @@ def _stage_time(
     a matrix product streams its weights while it multiplies (the longer of the two counts), and
     attention streams the KV cache while it multiplies queries with it. The two do not overlap.
     A MoE model's routed experts and router are not in ``bytes_read``: :func:`moe_stage_time`.
+    ``group_tokens``: of ``tokens``, those the busiest attention data-parallel group multiplies
+    through its attention (None: an even share of each group).
     """
     if arch.is_moe:
         return moe_stage_time(arch, fmt, accelerator, shape, eff, tokens=tokens, bytes_read=bytes_read,
-                               attention_flops=attention_flops, kv_bytes=kv_bytes)  # fmt: skip
+                               attention_flops=attention_flops, kv_bytes=kv_bytes,
+                               group_tokens=group_tokens)  # fmt: skip
     stages = shape.pipeline_parallel
     layers = math.ceil(arch.num_layers / stages)
     rate = flops_rate(accelerator, fmt, eff)
@@ -204,7 +208,10 @@ def prefill_time(
     # pairs among themselves (C² of the I²) are not computed again.
     pairs = prompt_tokens**2 - cached_tokens**2
     per_prompt = 2.0 * arch.num_layers * arch.num_attention_heads * arch.head_dim * pairs
-    attention = sequences * per_prompt
+    # A prompt is prefilled whole by one attention data-parallel group: over every group as if each
+    # ran the busiest one's prompts, as a decode step counts their sequences.
+    busiest = busiest_group_sequences(sequences, shape)
+    attention = busiest * shape.attention_data_parallel * per_prompt
     tokens = (prompt_tokens - cached_tokens) * sequences
     bytes_read = _weights_read_per_gpu(arch, fmt, shape, tokens)
     return _stage_time(
@@ -216,6 +223,7 @@ def prefill_time(
         tokens=tokens,
         bytes_read=bytes_read,
         attention_flops=attention,
+        group_tokens=busiest * (prompt_tokens - cached_tokens),
     )
 
 
@@ -226,6 +234,18 @@ def busiest_group_sequences(batch: float, shape: GroupShape) -> float:
     if groups <= 1:
         return batch
     return float(math.ceil(batch / groups - 1e-9))
+
+
+def busiest_group_prompts(prompts: float, shape: GroupShape) -> float:
+    """Prompts the busiest attention data-parallel group prefills in an iteration that starts
+    ``prompts`` on average. Each prompt is prefilled whole by the one group that holds its
+    sequence, and every group waits for the others at each MoE layer's exchange: up to one prompt
+    an iteration, all of it lands on one group while the rest wait; up to one a group, the busiest
+    holds one; beyond that they spread evenly."""
+    groups = shape.attention_data_parallel
+    if groups <= 1:
+        return prompts
+    return min(prompts, max(1.0, prompts / groups))
 
 
 def decode_attention_flops(arch: DecoderArchitecture) -> float:
@@ -274,4 +294,5 @@ def decode_step_time(
         bytes_read=bytes_read,
         kv_bytes=kv,
         attention_flops=attention,
+        group_tokens=per_rank * positions,
     )
