@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perdollar import catalog as catalog_mod
-from perdollar.predict.llm_serving.efficiency import ENGINE_EFFICIENCY, FIT_START
+from perdollar.predict.llm_serving.efficiency import ENGINE_EFFICIENCY, fit_start
 from perdollar.predict.llm_serving.published import (
     KINDS,
     PLAIN_ROOFLINE,
@@ -69,7 +69,7 @@ def main() -> None:
     for engine in sorted({case.engine for case in cases}):
         rows = [case for case in cases if case.engine == engine]
         for gpu in sorted({case.gpu for case in rows}):
-            fitted = fit_efficiency([c for c in rows if c.gpu != gpu], chips, FIT_START)
+            fitted = fit_efficiency([c for c in rows if c.gpu != gpu], chips, fit_start(engine))
             fits.append(
                 f"  {engine:<13} without {gpu:<16} bandwidth {fitted.bandwidth:.3f}  weight-only "
                 f"{fitted.weight_only_bandwidth:.3f}  compute {fitted.compute:.3f}  "

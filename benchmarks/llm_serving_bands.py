@@ -89,7 +89,7 @@ def _gpu_rows(data_dir: Path) -> list[HeldOutRow]:
     """The GPU engines' rows, each predicted by a fit without its source (its GPU for llama.cpp)."""
     from llm_serving_engines_accuracy import ALSO_FIXED, PER_STEP, START_HOST_S, STARTS, _cases
     from llm_serving_moe_accuracy import SHARED_FREE, SHIPS_FIT_OF, _fit
-    from perdollar.predict.llm_serving.efficiency import FIT_START
+    from perdollar.predict.llm_serving.efficiency import fit_start
     from perdollar.predict.llm_serving.engine_cases import load_published_rows, with_host_step
     from perdollar.predict.llm_serving.engines import FIT_STARTS
     from perdollar.predict.llm_serving.published import (
@@ -126,7 +126,7 @@ def _gpu_rows(data_dir: Path) -> list[HeldOutRow]:
         if shipped_from or case in rocm:
             pairs.append((case, full[shipped_from or case.engine]))
     for gpu in sorted({case.gpu for case in llama}):
-        fitted = fit_efficiency([case for case in llama if case.gpu != gpu], chips, FIT_START)
+        fitted = fit_efficiency([case for case in llama if case.gpu != gpu], chips, fit_start("llama.cpp"))
         pairs += [(case, fitted) for case in llama if case.gpu == gpu]
     out = []
     for case, eff in pairs:

@@ -8,7 +8,7 @@ published figures (benchmarks/llm_serving_accuracy.py, each GPU held out of its 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,30 @@ class ServingEfficiency:
     expert_bandwidth: float | None = None
     expert_weight_only_bandwidth: float | None = None
     exchange_overlap: float = 0.0
+    # How an engine runs a prompt, not fitted (neutral by default: one fused pass, scores kept on
+    # chip, the catalog's tensor rate). prompt_ubatch_tokens: the micro-batch a prompt is split
+    # into, which layer-split GPUs pipeline, prompt_batch_tokens of it at a time (0: no pipelining);
+    # score_bytes_per_element: the bytes each attention score of each head moves through memory
+    # where attention is not fused (0: flash attention); fp16_accumulate: the fp16 matrix
+    # products accumulate in fp16, which GeForce cards run at twice their fp32-accumulate rate.
+    prompt_ubatch_tokens: int = 0
+    prompt_batch_tokens: int = 0
+    score_bytes_per_element: float = 0.0
+    fp16_accumulate: bool = False
+
+
+# llama.cpp's prompt processing as its CUDA back end ran it in the development set's builds
+# (2024): llama-bench's defaults of a 2048-token batch in 512-token micro-batches, which the
+# scheduler pipelines over layer-split GPUs (ggml-backend's pipeline copies); flash attention off,
+# so each layer writes its scores as an fp32 matrix (4 bytes), softmax reads and writes it (8),
+# it is converted to fp16 for the cuBLAS product with V (4 read, 2 written) which reads it (2):
+# 20 bytes a score; the cuBLAS products ask for fp16 compute (CUBLAS_COMPUTE_16F).
+def with_llama_cpp_prompt(eff: ServingEfficiency) -> ServingEfficiency:
+    """``eff`` running prompts as llama.cpp does (the facts above, not fitted)."""
+    return replace(
+        eff, prompt_ubatch_tokens=512, prompt_batch_tokens=2048, score_bytes_per_element=20.0,
+        fp16_accumulate=True,
+    )  # fmt: skip
 
 
 # Fitted on every row of each engine in the development set with an overhead per layer
@@ -78,20 +102,30 @@ ENGINE_EFFICIENCY = {
         allreduce_bandwidth=0.40,
         # No in-flight ceiling: its batched kernels keep enough loads outstanding (the fit agrees).
     ),
-    "llama.cpp": ServingEfficiency(
-        bandwidth=0.90,
-        weight_only_bandwidth=0.90,
-        compute=0.50,
-        # Its batch-1 attention reads the cache far below the bandwidth: tokens/s fall with
-        # context about four times faster than the KV bytes alone would say.
-        kv_bandwidth=0.25,
-        step_overhead_s_per_layer=100e-6,
-        # Its batch-1 mat-vec kernels reach about 6.5 bytes/SM-cycle: an A100 (108 SMs at 1.41 GHz)
-        # tops out near 1.0 TB/s of its 2.04, while GDDR boards hit their datasheet first.
-        bytes_per_sm_cycle=6.5,
+    "llama.cpp": with_llama_cpp_prompt(
+        ServingEfficiency(
+            bandwidth=0.90,
+            weight_only_bandwidth=0.925,
+            # Of the fp16-accumulate rate on GeForce cards, the catalog's rate elsewhere.
+            compute=0.40,
+            # Its batch-1 attention reads the cache far below the bandwidth: tokens/s fall with
+            # context about four times faster than the KV bytes alone would say.
+            kv_bandwidth=0.20,
+            step_overhead_s_per_layer=90e-6,
+            # Its batch-1 mat-vec kernels reach about 6.5 bytes/SM-cycle: an A100 (108 SMs at 1.41 GHz)
+            # tops out near 1.0 TB/s of its 2.04, while GDDR boards hit their datasheet first.
+            bytes_per_sm_cycle=6.5,
+        )
     ),
 }
 DEFAULT_EFFICIENCY = ENGINE_EFFICIENCY["tensorrt-llm"]
 # Where every fit starts (the dataclass's round defaults, no in-flight ceiling): never the shipped
 # parameters, which saw every GPU, so that a GPU held out of a fit cannot inform it.
 FIT_START = ServingEfficiency()
+# An engine whose kernels run prompts their own way starts from FIT_START with that way.
+ENGINE_FIT_STARTS = {"llama.cpp": with_llama_cpp_prompt(FIT_START)}
+
+
+def fit_start(engine: str) -> ServingEfficiency:
+    """Where the fit of ``engine``'s published rows starts."""
+    return ENGINE_FIT_STARTS.get(engine, FIT_START)

@@ -22,7 +22,7 @@ import pandas as pd
 
 from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.model import Accelerator
-from perdollar.predict.llm_serving.efficiency import FIT_START, ServingEfficiency
+from perdollar.predict.llm_serving.efficiency import ServingEfficiency, fit_start
 from perdollar.predict.llm_serving.formats import ServingFormat, serving_format, unsupported_reason
 from perdollar.predict.llm_serving.load import Workload, mixed_iteration, predict_llm_serving
 from perdollar.predict.llm_serving.timing import GroupShape, decode_step_time, prefill_time
@@ -301,7 +301,7 @@ def held_out_errors(
     for engine in sorted({case.engine for case in cases}):
         rows = [case for case in cases if case.engine == engine]
         for gpu in sorted(wanted & {case.gpu for case in rows}):
-            fitted = fit_efficiency([c for c in rows if c.gpu != gpu], chips, FIT_START)
+            fitted = fit_efficiency([c for c in rows if c.gpu != gpu], chips, fit_start(engine))
             for kind in KINDS:
                 out[kind] += errors([c for c in rows if c.gpu == gpu and c.kind == kind], chips, fitted)
     return out

@@ -70,15 +70,30 @@ def weight_bandwidth(accelerator: Accelerator, fmt: ServingFormat, eff: ServingE
     return achieved * stack_share(accelerator)
 
 
+def streaming_bandwidth(accelerator: Accelerator, eff: ServingEfficiency) -> float:
+    """The rate of a plain pass over activations (16-bit streaming share, no weight kernel)."""
+    return accelerator.memory_bandwidth_gbps * 1e9 * eff.bandwidth * stack_share(accelerator)
+
+
 def kv_bandwidth(accelerator: Accelerator, eff: ServingEfficiency) -> float:
     datasheet_share = accelerator.memory_bandwidth_gbps * 1e9 * eff.kv_bandwidth
     return min(datasheet_share, in_flight_ceiling(accelerator, eff)) * stack_share(accelerator)
+
+
+def fp16_accumulate_factor(accelerator: Accelerator, fmt: ServingFormat, eff: ServingEfficiency) -> float:
+    """How much faster than the catalog's fp16 rate an engine multiplies that accumulates in fp16:
+    the catalog lists GeForce cards' fp16 tensor rate with fp32 accumulate, half their
+    fp16-accumulate rate (NVIDIA's Ampere GA102 and Ada whitepapers); other chips run both alike."""
+    # GeForce RTX only: the GTX cards have no tensor cores, so no such rate.
+    geforce = accelerator.vendor == "NVIDIA" and accelerator.family.startswith("GeForce RTX")
+    return 2.0 if eff.fp16_accumulate and geforce and fmt.compute_dtype == "fp16" else 1.0
 
 
 def flops_rate(accelerator: Accelerator, fmt: ServingFormat, eff: ServingEfficiency) -> float:
     peak = peak_tflops(accelerator, fmt)
     if not peak:
         raise ValueError(f"{accelerator.key} cannot run {fmt.name}")
+    peak *= fp16_accumulate_factor(accelerator, fmt, eff)
     return peak * 1e12 * eff.compute * stack_share(accelerator)
 
 

@@ -27,6 +27,7 @@ from perdollar.predict.llm_serving.rates import (
     flops_rate,
     kv_bandwidth,
     stack_share,
+    streaming_bandwidth,
     tensor_parallel_collectives_s,
     weight_bandwidth,
 )
@@ -153,6 +154,7 @@ def _stage_time(
     attention_flops: float,
     kv_bytes: float = 0.0,
     group_tokens: float | None = None,
+    score_elements: float = 0.0,
 ) -> StepTime:
     """One pass of ``tokens`` tokens through one pipeline stage, times the P stages in turn.
 
@@ -176,13 +178,16 @@ def _stage_time(
     matmul_s = 2.0 * (arch.active_params + arch.lookup_params) * tokens / shape.gpus / rate
     kv_s = kv_bytes / kv_bandwidth(accelerator, eff)
     attention_s = attention_flops / shape.gpus / rate
+    # Unfused attention's scores, written and read back by separate kernels beside its products.
+    score_bytes = score_elements * eff.score_bytes_per_element / shape.gpus
+    scores_s = score_bytes / streaming_bandwidth(accelerator, eff)
     communication = tensor_parallel_collectives_s(arch, accelerator, shape, tokens, eff)
     overhead = layers * eff.step_overhead_s_per_layer
-    stage = max(weights_s, matmul_s) + max(kv_s, attention_s) + communication + overhead
+    stage = max(weights_s, matmul_s) + max(kv_s, attention_s) + scores_s + communication + overhead
     # The engine's host time is paid once a step, not once a layer or stage.
     return StepTime(
         stage * stages + eff.step_overhead_s,
-        (weights_s + kv_s) * stages,
+        (weights_s + kv_s + scores_s) * stages,
         (matmul_s + attention_s) * stages,
         communication * stages,
         overhead * stages + eff.step_overhead_s,
@@ -214,7 +219,9 @@ def prefill_time(
     attention = busiest * shape.attention_data_parallel * per_prompt
     tokens = (prompt_tokens - cached_tokens) * sequences
     bytes_read = _weights_read_per_gpu(arch, fmt, shape, tokens)
-    return _stage_time(
+    # One score per causal pair (half of I²), head and layer, where attention is not fused.
+    scores = sequences * arch.num_layers * arch.num_attention_heads * pairs / 2.0
+    unpipelined = _stage_time(
         arch,
         fmt,
         accelerator,
@@ -224,7 +231,36 @@ def prefill_time(
         bytes_read=bytes_read,
         attention_flops=attention,
         group_tokens=busiest * (prompt_tokens - cached_tokens),
+        score_elements=scores if efficiency.score_bytes_per_element else 0.0,
     )
+    share = prompt_pipeline_share(tokens, shape.pipeline_parallel, efficiency)
+    if share == 1.0:
+        return unpipelined
+    return StepTime(
+        unpipelined.seconds * share,
+        unpipelined.memory_s * share,
+        unpipelined.compute_s * share,
+        unpipelined.communication_s * share,
+        unpipelined.overhead_s * share,
+    )
+
+
+def prompt_pipeline_share(tokens: float, stages: int, eff: ServingEfficiency) -> float:
+    """The share of a prompt's stage-after-stage time it takes when the engine splits it into
+    micro-batches that layer-split GPUs work on at once (1: not pipelined).
+
+    Each batch of ``prompt_batch_tokens`` is cut into u micro-batches; the P stages pass them on
+    as a pipeline, u + P - 1 micro-batch steps of one stage each rather than u · P, and the
+    pipeline drains at the end of each batch (llama.cpp's decode call returns its logits).
+    """
+    ubatch, batch = eff.prompt_ubatch_tokens, eff.prompt_batch_tokens
+    if stages <= 1 or ubatch <= 0 or tokens <= ubatch:
+        return 1.0
+    batch = max(batch, ubatch)
+    whole, rest = divmod(math.ceil(tokens), batch)
+    counts = [math.ceil(batch / ubatch)] * whole + ([math.ceil(rest / ubatch)] if rest else [])
+    micro_batches = sum(counts)
+    return sum(count + stages - 1 for count in counts) / (micro_batches * stages)
 
 
 def busiest_group_sequences(batch: float, shape: GroupShape) -> float:
