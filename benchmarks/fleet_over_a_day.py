@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from perdollar.ask.language_model_fleet import _options, answer_language_model_fleet
+from perdollar.ask.fleet_sizing import _options, answer_language_model_fleet
 from perdollar.catalog import load as load_catalog
 from perdollar.catalog.model import DEFAULT_INSTANCE_START_S
 from perdollar.goals import ServingGoal, token_slo

@@ -25,7 +25,11 @@ import numpy as np
 
 from gpu_graph_steps_check import QWEN_25_32B  # the config the measured rows were built from
 from perdollar.catalog import bill_data, load
-from perdollar.price.llm_energy import DECODE_BUSY_FLOOR, DECODE_BUSY_PER_COMPUTE, forward_flops_per_token
+from perdollar.price.llm_serving_energy import (
+    DECODE_BUSY_FLOOR,
+    DECODE_BUSY_PER_COMPUTE,
+    forward_flops_per_token,
+)
 from perdollar.workload.llm import load_llm_workload
 from perdollar.workload.llm.architecture import from_hf_config
 

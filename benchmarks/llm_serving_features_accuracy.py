@@ -19,7 +19,7 @@ import statistics
 from pathlib import Path
 
 from perdollar import catalog as catalog_mod
-from perdollar.predict.llm_serving import GroupShape, Workload, predict_llm_serving, serving_format
+from perdollar.predict.llm_serving import GroupShape, RequestShape, predict_llm_serving, serving_format
 from perdollar.predict.llm_serving.disaggregate import Disaggregation, predict_disaggregated
 from perdollar.predict.llm_serving.engines import serving_engine
 from perdollar.predict.llm_serving.features import Speculation
@@ -50,9 +50,10 @@ def published_speedups(catalog: catalog_mod.Catalog) -> list[float]:
             spec = Speculation(row["speculative"], float(row["acceptance"]), int(row["speculative_tokens"]))
             batch = int(row["batch"])
             eff = engine.step_efficiency()
-            plain = predict_llm_serving(_arch(row["model"]), chip, fmt, Workload(*lengths), shape=shape,
+            plain = predict_llm_serving(_arch(row["model"]), chip, fmt, RequestShape(*lengths), shape=shape,
                                         batch=batch, efficiency=eff)  # fmt: skip
-            fast = predict_llm_serving(_arch(row["model"]), chip, fmt, Workload(*lengths, speculation=spec),
+            fast = predict_llm_serving(_arch(row["model"]), chip, fmt,
+                                       RequestShape(*lengths, speculation=spec),
                                        shape=shape, batch=batch, efficiency=eff)  # fmt: skip
             predicted = plain.tpot_ms / fast.tpot_ms
             published = float(row["value"])
@@ -80,19 +81,20 @@ def reference_setups(catalog: catalog_mod.Catalog) -> None:
     print("\nspeculative decoding (draft model, k=3, a=0.7) on Llama 3.1 8B, 1 × H100, vLLM, static batches:")
     spec = Speculation("draft-model", 0.7, 3)
     for batch in (1, 8, 32, 128, 256):
-        plain = predict_llm_serving(llama, h100, fp16, Workload(1000, 300), batch=batch, efficiency=eff)
-        fast = predict_llm_serving(llama, h100, fp16, Workload(1000, 300, speculation=spec), batch=batch,
+        plain = predict_llm_serving(llama, h100, fp16, RequestShape(1000, 300), batch=batch, efficiency=eff)
+        fast = predict_llm_serving(llama, h100, fp16, RequestShape(1000, 300, speculation=spec), batch=batch,
                                    efficiency=eff)  # fmt: skip
         gain = plain.tpot_ms / fast.tpot_ms
         print(f"  batch {batch:>3}: TPOT {plain.tpot_ms:.2f} → {fast.tpot_ms:.2f} ms ({gain:.2f}x)")
     print("\nprefix caching on Llama 3.1 8B, 1 × H100, 4000 in / 200 out, max load:")
-    plain = predict_llm_serving(llama, h100, fp16, Workload(4000, 200), efficiency=eff)
+    plain = predict_llm_serving(llama, h100, fp16, RequestShape(4000, 200), efficiency=eff)
     for share in (0.5, 0.9):
-        _line(f"share {share:g}", plain, predict_llm_serving(llama, h100, fp16, Workload(4000, 200, share),
+        _line(f"share {share:g}", plain, predict_llm_serving(llama, h100, fp16,
+                                                             RequestShape(4000, 200, share),
                                                              efficiency=eff))  # fmt: skip
     deepseek = _arch("deepseek-v3")
     fp8 = vllm.serving_format(serving_format("fp8"))
-    work = Workload(1000, 300)
+    work = RequestShape(1000, 300)
     print("\nDeepSeek-V3 fp8 on 8 × H200, vLLM, 1000 in / 300 out, max load:")
     tensor = predict_llm_serving(deepseek, h200, fp8, work, shape=GroupShape(8), efficiency=eff)
     for label, shape in (("TP8 attention", GroupShape(8, 1, 8)), ("DP8 attention", GroupShape(1, 1, 8))):

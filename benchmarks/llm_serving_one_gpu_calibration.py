@@ -28,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from perdollar import catalog as catalog_mod
-from perdollar.ask.language_model_serving import endpoint_calibration
+from perdollar.ask.llm_serving import endpoint_calibration
 from perdollar.catalog.catalog import Catalog
 from perdollar.measure.result import HostFingerprint, Measurement
 from perdollar.predict.llm_serving.engine_cases import load_hf_steps, load_published_rows

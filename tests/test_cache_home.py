@@ -13,7 +13,7 @@ import pytest
 
 from cli_runner import run_perdollar
 from perdollar import cache, catalog
-from perdollar.predict.serving.plans import DEFAULT_BATCH_SIZES
+from perdollar.predict.network_serving.plans import DEFAULT_BATCH_SIZES
 from perdollar.profile import profile_store, profiler, shipped
 from perdollar.workload import load_workload
 

@@ -8,8 +8,8 @@ import pytest
 
 from fixtures.store.samples import CPU_HOST, make_measurement
 from perdollar.report.checklist import (
+    CheckedMachine,
     Evidence,
-    Target,
     check_cpu_ratio,
     check_input_bound,
     check_memory_headroom,
@@ -21,7 +21,7 @@ from perdollar.report.checklist import (
 )
 from perdollar.report.checklist_inputs import evidence_from_measurements, max_batch_for
 
-GPU = Target(
+GPU = CheckedMachine(
     name="aws g5.xlarge",
     vcpus=4,
     accelerators=1,
@@ -55,7 +55,7 @@ def test_gpu_utilisation_below_80_percent_is_flagged(busy: float, status: str) -
 
 
 def test_cpu_host_utilisation_uses_the_cpu_and_missing_samples_are_unknown() -> None:
-    cpu = Target(name="this host", vcpus=2, accelerators=0)
+    cpu = CheckedMachine(name="this host", vcpus=2, accelerators=0)
     assert check_utilisation(Evidence(cached=make_measurement()), cpu).evidence.startswith("CPU")
     assert check_utilisation(Evidence(cached=make_measurement(utilization={})), GPU).status == "unknown"
 
@@ -146,7 +146,7 @@ def test_evidence_takes_the_newest_successful_run_per_mode_and_evaluates_all_ite
     evidence = evidence_from_measurements(runs)
     assert evidence.cached is not None and evidence.cached.samples_per_second.median == 1000.0
     assert evidence.multi is not None and evidence.data_only is None
-    items = evaluate(evidence, Target(name="this host", vcpus=CPU_HOST.cpu_cores, accelerators=0))
+    items = evaluate(evidence, CheckedMachine(name="this host", vcpus=CPU_HOST.cpu_cores, accelerators=0))
     assert [i.key for i in items] == [
         "input-bound",
         "utilisation",

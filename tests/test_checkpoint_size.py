@@ -3,7 +3,7 @@ matrices the framework adapts (NeMo's LoRA adapts the fused query-key-value proj
 
 from __future__ import annotations
 
-from perdollar.ask.language_model import CHECKPOINT_BYTES_PER_PARAMETER, checkpoint_bytes
+from perdollar.ask.llm import CHECKPOINT_BYTES_PER_PARAMETER, checkpoint_bytes
 from perdollar.workload.llm import load_llm_workload
 
 

@@ -108,16 +108,16 @@ def test_no_module_grows_past_four_hundred_lines() -> None:
 # (perdollar.ask): at run time they import no stage that does the work. They may render through
 # report and store through cli.persist; an import for a type annotation alone stays under
 # TYPE_CHECKING. None: the whole module; otherwise the functions of a module that also does other
-# work (inference_cmd's bench --inference measures, by design).
+# work (network_serving_cmd's bench --inference measures, by design).
 QUESTION_COMMANDS: dict[str, tuple[str, ...] | None] = {
     "recommend_cmd": None,
     "recommend_inputs": None,
     "recommend_options": None,
-    "llm_inference_cmd": None,
-    "llm_fleet_cmd": None,
+    "llm_serving_cmd": None,
+    "fleet_cmd": None,
     "fleet_history": None,
-    "llm_compare_cmd": None,
-    "inference_cmd": ("recommend_inference",),
+    "llm_serving_compare_cmd": None,
+    "network_serving_cmd": ("recommend_inference",),
     "store_cmd": ("reevaluate",),
 }
 WORKING_STAGES = {"catalog", "workload", "profile", "measure", "predict", "price", "select"}
@@ -169,3 +169,90 @@ def test_every_question_is_built_in_one_module() -> None:
         str(p.relative_to(PACKAGE)): lines for p in _sources() if (lines := _question_constructions(p))
     }
     assert building.keys() == {"ask/building.py"}, building
+
+
+# The rooms (kinds of question) keep one name in every stage: a module of a room is named
+# network, network_serving, llm, llm_serving or fleet (docs/architecture.md lists them); "serving"
+# alone is what both serving rooms share, and "inference" or "language_model" is no module's name.
+ROOM_STAGES = ("predict", "price", "select", "report", "ask", "cli")
+ROOM_MODULES = {
+    ("predict", "network"): ("predict/frame.py", "predict/step.py"),
+    ("predict", "network_serving"): ("predict/network_serving/",),
+    ("predict", "llm"): ("predict/llm/",),
+    ("predict", "llm_serving"): ("predict/llm_serving/",),
+    ("predict", "fleet"): ("predict/llm_serving/fleet.py",),
+    ("price", "network"): ("price/frame.py", "price/table.py", "price/bill.py"),
+    ("price", "network_serving"): ("price/network_serving.py",),
+    ("price", "llm_serving"): (
+        "price/llm_serving.py",
+        "price/llm_serving_bill.py",
+        "price/llm_serving_energy.py",
+    ),
+    ("price", "fleet"): (
+        "price/fleet.py",
+        "price/fleet_floor.py",
+        "price/fleet_limits.py",
+        "price/fleet_options.py",
+    ),
+    ("select", "network"): ("select/ranking.py",),
+    ("select", "network_serving"): ("select/network_serving.py",),
+    ("select", "llm_serving"): ("select/llm_serving.py", "select/llm_serving_ties.py"),
+    ("select", "fleet"): ("select/fleet.py",),
+    ("report", "network"): ("report/html.py", "report/plots.py"),
+    ("report", "llm_serving"): (
+        "report/llm_serving_html.py",
+        "report/llm_serving_plots.py",
+        "report/llm_serving_sections.py",
+    ),
+    ("report", "fleet"): ("report/fleet_html.py",),
+    ("ask", "network"): ("ask/network.py", "ask/network_prediction.py"),
+    ("ask", "network_serving"): ("ask/network_serving.py",),
+    ("ask", "llm"): ("ask/llm.py", "ask/llm_prediction.py"),
+    ("ask", "llm_serving"): (
+        "ask/llm_serving.py",
+        "ask/llm_serving_prediction.py",
+        "ask/llm_serving_compare.py",
+        "ask/llm_serving_at_load.py",
+    ),
+    ("ask", "fleet"): ("ask/fleet.py", "ask/fleet_sizing.py"),
+    ("cli", "network_serving"): ("cli/network_serving_cmd.py",),
+    ("cli", "llm"): ("cli/llm_render.py",),
+    ("cli", "llm_serving"): (
+        "cli/llm_serving_cmd.py",
+        "cli/llm_serving_compare_cmd.py",
+        "cli/llm_serving_recommend_render.py",
+        "cli/llm_serving_render.py",
+    ),
+    ("cli", "fleet"): ("cli/fleet_cmd.py", "cli/fleet_history.py"),
+}
+RETIRED_WORDS = ("inference", "language_model")
+SHARED_BY_THE_SERVING_ROOMS = {"cli/serving_render.py"}
+
+
+def _room_stage_modules() -> list[str]:
+    return sorted(
+        str(p.relative_to(PACKAGE)) for stage in ROOM_STAGES for p in (PACKAGE / stage).rglob("*.py")
+    )
+
+
+def test_every_room_module_is_where_its_name_says() -> None:
+    missing = [m for modules in ROOM_MODULES.values() for m in modules if not (PACKAGE / m).exists()]
+    assert not missing, f"room modules named in ROOM_MODULES but not there: {missing}"
+
+
+def test_no_room_module_is_named_for_a_retired_word() -> None:
+    retired = [m for m in _room_stage_modules() if any(word in m for word in RETIRED_WORDS)]
+    assert not retired, f"name these for their room (network_serving, llm, llm_serving, fleet): {retired}"
+
+
+def test_serving_alone_names_only_what_both_serving_rooms_share() -> None:
+    unnamed_room = sorted(
+        {
+            m
+            for m in _room_stage_modules()
+            for part in Path(m).parts
+            if (part in ("serving", "serving.py", "training.py") or part.startswith("serving_"))
+            and m not in SHARED_BY_THE_SERVING_ROOMS
+        }
+    )
+    assert not unnamed_room, f"say which room these serve (network_serving or llm_serving): {unnamed_room}"

@@ -13,13 +13,13 @@ from cli_runner import run_perdollar
 from perdollar.catalog import load
 from perdollar.catalog.bill_data import EnergyFactors, GridIntensity
 from perdollar.price.bill import DataPlacement
-from perdollar.price.llm_energy import (
+from perdollar.price.llm_serving_bill import weights_pull_columns
+from perdollar.price.llm_serving_energy import (
     DECODE_BUSY_FLOOR,
     DECODE_BUSY_PER_COMPUTE,
     busy_share,
     serving_energy_columns,
 )
-from perdollar.price.llm_serving_bill import weights_pull_columns
 from perdollar.workload.llm import load_llm_workload
 
 H100 = "H100-SXM5-80GB"

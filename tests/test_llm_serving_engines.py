@@ -18,7 +18,7 @@ from perdollar.predict.llm_serving.efficiency import ServingEfficiency
 from perdollar.predict.llm_serving.engines import ENGINES, engine_choices, predict_with_engine
 from perdollar.predict.llm_serving.formats import serving_format, with_kv_precision
 from perdollar.predict.llm_serving.frame import llm_serving_frame
-from perdollar.predict.llm_serving.load import Workload
+from perdollar.predict.llm_serving.load import RequestShape
 from perdollar.predict.llm_serving.published import predict_case
 from perdollar.predict.llm_serving.timing import (
     GIB,
@@ -45,7 +45,7 @@ def test_each_engines_defaults_reach_the_prediction(name: str, catalog: catalog_
     arch = from_hf_config(LLAMA_8B, name="llama-8b")
     chip = catalog.accelerator("H100-SXM5-80GB")
     fmt = serving_format("fp8" if engine.formats is None or "fp8" in engine.formats else "int4")
-    result = predict_with_engine(arch, chip, fmt, Workload(200, 100), engine=name)
+    result = predict_with_engine(arch, chip, fmt, RequestShape(200, 100), engine=name)
     assert result.engine == name and result.fits
     # The engine's cap on running sequences binds: short requests leave room for thousands.
     assert result.max_concurrent_sequences > engine.max_running
@@ -134,11 +134,11 @@ def test_an_engine_without_kernels_for_a_format_is_refused_and_any_passes_it_by(
     arch = from_hf_config(LLAMA_8B, name="llama-8b")
     chip = catalog.accelerator("H100-SXM5-80GB")
     fp8 = serving_format("fp8")
-    refused = predict_with_engine(arch, chip, fp8, Workload(200, 100), engine="llama.cpp")
+    refused = predict_with_engine(arch, chip, fp8, RequestShape(200, 100), engine="llama.cpp")
     assert not refused.fits and "no fp8 kernels" in refused.fit_reason
-    best = predict_with_engine(arch, chip, fp8, Workload(200, 100), engine="any")
+    best = predict_with_engine(arch, chip, fp8, RequestShape(200, 100), engine="any")
     assert best.fits and best.engine != "llama.cpp"
-    served = [predict_with_engine(arch, chip, fp8, Workload(200, 100), engine=name) for name in ENGINES]
+    served = [predict_with_engine(arch, chip, fp8, RequestShape(200, 100), engine=name) for name in ENGINES]
     assert best.output_tokens_per_second == max(p.output_tokens_per_second for p in served if p.fits)
 
 

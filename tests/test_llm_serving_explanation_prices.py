@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from perdollar.catalog.price_outliers import PRICE_OUTLIER_FLAG
-from perdollar.price.serving import ranked
+from perdollar.price.network_serving import ranked
 from perdollar.select.llm_serving import explain_llm_serving
 
 

@@ -14,8 +14,8 @@ from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm_serving import (
     GroupShape,
+    RequestShape,
     ServingEfficiency,
-    Workload,
     decode_step_time,
     kv_bytes_per_token_per_gpu,
     max_concurrent_sequences,
@@ -85,8 +85,8 @@ def test_the_shared_prefix_is_held_once() -> None:
 
 def test_prefix_caching_lowers_ttft_and_raises_the_ceiling(catalog: catalog_mod.Catalog) -> None:
     arch, h100 = _arch("llama-3.1-8b"), catalog.accelerator("H100")
-    plain = predict_llm_serving(arch, h100, FP16, Workload(4000, 200))
-    cached = predict_llm_serving(arch, h100, FP16, Workload(4000, 200, prefix_share=0.75))
+    plain = predict_llm_serving(arch, h100, FP16, RequestShape(4000, 200))
+    cached = predict_llm_serving(arch, h100, FP16, RequestShape(4000, 200, prefix_share=0.75))
     assert cached.ttft_ms < plain.ttft_ms
     assert cached.max_concurrent_sequences > plain.max_concurrent_sequences
     assert cached.output_tokens_per_second > plain.output_tokens_per_second
@@ -115,8 +115,8 @@ def test_speculation_gains_shrink_as_the_batch_grows(catalog: catalog_mod.Catalo
     spec = Speculation("draft-model", 0.7, 3)
     gains = []
     for batch in (1, 64, 256):
-        plain = predict_llm_serving(arch, h100, FP16, Workload(500, 200), batch=batch)
-        fast = predict_llm_serving(arch, h100, FP16, Workload(500, 200, speculation=spec), batch=batch)
+        plain = predict_llm_serving(arch, h100, FP16, RequestShape(500, 200), batch=batch)
+        fast = predict_llm_serving(arch, h100, FP16, RequestShape(500, 200, speculation=spec), batch=batch)
         gains.append(plain.tpot_ms / fast.tpot_ms)
     assert gains[0] > 1.8  # weight-bound: about 2.5 tokens for little more than one step's reads
     assert gains[0] > gains[1] > gains[2]
@@ -139,7 +139,7 @@ def test_bad_feature_settings_are_refused() -> None:
 
 def test_disaggregated_pools_and_the_kv_transfer(catalog: catalog_mod.Catalog) -> None:
     arch, h100 = _arch("llama-3.1-8b"), catalog.accelerator("H100")
-    work = Workload(2000, 200)
+    work = RequestShape(2000, 200)
     shape = GroupShape()
     alone = predict_llm_serving(arch, h100, FP16, work, shape=shape)
     split = predict_disaggregated(arch, h100, FP16, work, Disaggregation(1, 3), shape=shape)
@@ -188,6 +188,6 @@ def test_features_through_the_command_line(tmp_path: Path) -> None:
 
 def test_a_static_batch_workload_changes_nothing_without_features(catalog: catalog_mod.Catalog) -> None:
     arch, h100 = _arch("llama-3.1-8b"), catalog.accelerator("H100")
-    base = predict_llm_serving(arch, h100, FP16, Workload(500, 200), batch=8)
-    same = predict_llm_serving(arch, h100, FP16, replace(Workload(500, 200), prefix_share=0.0), batch=8)
+    base = predict_llm_serving(arch, h100, FP16, RequestShape(500, 200), batch=8)
+    same = predict_llm_serving(arch, h100, FP16, replace(RequestShape(500, 200), prefix_share=0.0), batch=8)
     assert base == same and "proposer" not in base.breakdown_ms

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from perdollar import catalog as catalog_mod
-from perdollar.predict.llm_serving import GroupShape, Workload, serving_format
+from perdollar.predict.llm_serving import GroupShape, RequestShape, serving_format
 from perdollar.predict.llm_serving.engines import serving_engine
 from perdollar.predict.llm_serving.features import speculation
 from perdollar.predict.llm_serving.load import mixed_iteration, predict_llm_serving
@@ -22,7 +22,7 @@ from perdollar.workload.llm.architecture import from_hf_config, load_config_file
 
 CONFIGS = Path(__file__).resolve().parents[1] / "src" / "perdollar" / "workload" / "llm" / "configs"
 H100, A100 = "H100-SXM5-80GB", "A100-SXM4-80GB"
-DRAFTED = Workload(1000, 300, speculation=speculation("draft-model", None, None))
+DRAFTED = RequestShape(1000, 300, speculation=speculation("draft-model", None, None))
 RUNNING = (1.0, 1.7, 8.0, 63.5, 256.0, 1024.0)
 
 
@@ -34,17 +34,17 @@ def catalog() -> catalog_mod.Catalog:
 @pytest.mark.parametrize(
     ("model", "chip", "precision", "shape", "work"),
     [
-        ("llama-3.1-8b", H100, "fp16", GroupShape(), Workload(1000, 300)),
-        ("llama-3.1-8b", "L4", "fp8", GroupShape(), Workload(20000, 2000, prefix_share=0.5)),
-        ("llama-3.1-70b", H100, "fp8", GroupShape(tensor_parallel=4), Workload(1500, 300)),
+        ("llama-3.1-8b", H100, "fp16", GroupShape(), RequestShape(1000, 300)),
+        ("llama-3.1-8b", "L4", "fp8", GroupShape(), RequestShape(20000, 2000, prefix_share=0.5)),
+        ("llama-3.1-70b", H100, "fp8", GroupShape(tensor_parallel=4), RequestShape(1500, 300)),
         ("llama-3.1-70b", A100, "fp16", GroupShape(tensor_parallel=2, pipeline_parallel=2),
-         Workload(800, 200)),
-        ("qwen3-30b-a3b", H100, "fp16", GroupShape(expert_parallel=2), Workload(1000, 300)),
+         RequestShape(800, 200)),
+        ("qwen3-30b-a3b", H100, "fp16", GroupShape(expert_parallel=2), RequestShape(1000, 300)),
         ("llama-3.1-8b", H100, "fp16", GroupShape(), DRAFTED),
     ],
 )  # fmt: skip
 def test_the_iteration_worked_out_once_gives_the_same_seconds(
-    catalog: catalog_mod.Catalog, model: str, chip: str, precision: str, shape: GroupShape, work: Workload
+    catalog: catalog_mod.Catalog, model: str, chip: str, precision: str, shape: GroupShape, work: RequestShape
 ) -> None:
     arch = from_hf_config(load_config_file(CONFIGS / f"{model}.json"), name=model)
     accelerator, fmt = catalog.accelerator(chip), serving_format(precision)
@@ -60,7 +60,7 @@ def test_load_points_of_one_replica_are_at_rate_at_each_rate(catalog: catalog_mo
     accelerator, fmt, work = (
         catalog.accelerator(H100),
         serving_format("fp16"),
-        Workload(1000, 300),
+        RequestShape(1000, 300),
     )
     top = predict_llm_serving(arch, accelerator, fmt, work)
     points = load_points(arch, accelerator, fmt, work, ceiling=top)

@@ -11,8 +11,8 @@ from perdollar import catalog as catalog_mod
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm_serving import (
     GroupShape,
+    RequestShape,
     ServingEfficiency,
-    Workload,
     at_rate,
     decode_step_time,
     kv_bytes_per_token,
@@ -117,19 +117,19 @@ def test_moe_reads_the_routed_experts_at_batch_one_and_all_of_them_at_large_batc
 
 def test_a_chip_without_the_format_is_excluded_with_the_reason(catalog: catalog_mod.Catalog) -> None:
     a100 = catalog.accelerator("A100-SXM4-80GB")
-    result = predict_llm_serving(_arch("llama-3.1-8b"), a100, FP8, Workload(1000, 300))
+    result = predict_llm_serving(_arch("llama-3.1-8b"), a100, FP8, RequestShape(1000, 300))
     assert not result.fits and "fp8" in result.fit_reason and result.bottleneck == "unsupported-format"
     fp4 = serving_format("fp4")
     assert not predict_llm_serving(
-        _arch("llama-3.1-8b"), catalog.accelerator("H100"), fp4, Workload(100, 10)
+        _arch("llama-3.1-8b"), catalog.accelerator("H100"), fp4, RequestShape(100, 10)
     ).fits
     assert predict_llm_serving(
-        _arch("llama-3.1-8b"), catalog.accelerator("B200"), fp4, Workload(100, 10)
+        _arch("llama-3.1-8b"), catalog.accelerator("B200"), fp4, RequestShape(100, 10)
     ).fits
 
 
 def test_70b_needs_two_80gb_gpus_in_16_bits(catalog: catalog_mod.Catalog) -> None:
-    arch, h100, work = _arch("llama-3.1-70b"), catalog.accelerator("H100-SXM5-80GB"), Workload(1000, 300)
+    arch, h100, work = _arch("llama-3.1-70b"), catalog.accelerator("H100-SXM5-80GB"), RequestShape(1000, 300)
     alone = predict_llm_serving(arch, h100, FP16, work)
     assert not alone.fits and "do not fit" in alone.fit_reason
     pair = predict_llm_serving(arch, h100, FP16, work, shape=GroupShape(tensor_parallel=2))
@@ -139,14 +139,14 @@ def test_70b_needs_two_80gb_gpus_in_16_bits(catalog: catalog_mod.Catalog) -> Non
 
 def test_int4_reads_fewer_bytes_so_batch_one_decode_is_faster(catalog: catalog_mod.Catalog) -> None:
     arch, l4 = _arch("llama-3.1-8b"), catalog.accelerator("L4")
-    fp16 = predict_llm_serving(arch, l4, FP16, Workload(128, 256), batch=1)
-    int4 = predict_llm_serving(arch, l4, serving_format("awq"), Workload(128, 256), batch=1)
+    fp16 = predict_llm_serving(arch, l4, FP16, RequestShape(128, 256), batch=1)
+    int4 = predict_llm_serving(arch, l4, serving_format("awq"), RequestShape(128, 256), batch=1)
     assert int4.breakdown_ms["memory"] < fp16.breakdown_ms["memory"] / 2
     assert int4.tpot_ms < fp16.tpot_ms
 
 
 def test_latency_grows_with_load_and_the_ceiling_is_not_sustainable(catalog: catalog_mod.Catalog) -> None:
-    arch, chip, work = _arch("llama-3.1-8b"), catalog.accelerator("H100-SXM5-80GB"), Workload(1000, 300)
+    arch, chip, work = _arch("llama-3.1-8b"), catalog.accelerator("H100-SXM5-80GB"), RequestShape(1000, 300)
     top = predict_llm_serving(arch, chip, FP16, work)
     assert top.output_tokens_per_second == pytest.approx(top.requests_per_second * 300)
     light = at_rate(arch, chip, FP16, work, 0.1 * top.requests_per_second, ceiling=top)
@@ -162,9 +162,9 @@ def test_latency_grows_with_load_and_the_ceiling_is_not_sustainable(catalog: cat
 
 def test_static_batch_is_limited_by_the_kv_cache(catalog: catalog_mod.Catalog) -> None:
     arch, chip = _arch("llama-3.1-8b"), catalog.accelerator("L4")
-    limit = predict_llm_serving(arch, chip, FP16, Workload(2048, 2048)).max_concurrent_sequences
-    assert not predict_llm_serving(arch, chip, FP16, Workload(2048, 2048), batch=limit + 1).fits
-    ok = predict_llm_serving(arch, chip, FP16, Workload(2048, 2048), batch=max(limit, 1))
+    limit = predict_llm_serving(arch, chip, FP16, RequestShape(2048, 2048)).max_concurrent_sequences
+    assert not predict_llm_serving(arch, chip, FP16, RequestShape(2048, 2048), batch=limit + 1).fits
+    ok = predict_llm_serving(arch, chip, FP16, RequestShape(2048, 2048), batch=max(limit, 1))
     assert ok.fits and ok.mode == "static-batch"
     assert ok.batch == max(limit, 1)
 
@@ -179,12 +179,12 @@ def test_a_static_batch_prefills_its_prompts_apart_not_as_one_long_prompt() -> N
     assert batched.seconds == pytest.approx(16 * one.seconds, rel=0.02)
     as_one_prompt = prefill_time(arch, FP16, chip, GroupShape(), 16 * 8192, quiet)
     assert as_one_prompt.seconds > 2 * batched.seconds
-    ttft = predict_llm_serving(arch, chip, FP16, Workload(8192, 2), batch=16, efficiency=quiet).ttft_ms
+    ttft = predict_llm_serving(arch, chip, FP16, RequestShape(8192, 2), batch=16, efficiency=quiet).ttft_ms
     assert ttft == pytest.approx(batched.seconds * 1e3, rel=1e-9)
 
 
 def test_pipeline_stages_work_on_micro_batches_at_the_same_time(catalog: catalog_mod.Catalog) -> None:
-    arch, chip, work = _arch("llama-3.1-8b"), catalog.accelerator("H100-SXM5-80GB"), Workload(1000, 300)
+    arch, chip, work = _arch("llama-3.1-8b"), catalog.accelerator("H100-SXM5-80GB"), RequestShape(1000, 300)
     one = predict_llm_serving(arch, chip, FP16, work)
     staged = predict_llm_serving(arch, chip, FP16, work, shape=GroupShape(pipeline_parallel=2))
     # Two GPUs, each with half the layers and twice the room for KV cache, both busy: more than

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perdollar import catalog as catalog_mod
-from perdollar.predict.llm_serving import GroupShape, Workload, predict_llm_serving, serving_format
+from perdollar.predict.llm_serving import GroupShape, RequestShape, predict_llm_serving, serving_format
 from perdollar.predict.llm_serving.expert_parallel import expert_exchange_bytes_per_gpu
 from perdollar.predict.llm_serving.frame import serving_layouts
 from perdollar.predict.llm_serving.load import serving_shape_problem
@@ -149,7 +149,7 @@ def test_attention_data_parallel_holds_the_mla_cache_once(
 ) -> None:
     arch = _written(tmp_path, "deepseek-v3", DEEPSEEK_V3)
     h200 = catalog.accelerator("H200")
-    work = Workload(1000, 300)
+    work = RequestShape(1000, 300)
     tensor = predict_llm_serving(arch, h200, FP8, work, shape=GroupShape(8))
     expert = predict_llm_serving(arch, h200, FP8, work, shape=GroupShape(1, expert_parallel=8))
     assert tensor.fits and expert.fits and expert.expert_parallel == 8
@@ -174,7 +174,7 @@ def test_expert_parallel_shapes_that_cannot_be(tmp_path: Path) -> None:
 
 
 def test_the_three_moe_models_are_predicted_for_serving(tmp_path: Path, catalog: catalog_mod.Catalog) -> None:
-    work = Workload(1000, 300)
+    work = RequestShape(1000, 300)
     h200, h100 = catalog.accelerator("H200"), catalog.accelerator("H100")
     deepseek = _written(tmp_path, "deepseek-v3", DEEPSEEK_V3)
     qwen = _written(tmp_path, "qwen3-30b-a3b", QWEN3_30B_A3B)

@@ -20,7 +20,7 @@ from perdollar.predict.expert_load import (
     PUBLISHED_ROWS_PER_RANK,
     tile_efficiency,
 )
-from perdollar.predict.llm_serving import Workload, serving_format
+from perdollar.predict.llm_serving import RequestShape, serving_format
 from perdollar.predict.llm_serving.engine_cases import load_published_rows
 from perdollar.predict.llm_serving.engines import ENGINES
 from perdollar.predict.llm_serving.load import mixed_iteration, predict_llm_serving, serving_shape_problem
@@ -175,7 +175,7 @@ def test_data_parallel_attention_beside_sliced_experts(catalog: catalog_mod.Cata
     assert four.memory_s - four.moe_experts_memory_s == pytest.approx(one.memory_s - one.moe_experts_memory_s)
     assert "mixture-of-experts" in serving_shape_problem(_arch("llama-3.1-8b"), shape)
     assert "ranks" in serving_shape_problem(arch, GroupShape(1, expert_parallel=4, data_parallel_attention=8))
-    result = predict_llm_serving(arch, h200, FP8, Workload(3200, 800), shape=shape)
+    result = predict_llm_serving(arch, h200, FP8, RequestShape(3200, 800), shape=shape)
     assert result.fits and result.max_concurrent_sequences % 8 == 0
 
 
@@ -194,7 +194,7 @@ def test_a_prompt_is_prefilled_whole_by_one_attention_group(catalog: catalog_mod
     assert eight.seconds < 4.0 * one.seconds
     # So a continuous-batching iteration grows with the prompts it starts, which one group carries
     # (dstack's SGLang rows with data-parallel attention: TPOT 80 ms at 64 running, 111 ms at 128).
-    work = Workload(3200, 800)
+    work = RequestShape(3200, 800)
     at_64 = mixed_iteration(arch, FP8, h200, shape, 64, work)
     at_128 = mixed_iteration(arch, FP8, h200, shape, 128, work)
     assert at_128.seconds > 1.15 * at_64.seconds
@@ -219,7 +219,7 @@ def test_dense_models_stay_on_their_own_path(catalog: catalog_mod.Catalog) -> No
     assert prefill_time(arch, FP8, h100, GroupShape(2), 2000, moe_free) == prefill_time(
         arch, FP8, h100, GroupShape(2), 2000, eff
     )
-    result = predict_llm_serving(arch, h100, FP8, Workload(1000, 300), efficiency=eff)
+    result = predict_llm_serving(arch, h100, FP8, RequestShape(1000, 300), efficiency=eff)
     assert set(result.breakdown_ms) == {"memory", "compute", "communication", "overhead"}
 
 
@@ -241,7 +241,8 @@ def test_the_step_breakdown_shows_the_moe_parts(
     arch, accelerator = _arch(model), catalog.accelerator(chip)
     engine = ENGINES["vllm"]
     fmt = engine.serving_format(serving_format(precision))
-    step = decode_step_time(arch, fmt, accelerator, GroupShape(gpus), 32, Workload(1000, 1000).mean_context,
+    step = decode_step_time(arch, fmt, accelerator, GroupShape(gpus), 32,
+                            RequestShape(1000, 1000).mean_context,
                             engine.step_efficiency())  # fmt: skip
     assert breakdown["moe_routing"] == pytest.approx(step.moe_routing_s * 1e3)
     assert breakdown["moe_experts"] == pytest.approx(step.moe_experts_s * 1e3)

@@ -9,8 +9,8 @@ import pytest
 
 from cli_runner import run_perdollar
 from perdollar import catalog
-from perdollar.ask.language_model_serving_prediction import load_architecture
-from perdollar.predict.llm_serving import GroupShape, Workload, prefill_time, serving_format
+from perdollar.ask.llm_serving_prediction import load_architecture
+from perdollar.predict.llm_serving import GroupShape, RequestShape, prefill_time, serving_format
 from perdollar.predict.llm_serving.engines import serving_engine
 from perdollar.predict.llm_serving.offered_load import (
     OfferedLoad,
@@ -120,7 +120,7 @@ def test_the_simulation_is_deterministic_and_follows_the_engine_budget() -> None
     assert prefill_token_budget("vllm", a100) == 2048  # vLLM keeps the A100 at the smaller budget
     assert prefill_token_budget("hf", h100) is None
     engine = serving_engine("vllm")
-    fmt, work = engine.serving_format(serving_format("fp16")), Workload(20000, 2000)
+    fmt, work = engine.serving_format(serving_format("fp16")), RequestShape(20000, 2000)
     args = (arch, h100, fmt, work, OfferedLoad(concurrency=8))
     runs = [at_offered_load(*args, running_cap=20, budget=8192, efficiency=engine.step_efficiency())
             for _ in range(2)]  # fmt: skip

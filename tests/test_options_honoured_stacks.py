@@ -11,8 +11,8 @@ import pytest
 
 from cli_runner import run_perdollar
 from perdollar import catalog as catalog_mod
-from perdollar.ask.language_model_prediction import predict_llm
-from perdollar.ask.language_model_serving_prediction import BUNDLED_CONFIGS, predict_language_model_serving
+from perdollar.ask.llm_prediction import predict_llm
+from perdollar.ask.llm_serving_prediction import BUNDLED_CONFIGS, predict_language_model_serving
 from perdollar.ask.questions import PlanFlags
 from perdollar.errors import PerdollarError
 from perdollar.predict.accelerator_stacks import SERVING_STACKS

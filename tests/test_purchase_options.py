@@ -17,7 +17,7 @@ from perdollar.catalog.model import Offer
 from perdollar.catalog.price_outliers import SPOT_BELOW_PEERS_FLAG, spot_below_peers
 from perdollar.catalog.purchase import NONSTANDARD_SKU_FLAG, not_sold_reason, unranked_reasons
 from perdollar.catalog.standard_prices import SKU_GAP, _below_the_gap, gcp_list_prices
-from perdollar.price.serving import plausibly_priced
+from perdollar.price.network_serving import plausibly_priced
 
 LIST_PRICES_US_CENTRAL1 = {
     name: usd for (name, region), usd in gcp_list_prices().items() if region == "us-central1"

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from perdollar.predict.serving.queueing import (
+from perdollar.predict.network_serving.queueing import (
     batching_latency,
     effective_batch,
     erlang_quantile,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from perdollar.cli.inference_render import deployment_rows, deployment_table
+from perdollar.cli.serving_render import deployment_rows, deployment_table
 from perdollar.price.model import Estimate, ServingFigures
 
 

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from perdollar.catalog.filters import allowed_offers
-from perdollar.predict.serving import ServiceCurve, ServingTarget, plan_accelerator
-from perdollar.price.serving import price_deployments
-from perdollar.select.serving import deployment_estimates, explain_serving, serving_mode_hint
+from perdollar.predict.network_serving import ServiceCurve, ServingTarget, plan_accelerator
+from perdollar.price.network_serving import price_deployments
+from perdollar.select.network_serving import deployment_estimates, explain_serving, serving_mode_hint
 
 SIZES = (1, 2, 4, 8, 16)
 
@@ -73,7 +73,7 @@ def test_partial_device_runs_slower_and_needs_more_replicas() -> None:
 
 
 def _frame(offers: list[dict[str, object]], target: ServingTarget = TARGET) -> pd.DataFrame:
-    from perdollar.predict.serving import plan_all
+    from perdollar.predict.network_serving import plan_all
 
     table = pd.DataFrame(offers)
     return price_deployments(plan_all(CURVES, table, target), table, target)
@@ -175,7 +175,7 @@ def test_serving_mode_hint(qps: float, slo_ms: float | None, payload: float, mod
 
 
 def test_cpu_instances_are_served_from_a_measured_cpu_curve() -> None:
-    from perdollar.predict.serving import CPU_KEY, cpu_curve, plan_all
+    from perdollar.predict.network_serving import CPU_KEY, cpu_curve, plan_all
 
     measured = {1: (0.002, 0.0018, 0.0025), 4: (0.005, 0.0045, 0.006)}
     curves = {**CURVES, CPU_KEY: cpu_curve(measured)}
@@ -191,7 +191,7 @@ def test_cpu_instances_are_served_from_a_measured_cpu_curve() -> None:
 
 
 def test_local_measurements_replace_and_rescale_the_prediction() -> None:
-    from perdollar.predict.serving.curves import _with_measurements
+    from perdollar.predict.network_serving.curves import _with_measurements
 
     predicted = ServiceCurve("A10G", (1, 2, 4, 8), (1.0, 2.0, 4.0, 8.0), (0.5,) * 4, (2.0,) * 4, "spec")
     measured = _with_measurements(predicted, {1: (2.0, 1.9, 2.2), 2: (4.0, 3.8, 4.4)})

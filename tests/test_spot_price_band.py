@@ -34,8 +34,8 @@ def test_an_old_spot_price_has_a_wider_band_and_on_demand_has_none() -> None:
 
 def test_a_spot_top_choice_says_what_it_may_cost_and_its_cost_band_holds_it() -> None:
     from perdollar.ask.inputs import load_inputs
+    from perdollar.ask.network import answer_training
     from perdollar.ask.questions import decided
-    from perdollar.ask.training import answer_training
     from perdollar.goals import TrainingGoal
     from perdollar.question import Question
 

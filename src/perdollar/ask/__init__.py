@@ -14,8 +14,8 @@ command line's options or the Python API's arguments. The command line, the repo
 from perdollar.ask.answer import answer, ask_serving, recommend
 from perdollar.ask.compare import compare
 from perdollar.ask.inputs import Inputs, load_inputs, measurements_from_file, stored_measurements
-from perdollar.ask.serving import ServingAnswer, answer_serving
-from perdollar.ask.training import answer_training, priced_candidates
+from perdollar.ask.network import answer_training, priced_candidates
+from perdollar.ask.network_serving import ServingAnswer, answer_serving
 
 __all__ = [
     "Inputs",

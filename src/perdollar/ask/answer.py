@@ -14,8 +14,8 @@ from perdollar.ask.inputs import (
     stored_measurements,
     with_stored_measurements,
 )
+from perdollar.ask.network import answer_training
 from perdollar.ask.questions import decided
-from perdollar.ask.training import answer_training
 from perdollar.catalog import Catalog
 from perdollar.catalog import load as load_catalog
 from perdollar.goals import FleetGoal, Goal, ServingGoal, TrainingGoal
@@ -28,8 +28,8 @@ from perdollar.workload import Workload, load_workload
 from perdollar.workload.llm import load_llm_workload
 
 if TYPE_CHECKING:
-    from perdollar.ask.language_model_serving import LanguageModelServingAnswer
-    from perdollar.ask.serving import ServingAnswer
+    from perdollar.ask.llm_serving import LanguageModelServingAnswer
+    from perdollar.ask.network_serving import ServingAnswer
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def _network_serving(question: Question, asking: Asking) -> Recommendation:
 
 def _language_model_training(question: Question, asking: Asking) -> Recommendation:
     # Imported where it is asked: a vision question need not load the language-model planner.
-    from perdollar.ask.language_model import answer_language_model
+    from perdollar.ask.llm import answer_language_model
 
     return answer_language_model(
         question, catalog=asking.catalog, measurements=asking.measurements, store_url=asking.store_url,
@@ -161,7 +161,9 @@ def ask_serving(
     if use_store:
         # Latency curves are stored under the workload at batch 1, whatever batches they reached.
         found += stored_measurements(workload.with_overrides(batch_size=1).fingerprint, store_url)
-    from perdollar.ask.serving import answer_serving  # a training question does not load the serving stack
+    from perdollar.ask.network_serving import (
+        answer_serving,  # a training question does not load the serving stack
+    )
 
     return answer_serving(question, catalog=catalog, workload=workload, measurements=found, progress=progress)
 
@@ -185,7 +187,7 @@ def ask_language_model_serving(
     if use_store:
         fingerprint = load_llm_workload(question.workload_name, kind="inference").fingerprint
         found += [m for m in stored_measurements(fingerprint, store_url) if m.mode == "inference"]
-    from perdollar.ask.language_model_serving import answer_language_model_serving
+    from perdollar.ask.llm_serving import answer_language_model_serving
 
     return answer_language_model_serving(question, catalog=catalog, progress=progress, measurements=found)
 

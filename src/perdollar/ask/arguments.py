@@ -15,7 +15,7 @@ from perdollar.errors import PerdollarError
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class CheckedTarget:
     """A question's target and limits, checked."""
 
     samples: float | None
@@ -32,7 +32,7 @@ def checked_target(
     deadline_hours: object = None,
     budget_usd: object = None,
     confidence: object = 0.9,
-) -> Target:
+) -> CheckedTarget:
     """The target of a question (samples, or epochs × dataset_size) and its limits, or the error."""
     target = amounts.count(samples, "samples") if samples is not None else None
     if epochs is not None:
@@ -47,7 +47,7 @@ def checked_target(
     deadline = None if deadline_hours is None else amounts.duration_hours(deadline_hours, "deadline_hours")
     amounts.optional(budget_usd, "budget_usd")
     amounts.check_value("confidence", confidence)
-    return Target(
+    return CheckedTarget(
         samples=target,
         deadline_hours=deadline,
         budget_usd=float(budget_usd) if budget_usd is not None else None,  # type: ignore[arg-type]

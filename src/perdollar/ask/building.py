@@ -383,7 +383,7 @@ def serving_comparison_question(
 ) -> Question:  # fmt: skip
     """``compare LLM --inference``'s question: the rate and SLOs, ``--engine`` kept as written (a
     comma list, or ``any``): the comparison reads its engines from it."""
-    from perdollar.ask.compare_serving import compared_engines
+    from perdollar.ask.llm_serving_compare import compared_engines
 
     check_serving_comparison(serving, family)
     engines = compared_engines(language_model.engine)  # a mistyped engine is said before any work

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from perdollar.measure.result import Measurement
-from perdollar.report.checklist import CheckItem, Target, evaluate
+from perdollar.report.checklist import CheckedMachine, CheckItem, evaluate
 from perdollar.report.checklist_inputs import (
     evidence_from_measurements,
     max_batch_for,
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 class CheckRun:
     workload_name: str
     workload_fingerprint: str
-    target: Target
+    target: CheckedMachine
     measurements: tuple[Measurement, ...]
     items: tuple[CheckItem, ...]
 
@@ -105,7 +105,7 @@ def _catalog_or_none() -> Catalog | None:
 
 def _profile_facts(
     workload: Workload,
-    target: Target,
+    target: CheckedMachine,
     instance_type: InstanceType | None,
     catalog: Catalog | None,
     on_step: Callable[[str], None],

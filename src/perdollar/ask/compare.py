@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from perdollar.ask.inputs import Inputs, Progress, load_inputs, quiet, with_stored_measurements
+from perdollar.ask.network import TRAINING_FIXED_COSTS
 from perdollar.ask.offers import labelled_offers
 from perdollar.ask.questions import decided
-from perdollar.ask.training import TRAINING_FIXED_COSTS
 from perdollar.catalog import Catalog
 from perdollar.catalog import load as load_catalog
 from perdollar.catalog.model import InstanceType
@@ -27,7 +27,7 @@ from perdollar.measure.result import Measurement
 from perdollar.predict import Calibration, predict_frame
 from perdollar.predict.measured import apply_measured
 from perdollar.price.frame import SpotAssumptions, assumptions_for, describe_assumptions, target_of
-from perdollar.price.serving import plausibly_priced
+from perdollar.price.network_serving import plausibly_priced
 from perdollar.price.table import price_table
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select import mark_constraints
@@ -85,7 +85,7 @@ def compare_question(
     question = decided(question)
     if question.family == "language-model":
         # The language-model stack is imported only for its questions: the others start faster.
-        from perdollar.ask.language_model import checkpoint_bytes, load_language_model
+        from perdollar.ask.llm import checkpoint_bytes, load_language_model
 
         workload = load_language_model(question)
         assumptions = assumptions_for(question.spot, checkpoint_bytes(workload))
@@ -122,7 +122,7 @@ def compare_language_model(
     assumptions: SpotAssumptions,
 ) -> Comparison:
     """Each configuration under the plan its label names (else the user's, else the planner's best)."""
-    from perdollar.ask.language_model import fixed_costs, fixed_plan
+    from perdollar.ask.llm import fixed_costs, fixed_plan
     from perdollar.predict.llm import parse_plan
     from perdollar.predict.llm.frame import llm_prediction_frame
 

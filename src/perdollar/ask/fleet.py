@@ -5,7 +5,7 @@ The stored question carries the traffic's text (:class:`perdollar.goals.FleetTra
 fleet can be asked again after its load curve or trace file is gone; the stored answer carries
 the fleet's figures as plain data, which ``history reevaluate`` compares (:func:`compared`) and
 ``report`` draws (:mod:`perdollar.report.fleet_html`). The fleet itself is sized, priced and
-replayed in :mod:`perdollar.ask.language_model_fleet`.
+replayed in :mod:`perdollar.ask.fleet_sizing`.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from perdollar.workload.llm.load_curve import (
 )
 
 if TYPE_CHECKING:
+    from perdollar.ask.fleet_sizing import FleetAnswer
     from perdollar.ask.inputs import Progress
-    from perdollar.ask.language_model_fleet import FleetAnswer
     from perdollar.catalog import Catalog
     from perdollar.price.fleet import Fleet
     from perdollar.report.changes import Reevaluation
@@ -111,7 +111,7 @@ def stored_curve(question: Question) -> LoadCurve:
 def answer_fleet(question: Question, *, catalog: Catalog, progress: Progress) -> Recommendation:
     """The fleet over the day for ``question`` (whose goal's traffic holds the curve's text and how
     the fleet autoscales), as a recommendation to show and store."""
-    from perdollar.ask.language_model_fleet import answer_language_model_fleet
+    from perdollar.ask.fleet_sizing import answer_language_model_fleet
     from perdollar.ask.policy import fleet_policy
 
     goal = question.goal

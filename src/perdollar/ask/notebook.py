@@ -36,7 +36,7 @@ def predict(
 
     >>> predict("vit-b16", "g5.2xlarge").samples_per_second
     """
-    from perdollar.ask.prediction import predict_network
+    from perdollar.ask.network_prediction import predict_network
     from perdollar.ask.questions import family_of
 
     if not isinstance(workload, Workload):

@@ -19,8 +19,8 @@ from perdollar.question import LanguageModelSettings
 from perdollar.vocabulary import Family, Kind
 
 if TYPE_CHECKING:
-    from perdollar.ask.language_model_serving_prediction import LanguageModelServingPrediction
-    from perdollar.ask.prediction import NetworkPrediction
+    from perdollar.ask.llm_serving_prediction import LanguageModelServingPrediction
+    from perdollar.ask.network_prediction import NetworkPrediction
 
 # What a route answers: a network's prediction, a language model's training document (as its JSON
 # prints it) or its serving prediction.
@@ -89,7 +89,7 @@ def refuse_a_misplaced_load(asked: PredictionAsked) -> None:
 
 def _network(asked: PredictionAsked, reach: Reach) -> NetworkPrediction:
     from perdollar.ask.inputs import measurements_from_file
-    from perdollar.ask.prediction import predict_network
+    from perdollar.ask.network_prediction import predict_network
 
     refuse_a_misplaced_load(asked)
     instance = _instance(asked)
@@ -104,7 +104,7 @@ def _network(asked: PredictionAsked, reach: Reach) -> NetworkPrediction:
 
 
 def _language_model_training(asked: PredictionAsked, reach: Reach) -> dict[str, object]:
-    from perdollar.ask.language_model_prediction import predict_llm
+    from perdollar.ask.llm_prediction import predict_llm
 
     instance = _instance(asked)
     refuse_a_misplaced_load(asked)
@@ -147,7 +147,7 @@ def _served_on(asked: PredictionAsked) -> tuple[str | None, int]:
 
 
 def _language_model_serving(asked: PredictionAsked, reach: Reach) -> LanguageModelServingPrediction:
-    from perdollar.ask.language_model_serving_prediction import predict_language_model_serving
+    from perdollar.ask.llm_serving_prediction import predict_language_model_serving
     from perdollar.predict.llm_serving.offered_load import offered_load
 
     settings, flags = asked.settings, asked.flags

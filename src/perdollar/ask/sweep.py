@@ -19,7 +19,7 @@ from perdollar.ask.inputs import (
     stored_measurements,
     with_stored_measurements,
 )
-from perdollar.ask.training import answer_training
+from perdollar.ask.network import answer_training
 from perdollar.catalog import Catalog
 from perdollar.catalog import load as load_catalog
 from perdollar.configuration import Configuration
@@ -106,7 +106,7 @@ def _prepare_language_model(
     progress: Progress,
     only: Sequence[Configuration],
 ) -> tuple[LanguageModelInputs, Recommendation]:
-    from perdollar.ask.language_model import answer_language_model, load_language_model
+    from perdollar.ask.llm import answer_language_model, load_language_model
     from perdollar.workload.llm.trainable import measurement_key, training_workload
 
     model = load_language_model(question)
@@ -124,7 +124,7 @@ def _prepare_language_model(
 def _asked_again(question: Question, inputs: SweepInputs, new: Sequence[Measurement]) -> Recommendation:
     """The question answered again with the sweep's measurements added to those it had."""
     if isinstance(inputs, LanguageModelInputs):
-        from perdollar.ask.language_model import answer_language_model
+        from perdollar.ask.llm import answer_language_model
 
         return answer_language_model(
             question, catalog=inputs.catalog, workload=inputs.model, measurements=(*inputs.measurements, *new)

@@ -98,7 +98,7 @@ COMMAND_MODULES: dict[str, str] = {
     "check": "store_cmd",
     "sweep": "sweep_cmd",
     "export": "export_cmd",
-    "serve-bench": "inference_cmd",
+    "serve-bench": "network_serving_cmd",
 }
 
 

@@ -288,7 +288,7 @@ def bench(
 
     resolve_device(device)  # a misspelt device is bad input (exit 2), not a failed run (exit 1)
     if curve.inference:
-        from perdollar.cli.inference_cmd import bench_inference
+        from perdollar.cli.network_serving_cmd import bench_inference
 
         code: int = bench_inference(
             workload, batch_size=batch_size, precision=precision, duration_s=duration_s,

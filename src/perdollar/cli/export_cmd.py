@@ -121,7 +121,7 @@ def _training_launch(candidate: CandidateSpec, fmt: str, *, workload: str | None
                      region: str | None, seq_len: int | None, global_batch: int | None, precision: str | None,
                      script: str) -> dict[str, object]:  # fmt: skip
     """The plan for the candidate (fixed or searched) as a torchrun launch or a SkyPilot task."""
-    from perdollar.ask.language_model_prediction import predict_llm
+    from perdollar.ask.llm_prediction import predict_llm
     from perdollar.ask.questions import PlanFlags
     from perdollar.launch.torchrun import skypilot_training_task, torchrun_description
     from perdollar.question import LanguageModelSettings

@@ -11,7 +11,7 @@ from perdollar.cli.common import console, print_table
 from perdollar.fmt import format_band, format_number
 
 
-# The training document is built by ``perdollar.ask.language_model_prediction.predict_llm``: its
+# The training document is built by ``perdollar.ask.llm_prediction.predict_llm``: its
 # figures are numbers, its breakdowns maps of numbers; read so, any other value is a bug there.
 def _number(document: Mapping[str, object], key: str) -> float:
     value = document.get(key)

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from perdollar.fmt import format_band, format_number
-from perdollar.predict.llm_serving import LLMServingPrediction, Workload
+from perdollar.predict.llm_serving import LLMServingPrediction, RequestShape
 from perdollar.predict.llm_serving.bands import Band, builds_sentence, engine_builds
 from perdollar.predict.llm_serving.offered_load import LoadFigures, Quantiles
 from perdollar.predict.llm_serving.worth import FeatureWorth
@@ -30,7 +30,7 @@ def prediction_document(
     accelerator: str,
     gpus: int,
     replicas: int,
-    work: Workload,
+    work: RequestShape,
     p: LLMServingPrediction,
     worth: Mapping[str, FeatureWorth] | None = None,
     bands: dict[str, Band] | None = None,
@@ -152,7 +152,7 @@ def print_prediction(
     accelerator: str,
     gpus: int,
     replicas: int,
-    work: Workload,
+    work: RequestShape,
     p: LLMServingPrediction,
     worth: Mapping[str, FeatureWorth] | None = None,
     bands: dict[str, Band] | None = None,

@@ -150,8 +150,8 @@ def predict_command(
 
 def _render(answer: object, json_output: bool) -> None:
     """Each route's figures as the command prints them (the routes return three kinds of record)."""
-    from perdollar.ask.language_model_serving_prediction import LanguageModelServingPrediction
-    from perdollar.ask.prediction import NetworkPrediction
+    from perdollar.ask.llm_serving_prediction import LanguageModelServingPrediction
+    from perdollar.ask.network_prediction import NetworkPrediction
 
     if isinstance(answer, LanguageModelServingPrediction):
         from perdollar.cli.llm_serving_render import prediction_document, print_prediction

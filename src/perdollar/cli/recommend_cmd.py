@@ -199,7 +199,7 @@ def _recommend_serving(
     (``served``: its objective, ``--objective carbon`` or the cost, and where its weights are stored)."""
     shown, output = shown_as
     if family == "language-model":
-        from perdollar.cli.llm_inference_cmd import recommend_llm_inference
+        from perdollar.cli.llm_serving_cmd import recommend_llm_inference
 
         question, note = language_model_serving_question(
             workload, serving, where, language_model, precision, bill, served
@@ -209,7 +209,7 @@ def _recommend_serving(
             question, lengths_note=note, top=shown.top, json_output=output.json_output,
             store_url=store.store_url, store=store.enabled, report_path=shown.report,
         )  # fmt: skip
-    from perdollar.cli.inference_cmd import recommend_inference
+    from perdollar.cli.network_serving_cmd import recommend_inference
 
     question = serving_question(
         workload, qps=serving.qps, p99_ms=serving.p99_ms, p95_ms=serving.p95_ms,
@@ -229,7 +229,7 @@ def _recommend_fleet(
 ) -> int:  # fmt: skip
     """``recommend --inference --load-curve/--trace``: a language model's fleet over the day, within
     its quotas, in its managed service's market, ranked by its objective (cost, or carbon)."""
-    from perdollar.cli.llm_fleet_cmd import recommend_llm_fleet
+    from perdollar.cli.fleet_cmd import recommend_llm_fleet
 
     shown, output = shown_as
     question = replace(
@@ -276,7 +276,7 @@ def compare_command(
     family = family_of(workload)
     serving = with_one_rate(serving, family)
     if serving.inference or serving.rps is not None or serving.tokens_per_day is not None:
-        from perdollar.cli.llm_compare_cmd import compare_llm_serving
+        from perdollar.cli.llm_serving_compare_cmd import compare_llm_serving
 
         return compare_llm_serving(
             workload, configs, family=family, serving=serving, language_model=language_model,

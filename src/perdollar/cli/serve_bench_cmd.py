@@ -10,7 +10,7 @@ import typer
 
 from perdollar.cli import common
 from perdollar.cli.declared import Group, StoreChoice, takes
-from perdollar.cli.inference_render import load_table
+from perdollar.cli.serving_render import load_table
 from perdollar.cli.shared_options import OPTIONS, OUTPUT, STEP, Output, Step
 from perdollar.errors import PerdollarError
 from perdollar.question import declared

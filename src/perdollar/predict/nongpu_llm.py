@@ -338,10 +338,10 @@ def nongpu_serving_rows(
     prefix cache and speculative decoding as on a GPU; a KV cache the record does not hold is a
     row excluded with that reason)."""
     from perdollar.predict.llm_serving.frame import _row, replica_rate
-    from perdollar.predict.llm_serving.load import Workload
+    from perdollar.predict.llm_serving.load import RequestShape
     from perdollar.predict.llm_serving.timing import GroupShape
 
-    work = Workload(input_tokens, output_tokens, prefix_share, speculation)
+    work = RequestShape(input_tokens, output_tokens, prefix_share, speculation)
     instances = catalog.instances_frame()
     instances = instances[instances["accelerator_key"].notna() & (instances["accelerator_count"] >= 1)]
     rows = []

@@ -14,7 +14,7 @@ from perdollar.price.frame import (
     target_of,
 )
 from perdollar.price.model import Estimate
-from perdollar.price.serving import price_deployments
+from perdollar.price.network_serving import price_deployments
 from perdollar.price.table import price_table
 
 __all__ = [

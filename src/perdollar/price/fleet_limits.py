@@ -6,7 +6,7 @@ within it: spot and on-demand instances of one family draw on the one quota, as 
 single deployment. Where several quota rows cover a family, each binds.
 
 An instance-hour emits what the serving energy model gives one instance of its deployment at the
-day's peak rate (:func:`perdollar.price.llm_energy.deployment_kw`), times the grid intensity of
+day's peak rate (:func:`perdollar.price.llm_serving_energy.deployment_kw`), times the grid intensity of
 its region; a scale-up emits from its start, as it is billed.
 """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from perdollar.price.serving import billed, ranked
+from perdollar.price.network_serving import billed, ranked
 
 
 def price_llm_deployments(

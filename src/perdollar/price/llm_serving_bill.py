@@ -23,7 +23,7 @@ from perdollar.catalog.model import Accelerator
 from perdollar.frames import row_keys
 from perdollar.price.bill import DataPlacement
 from perdollar.price.data_movement import GB, egress_usd
-from perdollar.price.llm_energy import (
+from perdollar.price.llm_serving_energy import (
     DECODE_BUSY_FLOOR,
     DECODE_BUSY_PER_COMPUTE,
     SERVING_ENERGY_COLUMNS,

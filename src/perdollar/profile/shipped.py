@@ -23,7 +23,7 @@ from perdollar.profile.profile_store import profile_from_dict, profile_to_dict
 from perdollar.vocabulary import Kind
 
 SHIPPED_FILE = "data/reference_profiles.json.gz"
-# The forward-pass batches a serving question traces (``predict.serving.plans.DEFAULT_BATCH_SIZES``,
+# The forward-pass batches a serving question traces (``predict.network_serving.plans.DEFAULT_BATCH_SIZES``,
 # which this stage may not import; a test keeps the two equal).
 SERVING_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 

@@ -42,7 +42,7 @@ class CheckItem:
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class CheckedMachine:
     """The machine the checks judge against: this host, or a candidate instance."""
 
     name: str
@@ -109,7 +109,7 @@ def check_input_bound(evidence: Evidence) -> CheckItem:
     return CheckItem("input-bound", title, status, evidence_text, fix)
 
 
-def check_utilisation(evidence: Evidence, target: Target) -> CheckItem:
+def check_utilisation(evidence: Evidence, target: CheckedMachine) -> CheckItem:
     title = f"Accelerator utilisation ≥ {UTILISATION_TARGET:.0f}%"
     measurement = evidence.full if _rate(evidence.full) else evidence.cached
     utilisation: Mapping[str, object] = measurement.utilization if measurement is not None else {}
@@ -140,7 +140,7 @@ def check_utilisation(evidence: Evidence, target: Target) -> CheckItem:
     return CheckItem("utilisation", title, status, f"{what} busy {value:.0f}% during the measured steps", fix)
 
 
-def check_memory_headroom(evidence: Evidence, target: Target) -> CheckItem:
+def check_memory_headroom(evidence: Evidence, target: CheckedMachine) -> CheckItem:
     title = "Memory is used (a larger batch would not fit)"
     measurement = evidence.cached or evidence.full
     peak = measurement.peak_memory_bytes if measurement is not None and measurement.ok else None
@@ -173,7 +173,7 @@ def check_memory_headroom(evidence: Evidence, target: Target) -> CheckItem:
     )
 
 
-def check_mixed_precision(evidence: Evidence, target: Target) -> CheckItem:
+def check_mixed_precision(evidence: Evidence, target: CheckedMachine) -> CheckItem:
     title = "Mixed precision where the chip supports bf16"
     precision = evidence.precision or (evidence.cached.precision if evidence.cached else None)
     if precision is None:
@@ -202,7 +202,7 @@ def check_mixed_precision(evidence: Evidence, target: Target) -> CheckItem:
     )
 
 
-def _feed_rate(evidence: Evidence, target: Target) -> tuple[float | None, str]:
+def _feed_rate(evidence: Evidence, target: CheckedMachine) -> tuple[float | None, str]:
     """Samples/s one device of the target consumes, and where the figure comes from."""
     if target.predicted_samples_per_second:
         where = target.accelerator_name or target.name
@@ -210,7 +210,7 @@ def _feed_rate(evidence: Evidence, target: Target) -> tuple[float | None, str]:
     return _rate(evidence.cached), ""
 
 
-def check_cpu_ratio(evidence: Evidence, target: Target) -> CheckItem:
+def check_cpu_ratio(evidence: Evidence, target: CheckedMachine) -> CheckItem:
     title = "Enough host CPU per accelerator to feed it"
     data_rate = _rate(evidence.data_only)
     feed, source = _feed_rate(evidence, target)
@@ -282,7 +282,7 @@ def check_scaling(evidence: Evidence) -> CheckItem:
     return CheckItem("scaling", title, status, measured, fix)
 
 
-def check_network_ingest(evidence: Evidence, target: Target) -> CheckItem:
+def check_network_ingest(evidence: Evidence, target: CheckedMachine) -> CheckItem:
     title = "Data-ingest bandwidth fits the network"
     cached, source = _feed_rate(evidence, target)
     per_sample = evidence.input_bytes_per_sample
@@ -316,7 +316,7 @@ def check_network_ingest(evidence: Evidence, target: Target) -> CheckItem:
     )
 
 
-def evaluate(evidence: Evidence, target: Target) -> tuple[CheckItem, ...]:
+def evaluate(evidence: Evidence, target: CheckedMachine) -> tuple[CheckItem, ...]:
     """All checks, in the order a person would work through them."""
     return (
         check_input_bound(evidence),

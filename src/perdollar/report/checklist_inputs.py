@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from perdollar.measure.result import HostFingerprint, Measurement
-from perdollar.report.checklist import Evidence, Target
+from perdollar.report.checklist import CheckedMachine, Evidence
 
 if TYPE_CHECKING:
     from perdollar.catalog import Catalog, InstanceType
@@ -54,7 +54,7 @@ def max_batch_for(
     return batch if batch > 0 else None
 
 
-def target_for_instance(instance: InstanceType, catalog: Catalog) -> Target:
+def target_for_instance(instance: InstanceType, catalog: Catalog) -> CheckedMachine:
     """A catalog instance type as the machine to judge against."""
     count = float(instance.accelerator_count or 0)
     accelerator = None
@@ -71,7 +71,7 @@ def target_for_instance(instance: InstanceType, catalog: Catalog) -> Target:
         )
     else:
         memory = instance.memory_gib * GIB
-    return Target(
+    return CheckedMachine(
         name=f"{instance.cloud} {instance.name}",
         vcpus=float(instance.vcpus),
         accelerators=count,
@@ -82,7 +82,7 @@ def target_for_instance(instance: InstanceType, catalog: Catalog) -> Target:
     )
 
 
-def target_for_host(host: HostFingerprint, catalog: Catalog | None) -> Target:
+def target_for_host(host: HostFingerprint, catalog: Catalog | None) -> CheckedMachine:
     """This machine: its accelerator from the catalog's table where known, else its CPU and RAM."""
     accelerator = None
     if host.accelerator_key and catalog is not None:
@@ -92,7 +92,7 @@ def target_for_host(host: HostFingerprint, catalog: Catalog | None) -> Target:
             accelerator = None
     name = "this host" if host.instance_type in ("", "unknown") else host.instance_type
     if host.accelerator_count and accelerator is not None:
-        return Target(
+        return CheckedMachine(
             name=name,
             vcpus=host.cpu_cores,
             accelerators=host.accelerator_count,
@@ -100,7 +100,7 @@ def target_for_host(host: HostFingerprint, catalog: Catalog | None) -> Target:
             memory_bytes_per_device=accelerator.memory_gib * GIB,
             supports_bf16=accelerator.supports_bf16,
         )
-    return Target(
+    return CheckedMachine(
         name=name,
         vcpus=host.cpu_cores,
         accelerators=float(host.accelerator_count),

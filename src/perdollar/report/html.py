@@ -1,7 +1,7 @@
 """The HTML report: one self-contained file that works offline (plotly's JS is embedded).
 
 A training question's report is drawn here; a language model's serving question and a fleet over
-the day have reports of their own (:mod:`perdollar.report.serving_html`,
+the day have reports of their own (:mod:`perdollar.report.llm_serving_html`,
 :mod:`perdollar.report.fleet_html`), and :func:`render_report` draws each answer with its own.
 """
 
@@ -196,7 +196,7 @@ def render_report(
     generated = generated_at or dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     kind = report_kind(recommendation)
     if kind == "serving":
-        from perdollar.report.serving_html import render_serving_report
+        from perdollar.report.llm_serving_html import render_serving_report
 
         return render_serving_report(recommendation, plotly_bundle(plotly_js), generated)
     if kind == "fleet":

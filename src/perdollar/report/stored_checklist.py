@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from perdollar.measure.result import Measurement
-from perdollar.report.checklist import CheckItem, Target, evaluate
+from perdollar.report.checklist import CheckedMachine, CheckItem, evaluate
 from perdollar.report.checklist_inputs import evidence_from_measurements
 from perdollar.select.model import Recommendation
 
 
-def _target(recommendation: Recommendation, measurements: list[Measurement]) -> Target:
+def _target(recommendation: Recommendation, measurements: list[Measurement]) -> CheckedMachine:
     top = next((e for e in recommendation.estimates if e.feasible), None)
     if top is not None:
         try:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from perdollar.configuration import Configuration
 from perdollar.price.model import Estimate, ServingFigures
-from perdollar.price.serving import plausibly_priced
+from perdollar.price.network_serving import plausibly_priced
 from perdollar.select.estimates import deployment_estimate
 from perdollar.select.llm_serving_ties import band_figures
 

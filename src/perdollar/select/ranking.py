@@ -18,7 +18,7 @@ from perdollar.catalog.price_outliers import IMPLAUSIBLE_PRICE_FLAGS, OUTLIER_SE
 from perdollar.goals import training_goal
 from perdollar.price.frame import target_of
 from perdollar.price.model import Estimate
-from perdollar.price.serving import plausibly_priced
+from perdollar.price.network_serving import plausibly_priced
 from perdollar.price.spot_prices import spot_band_sentence
 from perdollar.question import Question
 from perdollar.select import constraints as cand

@@ -28,7 +28,7 @@ SHARDING_STRATEGY = {sharding: strategy for strategy, sharding in SHARDING.items
 
 
 @dataclass(frozen=True, slots=True)
-class Calibration:
+class LLMTrainingCalibration:
     efficiency: LLMEfficiency
     runs: int  # bench runs that informed the factor
     note: str  # one sentence for the report ('' when nothing was calibrated)
@@ -62,7 +62,7 @@ def calibrated(
     measurements: list[Measurement],
     catalog: Catalog,
     base: LLMEfficiency | None = None,
-) -> Calibration:
+) -> LLMTrainingCalibration:
     """The efficiency that reproduces the usable runs among ``measurements`` (median factor)."""
     efficiency = base or LLMEfficiency()
     ratios: list[float] = []
@@ -80,10 +80,12 @@ def calibrated(
             ratios.append(float(measured) / predicted)
             gpus.add(accelerator.key)
     if not ratios:
-        return Calibration(efficiency, 0, "")
+        return LLMTrainingCalibration(efficiency, 0, "")
     factor = statistics.median(ratios)
     note = (
         f"calibrated on {len(ratios)} bench run{'s' if len(ratios) != 1 else ''} of {workload.name} "
         f"({', '.join(sorted(gpus))}): measured ÷ predicted {factor:.2f}, applied to every estimate"
     )
-    return Calibration(replace(efficiency, calibration_factor=factor, basis="calibrated"), len(ratios), note)
+    return LLMTrainingCalibration(
+        replace(efficiency, calibration_factor=factor, basis="calibrated"), len(ratios), note
+    )

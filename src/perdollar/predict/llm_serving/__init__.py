@@ -2,7 +2,7 @@
 
 from perdollar.predict.llm_serving.formats import FORMATS, ServingFormat, serving_format, unsupported_reason
 from perdollar.predict.llm_serving.frame import ReplicaRate, llm_serving_frame, replica_rate
-from perdollar.predict.llm_serving.load import LLMServingPrediction, Workload, predict_llm_serving
+from perdollar.predict.llm_serving.load import LLMServingPrediction, RequestShape, predict_llm_serving
 from perdollar.predict.llm_serving.load_points import LoadPoint, at_rate
 from perdollar.predict.llm_serving.timing import (
     DEFAULT_EFFICIENCY,
@@ -22,9 +22,9 @@ __all__ = [
     "LLMServingPrediction",
     "LoadPoint",
     "ReplicaRate",
+    "RequestShape",
     "ServingEfficiency",
     "ServingFormat",
-    "Workload",
     "at_rate",
     "decode_step_time",
     "kv_bytes_per_token",

@@ -47,7 +47,7 @@ class EndpointReading:
 
 
 @dataclass(frozen=True, slots=True)
-class Calibration:
+class ServingCalibration:
     efficiency: ServingEfficiency
     readings: tuple[EndpointReading, ...]
     before: tuple[float, ...]  # predicted / measured of each case under the starting parameters
@@ -147,7 +147,7 @@ def calibrate(
     chips: Mapping[str, Accelerator],
     start: ServingEfficiency,
     engine: str = DEFAULT_ENGINE,
-) -> Calibration | None:
+) -> ServingCalibration | None:
     """Parameters of ``engine`` rescaled to the readings (None when none of them can be predicted).
 
     A reading that beats its chip's physical limit (:func:`impossible_reason`) calibrates nothing:
@@ -181,7 +181,7 @@ def calibrate(
     # absorbs its share of the misfit and is not carried.
     fitted = _scaled(start, (0.0, *chip_parts))
     refused = refused_readings(possible, arch, chips)
-    return Calibration(fitted, usable, before, _ratios(cases, chips, fitted), refused, engine)
+    return ServingCalibration(fitted, usable, before, _ratios(cases, chips, fitted), refused, engine)
 
 
 def refused_readings(

@@ -19,7 +19,7 @@ from perdollar.predict.llm import collectives as cx
 from perdollar.predict.llm_serving.formats import ServingFormat
 from perdollar.predict.llm_serving.load import (
     LLMServingPrediction,
-    Workload,
+    RequestShape,
     first_token_time,
     predict_llm_serving,
     with_proposer,
@@ -78,7 +78,7 @@ def kv_transfer_s(
     fmt: ServingFormat,
     accelerator: Accelerator,
     shape: GroupShape,
-    work: Workload,
+    work: RequestShape,
     *,
     across_hosts: bool,
 ) -> float:
@@ -97,7 +97,7 @@ def predict_disaggregated(
     arch: DecoderArchitecture,
     accelerator: Accelerator,
     fmt: ServingFormat,
-    work: Workload,
+    work: RequestShape,
     split: Disaggregation,
     *,
     shape: GroupShape = GroupShape(),

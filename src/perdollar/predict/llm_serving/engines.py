@@ -21,7 +21,7 @@ from perdollar.predict.llm_serving.bands import BuildSpeed
 from perdollar.predict.llm_serving.builds import at_build_speed, dated_build, split_build
 from perdollar.predict.llm_serving.efficiency import ENGINE_EFFICIENCY, ServingEfficiency
 from perdollar.predict.llm_serving.formats import FORMATS, ServingFormat, kv_precision_name, with_kv_precision
-from perdollar.predict.llm_serving.load import LLMServingPrediction, Workload, predict_llm_serving
+from perdollar.predict.llm_serving.load import LLMServingPrediction, RequestShape, predict_llm_serving
 from perdollar.predict.llm_serving.timing import GroupShape
 from perdollar.workload.llm.architecture import DecoderArchitecture
 
@@ -363,7 +363,7 @@ def predict_with_engine(
     arch: DecoderArchitecture,
     accelerator: Accelerator,
     fmt: ServingFormat,
-    work: Workload,
+    work: RequestShape,
     *,
     shape: GroupShape = GroupShape(),
     batch: int | None = None,

@@ -22,7 +22,7 @@ import numpy as np
 
 from perdollar.catalog.model import DEFAULT_INSTANCE_START_S, Accelerator
 from perdollar.predict.llm_serving.formats import ServingFormat
-from perdollar.predict.llm_serving.load import Workload, mixed_iteration, predict_llm_serving
+from perdollar.predict.llm_serving.load import RequestShape, mixed_iteration, predict_llm_serving
 from perdollar.predict.llm_serving.timing import (
     DEFAULT_EFFICIENCY,
     GroupShape,
@@ -50,7 +50,7 @@ class ReplicaService:
 
 def replica_service(
     arch: DecoderArchitecture, accelerator: Accelerator, fmt: ServingFormat, shape: GroupShape,
-    classes: Sequence[Workload], efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+    classes: Sequence[RequestShape], efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
 ) -> ReplicaService:  # fmt: skip
     """The service times of one replica for each class of requests."""
     tops = [

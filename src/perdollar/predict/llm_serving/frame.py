@@ -27,7 +27,7 @@ from perdollar.predict.llm_serving.engines import (
 from perdollar.predict.llm_serving.expert_parallel import expert_parallel_problem
 from perdollar.predict.llm_serving.features import Speculation
 from perdollar.predict.llm_serving.formats import kv_precision_name, serving_format, with_kv_precision
-from perdollar.predict.llm_serving.load import Workload, predict_llm_serving
+from perdollar.predict.llm_serving.load import RequestShape, predict_llm_serving
 from perdollar.predict.llm_serving.load_points import LoadPoint, load_points
 from perdollar.predict.llm_serving.timing import DEFAULT_EFFICIENCY, GroupShape, ServingEfficiency
 from perdollar.predict.parallel_limits import context_problem
@@ -57,7 +57,7 @@ def replica_rate(
     arch: DecoderArchitecture,
     accelerator: Accelerator,
     precision: str,
-    work: Workload,
+    work: RequestShape,
     shape: GroupShape,
     *,
     ttft_p99_ms: float | None,
@@ -148,7 +148,7 @@ def llm_serving_frame(
         raise PerdollarError(
             too_long, "lower --input-tokens/--output-tokens, or choose a longer-context model"
         )
-    work = Workload(input_tokens, output_tokens, prefix_share, speculation)
+    work = RequestShape(input_tokens, output_tokens, prefix_share, speculation)
     setups = [(e, _engine_efficiency(e, arch, efficiency, calibrated_engine)) for e in engine_choices(engine)]
     instances = catalog.instances_frame()
     instances = instances[instances["accelerator_key"].notna() & (instances["accelerator_count"] >= 1)]
@@ -219,7 +219,7 @@ def _best_engine(rated: list[Rated]) -> Rated:
 
 
 def _row(
-    record: object, count: int, degree: int, precision: str, rate: ReplicaRate, rps: float, work: Workload
+    record: object, count: int, degree: int, precision: str, rate: ReplicaRate, rps: float, work: RequestShape
 ) -> dict:
     # The machine's own exclusion (retired, desktop-only) comes before anything about the model.
     machine_reason = str(getattr(record, "excluded_reason", "") or "")

@@ -44,7 +44,7 @@ THROUGHPUT_BAND = (0.76, 1.24)
 
 
 @dataclass(frozen=True, slots=True)
-class Workload:
+class RequestShape:
     """Requests of ``input_tokens`` in and ``output_tokens`` out; ``prefix_share`` of every prompt
     found in the prefix cache; ``speculation``: how the engine decodes (None: a token a step)."""
 
@@ -120,7 +120,7 @@ def mixed_iteration(
     accelerator: Accelerator,
     shape: GroupShape,
     running: float,
-    work: Workload,
+    work: RequestShape,
     eff: ServingEfficiency = DEFAULT_EFFICIENCY,
 ) -> StepTime:
     """One continuous-batching iteration: ``running`` decode tokens plus their share of new prompts.
@@ -166,7 +166,7 @@ def with_proposer(
     accelerator: Accelerator,
     shape: GroupShape,
     batch: float,
-    work: Workload,
+    work: RequestShape,
     eff: ServingEfficiency,
     step: StepTime,
 ) -> StepTime:
@@ -210,7 +210,7 @@ def predict_llm_serving(
     arch: DecoderArchitecture,
     accelerator: Accelerator,
     fmt: ServingFormat,
-    work: Workload,
+    work: RequestShape,
     *,
     shape: GroupShape = GroupShape(),
     batch: int | None = None,
@@ -286,7 +286,7 @@ def first_token_time(
     fmt: ServingFormat,
     accelerator: Accelerator,
     shape: GroupShape,
-    work: Workload,
+    work: RequestShape,
     efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
 ) -> StepTime:
     """One request's prompt prefilled alone, its cached prefix read rather than computed."""

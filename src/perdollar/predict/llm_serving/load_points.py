@@ -17,7 +17,7 @@ from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm_serving.formats import ServingFormat
 from perdollar.predict.llm_serving.load import (
     LLMServingPrediction,
-    Workload,
+    RequestShape,
     first_token_time,
     mixed_iteration,
     predict_llm_serving,
@@ -59,7 +59,7 @@ def at_rate(
     arch: DecoderArchitecture,
     accelerator: Accelerator,
     fmt: ServingFormat,
-    work: Workload,
+    work: RequestShape,
     rate: float,
     *,
     shape: GroupShape = GroupShape(),
@@ -77,7 +77,7 @@ def load_points(
     arch: DecoderArchitecture,
     accelerator: Accelerator,
     fmt: ServingFormat,
-    work: Workload,
+    work: RequestShape,
     *,
     ceiling: LLMServingPrediction,
     shape: GroupShape = GroupShape(),
@@ -101,7 +101,7 @@ def _over_ceiling(rate: float, top: LLMServingPrediction) -> LoadPoint:
 
 def _load_point(
     rate: float, top: LLMServingPrediction, first: float, iteration_s: Callable[[float], float],
-    work: Workload, quantile: float,
+    work: RequestShape, quantile: float,
 ) -> LoadPoint:  # fmt: skip
     if rate >= top.requests_per_second:
         return _over_ceiling(rate, top)
@@ -132,7 +132,7 @@ def iteration_seconds(
     fmt: ServingFormat,
     accelerator: Accelerator,
     shape: GroupShape,
-    work: Workload,
+    work: RequestShape,
     eff: ServingEfficiency = DEFAULT_EFFICIENCY,
 ) -> Callable[[float], float]:
     """The seconds of :func:`mixed_iteration` as a function of the running sequences alone.

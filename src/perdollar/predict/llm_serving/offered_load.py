@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from perdollar.catalog.model import Accelerator
 from perdollar.errors import PerdollarError
 from perdollar.predict.llm_serving.formats import ServingFormat
-from perdollar.predict.llm_serving.load import Workload
+from perdollar.predict.llm_serving.load import RequestShape
 from perdollar.predict.llm_serving.scheduler import Samples, StepSeconds, simulate, step_model
 from perdollar.predict.llm_serving.timing import DEFAULT_EFFICIENCY, GroupShape, ServingEfficiency
 from perdollar.workload.llm.architecture import DecoderArchitecture
@@ -191,7 +191,7 @@ def at_offered_load(
     arch: DecoderArchitecture,
     accelerator: Accelerator,
     fmt: ServingFormat,
-    work: Workload,
+    work: RequestShape,
     load: OfferedLoad,
     *,
     running_cap: int,
@@ -250,7 +250,7 @@ def at_offered_load(
 
 def _closed_loop(
     seconds: StepSeconds,
-    work: Workload,
+    work: RequestShape,
     running_cap: int,
     budget: int | None,
     clients: int,

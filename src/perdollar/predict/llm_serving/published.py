@@ -24,7 +24,7 @@ from perdollar.catalog.catalog import Catalog
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm_serving.efficiency import ServingEfficiency, fit_start
 from perdollar.predict.llm_serving.formats import ServingFormat, serving_format, unsupported_reason
-from perdollar.predict.llm_serving.load import Workload, mixed_iteration, predict_llm_serving
+from perdollar.predict.llm_serving.load import RequestShape, mixed_iteration, predict_llm_serving
 from perdollar.predict.llm_serving.timing import GroupShape, decode_step_time, prefill_time
 from perdollar.workload.llm.architecture import DecoderArchitecture, from_hf_config, load_config_file
 
@@ -172,7 +172,7 @@ def predict_case(case: ServingCase, chip: Accelerator, eff: ServingEfficiency) -
             case.arch, case.fmt, chip, case.shape, case.input_tokens, eff, sequences=prompts
         ).seconds
         return prompts * case.input_tokens / seconds if case.kind == "prefill" else seconds * 1e3
-    work = Workload(case.input_tokens, case.output_tokens)
+    work = RequestShape(case.input_tokens, case.output_tokens)
     if case.kind == "tpot":
         return _tpot_ms(case, chip, eff, work)
     if case.kind == "static-batch":
@@ -187,7 +187,7 @@ def predict_case(case: ServingCase, chip: Accelerator, eff: ServingEfficiency) -
     return result.output_tokens_per_second if result.fits else None
 
 
-def _tpot_ms(case: ServingCase, chip: Accelerator, eff: ServingEfficiency, work: Workload) -> float:
+def _tpot_ms(case: ServingCase, chip: Accelerator, eff: ServingEfficiency, work: RequestShape) -> float:
     """A request's time per output token with ``batch`` requests running: alone, a pure decode
     step; among others, a continuous-batching iteration that also carries their prompts."""
     running = case.batch or 1

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from perdollar.catalog.model import Accelerator
 from perdollar.predict.llm_serving.formats import ServingFormat
-from perdollar.predict.llm_serving.load import Workload, with_proposer
+from perdollar.predict.llm_serving.load import RequestShape, with_proposer
 from perdollar.predict.llm_serving.timing import (
     DEFAULT_EFFICIENCY,
     GroupShape,
@@ -51,7 +51,7 @@ def step_model(
     fmt: ServingFormat,
     accelerator: Accelerator,
     shape: GroupShape,
-    work: Workload,
+    work: RequestShape,
     efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
 ) -> StepSeconds:
     """Seconds of one scheduler step: ``decoding`` sequences a decode position each (k+1 under
@@ -104,7 +104,7 @@ def step_model(
 
 def simulate(
     step_seconds: StepSeconds,
-    work: Workload,
+    work: RequestShape,
     cap: int,
     budget: int | None,
     *,

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from perdollar.predict.llm_serving.disaggregate import disaggregation
-from perdollar.predict.llm_serving.load import LLMServingPrediction, Workload
+from perdollar.predict.llm_serving.load import LLMServingPrediction, RequestShape
 from perdollar.predict.llm_serving.timing import GroupShape
 
-Predictor = Callable[[Workload, GroupShape], LLMServingPrediction]
+Predictor = Callable[[RequestShape, GroupShape], LLMServingPrediction]
 # One feature's figures with it and without it: rates, latencies and counts, and what it is compared with.
 FeatureWorth = dict[str, float | str]
 
@@ -30,7 +30,7 @@ def _change(without: LLMServingPrediction, with_: LLMServingPrediction, copies: 
 
 
 def feature_worth(
-    predict: Predictor, work: Workload, shape: GroupShape, result: LLMServingPrediction
+    predict: Predictor, work: RequestShape, shape: GroupShape, result: LLMServingPrediction
 ) -> dict[str, FeatureWorth]:
     """Per feature in use, the replica's figures with it and without it (``predict`` without
     disaggregation: a disaggregated ``result`` is compared with the same GPUs colocated)."""

@@ -22,7 +22,7 @@ def recommend_llm_inference(
     lengths_note: str | None = None,
 ) -> int:
     from perdollar.ask.answer import ask_language_model_serving
-    from perdollar.cli.llm_deployment_render import (
+    from perdollar.cli.llm_serving_recommend_render import (
         llm_deployment_rows,
         llm_deployment_table,
         llm_excluded_rows,

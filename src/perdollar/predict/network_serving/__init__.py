@@ -3,16 +3,17 @@
 Per accelerator a latency-vs-batch curve (predicted from the forward-only profile, replaced by a
 local measurement where the hardware is the same); :func:`plan_accelerator` then picks the batch
 size, batching wait and replica count that serve a rate within the SLO (closed-form queueing in
-:mod:`perdollar.predict.serving.queueing`). Pricing the plans is :mod:`perdollar.price.serving`.
+:mod:`perdollar.predict.network_serving.queueing`). Pricing the plans is
+:mod:`perdollar.price.network_serving`.
 """
 
-from perdollar.predict.serving.curves import (
+from perdollar.predict.network_serving.curves import (
     cpu_curve,
     measured_curves,
     predict_service_curves,
     unsupported_reason,
 )
-from perdollar.predict.serving.plans import (
+from perdollar.predict.network_serving.plans import (
     CPU_KEY,
     DEFAULT_BATCH_SIZES,
     DEFAULT_HEADROOM,

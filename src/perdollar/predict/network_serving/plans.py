@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.goals import DEFAULT_SERVING_HEADROOM
-from perdollar.predict.serving.queueing import ReplicaPlan, batching_latency, plan_replicas
+from perdollar.predict.network_serving.queueing import ReplicaPlan, batching_latency, plan_replicas
 
 DEFAULT_HEADROOM = DEFAULT_SERVING_HEADROOM
 # Batching waits tried when the user sets none, as fractions of the tightest SLO.

@@ -22,7 +22,7 @@ from perdollar.errors import PerdollarError
 from perdollar.measure.result import Measurement
 from perdollar.predict.llm_serving.engines import ANY_ENGINE, DEFAULT_ENGINE, ENGINES, serving_engine
 from perdollar.predict.llm_serving.formats import FORMATS as SERVING_FORMATS
-from perdollar.price.serving import plausibly_priced
+from perdollar.price.network_serving import plausibly_priced
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select.compare import configuration_for_comparison
 from perdollar.select.llm_serving import llm_deployment_label

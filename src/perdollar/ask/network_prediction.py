@@ -1,7 +1,7 @@
 """One workload on one instance: ``perdollar predict`` and ``perdollar.predict(...)`` for networks.
 
-Language models have their own forms (:mod:`perdollar.ask.language_model_prediction` for training,
-:mod:`perdollar.ask.language_model_serving_prediction` for serving); the command picks by the
+Language models have their own forms (:mod:`perdollar.ask.llm_prediction` for training,
+:mod:`perdollar.ask.llm_serving_prediction` for serving); the command picks by the
 family :mod:`perdollar.ask.questions` decided.
 """
 

@@ -3,7 +3,7 @@
 ``perdollar bench WORKLOAD --inference`` and ``perdollar recommend WORKLOAD --inference`` call
 :func:`bench_inference` and :func:`recommend_inference`; ``perdollar serve-bench`` lives in
 :mod:`perdollar.cli.serve_bench_cmd` and is registered from here. Tables are in
-:mod:`perdollar.cli.inference_render`.
+:mod:`perdollar.cli.serving_render`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 
 from perdollar.cli import common, serve_bench_cmd
-from perdollar.cli.inference_render import curve_table, deployment_rows, deployment_table, excluded_rows
+from perdollar.cli.serving_render import curve_table, deployment_rows, deployment_table, excluded_rows
 from perdollar.errors import NothingFeasibleError, PerdollarError
 from perdollar.question import Question
 

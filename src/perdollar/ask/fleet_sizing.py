@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from perdollar.ask.inputs import Progress, quiet
-from perdollar.ask.language_model_serving import (
+from perdollar.ask.llm_serving import (
     FORMATS,
     _foreign_stacks_excluded,
     serving_goal,
@@ -43,13 +43,13 @@ from perdollar.predict.llm_serving.fleet import (
 )
 from perdollar.predict.llm_serving.formats import serving_format
 from perdollar.predict.llm_serving.frame import llm_serving_frame
-from perdollar.predict.llm_serving.load import Workload
+from perdollar.predict.llm_serving.load import RequestShape
 from perdollar.predict.llm_serving.timing import GroupShape, weight_bytes_per_gpu
 from perdollar.price.fleet import DAYS_PER_MONTH, Fleet, FleetOption, FleetPolicy, month_cost
 from perdollar.price.fleet_floor import ROOM_FOR_ONE_RECLAIM, IntervalSurvival, fleet_survival
 from perdollar.price.fleet_limits import co2e_g
 from perdollar.price.fleet_options import POWER, class_capacities, fleet_options
-from perdollar.price.llm_energy import deployment_kw
+from perdollar.price.llm_serving_energy import deployment_kw
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select.fleet import FleetChoice, RepairedFleet, choose_fleet, repaired_by_replay
 from perdollar.workload.llm import load_llm_workload
@@ -144,7 +144,7 @@ def _with_power(
     frame: pd.DataFrame, arch: DecoderArchitecture, catalog: Catalog, request_class: RequestClass
 ) -> pd.DataFrame:
     """``frame`` with the kW one instance of each deployment draws at the day's peak rate, as the
-    single deployment's energy is priced (:func:`perdollar.price.llm_energy.deployment_kw`)."""
+    single deployment's energy is priced (:func:`perdollar.price.llm_serving_energy.deployment_kw`)."""
     hosts = catalog.instances_frame()[["cloud", "instance_type", "vcpus"]].drop_duplicates(
         ["cloud", "instance_type"]
     )
@@ -166,7 +166,7 @@ def _replay(
     settings: LanguageModelSettings, goal: ServingGoal, requests_per_interval: int, intervals: Sequence[int],
 ) -> dict[int, IntervalReplay]:  # fmt: skip
     """The replay of each of ``intervals``; an interval's arrivals are the same whenever it is replayed."""
-    works = [Workload(c.input_tokens, c.output_tokens) for c in curve.classes]
+    works = [RequestShape(c.input_tokens, c.output_tokens) for c in curve.classes]
     services: dict[int, ReplicaService] = {}
     for index, option in enumerate(fleet.options):
         engine = serving_engine(option.engine or settings.engine)

@@ -32,7 +32,7 @@ def compare_llm_serving(
 ) -> int:
     """Each configuration sized for the rate under each ``--engine`` (a comma list, or ``any``)."""
     from perdollar.ask.building import serving_comparison_question
-    from perdollar.ask.compare_serving import compare_language_model_serving
+    from perdollar.ask.llm_serving_compare import compare_language_model_serving
 
     question = serving_comparison_question(
         workload, family=family, serving=serving, language_model=language_model, precision=precision

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from perdollar.catalog.model import Accelerator
     from perdollar.predict.llm_serving.disaggregate import Disaggregation
     from perdollar.predict.llm_serving.formats import ServingFormat
-    from perdollar.predict.llm_serving.load import LLMServingPrediction, Workload
+    from perdollar.predict.llm_serving.load import LLMServingPrediction, RequestShape
     from perdollar.predict.llm_serving.offered_load import LoadFigures, OfferedLoad
     from perdollar.predict.llm_serving.shape import GroupShape
     from perdollar.workload.llm.architecture import DecoderArchitecture
@@ -40,7 +40,7 @@ def refuse_a_second_load(load: OfferedLoad | None, batch: int | None, split: Dis
 
 
 def at_load(
-    arch: DecoderArchitecture, chip: Accelerator, fmt: ServingFormat, work: Workload, shape: GroupShape,
+    arch: DecoderArchitecture, chip: Accelerator, fmt: ServingFormat, work: RequestShape, shape: GroupShape,
     replicas: int, result: LLMServingPrediction, kv_precision: str | None, load: OfferedLoad,
 ) -> tuple[LLMServingPrediction, LoadFigures | None]:  # fmt: skip
     """``result`` (the replica at maximum load) with the rates served at ``load``, and the figures."""

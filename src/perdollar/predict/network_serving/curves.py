@@ -10,7 +10,7 @@ from perdollar.catalog.model import Accelerator
 from perdollar.measure.result import Measurement
 from perdollar.predict.calibration import Calibration
 from perdollar.predict.frame import SUPPORTED_STACKS, usable_memory_bytes
-from perdollar.predict.serving.plans import CPU_BAND, CPU_KEY, ServiceCurve
+from perdollar.predict.network_serving.plans import CPU_BAND, CPU_KEY, ServiceCurve
 from perdollar.predict.step_time import predict_step_time
 from perdollar.profile.model import Profile
 

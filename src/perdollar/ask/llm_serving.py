@@ -26,7 +26,12 @@ from perdollar.goals import TOKEN_LATENCY_QUANTILE, FleetGoal, LatencyObjective,
 from perdollar.measure.result import Measurement
 from perdollar.predict.frame import SUPPORTED_STACKS
 from perdollar.predict.llm_serving.bands import builds_sentence, deployment_bands
-from perdollar.predict.llm_serving.calibrate import Calibration, calibrate, reading_of, refused_readings
+from perdollar.predict.llm_serving.calibrate import (
+    ServingCalibration,
+    calibrate,
+    reading_of,
+    refused_readings,
+)
 from perdollar.predict.llm_serving.engines import (
     ANY_ENGINE,
     DEFAULT_ENGINE,
@@ -43,14 +48,14 @@ from perdollar.predict.llm_serving.features import (
 )
 from perdollar.predict.llm_serving.formats import serving_format
 from perdollar.predict.llm_serving.frame import llm_serving_frame
-from perdollar.predict.llm_serving.load import Workload
+from perdollar.predict.llm_serving.load import RequestShape
 from perdollar.predict.llm_serving.timing import GroupShape, weight_bytes_per_gpu
 from perdollar.predict.nongpu_llm import nongpu_serving_rows
 from perdollar.price.bill import DataPlacement
 from perdollar.price.llm_serving import price_llm_deployments
 from perdollar.price.llm_serving_bill import ServedRequests, describe_serving_bill, with_serving_bill
+from perdollar.price.network_serving import ranked, spot_extra_instances
 from perdollar.price.placement import data_placement
-from perdollar.price.serving import ranked, spot_extra_instances
 from perdollar.question import LanguageModelSettings, Question
 from perdollar.select.llm_serving import explain_llm_serving, llm_deployment_estimates
 from perdollar.select.llm_serving_ties import cost_ties, ties_sentence, with_cost_band
@@ -171,7 +176,7 @@ def answer_language_model_serving(
         measured_engine = deployments["engine"].astype(str).str.lower() == calibration.engine.lower()
         deployments = deployments.assign(basis=deployments["basis"].where(~measured_engine, "calibrated"))
     deployments = _foreign_stacks_excluded(deployments, catalog)
-    deployments = _with_own_stacks(deployments, workload.architecture, catalog, Workload(
+    deployments = _with_own_stacks(deployments, workload.architecture, catalog, RequestShape(
         input_tokens, output_tokens, prefix, spec), serving, settings, formats)  # fmt: skip
     deployments = deployment_bands(
         deployments, moe=workload.architecture.is_moe, accelerators=catalog.accelerators
@@ -256,7 +261,7 @@ def _with_bill(frame: pd.DataFrame, question: Question, catalog: Catalog, arch: 
     return billed, placement
 
 
-def _moves(calibration: Calibration, settings: LanguageModelSettings) -> bool:
+def _moves(calibration: ServingCalibration, settings: LanguageModelSettings) -> bool:
     """Whether the question's engine (or, for ``any``, one of its engines) is the one measured."""
     asked = (settings.engine or DEFAULT_ENGINE).lower()
     return asked == ANY_ENGINE or asked == calibration.engine.lower()
@@ -284,7 +289,7 @@ def _bill_notes(question: Question, offers: pd.DataFrame, frame: pd.DataFrame) -
 
 
 def endpoint_calibration(measurements: Sequence[Measurement], arch: DecoderArchitecture, catalog: Catalog,
-                 engine_name: str | None) -> tuple[Calibration | None, tuple[str, ...]]:  # fmt: skip
+                 engine_name: str | None) -> tuple[ServingCalibration | None, tuple[str, ...]]:  # fmt: skip
     """The calibration from the stored endpoint runs, and why any run beyond physics was not used.
 
     A run that names no engine is taken to be of the engine the question asks about.
@@ -315,7 +320,8 @@ def _foreign_stacks_excluded(deployments: pd.DataFrame, catalog: Catalog) -> pd.
     return out
 
 
-def _with_own_stacks(deployments: pd.DataFrame, arch: DecoderArchitecture, catalog: Catalog, work: Workload,
+def _with_own_stacks(deployments: pd.DataFrame, arch: DecoderArchitecture, catalog: Catalog,
+                     work: RequestShape,
                      goal: ServingGoal, settings: LanguageModelSettings,
                      formats: tuple[str, ...]) -> pd.DataFrame:  # fmt: skip
     """Non-GPU chips' rows from their own serving stacks (Neuron, JetStream …), replacing the GPU

@@ -11,7 +11,7 @@ import pandas as pd
 
 from perdollar.catalog.price_outliers import IMPLAUSIBLE_PRICE_FLAGS
 from perdollar.frames import map_distinct
-from perdollar.predict.serving.plans import CPU_KEY, AcceleratorPlan, ServingTarget
+from perdollar.predict.network_serving.plans import CPU_KEY, AcceleratorPlan, ServingTarget
 from perdollar.price.spot import bucket_fractions
 from perdollar.vocabulary import SECONDS_PER_HOUR
 

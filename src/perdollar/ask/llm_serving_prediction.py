@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from perdollar.predict.llm_serving.bands import Band
     from perdollar.predict.llm_serving.disaggregate import Disaggregation
     from perdollar.predict.llm_serving.formats import ServingFormat
-    from perdollar.predict.llm_serving.load import LLMServingPrediction, Workload
+    from perdollar.predict.llm_serving.load import LLMServingPrediction, RequestShape
     from perdollar.predict.llm_serving.offered_load import LoadFigures, OfferedLoad
     from perdollar.predict.llm_serving.shape import GroupShape
     from perdollar.predict.llm_serving.worth import FeatureWorth
@@ -31,7 +31,7 @@ class LanguageModelServingPrediction:
     accelerator: str
     gpus: int
     replicas: int
-    work: Workload
+    work: RequestShape
     result: LLMServingPrediction
     worth: dict[str, FeatureWorth] = field(default_factory=dict)  # per feature: with it and without
     load: LoadFigures | None = None  # the figures at --concurrency/--rps, else None
@@ -81,8 +81,8 @@ def predict_language_model_serving(
     ``load``: the requests in flight or the request rate to predict latencies at.
     """
     from perdollar import catalog as catalog_mod
-    from perdollar.ask.serving_at_load import refuse_a_second_load
-    from perdollar.predict.llm_serving import GroupShape, Workload, serving_format
+    from perdollar.ask.llm_serving_at_load import refuse_a_second_load
+    from perdollar.predict.llm_serving import GroupShape, RequestShape, serving_format
     from perdollar.predict.llm_serving.disaggregate import disaggregation
     from perdollar.predict.llm_serving.features import checked_prefix_share, checked_speculation, speculation
     from perdollar.predict.llm_serving.load import serving_shape_problem
@@ -137,7 +137,7 @@ def predict_language_model_serving(
             misshapen, "change --tensor-parallel/--pipeline-parallel/--expert-parallel (and --gpus)"
         )
     chip = catalog_mod.load().accelerator(accelerator)
-    work = Workload(input_tokens, output_tokens, prefix, spec)
+    work = RequestShape(input_tokens, output_tokens, prefix, spec)
     if chip.software_stack not in SUPPORTED_STACKS:
         _refuse_what_the_stack_cannot_honour(chip, engine, kv_precision, expert_parallel, split)
         if load is not None:
@@ -150,7 +150,7 @@ def predict_language_model_serving(
     predicted = _predicted(arch, chip, fmt, work, shape, gpus, unit, split, batch, engine, kv_precision)
     if load is None:
         return predicted
-    from perdollar.ask.serving_at_load import at_load
+    from perdollar.ask.llm_serving_at_load import at_load
 
     served, figures = at_load(
         arch, chip, fmt, work, shape, predicted.replicas, predicted.result, kv_precision, load
@@ -159,7 +159,7 @@ def predict_language_model_serving(
 
 
 def _predicted(
-    arch: DecoderArchitecture, chip: Accelerator, fmt: ServingFormat, work: Workload, shape: GroupShape,
+    arch: DecoderArchitecture, chip: Accelerator, fmt: ServingFormat, work: RequestShape, shape: GroupShape,
     gpus: int, unit: int, split: Disaggregation | None,
     batch: int | None, engine: str | None, kv_precision: str | None,
 ) -> LanguageModelServingPrediction:  # fmt: skip
@@ -168,7 +168,7 @@ def _predicted(
     from perdollar.predict.llm_serving.engines import predict_with_engine, serving_engine
     from perdollar.predict.llm_serving.worth import feature_worth
 
-    def predict(asked: Workload, layout: GroupShape) -> LLMServingPrediction:
+    def predict(asked: RequestShape, layout: GroupShape) -> LLMServingPrediction:
         return predict_with_engine(arch, chip, fmt, asked, shape=layout, batch=batch, engine=engine,
                                    kv_precision=kv_precision)  # fmt: skip
 
@@ -221,7 +221,7 @@ def _refuse_what_the_stack_cannot_honour(
         )
 
 
-def _on_own_stack(arch: DecoderArchitecture, chip: Accelerator, fmt: ServingFormat, work: Workload,
+def _on_own_stack(arch: DecoderArchitecture, chip: Accelerator, fmt: ServingFormat, work: RequestShape,
                   degree: int,
                   pipeline_parallel: int, batch: int | None, gpus: int,
                   group: int, kv_precision: str | None = None) -> LanguageModelServingPrediction:  # fmt: skip

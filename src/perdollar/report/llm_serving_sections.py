@@ -10,8 +10,8 @@ from perdollar.catalog.price_age import is_stale
 from perdollar.catalog.price_outliers import PRICE_OUTLIER_FLAG
 from perdollar.price.model import Estimate
 from perdollar.report.carbon_plot import carbon_section
+from perdollar.report.llm_serving_plots import engine_format_bars, figures_of, per_million
 from perdollar.report.page import escape, figure, table
-from perdollar.report.serving_plots import engine_format_bars, figures_of, per_million
 from perdollar.select.model import Recommendation
 
 FLAGGED_ROWS = 25  # the deployments whose catalog flags are explained (the ranked table's rows)

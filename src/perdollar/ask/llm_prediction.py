@@ -18,7 +18,7 @@ from perdollar.question import LanguageModelSettings
 
 if TYPE_CHECKING:
     from perdollar.catalog import Accelerator, Catalog, InstanceType
-    from perdollar.predict.llm.measured import Calibration
+    from perdollar.predict.llm.measured import LLMTrainingCalibration
     from perdollar.predict.llm.plan import TrainingPlan
     from perdollar.workload.llm.workload import LLMWorkload
 
@@ -293,7 +293,7 @@ def _on_own_stack(workload: LLMWorkload, instance: InstanceType, accelerator: Ac
 
 def _calibration(
     workload: LLMWorkload, catalog: Catalog, store_url: str | None, note: Callable[[str], None]
-) -> Calibration:
+) -> LLMTrainingCalibration:
     """The calibration from the model's stored bench runs; an unreachable store only costs a note."""
     from perdollar.ask.inputs import stored_measurements
     from perdollar.predict.llm.measured import calibrated

@@ -8,8 +8,8 @@ from typing import TypedDict
 from rich.markup import escape
 from rich.table import Table
 
-from perdollar.cli.inference_render import PricedRow, price_cell, where_it_runs
 from perdollar.cli.llm_serving_render import engine_build
+from perdollar.cli.serving_render import PricedRow, price_cell, where_it_runs
 from perdollar.price.model import Estimate, ServingFigures
 from perdollar.terminal_tables import FittingTable
 from perdollar.vocabulary import Basis

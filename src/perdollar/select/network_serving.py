@@ -9,7 +9,7 @@ from typing import SupportsFloat
 import pandas as pd
 
 from perdollar.configuration import Configuration
-from perdollar.predict.serving.plans import ServingTarget
+from perdollar.predict.network_serving.plans import ServingTarget
 from perdollar.price.model import Estimate, ServingFigures
 from perdollar.select.estimates import deployment_estimate
 

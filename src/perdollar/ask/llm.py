@@ -14,6 +14,7 @@ from dataclasses import replace
 import pandas as pd
 
 from perdollar.ask.inputs import Progress, quiet, stored_measurements
+from perdollar.ask.network import check_question, fixed_costs_note
 from perdollar.ask.offers import (
     billed_offers,
     in_market,
@@ -23,7 +24,6 @@ from perdollar.ask.offers import (
     without_lone_clusters,
 )
 from perdollar.ask.policy import candidate_limits, no_candidate_within_limits
-from perdollar.ask.training import check_question, fixed_costs_note
 from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
 from perdollar.goals import training_goal

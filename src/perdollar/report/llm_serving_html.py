@@ -15,8 +15,7 @@ from perdollar.fmt import format_money
 from perdollar.goals import ServingGoal, served
 from perdollar.price.model import Estimate
 from perdollar.question import LanguageModelSettings
-from perdollar.report.page import document, escape, fields, figure, table
-from perdollar.report.serving_plots import (
+from perdollar.report.llm_serving_plots import (
     Latency,
     cost_latency_scatter,
     figures_of,
@@ -24,7 +23,8 @@ from perdollar.report.serving_plots import (
     latency_of,
     per_million,
 )
-from perdollar.report.serving_sections import carbon_of_deployments, engines_section, prices_section
+from perdollar.report.llm_serving_sections import carbon_of_deployments, engines_section, prices_section
+from perdollar.report.page import document, escape, fields, figure, table
 from perdollar.select.model import Recommendation
 
 RANKED_ROWS = 25

@@ -27,7 +27,7 @@ from perdollar.catalog import Catalog
 from perdollar.errors import PerdollarError
 from perdollar.goals import ServingGoal
 from perdollar.measure.result import Measurement
-from perdollar.predict.serving import (
+from perdollar.predict.network_serving import (
     CPU_KEY,
     ServingTarget,
     cpu_curve,
@@ -35,13 +35,13 @@ from perdollar.predict.serving import (
     plan_all,
     predict_service_curves,
 )
-from perdollar.price.serving import price_deployments, ranked
+from perdollar.price.network_serving import price_deployments, ranked
 from perdollar.profile import profile_workload
 from perdollar.profile.profiler import profile_workloads
 from perdollar.question import Question
 from perdollar.select.model import Recommendation
+from perdollar.select.network_serving import deployment_estimates, explain_serving, serving_mode_hint
 from perdollar.select.ranking import with_price_sentences
-from perdollar.select.serving import deployment_estimates, explain_serving, serving_mode_hint
 from perdollar.vocabulary import MARKETS
 from perdollar.workload import Workload
 
