@@ -30,7 +30,9 @@ def main() -> None:
         started = time.monotonic()
         completed = subprocess.run(
             [*PERDOLLAR, "bench", args.workload, "--json", "--no-store", "--duration", args.duration],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         wall = time.monotonic() - started
         if completed.returncode != 0:
@@ -39,14 +41,18 @@ def main() -> None:
         document = json.loads(completed.stdout)
         rate = document["samples_per_second"]
         medians.append(rate["median"])
-        print(f"run {run + 1}: {rate['median']:9.1f} samples/s (95% CI {rate['low']:.1f}–{rate['high']:.1f}, "
-              f"block CV {document['cv']:.1%}, {document['extra']['blocks']} blocks, "
-              f"stopped: {document['extra']['stop_reason']}, {wall:.0f} s wall, "
-              f"load average {os.getloadavg()[0]:.1f})")
+        print(
+            f"run {run + 1}: {rate['median']:9.1f} samples/s (95% CI {rate['low']:.1f}–{rate['high']:.1f}, "
+            f"block CV {document['cv']:.1%}, {document['extra']['blocks']} blocks, "
+            f"stopped: {document['extra']['stop_reason']}, {wall:.0f} s wall, "
+            f"load average {os.getloadavg()[0]:.1f})"
+        )
     if len(medians) >= 2:
         cv = statistics.stdev(medians) / statistics.fmean(medians)
-        print(f"medians {', '.join(f'{m:.1f}' for m in medians)} samples/s: CV across runs {cv:.2%} "
-              f"(target < 3%)")
+        print(
+            f"medians {', '.join(f'{m:.1f}' for m in medians)} samples/s: CV across runs {cv:.2%} "
+            f"(target < 3%)"
+        )
 
 
 if __name__ == "__main__":

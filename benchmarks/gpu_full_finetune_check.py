@@ -54,8 +54,10 @@ def main() -> None:
     accelerator = catalog_mod.load().accelerators[args.accelerator]
     folder = Path(tempfile.mkdtemp(prefix="perdollar-check-"))
     errors: dict[str, list[float]] = {}
-    print("row | step ms measured, predicted, ratio | optimizer ms measured, predicted"
-          " | peak GiB measured, predicted")
+    print(
+        "row | step ms measured, predicted, ratio | optimizer ms measured, predicted"
+        " | peak GiB measured, predicted"
+    )
     for row in csv.DictReader(args.csv.open()):
         if row["status"] != "ok":
             continue

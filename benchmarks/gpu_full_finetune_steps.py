@@ -207,7 +207,7 @@ def main() -> int:
     gpu = torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu"
     rows = []
     path = args.out / "full_finetune_steps.csv"
-    for point in points(args.tiny)[args.from_point:]:
+    for point in points(args.tiny)[args.from_point :]:
         row = measure(device, point, args.seconds) | {"gpu": gpu, **found}
         rows.append(row)
         row["left_allocated_gib"] = torch.cuda.memory_allocated() / 2**30 if device.type == "cuda" else None

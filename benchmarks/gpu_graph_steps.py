@@ -120,8 +120,9 @@ class Decoder:
             gate, up = (h @ layer["gate_up"]).chunk(2, dim=-1)
             return (F.silu(gate) * up) @ layer["down"]
         tokens = h.shape[0]
-        weights, chosen = torch.topk(torch.softmax((h @ layer["router"]).float(), dim=-1),
-                                     s.experts_per_token, dim=-1)
+        weights, chosen = torch.topk(
+            torch.softmax((h @ layer["router"]).float(), dim=-1), s.experts_per_token, dim=-1
+        )
         flat = chosen.flatten()
         order = torch.argsort(flat)
         counts = torch.zeros(s.experts, device=h.device, dtype=torch.int32)
@@ -135,12 +136,17 @@ class Decoder:
         combined = torch.zeros(tokens, s.hidden, device=h.device, dtype=outputs.dtype)
         return combined.index_add_(0, source, outputs)
 
-    def attend(self, layer: dict[str, torch.Tensor], h: torch.Tensor, batch: int, length: int,
-               cache: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
+    def attend(
+        self,
+        layer: dict[str, torch.Tensor],
+        h: torch.Tensor,
+        batch: int,
+        length: int,
+        cache: tuple[torch.Tensor, torch.Tensor] | None,
+    ) -> torch.Tensor:
         s = self.shape
         qkv = h @ layer["qkv"]
-        q, k, v = qkv.split([s.heads * s.head_dim, s.kv_heads * s.head_dim,
-                             s.kv_heads * s.head_dim], dim=-1)
+        q, k, v = qkv.split([s.heads * s.head_dim, s.kv_heads * s.head_dim, s.kv_heads * s.head_dim], dim=-1)
         q = q.view(batch, length, s.heads, s.head_dim).transpose(1, 2)
         k = k.view(batch, length, s.kv_heads, s.head_dim).transpose(1, 2)
         v = v.view(batch, length, s.kv_heads, s.head_dim).transpose(1, 2)
@@ -158,8 +164,13 @@ class Decoder:
             attended = attended.reshape(batch, s.heads, 1, s.head_dim)
         return attended.transpose(1, 2).reshape(batch * length, s.heads * s.head_dim) @ layer["out"]
 
-    def forward(self, tokens: torch.Tensor, batch: int, length: int,
-                caches: list[tuple[torch.Tensor, torch.Tensor]] | None) -> torch.Tensor:
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        batch: int,
+        length: int,
+        caches: list[tuple[torch.Tensor, torch.Tensor]] | None,
+    ) -> torch.Tensor:
         x = self.embedding[tokens.flatten()]
         for index, layer in enumerate(self.layers):
             h = F.rms_norm(x, (self.shape.hidden,), layer["norm1"])
@@ -260,8 +271,10 @@ class PowerMeter:
 def decode_call(model: Decoder, batch: int, context: int, device: torch.device) -> Built:
     s = model.shape
     caches = [
-        tuple(torch.randn(batch, s.kv_heads, context, s.head_dim, device=device, dtype=torch.bfloat16)
-              for _ in range(2))
+        tuple(
+            torch.randn(batch, s.kv_heads, context, s.head_dim, device=device, dtype=torch.bfloat16)
+            for _ in range(2)
+        )
         for _ in range(s.layers)
     ]
     kv_gib = sum(t.numel() * 2 for pair in caches for t in pair) / 2**30
@@ -288,54 +301,125 @@ def decode_call(model: Decoder, batch: int, context: int, device: torch.device) 
     return graph.replay, "cuda-graph", kv_gib
 
 
-def measure_point(rows: list[dict[str, Any]], base: dict[str, Any], build: Callable[[], Built],
-                  tokens_per_call: int, device: torch.device, power: PowerMeter, budget_s: float) -> None:
-    row = {**base, "median_ms": "", "p10_ms": "", "p90_ms": "", "repeats": 0, "tokens_per_s": "",
-           "kv_cache_gib": "", "mean_power_w": "", "joules_per_step": "", "sm_clock_mhz": ""}
+def measure_point(
+    rows: list[dict[str, Any]],
+    base: dict[str, Any],
+    build: Callable[[], Built],
+    tokens_per_call: int,
+    device: torch.device,
+    power: PowerMeter,
+    budget_s: float,
+) -> None:
+    row = {
+        **base,
+        "median_ms": "",
+        "p10_ms": "",
+        "p90_ms": "",
+        "repeats": 0,
+        "tokens_per_s": "",
+        "kv_cache_gib": "",
+        "mean_power_w": "",
+        "joules_per_step": "",
+        "sm_clock_mhz": "",
+    }
     try:
         call, engine, kv_gib = build()
         times = sorted(time_calls(call, device, budget_s))
         median = statistics.median(times)
         watts, joules, clock = power.sustained(call, median) if device.type == "cuda" else (math.nan,) * 3
-        row.update(engine=engine, median_ms=f"{median:.4g}", p10_ms=f"{times[len(times) // 10]:.4g}",
-                   p90_ms=f"{times[min(len(times) - 1, (9 * len(times)) // 10)]:.4g}",
-                   repeats=len(times), tokens_per_s=f"{tokens_per_call / median * 1e3:.4g}",
-                   kv_cache_gib=f"{kv_gib:.3g}", status="ok",
-                   mean_power_w="" if math.isnan(watts) else f"{watts:.4g}",
-                   joules_per_step="" if math.isnan(joules) else f"{joules:.4g}",
-                   sm_clock_mhz="" if math.isnan(clock) else f"{clock:.0f}")
+        row.update(
+            engine=engine,
+            median_ms=f"{median:.4g}",
+            p10_ms=f"{times[len(times) // 10]:.4g}",
+            p90_ms=f"{times[min(len(times) - 1, (9 * len(times)) // 10)]:.4g}",
+            repeats=len(times),
+            tokens_per_s=f"{tokens_per_call / median * 1e3:.4g}",
+            kv_cache_gib=f"{kv_gib:.3g}",
+            status="ok",
+            mean_power_w="" if math.isnan(watts) else f"{watts:.4g}",
+            joules_per_step="" if math.isnan(joules) else f"{joules:.4g}",
+            sm_clock_mhz="" if math.isnan(clock) else f"{clock:.0f}",
+        )
     except torch.OutOfMemoryError:
         row["status"] = "out-of-memory"
     except Exception as error:  # a failed point is a recorded result
         row["status"] = f"failed: {type(error).__name__}: {str(error)[:120]}"
     rows.append(row)
-    print(json.dumps({k: row[k] for k in ("model", "phase", "batch", "context_tokens", "engine", "median_ms",
-                                          "mean_power_w", "status")}), flush=True)
+    print(
+        json.dumps(
+            {
+                k: row[k]
+                for k in (
+                    "model",
+                    "phase",
+                    "batch",
+                    "context_tokens",
+                    "engine",
+                    "median_ms",
+                    "mean_power_w",
+                    "status",
+                )
+            }
+        ),
+        flush=True,
+    )
     if device.type == "cuda":
         torch.cuda.empty_cache()
 
 
-def run_model(shape: Shape, decode_points: list[tuple[int, int]], prefill_points: list[tuple[int, int]],
-              device: torch.device, power: PowerMeter, memory_gib: float, rows: list[dict[str, Any]],
-              gpu: str, deadline: float) -> None:
+def run_model(
+    shape: Shape,
+    decode_points: list[tuple[int, int]],
+    prefill_points: list[tuple[int, int]],
+    device: torch.device,
+    power: PowerMeter,
+    memory_gib: float,
+    rows: list[dict[str, Any]],
+    gpu: str,
+    deadline: float,
+) -> None:
     model = Decoder(shape, device)
-    base = {"gpu": gpu, "model": shape.name, "precision": "bf16", "torch": torch.__version__,
-            "weight_gib": f"{shape.weight_bytes() / 2**30:.3g}"}
+    base = {
+        "gpu": gpu,
+        "model": shape.name,
+        "precision": "bf16",
+        "torch": torch.__version__,
+        "weight_gib": f"{shape.weight_bytes() / 2**30:.3g}",
+    }
     free_gib = memory_gib - shape.weight_bytes() / 2**30 - 6.0
     for batch, context in decode_points:
-        point = {**base, "phase": "decode", "batch": batch, "context_tokens": context,
-                 "new_tokens_per_sequence": 1, "engine": ""}
+        point = {
+            **base,
+            "phase": "decode",
+            "batch": batch,
+            "context_tokens": context,
+            "new_tokens_per_sequence": 1,
+            "engine": "",
+        }
         if time.time() > deadline:
             rows.append({**point, "status": "skipped"})
             continue
         if batch * context * shape.kv_bytes_per_token() / 2**30 > free_gib:
             rows.append({**point, "status": "cache over free memory"})
             continue
-        measure_point(rows, point, lambda b=batch, c=context: decode_call(model, b, c, device),
-                      batch, device, power, 0.4)
+        measure_point(
+            rows,
+            point,
+            lambda b=batch, c=context: decode_call(model, b, c, device),
+            batch,
+            device,
+            power,
+            0.4,
+        )
     for batch, prompt in prefill_points:
-        point = {**base, "phase": "prefill", "batch": batch, "context_tokens": prompt,
-                 "new_tokens_per_sequence": prompt, "engine": ""}
+        point = {
+            **base,
+            "phase": "prefill",
+            "batch": batch,
+            "context_tokens": prompt,
+            "new_tokens_per_sequence": prompt,
+            "engine": "",
+        }
         if time.time() > deadline:
             rows.append({**point, "status": "skipped"})
             continue
@@ -345,6 +429,7 @@ def run_model(shape: Shape, decode_points: list[tuple[int, int]], prefill_points
             def call() -> torch.Tensor:
                 with torch.no_grad():
                     return model.forward(t, b, p, None)
+
             return call, "eager", 0.0
 
         measure_point(rows, point, build, batch * prompt, device, power, 0.6)
@@ -365,9 +450,13 @@ def main() -> int:
         power.handle = None
     gpu = torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu"
     memory_gib = torch.cuda.get_device_properties(0).total_memory / 2**30 if device.type == "cuda" else 8.0
-    machine = {"gpu": gpu, "memory_gib": memory_gib, "torch": torch.__version__,
-               "idle_power_w": power.idle() if device.type == "cuda" else None,
-               "grouped_mm": hasattr(torch, "_grouped_mm")}
+    machine = {
+        "gpu": gpu,
+        "memory_gib": memory_gib,
+        "torch": torch.__version__,
+        "idle_power_w": power.idle() if device.type == "cuda" else None,
+        "grouped_mm": hasattr(torch, "_grouped_mm"),
+    }
     if power.handle is not None:
         machine["power_limit_w"] = power.nvml.nvmlDeviceGetEnforcedPowerLimit(power.handle) / 1e3
     print(json.dumps(machine), flush=True)
@@ -378,13 +467,39 @@ def main() -> int:
             run_model(TINY_MOE, [(2, 64)], [(1, 32)], device, power, memory_gib, rows, gpu, deadline)
         else:
             contexts = (512, 2048, 8192)
-            run_model(LLAMA_31_8B, [(b, c) for c in contexts for b in (1, 8, 32, 64, 128, 256)],
-                      [(1, 512), (1, 2048), (4, 2048), (1, 8192), (8, 4096)],
-                      device, power, memory_gib, rows, gpu, deadline)
-            run_model(QWEN3_30B_A3B, [(b, 2048) for b in (1, 8, 32, 64, 128, 256)],
-                      [(1, 2048), (8, 2048)], device, power, memory_gib, rows, gpu, deadline)
-            run_model(QWEN_25_32B, [(b, c) for c in (512, 4096) for b in (1, 8, 32, 64)],
-                      [(1, 2048), (4, 2048)], device, power, memory_gib, rows, gpu, deadline)
+            run_model(
+                LLAMA_31_8B,
+                [(b, c) for c in contexts for b in (1, 8, 32, 64, 128, 256)],
+                [(1, 512), (1, 2048), (4, 2048), (1, 8192), (8, 4096)],
+                device,
+                power,
+                memory_gib,
+                rows,
+                gpu,
+                deadline,
+            )
+            run_model(
+                QWEN3_30B_A3B,
+                [(b, 2048) for b in (1, 8, 32, 64, 128, 256)],
+                [(1, 2048), (8, 2048)],
+                device,
+                power,
+                memory_gib,
+                rows,
+                gpu,
+                deadline,
+            )
+            run_model(
+                QWEN_25_32B,
+                [(b, c) for c in (512, 4096) for b in (1, 8, 32, 64)],
+                [(1, 2048), (4, 2048)],
+                device,
+                power,
+                memory_gib,
+                rows,
+                gpu,
+                deadline,
+            )
     with (args.out_dir / "graph_steps.csv").open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()

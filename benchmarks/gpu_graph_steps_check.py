@@ -24,10 +24,17 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 QWEN_25_32B = {
-    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 5120,
-    "intermediate_size": 27648, "num_hidden_layers": 64, "num_attention_heads": 40,
-    "num_key_value_heads": 8, "vocab_size": 152064, "max_position_embeddings": 32768,
-    "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "architectures": ["Qwen2ForCausalLM"],
+    "model_type": "qwen2",
+    "hidden_size": 5120,
+    "intermediate_size": 27648,
+    "num_hidden_layers": 64,
+    "num_attention_heads": 40,
+    "num_key_value_heads": 8,
+    "vocab_size": 152064,
+    "max_position_embeddings": 32768,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
 }  # fmt: skip (Qwen2.5-32B's published config.json, the fields the measurement built)
 
 

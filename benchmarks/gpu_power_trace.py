@@ -55,6 +55,7 @@ def main() -> int:
     thread.start()
     time.sleep(1.0)
     with torch.no_grad():
+
         def prefill() -> None:
             model.forward(prompt, 4, 2048, None)
 

@@ -40,8 +40,11 @@ def bare_rate(step: object, batch_size: int, seconds: float) -> float:
 
 def harness_rate(step: object, batch_size: int, seconds: float) -> float:
     with SystemSampler():
-        result = run_loop(step, samples_per_step=batch_size,  # type: ignore[arg-type]
-                          settings=LoopSettings(duration_s=seconds, target_precision=0.0))
+        result = run_loop(
+            step,
+            samples_per_step=batch_size,  # type: ignore[arg-type]
+            settings=LoopSettings(duration_s=seconds, target_precision=0.0),
+        )
     return result.summary().rate.median
 
 
@@ -81,8 +84,10 @@ def main() -> None:
 
     for _ in range(20):  # warm the allocator before either contender runs
         step()
-    print(f"workload {workload.name}, batch {workload.batch_size}, torch threads {torch.get_num_threads()}, "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"workload {workload.name}, batch {workload.batch_size}, torch threads {torch.get_num_threads()}, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+    )
     bare, harness = [], []
     for round_index in range(args.rounds):
         pair = [("bare", bare_rate), ("harness", harness_rate)]
@@ -100,8 +105,10 @@ def main() -> None:
     child = run_benchmark(args.workload, duration_s=max(args.seconds * 2, 10.0))
     if child.samples_per_second:
         median = child.samples_per_second.median
-        print(f"perdollar bench {median:10.1f} samples/s (child process, CV {child.cv:.1%}, "
-              f"{child.extra.get('torch_threads')} threads)")
+        print(
+            f"perdollar bench {median:10.1f} samples/s (child process, CV {child.cv:.1%}, "
+            f"{child.extra.get('torch_threads')} threads)"
+        )
         print(f"ratio bench/bare (child process): {median / bare_median:.4f}")
     else:
         print(f"perdollar bench failed: {child.status} {child.message}")
@@ -109,8 +116,10 @@ def main() -> None:
     sampler = sampler_cpu_share()
     step_s = workload.batch_size / bare_median
     estimate = (harness_empty - bare_empty) / step_s + sampler / (os.cpu_count() or 1)
-    print(f"timing cost per step: bare {bare_empty * 1e9:.0f} ns, harness {harness_empty * 1e9:.0f} ns; "
-          f"metrics thread {sampler:.2%} of one core")
+    print(
+        f"timing cost per step: bare {bare_empty * 1e9:.0f} ns, harness {harness_empty * 1e9:.0f} ns; "
+        f"metrics thread {sampler:.2%} of one core"
+    )
     print(f"estimated harness overhead on a {step_s * 1e3:.2f} ms step: {estimate:.3%} (target < 1%)")
     print(f"load average after: {os.getloadavg()[0]:.1f} (other processes share this machine)")
 

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-WORKLOAD = '''
+WORKLOAD = """
 import torch
 from perdollar.workload import Workload
 
@@ -28,7 +28,7 @@ def build():
                                                               torch.nn.Linear(2048, 10)),
                     input_factory=lambda batch, device: torch.randn(batch, 512, device=device),
                     loss_fn=lambda out, batch: out.sum(), batch_size=64)
-'''
+"""
 
 
 def _timed(args: list[str], env: dict[str, str]) -> float:
@@ -53,8 +53,10 @@ def main() -> None:
         env = {**os.environ, "PYTHONPATH": str(args.src.resolve()), "PERDOLLAR_HOME": folder}
         for command in (["profile", spec], ["predict", spec, "--instance", "g5.xlarge"]):
             times = [_timed(command, env) for _ in range(args.repeats)]
-            print(f"perdollar {command[0]:<8} median {statistics.median(times):5.2f} s  "
-                  f"(min {min(times):.2f} … max {max(times):.2f} s, {args.repeats} runs) with {args.src}")
+            print(
+                f"perdollar {command[0]:<8} median {statistics.median(times):5.2f} s  "
+                f"(min {min(times):.2f} … max {max(times):.2f} s, {args.repeats} runs) with {args.src}"
+            )
 
 
 if __name__ == "__main__":

@@ -25,13 +25,18 @@ def main() -> None:
         measurement = run_benchmark(name, batch_size=int(batch) if batch else None, duration_s=args.budget)
         extra = measurement.extra
         rate = measurement.samples_per_second
-        figure = (f"{rate.median:.1f} samples/s (95% CI {rate.low:.1f}–{rate.high:.1f})" if rate
-                  else f"{measurement.status}: {measurement.message}")
-        print(f"{name} batch {measurement.batch_size}: {measurement.duration_s:.1f} s wall, "
-              f"loop {extra.get('elapsed_s', float('nan')):.1f} s, "
-              f"{extra.get('warmup_steps')} warm-up steps, "
-              f"{extra.get('timed_steps')} timed steps in {extra.get('blocks')} blocks, "
-              f"stopped: {extra.get('stop_reason')}; {figure}; load average {os.getloadavg()[0]:.1f}")
+        figure = (
+            f"{rate.median:.1f} samples/s (95% CI {rate.low:.1f}–{rate.high:.1f})"
+            if rate
+            else f"{measurement.status}: {measurement.message}"
+        )
+        print(
+            f"{name} batch {measurement.batch_size}: {measurement.duration_s:.1f} s wall, "
+            f"loop {extra.get('elapsed_s', float('nan')):.1f} s, "
+            f"{extra.get('warmup_steps')} warm-up steps, "
+            f"{extra.get('timed_steps')} timed steps in {extra.get('blocks')} blocks, "
+            f"stopped: {extra.get('stop_reason')}; {figure}; load average {os.getloadavg()[0]:.1f}"
+        )
 
 
 if __name__ == "__main__":

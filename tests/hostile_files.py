@@ -15,7 +15,7 @@ ACTS = {
     "hog": "bytearray(1 << 50)",
 }
 
-TEMPLATE = '''\
+TEMPLATE = """\
 import ctypes
 import os
 import sys
@@ -59,7 +59,7 @@ def loss(out, batch):
 
 def build():
     return Workload(name={name!r}, model_factory=Model, input_factory=inputs, batch_size=4, loss_fn=loss)
-'''
+"""
 
 
 def write_hostile(folder: Path, where: str, act: str, name: str = "hostile") -> tuple[str, str]:

@@ -25,7 +25,15 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def recommended(home: dict[str, str]) -> list[dict]:
     """The estimates `recommend --json` prints for mlp on AWS (AWS: `export` describes AWS only)."""
     done = run_perdollar(
-        "recommend", "mlp", "--cloud", "aws", "--max-nodes", "2", "--json", "--no-store", env=home,
+        "recommend",
+        "mlp",
+        "--cloud",
+        "aws",
+        "--max-nodes",
+        "2",
+        "--json",
+        "--no-store",
+        env=home,
         columns=200,
     )
     assert done.returncode == 0, done.stderr[-2000:]

@@ -131,7 +131,6 @@ def test_scale_ups_are_billed_from_one_delay_ahead() -> None:
     assert static is not None and static.instances == ((3,), (3,))
 
 
-
 def test_the_static_peak_keeps_the_autoscalers_headroom_at_its_busiest_hour() -> None:
     # 7 requests/s at the peak on replicas taking 2 each: 4 replicas at full capacity, 5 at 80 %.
     option = _option("g", 1.0, (2.0,))
@@ -142,6 +141,7 @@ def test_the_static_peak_keeps_the_autoscalers_headroom_at_its_busiest_hour() ->
     assert static is not None and scaled is not None
     assert scaled.instances == ((1,), (5,))
     assert static.instances == ((5,), (5,))  # the autoscaled fleet's busiest hour, held all day
+
 
 # --- The integer program against brute force -------------------------------------------------------
 

@@ -62,8 +62,12 @@ def _invoke(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
 )
 @pytest.mark.parametrize(("path", "arguments"), COMMANDS, ids=[" ".join(p) for p, _ in COMMANDS])
 def test_hostile_text_for_every_argument_is_one_line(
-    path: tuple[str, ...], arguments: list[str], texts: list[str], capsys: pytest.CaptureFixture[str],
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    path: tuple[str, ...],
+    arguments: list[str],
+    texts: list[str],
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("PERDOLLAR_STORE", f"sqlite:///{tmp_path / 'store.db'}")
     monkeypatch.setenv("COLUMNS", "300")

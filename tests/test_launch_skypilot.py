@@ -28,9 +28,7 @@ from test_launch_jobs import make_estimate
 # a separate virtual environment (with this one's packages visible) and names its interpreter
 # here; SkyPilot then runs only in the child processes these tests start.
 SKY_PYTHON = os.environ.get("PERDOLLAR_TEST_SKYPILOT_PYTHON", sys.executable)
-_HAS_SKY = (
-    subprocess.run([SKY_PYTHON, "-c", "import sky"], capture_output=True, check=False).returncode == 0
-)
+_HAS_SKY = subprocess.run([SKY_PYTHON, "-c", "import sky"], capture_output=True, check=False).returncode == 0
 if not _HAS_SKY and not os.environ.get("CI"):  # CI installs it and must run these tests
     pytest.skip("SkyPilot is not installed (pip install 'perdollar[skypilot]')", allow_module_level=True)
 
@@ -197,7 +195,16 @@ def test_task_yamls_parse_with_skypilot(offline_sky: Path, tmp_path: Path) -> No
 def test_sweep_dry_run_writes_parseable_yamls(offline_sky: Path, tmp_path: Path) -> None:
     out = tmp_path / "plan"
     done = run_perdollar(
-        "sweep", "vit-b16", "--via", "skypilot", "--top", "3", "--dry-run", "--out", str(out), "--json",
+        "sweep",
+        "vit-b16",
+        "--via",
+        "skypilot",
+        "--top",
+        "3",
+        "--dry-run",
+        "--out",
+        str(out),
+        "--json",
         env={"SKY_RUNTIME_DIR": str(offline_sky)},
     )
     assert done.returncode == 0, done.stderr[-3000:]

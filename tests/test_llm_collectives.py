@@ -74,9 +74,7 @@ def test_fsdp_gathers_weights_twice_and_scatters_gradients_every_micro_batch(sma
     )
     bandwidth = h100.interconnect_bandwidth_gbps / 2 * 1e9 * 0.7
     # Gathered layer by layer: the ring's latency once per layer, the bytes once in all.
-    one_gather = (
-        7 / 8 * 2.0 * arch.total_params / bandwidth + arch.num_layers * 7 * cx.INTRA_HOST_LATENCY_S
-    )
+    one_gather = 7 / 8 * 2.0 * arch.total_params / bandwidth + arch.num_layers * 7 * cx.INTRA_HOST_LATENCY_S
     micro_batches = 64 // (2 * 8)
     assert got.breakdown_s["exposed weight all-gather"] == pytest.approx(micro_batches * 2 * one_gather)
     assert got.breakdown_s["exposed gradient reduce-scatter"] == pytest.approx(micro_batches * one_gather)
@@ -95,9 +93,7 @@ def test_backward_post_waits_for_the_whole_backward_gather(small) -> None:
         )  # fmt: skip
 
     bandwidth = h100.interconnect_bandwidth_gbps / 2 * 1e9 * 0.7
-    one_gather = (
-        7 / 8 * 2.0 * arch.total_params / bandwidth + arch.num_layers * 7 * cx.INTRA_HOST_LATENCY_S
-    )
+    one_gather = 7 / 8 * 2.0 * arch.total_params / bandwidth + arch.num_layers * 7 * cx.INTRA_HOST_LATENCY_S
     micro_batches = 64 // (2 * 8)
     hidden_post, hidden_pre = predicted("post", 1.0), predicted("pre", 1.0)
     assert "exposed weight all-gather" not in hidden_pre.breakdown_s  # compute hides all of it

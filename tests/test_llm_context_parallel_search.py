@@ -44,8 +44,15 @@ def test_a_long_sequence_on_many_hosts_is_split_over_context_parallel_ranks(
     assert chosen.context_parallel > 1
     assert workload.seq_len % (2 * chosen.context_parallel) == 0
     memory, _, _ = plan_memory(
-        workload.architecture, h100, chosen, precision=workload.precision, gpus_per_node=8, nodes=8,
-        seq_len=workload.seq_len, global_batch=workload.global_batch, efficiency=LLMEfficiency(),
+        workload.architecture,
+        h100,
+        chosen,
+        precision=workload.precision,
+        gpus_per_node=8,
+        nodes=8,
+        seq_len=workload.seq_len,
+        global_batch=workload.global_batch,
+        efficiency=LLMEfficiency(),
         attention_kernel=workload.attention_kernel,
     )
     assert memory.fits and memory.total <= memory.capacity

@@ -62,8 +62,14 @@ def _tokens_per_second(precision: str, accelerator: str) -> float:
     arch = load_llm_workload("llama-3.1-8b").architecture
     plan = TrainingPlan(strategy="fsdp", micro_batch=2, activation_checkpointing=True)
     return predict_llm_training(
-        arch, catalog.accelerator(accelerator), gpus_per_node=8, nodes=1, plan=plan, seq_len=4096,
-        global_batch=64, precision=precision,
+        arch,
+        catalog.accelerator(accelerator),
+        gpus_per_node=8,
+        nodes=1,
+        plan=plan,
+        seq_len=4096,
+        global_batch=64,
+        precision=precision,
     ).tokens_per_second
 
 

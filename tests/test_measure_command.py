@@ -73,11 +73,14 @@ def _script(tmp_path: Path, body: str) -> Path:
 
 
 def test_a_real_command_is_measured(tmp_path: Path) -> None:
-    script = _script(tmp_path, """
+    script = _script(
+        tmp_path,
+        """
         rates = [40, 70, 95] + [100 + (i % 3) for i in range(12)]
         for step, rate in enumerate(rates):
             print(f"step {step} loss 0.5 {rate} samples/second", flush=True)
-    """)
+    """,
+    )
     measurement = run_command([sys.executable, str(script)])
     assert measurement.status == "ok"
     assert measurement.mode == "command"
@@ -87,10 +90,13 @@ def test_a_real_command_is_measured(tmp_path: Path) -> None:
 
 
 def test_a_failing_command_is_an_error_result(tmp_path: Path) -> None:
-    script = _script(tmp_path, """
+    script = _script(
+        tmp_path,
+        """
         print("10 samples/second", flush=True)
         raise SystemExit("diverged: loss is nan")
-    """)
+    """,
+    )
     measurement = run_command([sys.executable, str(script)])
     assert measurement.status == "error"
     assert "diverged" in measurement.message
@@ -104,12 +110,15 @@ def test_a_command_that_prints_no_rate_says_so(tmp_path: Path) -> None:
 
 
 def test_a_command_is_stopped_after_the_duration(tmp_path: Path) -> None:
-    script = _script(tmp_path, """
+    script = _script(
+        tmp_path,
+        """
         import time
         while True:
             print("50 samples/second", flush=True)
             time.sleep(0.05)
-    """)
+    """,
+    )
     measurement = run_command([sys.executable, str(script)], duration_s=1.5)
     assert measurement.status == "ok"
     assert measurement.samples_per_second is not None
@@ -123,10 +132,13 @@ def test_a_command_past_its_timeout_is_a_timeout_result(tmp_path: Path) -> None:
 
 
 def test_cli_runs_a_command_after_double_dash(tmp_path: Path) -> None:
-    script = _script(tmp_path, """
+    script = _script(
+        tmp_path,
+        """
         for i in range(12):
             print(f"{200 + i % 2} img/s", flush=True)
-    """)
+    """,
+    )
     completed = run_perdollar(
         "bench", "--json", "--no-store", "--pattern", r"([0-9.]+) img/s", "--", sys.executable, str(script)
     )
@@ -154,8 +166,11 @@ def test_a_command_is_named_as_its_user_knows_it(argv: list[str], name: str) -> 
 
 
 def test_a_measured_command_is_stored_under_its_scripts_name(tmp_path: Path) -> None:
-    script = _script(tmp_path, """
+    script = _script(
+        tmp_path,
+        """
         for step in range(12):
             print(f"step {step} 100 samples/second", flush=True)
-    """)
+    """,
+    )
     assert run_command([sys.executable, str(script)]).workload_name == f"command:{script.name}"

@@ -13,7 +13,7 @@ from perdollar.cli import main
 from perdollar.measure.runner import run_benchmark
 from perdollar.workload import Workload
 
-WORKLOADS = textwrap.dedent('''
+WORKLOADS = textwrap.dedent("""
     import os
     import signal
     import time
@@ -63,7 +63,7 @@ WORKLOADS = textwrap.dedent('''
 
     def crashes():
         return _workload("crash")
-''')
+""")
 
 
 @pytest.fixture(autouse=True)
@@ -140,8 +140,9 @@ def _failing_model() -> torch.nn.Module:
 def test_an_in_memory_workload_is_measured_in_a_forked_child() -> None:
     # Run a parallel op here first: the forked child must not hang on OpenMP's lost threads.
     torch.randn(256, 256) @ torch.randn(256, 256)
-    workload = Workload(name="in-memory", model_factory=lambda: torch.nn.Linear(16, 4),
-                        input_factory=_inputs, batch_size=8)
+    workload = Workload(
+        name="in-memory", model_factory=lambda: torch.nn.Linear(16, 4), input_factory=_inputs, batch_size=8
+    )
     measurement = run_benchmark(workload, duration_s=1.5, timeout_s=60)
     assert measurement.status == "ok", measurement.message
     assert measurement.samples_per_second is not None and measurement.samples_per_second.median > 0
@@ -149,8 +150,9 @@ def test_an_in_memory_workload_is_measured_in_a_forked_child() -> None:
 
 
 def test_an_in_memory_workload_that_runs_out_of_memory_is_an_oom_result() -> None:
-    workload = Workload(name="in-memory-oom", model_factory=_failing_model, input_factory=_inputs,
-                        batch_size=8)
+    workload = Workload(
+        name="in-memory-oom", model_factory=_failing_model, input_factory=_inputs, batch_size=8
+    )
     measurement = run_benchmark(workload, duration_s=1.5, timeout_s=60)
     assert measurement.status == "oom"
     assert "out of memory" in measurement.message

@@ -50,19 +50,27 @@ def _serve(routes: dict[tuple[str, str], tuple[str, dict[str, str]]]) -> Iterato
 
 @pytest.fixture
 def aws_metadata() -> Iterator[str]:
-    yield from _serve({
-        ("PUT", "/latest/api/token"): ("secret-token", {}),
-        ("GET", "/latest/meta-data/instance-type"):
-            ("g5.xlarge", {"X-aws-ec2-metadata-token": "secret-token"}),
-    })
+    yield from _serve(
+        {
+            ("PUT", "/latest/api/token"): ("secret-token", {}),
+            ("GET", "/latest/meta-data/instance-type"): (
+                "g5.xlarge",
+                {"X-aws-ec2-metadata-token": "secret-token"},
+            ),
+        }
+    )
 
 
 @pytest.fixture
 def gcp_metadata() -> Iterator[str]:
-    yield from _serve({
-        ("GET", "/computeMetadata/v1/instance/machine-type"):
-            ("projects/1234/machineTypes/a2-highgpu-1g", {"Metadata-Flavor": "Google"}),
-    })
+    yield from _serve(
+        {
+            ("GET", "/computeMetadata/v1/instance/machine-type"): (
+                "projects/1234/machineTypes/a2-highgpu-1g",
+                {"Metadata-Flavor": "Google"},
+            ),
+        }
+    )
 
 
 def test_aws_instance_type_with_an_imdsv2_token(aws_metadata: str) -> None:

@@ -43,8 +43,13 @@ class _CountingModel(torch.nn.Module):
 
 
 def _workload(loader: _CountingLoader | None, model: _CountingModel) -> Workload:
-    return Workload(name="counting", model_factory=lambda: model, input_factory=_inputs, batch_size=4,
-                    data_loader_factory=loader)
+    return Workload(
+        name="counting",
+        model_factory=lambda: model,
+        input_factory=_inputs,
+        batch_size=4,
+        data_loader_factory=loader,
+    )
 
 
 def test_full_mode_runs_the_model_on_the_loaders_batches_across_epochs() -> None:

@@ -93,8 +93,12 @@ def test_loop_discards_warm_up_and_stops_when_tight() -> None:
     rng = random.Random(7)
     times = [rng.uniform(0.05, 0.3) for _ in range(15)] + _noisy(0.01, 100_000, 0.002, seed=8)
     clock = _ScriptedClock(times)
-    result = run_loop(clock.step, samples_per_step=32, clock=clock,
-                      settings=LoopSettings(duration_s=60, target_precision=0.01, min_blocks=8))
+    result = run_loop(
+        clock.step,
+        samples_per_step=32,
+        clock=clock,
+        settings=LoopSettings(duration_s=60, target_precision=0.01, min_blocks=8),
+    )
     assert result.steady_reached
     assert result.warmup_steps >= 15
     assert result.stop_reason == "tight"
@@ -106,8 +110,12 @@ def test_loop_discards_warm_up_and_stops_when_tight() -> None:
 def test_loop_on_a_drifting_workload_stops_at_the_budget_and_warns() -> None:
     times = [0.01 * 1.002**i for i in range(100_000)]
     clock = _ScriptedClock(times)
-    result = run_loop(clock.step, samples_per_step=1, clock=clock,
-                      settings=LoopSettings(duration_s=30, target_precision=0.001))
+    result = run_loop(
+        clock.step,
+        samples_per_step=1,
+        clock=clock,
+        settings=LoopSettings(duration_s=30, target_precision=0.001),
+    )
     assert result.stop_reason == "duration"
     assert clock.now <= 30 * 1.05
     assert result.summary().warnings
@@ -126,7 +134,8 @@ def test_a_slide_that_starts_after_warm_up_is_flagged() -> None:
     calm = _noisy(0.01, 15, 0.005, seed=10)
     sliding = [0.01 * 1.003**i for i in range(1, 5000)]
     clock = _ScriptedClock([0.05, 0.05, 0.05, *calm, *sliding])
-    result = run_loop(clock.step, samples_per_step=1, clock=clock,
-                      settings=LoopSettings(duration_s=10, warmup_share=0.1))
+    result = run_loop(
+        clock.step, samples_per_step=1, clock=clock, settings=LoopSettings(duration_s=10, warmup_share=0.1)
+    )
     assert result.steady_reached  # the calm start looked steady…
     assert any("falling" in warning for warning in result.summary().warnings)  # …the blocks tell

@@ -22,8 +22,15 @@ class _Clock:
 
 def test_meter_logs_global_rate_and_samples_per_dollar_every_n_steps() -> None:
     clock, readings = _Clock(), []
-    meter = Meter(batch_size=32, world_size=4, price_per_hour=3.6, log_every=10, warmup_steps=0,
-                  sink=readings.append, clock=clock)
+    meter = Meter(
+        batch_size=32,
+        world_size=4,
+        price_per_hour=3.6,
+        log_every=10,
+        warmup_steps=0,
+        sink=readings.append,
+        clock=clock,
+    )
     for _ in range(25):
         clock.now += 0.1  # 0.1 s per step, 128 samples per step
         meter.step()
@@ -46,8 +53,15 @@ def test_meter_excludes_warm_up_from_its_overall_rate() -> None:
 
 def test_meter_prices_nodes() -> None:
     clock = _Clock()
-    meter = Meter(batch_size=1, price_per_hour=2.0, nodes=3, log_every=1, warmup_steps=0, clock=clock,
-                  sink=lambda reading: None)
+    meter = Meter(
+        batch_size=1,
+        price_per_hour=2.0,
+        nodes=3,
+        log_every=1,
+        warmup_steps=0,
+        clock=clock,
+        sink=lambda reading: None,
+    )
     clock.now += 1.0
     reading = meter.step()
     assert isinstance(reading, MeterReading)
@@ -57,8 +71,13 @@ def test_meter_prices_nodes() -> None:
 
 def test_meter_calls_sync_before_reading_the_clock() -> None:
     calls = []
-    meter = Meter(batch_size=1, log_every=2, warmup_steps=0, sync=lambda: calls.append("sync"),
-                  sink=lambda reading: calls.append("log"))
+    meter = Meter(
+        batch_size=1,
+        log_every=2,
+        warmup_steps=0,
+        sync=lambda: calls.append("sync"),
+        sink=lambda reading: calls.append("log"),
+    )
     meter.step()
     meter.step()
     assert calls[-2:] == ["sync", "log"]
@@ -99,8 +118,9 @@ def test_lightning_callback_needs_lightning_only_when_built() -> None:
             MeterCallback(batch_size=8)
 
 
-def test_meter_reports_without_a_sink(capsys: pytest.CaptureFixture[str],
-                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_meter_reports_without_a_sink(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
     clock = _Clock()
     meter = Meter(batch_size=4, log_every=2, warmup_steps=0, clock=clock)
     with caplog.at_level(logging.INFO, logger="perdollar.meter"):

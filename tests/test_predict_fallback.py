@@ -43,4 +43,3 @@ def test_without_a_model_in_its_unit_it_borrows_from_its_whole_group() -> None:
 
 def test_a_model_of_no_fitted_group_and_task_gets_the_default() -> None:
     assert descriptor_for(family_key("Tacotron 2", "inference", "mel frames/s"), FITTED) == DEFAULT_DESCRIPTOR
-

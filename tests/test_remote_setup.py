@@ -62,7 +62,9 @@ def test_a_dry_run_task_installs_perdollar_from_the_checkout_and_benchmarks(tmp_
     env = {**os.environ, "HOME": str(home), "PATH": path, "PIP_NO_INDEX": "1"}
     env.pop("PERDOLLAR_SKIP_INSTALL", None)
     env.pop("PYTHONPATH", None)
-    setup = subprocess.run(["bash", "-c", task["setup"]], capture_output=True, text=True, env=env, timeout=600)  # noqa: E501
+    setup = subprocess.run(
+        ["bash", "-c", task["setup"]], capture_output=True, text=True, env=env, timeout=600
+    )
     assert setup.returncode == 0, setup.stderr[-3000:]
     where = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import perdollar; print(perdollar.__file__)"],

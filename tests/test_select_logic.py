@@ -115,9 +115,7 @@ def price_candidates(
 
 def priced(target: Target, market: str = "any", confidence: float = 0.9) -> pd.DataFrame:
     offers = allowed_offers(offers_frame(), market=market)
-    return price_candidates(
-        offers, predictions_frame(), target, SpotAssumptions(), confidence=confidence
-    )
+    return price_candidates(offers, predictions_frame(), target, SpotAssumptions(), confidence=confidence)
 
 
 def test_node_counts() -> None:

@@ -15,8 +15,12 @@ from cli_runner import run_perdollar
 def healthy_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two measurements and two recommendations of mlp, made by the real commands."""
     store = tmp_path_factory.mktemp("store") / "results.db"
-    for args in (("bench", "mlp", "--duration", "1"), ("bench", "mlp", "--duration", "1"),
-                 ("recommend", "mlp", "--samples", "1e6"), ("recommend", "mlp", "--samples", "1e6")):
+    for args in (
+        ("bench", "mlp", "--duration", "1"),
+        ("bench", "mlp", "--duration", "1"),
+        ("recommend", "mlp", "--samples", "1e6"),
+        ("recommend", "mlp", "--samples", "1e6"),
+    ):
         done = run_perdollar(*args, store=store)
         assert done.returncode == 0, done.stderr[-1500:]
     return store
@@ -29,12 +33,16 @@ def _damaged_copy(healthy: Path, folder: Path) -> tuple[Path, dict[str, str]]:
     with sqlite3.connect(store) as connection:
         measurements = [r[0] for r in connection.execute("select id from measurements order by stored_at")]
         recommendations = [
-            r[0] for r in connection.execute("select id from recommendations order by created_at")]
+            r[0] for r in connection.execute("select id from recommendations order by created_at")
+        ]
         connection.execute("update measurements set payload = '{not json' where id = ?", (measurements[0],))
         connection.execute(
-            "update measurements set samples_per_second = 'fast' where id = ?", (measurements[1],))
-        connection.execute("update recommendations set payload = ? where id = ?",
-                           (json.dumps({"estimates": []}), recommendations[1]))
+            "update measurements set samples_per_second = 'fast' where id = ?", (measurements[1],)
+        )
+        connection.execute(
+            "update recommendations set payload = ? where id = ?",
+            (json.dumps({"estimates": []}), recommendations[1]),
+        )
     return store, {"payload": measurements[0], "column": measurements[1], "newest": recommendations[1],
                    "older": recommendations[0]}  # fmt: skip
 
@@ -69,8 +77,11 @@ def test_report_last_passes_over_a_damaged_newest_recommendation(healthy_store: 
     assert f"skipped the stored recommendation {ids['newest']}" in done.stderr
     asked = run_perdollar("report", ids["newest"], "-o", str(tmp_path / "x.html"), store=store)
     assert asked.returncode == 2 and "Traceback" not in asked.stderr
-    assert asked.stderr.strip().splitlines()[-1].startswith(
-        f"perdollar: error: the stored recommendation {ids['newest']} cannot be read")
+    assert (
+        asked.stderr.strip()
+        .splitlines()[-1]
+        .startswith(f"perdollar: error: the stored recommendation {ids['newest']} cannot be read")
+    )
 
 
 def test_recommend_calibrates_from_the_readable_rows_only(healthy_store: Path, tmp_path: Path) -> None:

@@ -38,8 +38,16 @@ class Declared:
 
 
 def declared(
-    default: Any, flag: str, help: str, *, unit: str = "", minimum: float | None = None, parse: str = "",
-    scope: str = "", short: str = "", aliases: tuple[str, ...] = (),
+    default: Any,
+    flag: str,
+    help: str,
+    *,
+    unit: str = "",
+    minimum: float | None = None,
+    parse: str = "",
+    scope: str = "",
+    short: str = "",
+    aliases: tuple[str, ...] = (),
 ) -> Any:
     """A dataclass field that carries its command-line declaration."""
     return declared_as(Declared(flag, help, unit, minimum, parse, scope, short, aliases), default)
@@ -55,16 +63,22 @@ class SpotSettings:
     """The user's overrides of the spot model (None: perdollar's defaults)."""
 
     checkpoint_seconds: float | None = declared(
-        None, "--checkpoint-seconds", "Checkpoint write time (default: state size / 250 MB/s + 5 s).",
-        unit="s", minimum=0,
+        None,
+        "--checkpoint-seconds",
+        "Checkpoint write time (default: state size / 250 MB/s + 5 s).",
+        unit="s",
+        minimum=0,
     )
     restart_minutes: float | None = declared(
         None, "--restart-minutes", "Restart after an interruption (default 10).", unit="min", minimum=0
     )
     # A monthly fraction applied to every spot offer.
     interruption_rate: float | None = declared(
-        None, "--interruption-rate", "Monthly interruption share for every spot offer, e.g. 10%.",
-        unit="share a month", parse="share",
+        None,
+        "--interruption-rate",
+        "Monthly interruption share for every spot offer, e.g. 10%.",
+        unit="share a month",
+        parse="share",
     )
 
 
@@ -73,15 +87,20 @@ class DataSettings:
     """Where the training data lives: its size (``--dataset-size 20TB``) and region price the copy."""
 
     data_region: str | None = declared(
-        None, "--data-region",
+        None,
+        "--data-region",
         "Region the dataset is stored in (e.g. us-east-1, or aws:us-east-1); candidates elsewhere pay"
         " egress and the copy time. Give the size as --dataset-size 20TB. Serving a language model:"
         " where its weights are stored, which every instance pulls when it starts.",
         scope="training",
     )
     transfer_gbps: float | None = declared(
-        None, "--transfer-gbps", "Sustained cross-region copy throughput (default 10).", unit="Gbit/s",
-        minimum=0.001, scope="training",
+        None,
+        "--transfer-gbps",
+        "Sustained cross-region copy throughput (default 10).",
+        unit="Gbit/s",
+        minimum=0.001,
+        scope="training",
     )
     dataset_bytes: float | None = None  # from --dataset-size when it is written with a byte unit
 
@@ -92,17 +111,21 @@ class BillSettings:
 
     # None: a committed term is taken to be used for its whole length.
     horizon_months: float | None = declared(
-        None, "--horizon",
+        None,
+        "--horizon",
         "Months the capacity is needed. A committed term bills every hour of the term: over a shorter"
         " horizon it still costs the whole term.",
-        unit="months", minimum=0,
+        unit="months",
+        minimum=0,
     )
     quotas: str | None = declared(
-        None, "--quotas",
+        None,
+        "--quotas",
         "CSV cloud,region,family,gpus (region * = every region): candidates needing more GPUs are excluded.",
     )
     service: str | None = declared(
-        None, "--service",
+        None,
+        "--service",
         "Rank in a managed service's market at its published prices: sagemaker, vertex or azureml.",
     )
 
@@ -116,12 +139,20 @@ class LanguageModelSettings:
     )
     # None: the planner chooses.
     micro_batch: int | None = declared(
-        None, "--micro-batch", "Language model: sequences per GPU per micro-step.", unit="sequences",
-        minimum=1, scope="training",
+        None,
+        "--micro-batch",
+        "Language model: sequences per GPU per micro-step.",
+        unit="sequences",
+        minimum=1,
+        scope="training",
     )
     global_batch: int | None = declared(
-        None, "--global-batch", "Language model: sequences per optimizer step.", unit="sequences",
-        minimum=1, scope="training",
+        None,
+        "--global-batch",
+        "Language model: sequences per optimizer step.",
+        unit="sequences",
+        minimum=1,
+        scope="training",
     )
     finetune: str | None = declared(
         None, "--finetune", "Language model: full, lora or qlora (default: pre-training).", scope="training"
@@ -131,7 +162,8 @@ class LanguageModelSettings:
     )
     # A plan token ("fsdp+ac,tp2"); None: the planner searches.
     plan: str | None = declared(
-        None, "--plan",
+        None,
+        "--plan",
         "Language model: fix the plan (ddp, zero1, zero2, fsdp, hsdp, or a token such as fsdp+ac,tp2;"
         " tp2-blocking: TP collectives not overlapped; ddp+blocking: gradients reduced after the"
         " backward; fsdp+backward-post: FSDP's BACKWARD_POST; ddp+optimizer-in-backward: each"
@@ -139,7 +171,8 @@ class LanguageModelSettings:
         scope="training",
     )
     attention_kernel: str | None = declared(
-        None, "--attention-kernel",
+        None,
+        "--attention-kernel",
         "Language model: flash2 (PyTorch SDPA, flash-attn 2; default), native (cuDNN, Transformer "
         "Engine, FlashAttention-3) or unfused (eager attention, scores through memory). On Hopper "
         "FlashAttention-2 reaches about 2/3 of the tensor-core peak.",
@@ -147,14 +180,16 @@ class LanguageModelSettings:
     )
     # None: the fine-tuning mode's default (hf for lora/qlora, megatron for full training).
     framework: str | None = declared(
-        None, "--framework",
+        None,
+        "--framework",
         "Language model: the training framework: hf (Trainer + PEFT; default for lora/qlora), deepspeed,"
         " torchtune, unsloth, torchtitan, megatron (default for full training), nemo or composer.",
         scope="training",
     )
     # None: the framework's own default (torchtitan compiles; hf, deepspeed, torchtune do not).
     compile: bool | None = declared(
-        None, "--compile/--no-compile",
+        None,
+        "--compile/--no-compile",
         "Language model: run the training step under torch.compile (fuses PEFT's adapter chains, the"
         " norms and activations and the loss; no per-operator host time). Default: the framework's"
         " own (on for torchtitan; Megatron, NeMo and Unsloth use their own fused kernels).",
@@ -162,7 +197,8 @@ class LanguageModelSettings:
     )
     # None: AdamW, for every mode (see predict.llm.optimizers).
     optimizer: str | None = declared(
-        None, "--optimizer",
+        None,
+        "--optimizer",
         "Language model: the optimizer: adamw (default), adamw-8bit (bitsandbytes: 8-bit states),"
         " paged-adamw-8bit, paged-adamw (states may spill to host memory instead of running out) or"
         " sgd (with momentum).",
@@ -170,52 +206,75 @@ class LanguageModelSettings:
     )
     # Serving: tokens in and out of a request (its latency objectives are the question's goal).
     input_tokens: int | None = declared(
-        None, "--input-tokens", "Language model serving: prompt tokens per request (default 1000).",
-        unit="tokens", minimum=1, scope="serving",
+        None,
+        "--input-tokens",
+        "Language model serving: prompt tokens per request (default 1000).",
+        unit="tokens",
+        minimum=1,
+        scope="serving",
     )
     output_tokens: int | None = declared(
-        None, "--output-tokens", "Language model serving: tokens generated per request (default 300).",
-        unit="tokens", minimum=1, scope="serving",
+        None,
+        "--output-tokens",
+        "Language model serving: tokens generated per request (default 300).",
+        unit="tokens",
+        minimum=1,
+        scope="serving",
     )
     # None: vLLM, the engine most teams run.
     engine: str | None = declared(
-        None, "--engine",
+        None,
+        "--engine",
         "Language model serving: the serving engine (vllm, sglang, tensorrt-llm, tgi, llama.cpp, hf; any:"
         " the best for each deployment; compare takes a comma list and shows each engine side by side)."
         " Default vllm, the engine most teams run.",
-        scope="serving", parse="engines",
+        scope="serving",
+        parse="engines",
     )
     # None: the engine's default (vLLM, SGLang, TGI: the model's 16-bit dtype whatever the weights).
     kv_precision: str | None = declared(
-        None, "--kv-precision",
+        None,
+        "--kv-precision",
         "Language model serving: the KV cache's precision (fp16, bf16, fp8); default the engine's. fp8"
         " halves the cache, so about twice the sequences fit.",
         scope="serving",
     )
     # Serving-engine features (perdollar.predict.llm_serving.features); None: off.
     prefix_share: float | None = declared(
-        None, "--prefix-share",
+        None,
+        "--prefix-share",
         "Language model serving: share of every prompt found in the prefix cache (0.5: half of it); its"
         " prefill is skipped and its KV blocks are held once.",
-        unit="share", minimum=0, scope="serving",
+        unit="share",
+        minimum=0,
+        scope="serving",
     )
     speculative: str | None = declared(
-        None, "--speculative",
+        None,
+        "--speculative",
         "Language model serving: speculative decoding by a draft model (draft-model) or the model's"
         " multi-token-prediction head (mtp).",
         scope="serving",
     )
     acceptance: float | None = declared(
-        None, "--acceptance", "With --speculative: chance each proposed token is accepted (default 0.7).",
-        unit="share", minimum=0, scope="serving",
+        None,
+        "--acceptance",
+        "With --speculative: chance each proposed token is accepted (default 0.7).",
+        unit="share",
+        minimum=0,
+        scope="serving",
     )
     speculative_tokens: int | None = declared(
-        None, "--speculative-tokens",
+        None,
+        "--speculative-tokens",
         "With --speculative: tokens proposed a step (default 3 for draft-model, 1 for mtp).",
-        unit="tokens", minimum=1, scope="serving",
+        unit="tokens",
+        minimum=1,
+        scope="serving",
     )
     disaggregate: str | None = declared(
-        None, "--disaggregate",
+        None,
+        "--disaggregate",
         "Language model serving: prefill and decode on separate replicas, xPyD (1P3D: one prefill"
         " replica for three decode replicas); the KV cache crosses the GPU link or the network.",
         scope="serving",
@@ -227,16 +286,19 @@ class NearSettings:
     """Where the users of a deployment are: only regions within a round trip of them may serve."""
 
     places: tuple[str, ...] = declared(
-        (), "--near",
+        (),
+        "--near",
         "Serving: keep only regions within --near-rtt-ms of this region or city (repeatable, or a comma"
         " list): us-east-1, us-central1, eastus, aws:eu-west-1, frankfurt.",
         scope="serving",
     )
     # None: DEFAULT_NEAR_RTT_MS (perdollar.catalog.region_places).
     rtt_ms: float | None = declared(
-        None, "--near-rtt-ms",
+        None,
+        "--near-rtt-ms",
         "With --near: the longest estimated round trip from a user's place to a kept region (default 30).",
-        unit="ms", scope="serving",
+        unit="ms",
+        scope="serving",
     )
 
 

@@ -46,8 +46,9 @@ _FIXES: dict[str, str] = {
     "killed": "the workload crashed outside Python (a native library?); run it with python to reproduce",
 }
 _PACKAGE_FOLDER = str(Path(__file__).resolve().parent)
-_LIBRARY_FOLDERS = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib",
-                                                                  "platlib")})
+_LIBRARY_FOLDERS = tuple(
+    {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
 
 
 class _Usage(TypedDict):
@@ -127,8 +128,12 @@ def failure_of(error: BaseException) -> _Reply:
         status: FailureStatus = "error"
     else:
         reason, status = described(error), status_of(error)
-    return {"status": status, "reason": reason[:500], "where": user_frame(error),
-            "traceback": "".join(traceback.format_exception(error))[-4000:]}
+    return {
+        "status": status,
+        "reason": reason[:500],
+        "where": user_frame(error),
+        "traceback": "".join(traceback.format_exception(error))[-4000:],
+    }
 
 
 def ended_without_result(returncode: int, output_tail: str) -> tuple[FailureStatus, str]:
@@ -230,7 +235,9 @@ def _run_child(
         request.write_bytes(pickle.dumps((target, arguments)))
         process = subprocess.Popen(
             [sys.executable, "-m", "perdollar.sandbox", str(request), str(result), str(marker)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             env={**os.environ, SANDBOX_MARK: "1"},
             start_new_session=True,  # a timeout kills whatever the workload started too
             preexec_fn=child_preexec(),  # and it dies with us
@@ -322,8 +329,10 @@ _PLAIN_NAMES = frozenset(
         *(("builtins", name) for name in ("list", "dict", "tuple", "int", "float", "str", "bytes", "bool")),
         *(("collections", name) for name in ("OrderedDict", "defaultdict", "deque", "Counter")),
         *(("datetime", name) for name in ("date", "datetime", "time", "timedelta", "timezone")),
-        *(("pathlib", name) for name in ("Path", "PosixPath", "WindowsPath", "PurePath", "PurePosixPath",
-                                         "PureWindowsPath")),
+        *(
+            ("pathlib", name)
+            for name in ("Path", "PosixPath", "WindowsPath", "PurePath", "PurePosixPath", "PureWindowsPath")
+        ),
         ("copyreg", "_reconstructor"),
     }
 )

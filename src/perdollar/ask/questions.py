@@ -21,29 +21,47 @@ class PlanFlags:
     """Parts of a training plan given apart from ``--plan``; merged into its token once."""
 
     activation_checkpointing: bool = declared(
-        False, "--activation-checkpointing", "With --plan: recompute activations in the backward.",
+        False,
+        "--activation-checkpointing",
+        "With --plan: recompute activations in the backward.",
         scope="training",
     )
     tensor_parallel: int | None = declared(
-        None, "--tensor-parallel", "With --plan (or --inference): tensor-parallel GPUs inside a host.",
-        unit="GPUs", minimum=1,
+        None,
+        "--tensor-parallel",
+        "With --plan (or --inference): tensor-parallel GPUs inside a host.",
+        unit="GPUs",
+        minimum=1,
     )
     pipeline_parallel: int | None = declared(
-        None, "--pipeline-parallel",
-        "With --plan (or --inference): pipeline stages, across hosts or inside one.", unit="stages",
+        None,
+        "--pipeline-parallel",
+        "With --plan (or --inference): pipeline stages, across hosts or inside one.",
+        unit="stages",
         minimum=1,
     )
     virtual_stages: int | None = declared(
-        None, "--virtual-stages", "Interleaved 1F1B: model chunks per pipeline rank.", minimum=1,
+        None,
+        "--virtual-stages",
+        "Interleaved 1F1B: model chunks per pipeline rank.",
+        minimum=1,
         scope="instance",
     )
     context_parallel: int | None = declared(
-        None, "--context-parallel", "Ranks splitting each sequence (ring attention).", unit="GPUs",
-        minimum=1, scope="instance",
+        None,
+        "--context-parallel",
+        "Ranks splitting each sequence (ring attention).",
+        unit="GPUs",
+        minimum=1,
+        scope="instance",
     )
     expert_parallel: int | None = declared(
-        None, "--expert-parallel", "Mixture of experts: ranks splitting the routed experts.", unit="GPUs",
-        minimum=1, scope="instance",
+        None,
+        "--expert-parallel",
+        "Mixture of experts: ranks splitting the routed experts.",
+        unit="GPUs",
+        minimum=1,
+        scope="instance",
     )
     cpu_offload: bool = declared(
         False, "--cpu-offload", "With a fixed plan: keep the optimizer state on the CPU.", scope="instance"
@@ -123,8 +141,10 @@ def language_model_settings(
             from perdollar.workload.llm import near_language_model
 
             near = near_language_model(workload)
-            fix = f"did you mean {near!r}?" if near else (
-                "give a language model (llama-3.1-8b, a config.json …) or drop them"
+            fix = (
+                f"did you mean {near!r}?"
+                if near
+                else ("give a language model (llama-3.1-8b, a config.json …) or drop them")
             )
             raise PerdollarError(
                 f"{', '.join(given)} apply to language models only, and {workload!r} is not one", fix

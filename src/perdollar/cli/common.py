@@ -153,7 +153,7 @@ def logs_held() -> Iterator[HeldLogs]:
 
 
 def held_note() -> str:
-    """" (--verbose shows …)" when something was held back from the one line; else ""."""
+    """ " (--verbose shows …)" when something was held back from the one line; else ""."""
     lines = _HELD.line_count()
     return f" (--verbose shows the {lines} lines of log behind it)" if lines and not STATE.verbose else ""
 

@@ -274,7 +274,11 @@ def _bench_url(
 
 
 def _print_load(
-    workload: str, noop: bool, server: RunningServer, results: list[LoadResult], reason: str,
+    workload: str,
+    noop: bool,
+    server: RunningServer,
+    results: list[LoadResult],
+    reason: str,
     step_seconds: float,
 ) -> None:
     target = "no-op endpoint" if noop else f"{workload} at batch {server.batch_size} per request"

@@ -80,8 +80,9 @@ def _kill_group(process: subprocess.Popen[str]) -> None:
     process.wait()
 
 
-def run_child(payload: BenchSpec, *, timeout_s: float,
-              progress: ProgressCallback | None = None) -> BenchResult:
+def run_child(
+    payload: BenchSpec, *, timeout_s: float, progress: ProgressCallback | None = None
+) -> BenchResult:
     """Run the worker on ``payload``; return its result, or a failure the parent observed."""
     with termination_raises(), scratch_folder("perdollar-bench-") as scratch:
         spec_path, result_path = Path(scratch, "spec.json"), Path(scratch, "result.json")
@@ -90,7 +91,10 @@ def run_child(payload: BenchSpec, *, timeout_s: float,
         with open(stderr_path, "w+", encoding="utf-8", errors="replace") as stderr:
             process = subprocess.Popen(
                 [sys.executable, "-m", "perdollar.measure.worker", str(spec_path), str(result_path)],
-                stdout=subprocess.PIPE, stderr=stderr, text=True, errors="replace",
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                errors="replace",
                 start_new_session=True,  # its own process group: a timeout kills DDP ranks too
                 preexec_fn=child_preexec(),  # and it dies with us, even when we are SIGKILLed
             )
@@ -135,8 +139,10 @@ def run_forked(workload: Workload, payload: BenchSpec, *, timeout_s: float) -> B
     with termination_raises(), scratch_folder("perdollar-bench-") as scratch:
         result_path = Path(scratch, "result.json")
         process = multiprocessing.get_context("fork").Process(
-            target=forked_main, args=({**payload, "parent_pid": os.getpid()}, str(result_path), workload),
-            daemon=False)
+            target=forked_main,
+            args=({**payload, "parent_pid": os.getpid()}, str(result_path), workload),
+            daemon=False,
+        )
         process.start()
         try:
             process.join(timeout_s)
@@ -156,14 +162,23 @@ def _observed_failure(returncode: int, stderr_tail: str, stdout_tail: list[str])
     if returncode < 0:
         name = signal.Signals(-returncode).name
         if -returncode == signal.SIGKILL:
-            return {"status": "oom", "message": f"killed by {name}, most likely by the kernel's "
-                    "out-of-memory killer"}
-        return {"status": "killed", "message": f"the benchmark process died of {name}",
-                "traceback": stderr_tail}
+            return {
+                "status": "oom",
+                "message": f"killed by {name}, most likely by the kernel's out-of-memory killer",
+            }
+        return {
+            "status": "killed",
+            "message": f"the benchmark process died of {name}",
+            "traceback": stderr_tail,
+        }
     last = next((line for line in reversed(stderr_tail.strip().splitlines()) if line.strip()), "")
     message = f"the benchmark process exited with code {returncode}" + (f": {last}" if last else "")
-    return {"status": classify_failure(stderr_tail), "message": message[:800], "traceback": stderr_tail,
-            "stdout_tail": stdout_tail}
+    return {
+        "status": classify_failure(stderr_tail),
+        "message": message[:800],
+        "traceback": stderr_tail,
+        "stdout_tail": stdout_tail,
+    }
 
 
 def _read_result(result_path: Path) -> BenchResult:
@@ -173,5 +188,7 @@ def _read_result(result_path: Path) -> BenchResult:
 
 
 def _timed_out(timeout_s: float) -> BenchResult:
-    return {"status": "timeout", "message": f"no result within the {timeout_s:.0f} s timeout "
-            "(the workload hung or is too slow)"}
+    return {
+        "status": "timeout",
+        "message": f"no result within the {timeout_s:.0f} s timeout (the workload hung or is too slow)",
+    }

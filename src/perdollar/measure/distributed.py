@@ -80,8 +80,9 @@ def _rank_main(
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         # A forked rank cannot restart OpenMP's threads (see worker.forked_main): one thread.
         torch.set_num_threads(1 if given is not None else max(1, cores // world))
-    dist.init_process_group("nccl" if use_cuda else "gloo", init_method=f"file://{init_file}",
-                            rank=rank, world_size=world)
+    dist.init_process_group(
+        "nccl" if use_cuda else "gloo", init_method=f"file://{init_file}", rank=rank, world_size=world
+    )
     try:
         control = dist.new_group(backend="gloo")
         workload = given if given is not None else load_spec_workload(spec)
@@ -96,8 +97,9 @@ def _rank_main(
         prepared = prepare(workload, spec["mode"], device, runner)
         # Every rank steps in lockstep, so rank 0's rate times the world size is the global rate.
         prepared = type(prepared)(prepared.step, prepared.sync, prepared.samples_per_step * world, runner)
-        payload = measure_prepared(prepared, spec, device, coordinator=DistributedCoordinator(control),
-                                   report=rank == 0)
+        payload = measure_prepared(
+            prepared, spec, device, coordinator=DistributedCoordinator(control), report=rank == 0
+        )
         payload["backend"] = dist.get_backend()
         payload["world_size"] = world
         if plan is not None:
@@ -130,8 +132,13 @@ def run_ranks(spec: BenchSpec, workload: Workload | None = None) -> BenchResult:
     with scratch_folder("perdollar-ddp-") as scratch:
         init_file = str(Path(scratch, "rendezvous"))
         try:
-            mp.start_processes(_rank_main, args=(spec, init_file, scratch, workload), nprocs=world,
-                               join=True, start_method="spawn" if workload is None else "fork")
+            mp.start_processes(
+                _rank_main,
+                args=(spec, init_file, scratch, workload),
+                nprocs=world,
+                join=True,
+                start_method="spawn" if workload is None else "fork",
+            )
         except ProcessException as error:
             return _rank_failure(error, Path(scratch))
         # rank 0 wrote it with measure_prepared

@@ -35,8 +35,11 @@ class _Probe:
 _PROBES = (
     _Probe("aws", "/latest/meta-data/instance-type", token_path="/latest/api/token"),
     _Probe("gcp", "/computeMetadata/v1/instance/machine-type", (("Metadata-Flavor", "Google"),)),
-    _Probe("azure", "/metadata/instance/compute/vmSize?api-version=2021-02-01&format=text",
-           (("Metadata", "true"),)),
+    _Probe(
+        "azure",
+        "/metadata/instance/compute/vmSize?api-version=2021-02-01&format=text",
+        (("Metadata", "true"),),
+    ),
 )
 
 
@@ -88,8 +91,9 @@ def detect_instance_type(
     for probe in _PROBES:
         headers = dict(probe.headers)
         if probe.token_path:
-            token, reachable = _fetch(base + probe.token_path,
-                                      {"X-aws-ec2-metadata-token-ttl-seconds": "60"}, timeout, method="PUT")
+            token, reachable = _fetch(
+                base + probe.token_path, {"X-aws-ec2-metadata-token-ttl-seconds": "60"}, timeout, method="PUT"
+            )
             if not reachable:
                 break  # nothing listens: do not pay the timeout once per cloud
             if token:

@@ -290,8 +290,9 @@ def measure_latency_curve(
         stderr_path = Path(folder) / "stderr.txt"
         stderr_file = stderr_path.open("w", encoding="utf-8")
         # stderr goes to a file: a chatty workload must not fill a pipe nobody reads.
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr_file, text=True,
-                                 preexec_fn=child_preexec())
+        child = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=stderr_file, text=True, preexec_fn=child_preexec()
+        )
         timer = threading.Timer(timeout_s, child.kill)
         timer.start()
         try:

@@ -69,8 +69,6 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-
-
 def main(argv: list[str]) -> int:
     from perdollar.measure.worker import failure_payload
     from perdollar.sandbox import mark_sandboxed

@@ -55,8 +55,9 @@ def MeterCallback(batch_size: int, **meter_options: Unpack[MeterOptions]) -> Any
     """
     base = _callback_base()
     if base is None:
-        raise PerdollarError("PyTorch Lightning is not installed",
-                             "pip install lightning (or use Meter directly)")
+        raise PerdollarError(
+            "PyTorch Lightning is not installed", "pip install lightning (or use Meter directly)"
+        )
 
     class _MeterCallback(base):  # type: ignore[misc, valid-type]
         def __init__(self) -> None:
@@ -67,8 +68,9 @@ def MeterCallback(batch_size: int, **meter_options: Unpack[MeterOptions]) -> Any
             options: MeterOptions = {"world_size": getattr(trainer, "world_size", 1), **meter_options}
             self.meter = Meter(batch_size, **options)
 
-        def on_train_batch_end(self, trainer: object, pl_module: _LogsMetrics, outputs: object, batch: object,
-                               batch_idx: int) -> None:
+        def on_train_batch_end(
+            self, trainer: object, pl_module: _LogsMetrics, outputs: object, batch: object, batch_idx: int
+        ) -> None:
             if self.meter is None:
                 return
             reading = self.meter.step()

@@ -78,9 +78,16 @@ def _window_for(step_times: list[float], settings: LoopSettings) -> int:
     return max(1, min(settings.warmup_window, round(2 * settings.block_seconds / typical)))
 
 
-def _warm_up(step: Callable[[], object], sync: Callable[[], None], settings: LoopSettings,
-             deadline: float, progress: ProgressCallback, started: float,
-             coordinator: Coordinator, clock: Callable[[], float]) -> tuple[list[float], bool]:
+def _warm_up(
+    step: Callable[[], object],
+    sync: Callable[[], None],
+    settings: LoopSettings,
+    deadline: float,
+    progress: ProgressCallback,
+    started: float,
+    coordinator: Coordinator,
+    clock: Callable[[], float],
+) -> tuple[list[float], bool]:
     times: list[float] = []
     while True:
         before = clock()
@@ -89,30 +96,47 @@ def _warm_up(step: Callable[[], object], sync: Callable[[], None], settings: Loo
         times.append(clock() - before)
         now = clock()
         progress("warm-up", (now - started) / settings.duration_s)
-        settled = times[settings.min_warmup_steps:]
+        settled = times[settings.min_warmup_steps :]
         window = _window_for(settled, settings)
         # Steady when the latest three windows agree: an early calm stretch followed by a
         # slide must not count.
-        reached = len(settled) >= 3 * window and steady.find_steady_start(
-            settled[-3 * window:], window=window, tolerance=settings.warmup_tolerance) is not None
+        reached = (
+            len(settled) >= 3 * window
+            and steady.find_steady_start(
+                settled[-3 * window :], window=window, tolerance=settings.warmup_tolerance
+            )
+            is not None
+        )
         if coordinator.agree_stop(reached or now >= deadline):
             return times, reached
 
 
-def run_loop(step: Callable[[], object], *, samples_per_step: float, sync: Callable[[], None] = lambda: None,
-             settings: LoopSettings | None = None, progress: ProgressCallback = _no_progress,
-             coordinator: Coordinator | None = None,
-             clock: Callable[[], float] = time.perf_counter) -> LoopResult:
+def run_loop(
+    step: Callable[[], object],
+    *,
+    samples_per_step: float,
+    sync: Callable[[], None] = lambda: None,
+    settings: LoopSettings | None = None,
+    progress: ProgressCallback = _no_progress,
+    coordinator: Coordinator | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> LoopResult:
     """Time ``step`` to a steady figure of samples per second (see module docstring)."""
     settings = settings or LoopSettings()
     coordinator = coordinator or Coordinator()
     started = clock()
     end = started + settings.duration_s
     warmup_times, steady_reached = _warm_up(
-        step, sync, settings, started + settings.duration_s * settings.warmup_share, progress, started,
-        coordinator, clock,
+        step,
+        sync,
+        settings,
+        started + settings.duration_s * settings.warmup_share,
+        progress,
+        started,
+        coordinator,
+        clock,
     )
-    recent = warmup_times[-settings.warmup_window:]
+    recent = warmup_times[-settings.warmup_window :]
     typical = sorted(recent)[len(recent) // 2]
     steps_per_block = coordinator.share(max(1, round(settings.block_seconds / typical)) if typical > 0 else 1)
 

@@ -43,12 +43,15 @@ def price_for_instance(instance_type: str, market: str = "on-demand", cloud: str
 
     catalog = load()
     instance = catalog.instance(instance_type, cloud)
-    prices = [offer.price_per_hour for offer in catalog.offers
-              if offer.instance_type == instance.name and offer.cloud == instance.cloud
-              and offer.market == market]
+    prices = [
+        offer.price_per_hour
+        for offer in catalog.offers
+        if offer.instance_type == instance.name and offer.cloud == instance.cloud and offer.market == market
+    ]
     if not prices:
-        raise PerdollarError(f"the catalog has no {market} price for {instance.name}",
-                             "pass price_per_hour= yourself")
+        raise PerdollarError(
+            f"the catalog has no {market} price for {instance.name}", "pass price_per_hour= yourself"
+        )
     return min(prices)
 
 
@@ -80,8 +83,10 @@ class Meter:
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         if batch_size <= 0 or world_size <= 0 or nodes <= 0 or log_every <= 0:
-            raise PerdollarError("Meter needs positive batch_size, world_size, nodes and log_every",
-                                 "pass the per-process batch size and the number of processes")
+            raise PerdollarError(
+                "Meter needs positive batch_size, world_size, nodes and log_every",
+                "pass the per-process batch size and the number of processes",
+            )
         if price_per_hour is None and instance_type is not None:
             price_per_hour = price_for_instance(instance_type, market)
         self.samples_per_step = batch_size * world_size

@@ -36,8 +36,10 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise PerdollarError(f"device {device!r} asked for, but no CUDA GPU is visible",
-                             "use --device cpu or run on a GPU host")
+        raise PerdollarError(
+            f"device {device!r} asked for, but no CUDA GPU is visible",
+            "use --device cpu or run on a GPU host",
+        )
     return device
 
 

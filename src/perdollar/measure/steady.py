@@ -166,8 +166,13 @@ def trend_per_block(values: Sequence[float]) -> float:
     return (sxy / sxx) / mean_y if mean_y else 0.0
 
 
-def spread_warnings(block_rates: Sequence[float], step_times: Sequence[float],
-                    *, steady_reached: bool = True, cv: float | None = None) -> tuple[str, ...]:
+def spread_warnings(
+    block_rates: Sequence[float],
+    step_times: Sequence[float],
+    *,
+    steady_reached: bool = True,
+    cv: float | None = None,
+) -> tuple[str, ...]:
     """Plain-language reasons to distrust a figure; empty when it looks sound."""
     warnings: list[str] = []
     if not steady_reached:
@@ -192,8 +197,13 @@ def spread_warnings(block_rates: Sequence[float], step_times: Sequence[float],
     return tuple(warnings)
 
 
-def summarize(block_rates: Sequence[float], step_times: Sequence[float], *,
-              steady_reached: bool = True, confidence: float = 0.95) -> SteadySummary:
+def summarize(
+    block_rates: Sequence[float],
+    step_times: Sequence[float],
+    *,
+    steady_reached: bool = True,
+    confidence: float = 0.95,
+) -> SteadySummary:
     """Median samples/s with IQR and a confidence interval, step-time percentiles and warnings."""
     if not block_rates:
         raise ValueError("no timed blocks to summarise")
@@ -209,8 +219,9 @@ def summarize(block_rates: Sequence[float], step_times: Sequence[float], *,
     )
 
 
-def is_tight(block_rates: Sequence[float], *, target: float, min_blocks: int,
-             confidence: float = 0.95) -> bool:
+def is_tight(
+    block_rates: Sequence[float], *, target: float, min_blocks: int, confidence: float = 0.95
+) -> bool:
     """Enough blocks, and the confidence interval's half-width within ``target`` of the median."""
     if len(block_rates) < min_blocks:
         return False

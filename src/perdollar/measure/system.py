@@ -39,12 +39,14 @@ class _Nvml:
             try:
                 rates = nvml.nvmlDeviceGetUtilizationRates(handle)
                 memory = nvml.nvmlDeviceGetMemoryInfo(handle)
-                readings.append({
-                    "gpu_percent": float(rates.gpu),
-                    "memory_used_bytes": float(memory.used),
-                    "power_w": nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
-                    "sm_clock_mhz": float(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
-                })
+                readings.append(
+                    {
+                        "gpu_percent": float(rates.gpu),
+                        "memory_used_bytes": float(memory.used),
+                        "power_w": nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,
+                        "sm_clock_mhz": float(nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)),
+                    }
+                )
             except Exception:  # a counter unsupported on this board: skip the reading
                 continue
         return readings

@@ -84,8 +84,12 @@ def _silent(phase: str, fraction: float) -> None:
 def load_spec_workload(spec: BenchSpec) -> Workload:
     from perdollar.workload import load_workload
 
-    return load_workload(spec["workload"], batch_size=spec.get("batch_size"),
-                         precision=spec.get("precision"), kind=spec.get("kind"))
+    return load_workload(
+        spec["workload"],
+        batch_size=spec.get("batch_size"),
+        precision=spec.get("precision"),
+        kind=spec.get("kind"),
+    )
 
 
 def loop_settings(spec: BenchSpec) -> LoopSettings:
@@ -140,13 +144,21 @@ def _precision_warnings(prepared: PreparedStep, spec: BenchSpec, device: str) ->
     workload = getattr(prepared.runner, "workload", None)
     precision = str(getattr(workload, "precision", None) or spec.get("precision") or "")
     if device == "cpu" and "fp16" in precision:
-        return [f"{precision} is emulated on a CPU (much slower than fp32); for a CPU figure that "
-                "calibrates predictions well, measure with --precision fp32 or amp-bf16"]
+        return [
+            f"{precision} is emulated on a CPU (much slower than fp32); for a CPU figure that "
+            "calibrates predictions well, measure with --precision fp32 or amp-bf16"
+        ]
     return []
 
 
-def measure_prepared(prepared: PreparedStep, spec: BenchSpec, device: str, *,
-                     coordinator: Coordinator | None = None, report: bool = True) -> BenchResult:
+def measure_prepared(
+    prepared: PreparedStep,
+    spec: BenchSpec,
+    device: str,
+    *,
+    coordinator: Coordinator | None = None,
+    report: bool = True,
+) -> BenchResult:
     """Run the timing loop on a prepared step and describe the outcome as plain JSON data."""
     import torch
 
@@ -194,7 +206,9 @@ def measure_prepared(prepared: PreparedStep, spec: BenchSpec, device: str, *,
         "cv": summary.cv,
         "step_time_ms": summary.step_time_ms,
         "warnings": [
-            *summary.warnings, *_precision_warnings(prepared, spec, device), *spec.get("extra_warnings", ()),
+            *summary.warnings,
+            *_precision_warnings(prepared, spec, device),
+            *spec.get("extra_warnings", ()),
         ],
         "utilization": utilization,
         "peak_memory_bytes": peak_memory_bytes(device, rss_peak_bytes),

@@ -42,9 +42,7 @@ def facility_kw(
     """kW drawn from the grid by every row's nodes, PUE included (NaN where a TDP is unknown)."""
     keys = frame["accelerator_key"].to_numpy(dtype=object)
     # A handful of accelerators over many rows: look each up once.
-    by_key = {
-        k: 0.0 if _no_accelerator(k) else (tdp_by_key.get(k) or np.nan) for k in set(keys)
-    }
+    by_key = {k: 0.0 if _no_accelerator(k) else (tdp_by_key.get(k) or np.nan) for k in set(keys)}
     tdp = np.fromiter((by_key[k] for k in keys), dtype=np.float64, count=len(keys))
     per_node = frame["accelerators_per_node"].to_numpy(dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):

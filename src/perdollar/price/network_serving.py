@@ -141,8 +141,10 @@ def ranked(frame: pd.DataFrame, cost: str, latency: str) -> pd.DataFrame:
     plausible = plausibly_priced(frame)
     known = pd.to_numeric(frame[cost], errors="coerce").notna()  # an unknown cost ranks after all
     frame = frame.assign(_known=known, _plausible=plausible).sort_values(
-        ["feasible", "_known", "_plausible", cost, latency], ascending=[False, False, False, True, True],
-        na_position="last", kind="stable",
+        ["feasible", "_known", "_plausible", cost, latency],
+        ascending=[False, False, False, True, True],
+        na_position="last",
+        kind="stable",
     )
     return frame.drop(columns=["_known", "_plausible"]).reset_index(drop=True)
 

@@ -169,9 +169,18 @@ def _trace_layers(
     layer_chains = (chains_two[0] - chains_one[0], chains_two[1] - chains_one[1])
     other_chains = (chains_one[0] - layer_chains[0], chains_one[1] - layer_chains[1])
     return LayerTrace(
-        micro_batch, seq_len, tuple(layer), tuple(other), layer_saved, saved_one - layer_saved, hidden,
-        layer_eager, eager_one - layer_eager, selective_two - selective_one,
-        _share(*layer_chains), _share(*other_chains),
+        micro_batch,
+        seq_len,
+        tuple(layer),
+        tuple(other),
+        layer_saved,
+        saved_one - layer_saved,
+        hidden,
+        layer_eager,
+        eager_one - layer_eager,
+        selective_two - selective_one,
+        _share(*layer_chains),
+        _share(*other_chains),
     )
 
 
@@ -263,6 +272,7 @@ def layer_trace(
     traced_as = TRACED_AS.get(precision, precision)
     at_one = _traced(arch, 1, seq_len, traced_as, train_base)
     at_two = _traced(arch, 2, seq_len, traced_as, train_base)
+
     def per_sequence(field: str) -> float:
         return max(getattr(at_two, field) - getattr(at_one, field), 0.0)
 

@@ -47,9 +47,14 @@ def profile_workload(workload: Workload, *, timeout_s: float | None = None) -> P
     elif workload.origin is not None and not in_sandbox():
         profile = run_isolated(
             "perdollar.profile.profiler:profile_origin",
-            {"origin": workload.origin, "batch_size": workload.batch_size,
-             "precision": workload.precision, "kind": workload.kind},
-            what=f"profiling {workload.origin}", timeout_s=timeout_s,
+            {
+                "origin": workload.origin,
+                "batch_size": workload.batch_size,
+                "precision": workload.precision,
+                "kind": workload.kind,
+            },
+            what=f"profiling {workload.origin}",
+            timeout_s=timeout_s,
         )
     elif is_reference_workload(workload):
         profile = _reference_profile(workload)
@@ -74,13 +79,25 @@ def _reference_profile(workload: Workload) -> Profile:
     return profile
 
 
-def load_to_profile(spec: str | Workload, *, batch_size: int | None = None, precision: str | None = None,
-                    kind: Kind | None = None, timeout_s: float | None = None) -> Workload:
+def load_to_profile(
+    spec: str | Workload,
+    *,
+    batch_size: int | None = None,
+    precision: str | None = None,
+    kind: Kind | None = None,
+    timeout_s: float | None = None,
+) -> Workload:
     """``load_workload`` for a command that will profile the workload: a user's file is traced in
     the child that loads it (one interpreter, not two), and :func:`profile_workload` takes that
     profile, or raises that trace's failure as a child of its own would have."""
-    return load_workload(spec, batch_size=batch_size, precision=precision, kind=kind, timeout_s=timeout_s,
-                         next_in_child=_TRACE_NEXT)
+    return load_workload(
+        spec,
+        batch_size=batch_size,
+        precision=precision,
+        kind=kind,
+        timeout_s=timeout_s,
+        next_in_child=_TRACE_NEXT,
+    )
 
 
 def trace_loaded(workload: Workload) -> Profile:

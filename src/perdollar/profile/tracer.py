@@ -295,7 +295,9 @@ def trace_step(workload: Workload) -> TraceResult:
         raise
     except Exception as error:  # a user model can fail in any way while tracing
         raise UserCodeFailed(
-            status_of(error), f"tracing one step of workload {workload.name!r}", described(error),
+            status_of(error),
+            f"tracing one step of workload {workload.name!r}",
+            described(error),
             user_frame(error),
         ) from error
     return TraceResult(

@@ -254,8 +254,12 @@ def check_report_target(path: str | Path, *, force: bool = False) -> None:
 
 
 def write_report(
-    recommendation: Recommendation, path: str | Path, checklist: Sequence[CheckItem] | None = None,
-    *, force: bool = False, option: str = "--output",
+    recommendation: Recommendation,
+    path: str | Path,
+    checklist: Sequence[CheckItem] | None = None,
+    *,
+    force: bool = False,
+    option: str = "--output",
 ) -> Path:
     """Write the report to ``path`` atomically (a half-written report never replaces a good one).
 

@@ -314,8 +314,11 @@ def spot_view(recommendation: Recommendation) -> dict[str, object] | None:
     lowest = min((y for y in ys if y is not None), default=0.0)
     yaxis = (
         # Fitted to the points: a chance that never falls below 90% gets the whole height.
-        {"title": {"text": "P(finish by the deadline)"}, "range": [max(0.0, lowest - 0.05), 1.02],
-         "tickformat": ".0%"}
+        {
+            "title": {"text": "P(finish by the deadline)"},
+            "range": [max(0.0, lowest - 0.05), 1.02],
+            "tickformat": ".0%",
+        }
         if with_deadline
         else {"title": {"text": "expected time (hours, log)"}, "type": "log"}
     )

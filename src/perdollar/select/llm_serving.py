@@ -112,8 +112,12 @@ def llm_deployment_estimates(
         )
         estimates.append(
             deployment_estimate(
-                row, instances=instances, rate=tokens, price_per_hour=price,
-                fits=not str(row["excluded_reason"]).startswith(("needs", "weights")), figures=figures,
+                row,
+                instances=instances,
+                rate=tokens,
+                price_per_hour=price,
+                fits=not str(row["excluded_reason"]).startswith(("needs", "weights")),
+                figures=figures,
                 plan=f"{_layout(row)[0]}+{row['precision']}",
                 plan_text=f"{_layout(row)[1]}, {row['precision']}" + _fit_note(row),
             )

@@ -45,8 +45,12 @@ def deployment_estimates(frame: pd.DataFrame, target: ServingTarget) -> tuple[Es
         )
         estimates.append(
             deployment_estimate(
-                row, instances=int(row["instances"]), rate=target.qps, price_per_hour=price,
-                fits=not row["excluded_reason"].startswith("needs"), figures=figures,
+                row,
+                instances=int(row["instances"]),
+                rate=target.qps,
+                price_per_hour=price,
+                fits=not row["excluded_reason"].startswith("needs"),
+                figures=figures,
             )
         )
     return tuple(estimates)

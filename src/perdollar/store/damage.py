@@ -77,17 +77,25 @@ def _problems(
 def damaged_rows(engine: Engine) -> list[DamagedRow]:
     """Every row whose payload or listed columns cannot be read back, in table order."""
     measurements, recommendations, snapshots = (
-        schema.measurements, schema.recommendations, schema.catalog_snapshots)
+        schema.measurements,
+        schema.recommendations,
+        schema.catalog_snapshots,
+    )
     found: list[DamagedRow] = []
     with engine.connect() as connection:
         found += _problems(
-            "measurement", connection.execute(sa.select(measurements).order_by(measurements.c.stored_at)),
-            (lambda row: codec.measurement_from_payload(json.loads(row.payload)), measurement_entry))
+            "measurement",
+            connection.execute(sa.select(measurements).order_by(measurements.c.stored_at)),
+            (lambda row: codec.measurement_from_payload(json.loads(row.payload)), measurement_entry),
+        )
         found += _problems(
             "recommendation",
             connection.execute(sa.select(recommendations).order_by(recommendations.c.created_at)),
-            (lambda row: codec.recommendation_from_payload(json.loads(row.payload)), recommendation_entry))
+            (lambda row: codec.recommendation_from_payload(json.loads(row.payload)), recommendation_entry),
+        )
         found += _problems(
-            "catalog snapshot", connection.execute(sa.select(snapshots.c.snapshot_id, snapshots.c.payload)),
-            (lambda row: offers_from_payload(json.loads(row.payload)),))
+            "catalog snapshot",
+            connection.execute(sa.select(snapshots.c.snapshot_id, snapshots.c.payload)),
+            (lambda row: offers_from_payload(json.loads(row.payload)),),
+        )
     return found

@@ -160,7 +160,8 @@ class Store:
         """Measurements of this exact workload configuration, oldest first."""
         table = schema.measurements
         query = sa.select(table.c.id, table.c.payload).where(
-            table.c.workload_fingerprint == workload_fingerprint)
+            table.c.workload_fingerprint == workload_fingerprint
+        )
         if ok_only:
             query = query.where(table.c.status == "ok")
         with self.engine.connect() as connection:
@@ -194,8 +195,9 @@ class Store:
             rows = connection.execute(query).all()
         if recommendation_id:
             return StoredRecommendation(
-                rows[0].id, _readable("recommendation", rows[0].id, rows[0].payload,
-                                      codec.recommendation_from_payload))
+                rows[0].id,
+                _readable("recommendation", rows[0].id, rows[0].payload, codec.recommendation_from_payload),
+            )
         for row in rows:  # the newest one that can be read; damaged ones are named and passed over
             recommendation = decoded("recommendation", row.id, row.payload, codec.recommendation_from_payload)
             if recommendation is not None:
@@ -262,11 +264,15 @@ class Store:
         with self.engine.connect() as connection:
             if kind in (None, "measurement"):
                 rows = connection.execute(
-                    self._filtered(schema.measurements, workload, limit, schema.measurements.c.started_at))
+                    self._filtered(schema.measurements, workload, limit, schema.measurements.c.started_at)
+                )
                 entries += _entries("measurement", rows, measurement_entry)
             if kind in (None, "recommendation"):
-                rows = connection.execute(self._filtered(
-                    schema.recommendations, workload, limit, schema.recommendations.c.created_at))
+                rows = connection.execute(
+                    self._filtered(
+                        schema.recommendations, workload, limit, schema.recommendations.c.created_at
+                    )
+                )
                 entries += _entries("recommendation", rows, recommendation_entry)
         entries.sort(key=lambda e: e.at, reverse=True)
         return entries[:limit] if limit else entries

@@ -69,8 +69,9 @@ def load_isolated_then(
     return stand_in(spec, fields), Pending(next_in_child, fields["next_fingerprint"], rest)
 
 
-def load_then(spec: str, batch_size: int | None, precision: str | None, kind: Kind | None,
-              target: str) -> object:
+def load_then(
+    spec: str, batch_size: int | None, precision: str | None, kind: Kind | None, target: str
+) -> object:
     """Runs in the child: describe the file's Workload to the parent (the checkpoint), then call
     ``target`` on it with the options applied."""
     from perdollar.workload.loader import check_workload, import_from_file

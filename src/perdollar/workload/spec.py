@@ -49,8 +49,9 @@ class Workload:
     # again from there, since perdollar's own process holds only a stand-in (see stand_in.py).
     origin: str | None = None
 
-    def with_overrides(self, *, batch_size: int | None = None, precision: str | None = None,
-                       kind: Kind | None = None) -> Workload:
+    def with_overrides(
+        self, *, batch_size: int | None = None, precision: str | None = None, kind: Kind | None = None
+    ) -> Workload:
         return replace(
             self,
             batch_size=batch_size if batch_size is not None else self.batch_size,

@@ -16,8 +16,16 @@ from typing import Any
 from perdollar.sandbox import run_isolated
 from perdollar.workload.spec import Workload
 
-_PLAIN_FIELDS = ("name", "batch_size", "precision", "optimizer", "learning_rate", "kind", "sample_unit",
-                 "description")
+_PLAIN_FIELDS = (
+    "name",
+    "batch_size",
+    "precision",
+    "optimizer",
+    "learning_rate",
+    "kind",
+    "sample_unit",
+    "description",
+)
 
 
 @dataclass(frozen=True)
@@ -90,8 +98,12 @@ def describe_file(spec: str) -> dict[str, object]:
 
 def load_isolated(spec: str, *, timeout_s: float | None) -> Workload:
     """The Workload ``spec`` names, its file imported in a child process only."""
-    fields = run_isolated("perdollar.workload.stand_in:describe_file", {"spec": spec},
-                          what=f"loading {spec}", timeout_s=timeout_s)
+    fields = run_isolated(
+        "perdollar.workload.stand_in:describe_file",
+        {"spec": spec},
+        what=f"loading {spec}",
+        timeout_s=timeout_s,
+    )
     return stand_in(spec, fields)
 
 

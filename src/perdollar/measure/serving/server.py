@@ -55,8 +55,9 @@ def _model_runner(
     return run_batch, spec.batch_size, spec.name, forward_ms
 
 
-def _start_failure(process: subprocess.Popen[bytes], log_path: Path, start_timeout_s: float,
-                   workload: str | None) -> UserCodeFailed:
+def _start_failure(
+    process: subprocess.Popen[bytes], log_path: Path, start_timeout_s: float, workload: str | None
+) -> UserCodeFailed:
     """Why the server never said it was listening: the workload's failure, as a result."""
     what = f"starting the model server for {workload or 'the no-op endpoint'}"
     if process.returncode is None:

@@ -273,8 +273,18 @@ def throughput_ceiling(
     """Tokens/s of ``plan`` before data-parallel collectives and the optimizer: never below the prediction."""
     eff = efficiency or LLMEfficiency()
     stage = stage_times(
-        arch, accelerator, plan, seq_len, precision, eff, network_gbps, efa_interfaces, None,
-        attention_kernel, nodes=nodes, gpus_per_node=gpus_per_node,
+        arch,
+        accelerator,
+        plan,
+        seq_len,
+        precision,
+        eff,
+        network_gbps,
+        efa_interfaces,
+        None,
+        attention_kernel,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
     )
     dp = plan.data_parallel_size(gpus_per_node * nodes)
     micro_batches = max(math.ceil(global_batch / (plan.micro_batch * dp)), 1)
