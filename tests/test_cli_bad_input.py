@@ -95,6 +95,11 @@ def test_export_out_in_an_unwritable_place(a_file: Path) -> None:
     assert_one_line_error(done, "--out", "not a folder")
 
 
+def test_export_names_every_format_it_writes() -> None:
+    done = run_perdollar("export", "g5.xlarge", "--format", "torchrn")
+    assert_one_line_error(done, "sagemaker, ec2, torchrun, skypilot", "did you mean torchrun?")
+
+
 def test_sweep_dry_run_out_in_an_unwritable_place(a_file: Path) -> None:
     done = run_perdollar("sweep", "mlp", "--dry-run", "--out", str(a_file / "plan"), "--no-store")
     assert_one_line_error(done, "--out", "not a folder")

@@ -67,6 +67,7 @@ def export(
     step: Step,
     output: Output,
 ) -> int:
+    _check_format(fmt)
     region = only_one(places.regions, "--region")
     precision = step.precision
     json_output = output.json_output
@@ -115,6 +116,22 @@ def export(
     else:
         print_export(description, as_yaml=as_yaml)
     return 0
+
+
+def _check_format(fmt: str) -> None:
+    """Refuse a format none of export's paths writes, naming all four (the launch descriptions'
+    check knows only its own two)."""
+    from perdollar.catalog.names import did_you_mean
+    from perdollar.launch.export import FORMATS
+
+    known = (*FORMATS, *TRAINING_FORMATS)
+    if fmt not in known:
+        near = did_you_mean(fmt, known)
+        hint = f"; did you mean {' or '.join(near)}?" if near else ""
+        raise PerdollarError(
+            f"--format {fmt!r} is not one of {', '.join(known)}{hint}",
+            "use sagemaker or ec2 for an AWS launch description, torchrun or skypilot for a training plan",
+        )
 
 
 def _training_launch(candidate: CandidateSpec, fmt: str, *, workload: str | None, plan: str | None,
