@@ -11,6 +11,7 @@ from rich.table import Table
 from perdollar.cli.llm_serving_render import engine_build
 from perdollar.cli.serving_render import PricedRow, price_cell, where_it_runs
 from perdollar.price.model import Estimate, ServingFigures
+from perdollar.select.llm_serving import BillFigures
 from perdollar.terminal_tables import FittingTable
 from perdollar.vocabulary import Basis
 
@@ -32,8 +33,9 @@ class DeploymentBand(TypedDict):
     tpot_p99_ms: Span
 
 
-class LLMDeploymentRow(PricedRow):
-    """One ranked deployment of a language model served (a row of ``--json``'s ``deployments``)."""
+class LLMDeploymentRow(PricedRow, BillFigures):
+    """One ranked deployment of a language model served (a row of ``--json``'s ``deployments``); its
+    energy, carbon and weights-pull figures are the selection's :class:`BillFigures`."""
 
     tensor_parallel: int | None
     precision: str | None
@@ -53,14 +55,6 @@ class LLMDeploymentRow(PricedRow):
     basis: Basis
     bottleneck: str
     plan_text: str
-    energy_kwh_per_million_tokens: float | None
-    co2e_g_per_million_tokens: float | None
-    energy_kwh_per_million_output_tokens: float | None
-    co2e_g_per_million_output_tokens: float | None
-    grid_gco2e_per_kwh: float | None
-    weights_gb: float | None
-    weights_egress_usd: float | None
-    weights_load_s: float | None
     price_basis: str | None
     band: DeploymentBand | None
     ties_with_top: bool

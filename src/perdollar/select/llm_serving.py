@@ -19,7 +19,7 @@ MAX_FEASIBLE_ESTIMATES = 200
 DEPLOYMENT_SHAPE = ["cloud", "instance_type", "market", "tensor_parallel", "precision"]
 
 
-class _BillFigures(TypedDict):
+class BillFigures(TypedDict):
     """A deployment's energy, carbon and weights-pull figures, as :class:`ServingFigures` takes them."""
 
     energy_kwh_per_million_tokens: float | None
@@ -136,7 +136,7 @@ def _fit_note(row: pd.Series) -> str:
     return f" ({note})" if isinstance(note, str) and note else ""
 
 
-def _bill_figures(row: Mapping[str, object]) -> _BillFigures:
+def _bill_figures(row: Mapping[str, object]) -> BillFigures:
     """The energy, carbon and weights-pull figures of a row, None where they were not priced."""
 
     def priced(name: str) -> float | None:
